@@ -1,0 +1,298 @@
+// test_forward.c: the forward pass against Hugging Face, against itself, and kernel by kernel.
+//
+// Tolerances, stated once:
+//   - same build, same inputs: bitwise. An n-token pass equals n one-token passes, and blocks run
+//     in reverse order give the same bits, because every output element has one fixed
+//     summation order. Greedy self-speculative decoding relies on this.
+//   - against HF transformers in fp32: max |diff| <= 1e-4 on logits. Both compute in fp32 but
+//     sum in different orders (torch uses blocked/vectorized reductions); over a few layers the
+//     rounding differences stay around 1e-6..1e-5 of logits of magnitude ~1-10.
+//   - kernels against a plain double-precision loop: relative 1e-5 (fp32 rounding of sums of
+//     at most a few hundred terms).
+#define TESTING
+#include "../selfspec.cu"
+#include "testing.h"
+
+// ---------------------------------------------------------------------------- fixtures
+
+typedef struct {
+    char name[64];
+    char skip[256];
+    int n;
+    int ids[512];
+} LogitCase;
+
+static int read_model_dir(const char *ref_dir, char *out, size_t cap) {
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/model.txt", ref_dir);
+    FILE *f = fopen(path, "r");
+    if (f == NULL || fgets(out, (int)cap, f) == NULL) {
+        if (f) { fclose(f); }
+        return -1;
+    }
+    fclose(f);
+    out[strcspn(out, "\r\n")] = '\0';
+    return 0;
+}
+
+static float *read_floats(const char *path, size_t count) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) { return NULL; }
+    float *v = (float *)malloc_check(count * sizeof(float));
+    size_t got = fread(v, sizeof(float), count, f);
+    fclose(f);
+    if (got != count) { free(v); return NULL; }
+    return v;
+}
+
+// Every logits case of a fixture: one pass over all positions must match HF within 1e-4.
+static void test_hf_logits(Model *m, const char *ref_dir, const char *target) {
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/logits.txt", ref_dir);
+    FILE *f = fopen(path, "r");
+    if (!check(f != NULL, "%s: cannot open %s", target, path)) { return; }
+    LogitCase lc;
+    int vocab = m->config.vocab_size, cases = 0;
+    while (fscanf(f, "%63s %255s %d", lc.name, lc.skip, &lc.n) == 3) {
+        for (int t = 0; t < lc.n; t++) { if (fscanf(f, "%d", &lc.ids[t]) != 1) { lc.n = -1; break; } }
+        if (!check(lc.n > 0 && lc.n <= m->state.max_tokens, "%s: bad logits.txt line %s", target, lc.name)) { break; }
+        SkipSet skip;
+        char err[SS_ERR_LEN];
+        if (!check(parse_skip_spec(lc.skip, m->config.n_layers, &skip, err) == 0, "%s: %s", target, err)) { continue; }
+        snprintf(path, sizeof(path), "%s/%s.f32", ref_dir, lc.name);
+        float *ref = read_floats(path, (size_t)lc.n * vocab);
+        if (!check(ref != NULL, "%s: cannot read %s", target, path)) { continue; }
+        forward(m, lc.ids, lc.n, 0, &skip, NULL, NULL);
+        double max_diff = 0;
+        size_t worst = 0;
+        for (size_t i = 0; i < (size_t)lc.n * vocab; i++) {
+            double d = fabs((double)m->state.logits_host[i] - ref[i]);
+            if (d > max_diff) { max_diff = d; worst = i; }
+        }
+        check(max_diff <= 1e-4, "%s/%s (skip %s): max |logit - HF| = %.3g at position %zu token %zu (ours %.6f, HF %.6f)",
+              target, lc.name, lc.skip, max_diff, worst / vocab, worst % vocab,
+              m->state.logits_host[worst], ref[worst]);
+        printf("  %s/%s skip %-20s max |diff| vs HF %.2e\n", target, lc.name, lc.skip, max_diff);
+        free(ref);
+        cases++;
+    }
+    fclose(f);
+    check(cases >= 2, "%s: only %d logits cases", target, cases);
+}
+
+// Greedy continuations must equal HF's token for token.
+static void test_hf_greedy(Model *m, const char *ref_dir, const char *target) {
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/greedy.txt", ref_dir);
+    FILE *f = fopen(path, "r");
+    if (!check(f != NULL, "%s: cannot open %s", target, path)) { return; }
+    int prompt[512], expect[512], got[512], n_prompt, n_gen, lines = 0;
+    while (fscanf(f, "%d", &n_prompt) == 1) {
+        int ok = n_prompt > 0 && n_prompt < 512;
+        for (int t = 0; ok && t < n_prompt; t++) { ok = fscanf(f, "%d", &prompt[t]) == 1; }
+        ok = ok && fscanf(f, "%d", &n_gen) == 1 && n_gen > 0 && n_gen < 512;
+        for (int t = 0; ok && t < n_gen; t++) { ok = fscanf(f, "%d", &expect[t]) == 1; }
+        if (!check(ok, "%s: bad greedy.txt line %d", target, lines)) { break; }
+        Sampler sp = {0.0f, 1.0f, {1}};
+        GenStats st;
+        int n = generate_plain(m, prompt, n_prompt, n_gen, NULL, &sp, got, NULL, NULL, &st);
+        int first = -1;
+        for (int t = 0; t < n_gen && first < 0; t++) { if (t >= n || got[t] != expect[t]) { first = t; } }
+        check(first < 0 && n == n_gen, "%s greedy %d: first mismatch at token %d (ours %d, HF %d), %d vs %d tokens",
+              target, lines, first, first >= 0 && first < n ? got[first] : -1, first >= 0 ? expect[first] : -1, n, n_gen);
+        lines++;
+    }
+    fclose(f);
+    check(lines >= 3, "%s: only %d greedy prompts", target, lines);
+}
+
+// ---------------------------------------------------------------------------- bit identity
+
+static float *logits_one_by_one(Model *m, const int *ids, int n, const SkipSet *skip) {
+    int vocab = m->config.vocab_size;
+    float *out = (float *)malloc_check((size_t)n * vocab * sizeof(float));
+    for (int t = 0; t < n; t++) {
+        forward(m, ids + t, 1, t, skip, NULL, NULL);
+        memcpy(out + (size_t)t * vocab, m->state.logits_host, vocab * sizeof(float));
+    }
+    return out;
+}
+
+static int first_diff(const float *a, const float *b, size_t n) {
+    for (size_t i = 0; i < n; i++) { if (memcmp(&a[i], &b[i], sizeof(float)) != 0) { return (int)i; } }
+    return -1;
+}
+
+static void test_bit_identity(Model *m, const char *target) {
+    int ids[24], n = 24, vocab = m->config.vocab_size;
+    Rng r;
+    rng_seed(&r, 7);
+    for (int t = 0; t < n; t++) { ids[t] = (int)(rng_u32(&r) % (uint32_t)vocab); }
+    SkipSet skips[3];
+    char err[SS_ERR_LEN];
+    parse_skip_spec("-", m->config.n_layers, &skips[0], err);
+    parse_skip_spec("attn:1,3 mlp:2", m->config.n_layers, &skips[1], err);
+    parse_skip_spec("attn:0-5 mlp:0,5", m->config.n_layers, &skips[2], err);
+    for (int k = 0; k < 3; k++) {
+        float *one = logits_one_by_one(m, ids, n, &skips[k]);
+        forward(m, ids, n, 0, &skips[k], NULL, NULL);
+        int d = first_diff(one, m->state.logits_host, (size_t)n * vocab);
+        check(d < 0, "%s skip set %d: %d-token pass differs from one-token passes at float %d (%.9g vs %.9g)",
+              target, k, n, d, d >= 0 ? one[d] : 0, d >= 0 ? m->state.logits_host[d] : 0);
+        // chunks of 5 starting mid-sequence: the same bits again
+        for (int start = 0; start < n; start += 5) {
+            int len = n - start < 5 ? n - start : 5;
+            forward(m, ids + start, len, start, &skips[k], NULL, NULL);
+            d = first_diff(one + (size_t)start * vocab, m->state.logits_host, (size_t)len * vocab);
+            check(d < 0, "%s skip set %d: chunk at %d differs at float %d", target, k, start, d);
+        }
+#ifndef __CUDACC__
+        launch_reverse = 1;
+        forward(m, ids, n, 0, &skips[k], NULL, NULL);
+        launch_reverse = 0;
+        d = first_diff(one, m->state.logits_host, (size_t)n * vocab);
+        check(d < 0, "%s skip set %d: reverse block order changes float %d", target, k, d);
+#endif
+        free(one);
+    }
+}
+
+// ---------------------------------------------------------------------------- kernels vs double
+
+static float *random_floats(Rng *r, size_t n, float scale) {
+    float *v = (float *)malloc_check(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) { v[i] = (rng_uniform(r) * 2.0f - 1.0f) * scale; }
+    return v;
+}
+
+static void check_close(const char *what, const float *got, const double *want, size_t n, double rel) {
+    for (size_t i = 0; i < n; i++) {
+        double tol = rel * (1.0 + fabs(want[i]));
+        if (!(fabs(got[i] - want[i]) <= tol)) {
+            check(0, "%s: element %zu: kernel %.9g, double reference %.9g", what, i, got[i], want[i]);
+            return;
+        }
+    }
+    check(1, "%s", what);
+}
+
+// On the CPU build device memory is host memory, so kernels can be launched on plain arrays.
+static void test_kernels(void) {
+#ifndef __CUDACC__
+    Rng r;
+    rng_seed(&r, 42);
+    enum { N = 3, IN = 37, OUT = 13, H = 3, KVH = 1, HD = 6, POS = 5, SEQ = 16 };
+    float *x = random_floats(&r, N * IN, 1.0f), *w = random_floats(&r, OUT * IN, 1.0f);
+    float *out = (float *)calloc_check(N * IN, sizeof(float));
+    double want[N * IN];
+    // matmul, odd sizes (in_dim not a multiple of 8)
+    LAUNCH(matmul_kernel, OUT, out, x, w, N, IN, OUT);
+    for (int t = 0; t < N; t++) {
+        for (int o = 0; o < OUT; o++) {
+            double s = 0;
+            for (int c = 0; c < IN; c++) { s += (double)w[o * IN + c] * x[t * IN + c]; }
+            want[t * OUT + o] = s;
+        }
+    }
+    check_close("matmul_kernel 3x37 -> 13", out, want, N * OUT, 1e-5);
+    // rmsnorm
+    float *g = random_floats(&r, IN, 1.0f);
+    LAUNCH(rmsnorm_kernel, N, out, x, g, N, IN, 1e-5f);
+    for (int t = 0; t < N; t++) {
+        double ss = 0;
+        for (int c = 0; c < IN; c++) { ss += (double)x[t * IN + c] * x[t * IN + c]; }
+        for (int c = 0; c < IN; c++) { want[t * IN + c] = g[c] * x[t * IN + c] / sqrt(ss / IN + 1e-5); }
+    }
+    check_close("rmsnorm_kernel dim 37", out, want, N * IN, 1e-5);
+    // swiglu and residual
+    float *up = random_floats(&r, N * IN, 2.0f), *gate = random_floats(&r, N * IN, 4.0f);
+    for (int i = 0; i < N * IN; i++) { want[i] = gate[i] / (1.0 + exp(-(double)gate[i])) * up[i]; }
+    LAUNCH(swiglu_kernel, N * IN, up, gate, N * IN);
+    check_close("swiglu_kernel", up, want, N * IN, 1e-5);
+    for (int i = 0; i < N * IN; i++) { want[i] = (double)x[i] + up[i]; }
+    LAUNCH(residual_kernel, N * IN, x, up, N * IN);
+    check_close("residual_kernel", x, want, N * IN, 1e-6);
+    // rope on 3 tokens x 3 heads x 6 dims with depths {0, 1, 1} (a small tree)
+    int depth[N] = {0, 1, 1};
+    float inv_freq[HD / 2] = {1.0f, 0.1f, 0.01f};
+    float *v = random_floats(&r, N * H * HD, 1.0f);
+    for (int t = 0; t < N; t++) {
+        for (int h = 0; h < H; h++) {
+            for (int k = 0; k < HD / 2; k++) {
+                double a = v[(t * H + h) * HD + k], b = v[(t * H + h) * HD + k + HD / 2];
+                double ang = (double)(POS + depth[t]) * inv_freq[k];
+                want[(t * H + h) * HD + k] = a * cos(ang) - b * sin(ang);
+                want[(t * H + h) * HD + k + HD / 2] = b * cos(ang) + a * sin(ang);
+            }
+        }
+    }
+    LAUNCH(rope_kernel, N * H * HD / 2, v, H * HD, depth, POS, inv_freq, N, H, HD);
+    check_close("rope_kernel", v, want, N * H * HD, 1e-5);
+    // attention: 5 cached slots + 3 new tokens, mask = token 2 sees token 0 and itself only
+    unsigned char mask[N * N] = {1, 0, 0, 1, 1, 0, 1, 0, 1};
+    float *q = random_floats(&r, N * H * HD, 1.0f);
+    float *kc = random_floats(&r, SEQ * KVH * HD, 1.0f), *vc = random_floats(&r, SEQ * KVH * HD, 1.0f);
+    float *att = (float *)calloc_check(N * H * SEQ, sizeof(float));
+    float *ao = (float *)calloc_check(N * H * HD, sizeof(float));
+    LAUNCH(attention_kernel, N * H, ao, att, q, kc, vc, mask, N, POS, H, KVH, HD, SEQ);
+    for (int t = 0; t < N; t++) {
+        for (int h = 0; h < H; h++) {
+            double sc[SEQ], mx = -1e300, sum = 0;
+            for (int s = 0; s < POS + N; s++) {
+                int vis = s < POS || mask[t * N + s - POS];
+                double d = 0;
+                for (int k = 0; k < HD; k++) { d += (double)q[(t * H + h) * HD + k] * kc[s * HD + k]; }
+                sc[s] = vis ? d / sqrt((double)HD) : -1e300;
+                if (vis && sc[s] > mx) { mx = sc[s]; }
+            }
+            for (int s = 0; s < POS + N; s++) { sc[s] = sc[s] > -1e299 ? exp(sc[s] - mx) : 0; sum += sc[s]; }
+            for (int k = 0; k < HD; k++) {
+                double acc = 0;
+                for (int s = 0; s < POS + N; s++) { acc += sc[s] / sum * vc[s * HD + k]; }
+                want[(t * H + h) * HD + k] = acc;
+            }
+        }
+    }
+    check_close("attention_kernel with a tree mask and GQA", ao, want, N * H * HD, 1e-5);
+    // embedding gather
+    int tok[N] = {2, 0, 1};
+    LAUNCH(embed_kernel, N * IN, out, w, tok, N, IN);
+    for (int t = 0; t < N; t++) { for (int c = 0; c < IN; c++) { want[t * IN + c] = w[tok[t] * IN + c]; } }
+    check_close("embed_kernel", out, want, N * IN, 0);
+    free(x); free(w); free(out); free(g); free(up); free(gate); free(v); free(q); free(kc); free(vc);
+    free(att); free(ao);
+#endif
+}
+
+// ---------------------------------------------------------------------------- half floats
+
+static void test_half_to_float(void) {
+    uint16_t h[] = {0x0000, 0x8000, 0x3C00, 0xC000, 0x7BFF, 0x0001, 0x03FF, 0x0400, 0x7C00, 0xFC00};
+    float want[] = {0.0f, -0.0f, 1.0f, -2.0f, 65504.0f, 5.9604645e-8f, 6.0975552e-5f, 6.1035156e-5f,
+                    INFINITY, -INFINITY};
+    for (int k = 0; k < 10; k++) {
+        float got = half_to_float(h[k]);
+        check(memcmp(&got, &want[k], 4) == 0, "half_to_float(0x%04x) = %.9g, want %.9g", h[k], got, want[k]);
+    }
+    check(isnan(half_to_float(0x7E00)), "half_to_float(0x7e00) is not NaN");
+}
+
+int main(void) {
+    test_kernels();
+    test_half_to_float();
+    const char *targets[] = {"llama2-tiny", "llama3-tiny", "kjv"};
+    for (int k = 0; k < 3; k++) {
+        char ref_dir[256], model_dir[1024], err[SS_ERR_LEN];
+        snprintf(ref_dir, sizeof(ref_dir), "test/refs/%s", targets[k]);
+        if (!check(read_model_dir(ref_dir, model_dir, sizeof(model_dir)) == 0, "%s: no %s/model.txt", targets[k], ref_dir)) {
+            continue;
+        }
+        Model m;
+        if (!check(build_model(&m, model_dir, 0, err) == 0, "%s: %s", targets[k], err)) { continue; }
+        test_hf_logits(&m, ref_dir, targets[k]);
+        test_hf_greedy(&m, ref_dir, targets[k]);
+        test_bit_identity(&m, targets[k]);
+        free_model(&m);
+    }
+    return test_summary("test_forward");
+}
