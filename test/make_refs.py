@@ -1,0 +1,449 @@
+#!/usr/bin/env python3
+"""Write the Hugging Face reference fixtures under test/refs/<name>/ for the C tests.
+
+Development tool only: the fixtures are committed and CI never runs Python.
+
+    HF_HUB_OFFLINE=1 python test/make_refs.py            # every target whose model/tokenizer exists
+    HF_HUB_OFFLINE=1 python test/make_refs.py llama2-tiny tok-metaspace
+
+Everything runs on the CPU in fp32 (weights upcast from their stored dtype, eager attention).
+Format: see test/refs/README.md.  To add a target, add an entry to TARGETS below.
+"""
+
+import os
+import shutil
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from tokenizers import Tokenizer  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REFS = os.path.join(ROOT, "test", "refs")
+MIN_GAP = 1e-3
+SEED = 0
+
+# ----------------------------------------------------------------------------------------------
+# Targets.
+#   model:        folder relative to the repo root (a Hugging Face model folder, or for token-only
+#                 targets the folder holding tokenizer.json)
+#   tokens_only:  True = write tokens.txt only
+#   prompts:      3 prompt strings (encoded with the tokenizer, BOS included if the tokenizer adds
+#                 it); all 3 give greedy.txt lines, the first LOGIT_PROMPTS give full-model logits
+#   skips:        skip patterns applied to prompt 0 for logits ("attn:1,3;mlp:0,4", 0-based layers)
+#   max_new:      greedy continuation length (default 64)
+#   prompt_len:   allowed prompt length range in tokens, BOS included (default (12, 24))
+#   logit_prompts: how many prompts get a full-model logits case (default 2)
+
+KJV_PROMPTS = [
+    "In the beginning God created the heaven and the earth.",
+    "And the LORD said unto Moses, Go in unto Pharaoh,",
+    "Blessed are the meek: for they shall inherit",
+]
+
+TARGETS = {
+    "llama2-tiny": dict(
+        model="tiny_models/llama2-tiny-random",
+        prompts=KJV_PROMPTS,
+        skips=["attn:1,3", "mlp:2,4", "attn:0,2,4;mlp:1,2,5"],
+    ),
+    "llama3-tiny": dict(
+        model="tiny_models/llama3-tiny-random",
+        prompts=KJV_PROMPTS,
+        skips=["attn:1,3", "mlp:2,4", "attn:0,2,4;mlp:1,2,5"],
+    ),
+    "tok-metaspace": dict(model="tiny_models/tokenizers/metaspace", tokens_only=True),
+    "tok-gpt2-digits": dict(model="tiny_models/tokenizers/gpt2-digits", tokens_only=True),
+    "tok-stories260k": dict(model="../shared/models/stories260K", tokens_only=True),
+    # Later (another helper): the trained KJV model and SmolLM2-135M, e.g.
+    # "kjv": dict(model="tiny_models/kjv-...", prompts=KJV_PROMPTS, skips=[...]),
+    # "smollm2-135m": dict(model="tiny_models/smollm2-135m", prompts=[...], skips=[...],
+    #                      logit_prompts=1),   # vocab 49152: keep the .f32 files small
+}
+
+# ----------------------------------------------------------------------------------------------
+# Tokenizer corpus: the same list for every tokenizer.
+
+LONG_1 = (
+    "And it came to pass, when men began to multiply on the face of the earth, and daughters were "
+    "born unto them, That the sons of God saw the daughters of men that they were fair; and they took "
+    "them wives of all which they chose. And the LORD said, My spirit shall not always strive with "
+    "man, for that he also is flesh: yet his days shall be an hundred and twenty years."
+)
+LONG_2 = (
+    "Self-speculative decoding drafts tokens with a subset of the model's own layers (skipping some "
+    "attention and MLP sublayers), then verifies the draft with the full model in one batched pass. "
+    "Accepted tokens cost ~1/3 of a full step; on 2024-11-21 we measured 1.73x at T=0, batch 1, "
+    "with K=4 drafts. Naïve implementations forget the KV cache: café, jalapeño, 東京, Ελλάδα, 🚀!\n"
+    "Second line\twith a tab, and    four spaces."
+)
+LONG_CODE = (
+    "static float dot(const float *a, const float *b, int n) {\n"
+    "    float s = 0.0f;\n"
+    "    for (int i = 0; i < n; ++i) {\n"
+    "        s += a[i] * b[i];   // accumulate\n"
+    "    }\n"
+    "    return s;\n"
+    "}\n"
+    "\n"
+    "def rmsnorm(x, w, eps=1e-5):\n"
+    "    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w\n"
+)
+
+CORPUS = [
+    # empty / whitespace
+    "",
+    " ",
+    "  ",
+    "\t",
+    "\n",
+    "\r\n",
+    "a  b",
+    "a   b    c",
+    "   leading",
+    "trailing   ",
+    "\n\n\nx",
+    "\t\tindent",
+    "x\n\ny",
+    "line one\r\nline two\r\n",
+    " \n \t ",
+    "word\u00a0nbsp",
+    "\u00a0",
+    "thin\u2009space and ideographic\u3000space",
+    # ASCII prose
+    "Hello world",
+    "Hello, world!",
+    "hello",
+    "Hello",
+    "HELLO WORLD",
+    "The quick brown fox jumps over the lazy dog.",
+    "A man, a plan, a canal: Panama.",
+    "What? No! Yes... maybe; (perhaps) [or not] {who knows}.",
+    "e-mail: someone@example.com, url: https://example.org/a/b?c=d&e=f#g",
+    "She said \"hi\" and he said 'bye'.",
+    "snake_case camelCase PascalCase kebab-case SCREAMING_CASE",
+    "a",
+    "I",
+    "x",
+    ".",
+    "!!!",
+    "...",
+    "--",
+    # KJV-style verses
+    "In the beginning God created the heaven and the earth.",
+    "And the earth was without form, and void; and darkness was upon the face of the deep.",
+    "And God said, Let there be light: and there was light.",
+    "The LORD is my shepherd; I shall not want.",
+    "For God so loved the world, that he gave his only begotten Son,",
+    "Thou shalt not kill. Thou shalt not commit adultery. Thou shalt not steal.",
+    "And Jacob said unto Laban, Give me my wife, for my days are fulfilled,",
+    "Genesis 1:1 And God saw the light, that it was good.",
+    "Ge1:1 In the beginning",
+    "And Moses stretched forth his hand over the sea; and the LORD caused the sea to go back",
+    # contractions
+    "don't",
+    "Don't",
+    "I'LL",
+    "it's",
+    "It'S",
+    "we're they've I'm you'd she'll",
+    "rock 'n' roll",
+    "''quoted''",
+    "o'clock",
+    "dont't",
+    # digits and numbers
+    "0",
+    "7",
+    "42",
+    "123",
+    "1234",
+    "1234567",
+    "12345678901234567890",
+    "3.14159",
+    "-2.5e-10",
+    "2024-11-21",
+    "10:30 AM",
+    "$1,000,000.00",
+    "100%",
+    "v1.2.3",
+    "x1y22z333",
+    "0x7fffffff",
+    "1st 2nd 3rd 4th",
+    "٣٤٥ ١٢",
+    # code
+    "int main(void) { return 0; }",
+    "if (a != b && c <= d || e >= f) { x += 1; y -= 2; z *= 3; }",
+    "#include <stdio.h>\n\nint main(int argc, char **argv) {\n\tprintf(\"%d\\n\", argc);\n\treturn 0;\n}\n",
+    "for (size_t i = 0; i < n; ++i) a[i] = b[i] << 2 | c[i] >> 1;",
+    "def f(x):\n    if x > 0:\n        return x ** 2\n    return -x\n",
+    "class Foo(Bar):\n    def __init__(self, *args, **kwargs):\n        super().__init__(*args, **kwargs)\n",
+    "print(f\"{name!r}: {value:>10.3f}\")",
+    "x = [i * i for i in range(10) if i % 2 == 0]",
+    "lambda a, b: (a + b) // 2",
+    "/* comment */ // another\n",
+    "<html><body><p class=\"x\">Hi &amp; bye</p></body></html>",
+    "{\"key\": [1, 2, 3], \"nested\": {\"a\": null, \"b\": true}}",
+    "SELECT * FROM users WHERE id = 42;",
+    "    ",
+    "\t\t\tdeep();",
+    "a->b->c; p = &q; *p++ = ~x ^ y;",
+    # accented Latin and other scripts
+    "café naïve Ærø",
+    "Crème brûlée à la mode, s'il vous plaît.",
+    "Straße Größe Übermaß",
+    "señor niño año jalapeño",
+    "Dvořák Łódź Kraków Čeština",
+    "Ελληνικά: Καλημέρα κόσμε",
+    "Русский текст: Привет, мир!",
+    "你好，世界",
+    "日本語のテキスト",
+    "한국어 텍스트",
+    "中文English混合text",
+    "עברית שלום",
+    "العربية مرحبا",
+    "हिन्दी नमस्ते",
+    "ไทย สวัสดี",
+    "e\u0301 (combining acute) vs \u00e9",
+    "ﬁ ligature ＡＢＣ fullwidth",
+    # emoji
+    "😀",
+    "👍🏽",
+    "👨‍👩‍👧‍👦",
+    "🏳️‍🌈",
+    "🇺🇸🇯🇵🇫🇷",
+    "I ❤️ Rust 🦀 and C 🚀!",
+    "emoji😀inside😀words",
+    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 math 𝑥² + 𝑦² = 𝑧²",
+    # metaspace character and special-token text
+    "▁",
+    "▁▁hello▁world",
+    "a▁b",
+    "a<s>b",
+    "<s>",
+    "</s>",
+    "a</s>b",
+    "<unk>",
+    "x<|endoftext|>y",
+    "<|endoftext|>",
+    "<|im_start|>user\nhi<|im_end|>",
+    "<|begin_of_text|>Hello",
+    "Hello<|end_of_text|>",
+    " <s> ",
+    "<0x41>",
+    "<s",
+    # control characters
+    "\x00",
+    "a\x00b",
+    "\x01\x02\x03\x1b[0m",
+    "bell\x07 backspace\x08 vt\x0b ff\x0c",
+    "\x7f",
+    "\u200b zero width \u200d joiner \ufeff bom",
+    "\u2028line sep\u2029para sep",
+    # long paragraphs
+    LONG_1,
+    LONG_2,
+    LONG_CODE,
+]
+
+# ----------------------------------------------------------------------------------------------
+
+
+def target_dir(t):
+    return os.path.normpath(os.path.join(ROOT, t["model"]))
+
+
+def load_tokenizer(t):
+    return Tokenizer.from_file(os.path.join(target_dir(t), "tokenizer.json"))
+
+
+def write_tokens(name, t, out):
+    tok = load_tokenizer(t)
+    with open(os.path.join(out, "tokens.txt"), "w", encoding="ascii", newline="\n") as f:
+        for s in CORPUS:
+            ids = tok.encode(s, add_special_tokens=True).ids
+            dec = tok.decode(ids, skip_special_tokens=True)
+            f.write(f"{s.encode('utf-8').hex()}\t{' '.join(map(str, ids))}\t{dec.encode('utf-8').hex()}\n")
+    print(f"  {name}: tokens.txt ({len(CORPUS)} strings)")
+
+
+def parse_skip(spec):
+    """'attn:1,3;mlp:0,4' -> ({1, 3}, {0, 4}); '-' -> (set(), set())."""
+    attn, mlp = set(), set()
+    if spec == "-":
+        return attn, mlp
+    for part in spec.split(";"):
+        kind, _, layers = part.partition(":")
+        dst = {"attn": attn, "mlp": mlp}[kind]
+        dst.update(int(x) for x in layers.split(","))
+    return attn, mlp
+
+
+class Skipper:
+    """Patch HF LlamaDecoderLayer sublayers so that skipped ones contribute exactly zero
+    (h = h + 0, bitwise h): self_attn returns zeros of the right shape, mlp returns zeros."""
+
+    def __init__(self, model):
+        self.layers = model.model.layers
+        self.orig = [(l.self_attn.forward, l.mlp.forward) for l in self.layers]
+
+    def set(self, spec):
+        attn, mlp = parse_skip(spec)
+        n = len(self.layers)
+        assert all(0 <= i < n for i in attn | mlp), (spec, n)
+        for i, l in enumerate(self.layers):
+            fa, fm = self.orig[i]
+            l.self_attn.forward = self._zero_attn(fa) if i in attn else fa
+            l.mlp.forward = self._zero_mlp() if i in mlp else fm
+
+    @staticmethod
+    def _zero_attn(fa):
+        def f(hidden_states, *args, **kwargs):
+            out = fa(hidden_states, *args, **kwargs)  # keeps the KV cache / return shape as usual
+            return (torch.zeros_like(out[0]),) + tuple(out[1:])
+        return f
+
+    @staticmethod
+    def _zero_mlp():
+        def f(x):
+            return torch.zeros_like(x)
+        return f
+
+
+def load_model(t):
+    from transformers import AutoModelForCausalLM
+    m = AutoModelForCausalLM.from_pretrained(target_dir(t), dtype=torch.float32, attn_implementation="eager")
+    return m.eval()
+
+
+def prompt_ids(t, tok):
+    lo, hi = t.get("prompt_len", (12, 24))
+    res = []
+    for p in t["prompts"]:
+        ids = list(p) if isinstance(p, (list, tuple)) else tok.encode(p, add_special_tokens=True).ids
+        assert lo <= len(ids) <= hi, (p, len(ids))
+        res.append(ids)
+    return res
+
+
+def check_skipper(model, skipper, ids):
+    """A layer with both sublayers skipped must be a bitwise identity, and skipping only the MLP
+    must give exactly h + attn(norm(h))."""
+    n = len(model.model.layers)
+    L = min(2, n - 2)
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        skipper.set(f"attn:{L};mlp:{L}")
+        hs = model(x, output_hidden_states=True, use_cache=False).hidden_states
+        assert torch.equal(hs[L + 1], hs[L]), "skipped layer is not an identity"
+        skipper.set("-")
+        hs_full = model(x, output_hidden_states=True, use_cache=False).hidden_states
+        assert not torch.equal(hs_full[L + 1], hs_full[L])
+        skipper.set(f"mlp:{L}")
+        hs2 = model(x, output_hidden_states=True, use_cache=False).hidden_states
+        assert torch.equal(hs2[L], hs_full[L])
+        layer = model.model.layers[L]
+        pos = torch.arange(len(ids))[None]
+        pe = model.model.rotary_emb(hs_full[L], pos)
+        mask = torch.full((len(ids), len(ids)), float("-inf")).triu(1)[None, None]
+        a = layer.self_attn(layer.input_layernorm(hs_full[L]), position_embeddings=pe,
+                            attention_mask=mask)[0]
+        assert torch.allclose(hs2[L + 1], hs_full[L] + a, atol=1e-5, rtol=1e-5), "mlp skip mismatch"
+        skipper.set("-")
+
+
+def run_greedy(model, ids, max_new, eos):
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        out = model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=max_new,
+                             eos_token_id=eos, pad_token_id=eos if isinstance(eos, int) else eos[0],
+                             return_dict_in_generate=True, output_logits=True, num_beams=1,
+                             temperature=None, top_p=None, top_k=None)
+    gen = out.sequences[0, len(ids):].tolist()
+    gaps = []
+    for step, lg in enumerate(out.logits):
+        v = torch.topk(lg[0].float(), 2).values
+        gaps.append(float(v[0] - v[1]))
+        assert int(lg[0].argmax()) == gen[step]
+    return gen, gaps
+
+
+def greedy_min_gap(name):
+    """Used by tiny_models/make_tiny_models.py to check its seeds."""
+    torch.set_num_threads(1)
+    t = TARGETS[name]
+    model = load_model(t)
+    eos = model.generation_config.eos_token_id if model.generation_config.eos_token_id is not None \
+        else model.config.eos_token_id
+    gaps = []
+    for ids in prompt_ids(t, load_tokenizer(t)):
+        gaps += run_greedy(model, ids, t.get("max_new", 64), eos)[1]
+    return min(gaps)
+
+
+def write_model_refs(name, t, out):
+    torch.manual_seed(SEED)
+    tok = load_tokenizer(t)
+    model = load_model(t)
+    vocab = model.config.vocab_size
+    skipper = Skipper(model)
+    prompts = prompt_ids(t, tok)
+    check_skipper(model, skipper, prompts[0])
+
+    cases = [(f"p{i}_full", "-", prompts[i]) for i in range(t.get("logit_prompts", 2))]
+    cases += [(f"p0_skip{j + 1}", s, prompts[0]) for j, s in enumerate(t["skips"])]
+    min_case_gap = float("inf")
+    with open(os.path.join(out, "logits.txt"), "w", newline="\n") as f:
+        for case, spec, ids in cases:
+            skipper.set(spec)
+            with torch.no_grad():
+                lg = model(torch.tensor([ids]), use_cache=False).logits[0].float()
+            skipper.set("-")
+            assert lg.shape == (len(ids), vocab)
+            top = torch.topk(lg, 2, dim=-1).values
+            min_case_gap = min(min_case_gap, float((top[:, 0] - top[:, 1]).min()))
+            lg.numpy().astype("<f4").tofile(os.path.join(out, f"{case}.f32"))
+            f.write(f"{case} {spec} {len(ids)} {' '.join(map(str, ids))}\n")
+    # the full-model cases must not be affected by the patching machinery
+    with torch.no_grad():
+        fresh = model(torch.tensor([prompts[0]]), use_cache=False).logits[0].float().numpy()
+    assert np.array_equal(fresh, np.fromfile(os.path.join(out, "p0_full.f32"), "<f4").reshape(fresh.shape))
+
+    eos = model.generation_config.eos_token_id if model.generation_config.eos_token_id is not None \
+        else model.config.eos_token_id
+    all_gaps = []
+    with open(os.path.join(out, "greedy.txt"), "w", newline="\n") as f:
+        for ids in prompts:
+            gen, gaps = run_greedy(model, ids, t.get("max_new", 64), eos)
+            all_gaps += gaps
+            f.write(f"{len(ids)} {' '.join(map(str, ids))} {len(gen)} {' '.join(map(str, gen))}\n")
+    g = min(all_gaps)
+    assert g > MIN_GAP, f"{name}: greedy top1-top2 gap {g} <= {MIN_GAP}; pick another seed"
+    print(f"  {name}: logits.txt ({len(cases)} cases, vocab {vocab}, min gap over logits {min_case_gap:.5f}), "
+          f"greedy.txt (min gap {g:.5f})")
+
+
+def main(argv):
+    torch.set_num_threads(1)
+    names = argv or [n for n, t in TARGETS.items()
+                     if os.path.isfile(os.path.join(target_dir(t), "tokenizer.json"))]
+    for n in names:
+        if n not in TARGETS:
+            sys.exit(f"unknown target {n!r}; known: {' '.join(TARGETS)}")
+    for name in names:
+        t = TARGETS[name]
+        out = os.path.join(REFS, name)
+        if os.path.isdir(out):
+            shutil.rmtree(out)
+        os.makedirs(out)
+        with open(os.path.join(out, "model.txt"), "w", newline="\n") as f:
+            f.write(t["model"] + "\n")
+        write_tokens(name, t, out)
+        if not t.get("tokens_only"):
+            write_model_refs(name, t, out)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
