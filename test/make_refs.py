@@ -58,10 +58,14 @@ TARGETS = {
     "tok-metaspace": dict(model="tiny_models/tokenizers/metaspace", tokens_only=True),
     "tok-gpt2-digits": dict(model="tiny_models/tokenizers/gpt2-digits", tokens_only=True),
     "tok-stories260k": dict(model="../shared/models/stories260K", tokens_only=True),
-    # Later (another helper): the trained KJV model and SmolLM2-135M, e.g.
-    # "kjv": dict(model="tiny_models/kjv-...", prompts=KJV_PROMPTS, skips=[...]),
-    # "smollm2-135m": dict(model="tiny_models/smollm2-135m", prompts=[...], skips=[...],
-    #                      logit_prompts=1),   # vocab 49152: keep the .f32 files small
+    # SmolLM2-135M-Instruct (tiny_models/get_smollm2.sh; not committed, the fixtures are).
+    # Vocab 49152: 5-token prompts keep each .f32 case under 1 MB. No BOS (the tokenizer adds none).
+    "smollm2": dict(
+        model="tiny_models/smollm2-135m",
+        prompts=["Once upon a time,", "The meaning of life is"],
+        skips=["attn:4,9,14,19,24;mlp:6,12,18,24"],
+        prompt_len=(4, 8),
+    ),
 }
 
 # ----------------------------------------------------------------------------------------------
