@@ -1,0 +1,252 @@
+// test_tokenizer.c: the tokenizer section against Hugging Face `tokenizers`.
+//
+// Every test/refs/<name>/tokens.txt (written by test/make_refs.py) holds per line a UTF-8 string,
+// the ids of HF's encode(s, add_special_tokens=True) and the text of HF's
+// decode(ids, skip_special_tokens=True). encode must give the same ids, and decode_token, fed the
+// ids one at a time, must give the same text. Then robustness: random bytes and invalid UTF-8
+// never crash and decode to valid UTF-8, a 10,000-letter word is quick, and damaged or
+// unsupported tokenizer.json files fail with one line naming the file.
+//
+//   make test/test_tokenizer && ./test/test_tokenizer      (from the repository root)
+#define TESTING
+#include "../selfspec.cu"
+#include "../wip/tokenizer.inc" // until the tokenizer section is pasted into selfspec.cu
+#include "testing.h"
+
+#include <dirent.h>
+
+enum { MAX_IDS = 1 << 16, TEXT_CAP = 1 << 18 };
+
+static size_t unhex(const char *h, size_t n, char *out) {
+    size_t k = 0;
+    for (size_t i = 0; i + 1 < n; i += 2) { out[k++] = (char)(hex_value(h[i]) * 16 + hex_value(h[i + 1])); }
+    return k;
+}
+
+// s as a C string literal, for failure messages
+static const char *escaped(const char *s, size_t n) {
+    static char buf[600];
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 8 < sizeof(buf); i++) {
+        unsigned char c = (unsigned char)s[i];
+        int plain = c >= 0x20 && c < 0x7F && c != '"' && c != '\\';
+        o += (size_t)snprintf(buf + o, sizeof(buf) - o, plain ? "%c" : "\\x%02x", c);
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+// Decodes ids one token at a time, as a generation loop does, into out (TEXT_CAP bytes).
+static size_t decode_stream(const Tokenizer *t, const int *ids, int n, char *out) {
+    DecodeState st;
+    char piece[256];
+    size_t len = 0;
+    decode_begin(&st);
+    for (int i = 0; i < n; i++) {
+        size_t k = decode_token(t, &st, ids[i], piece, sizeof(piece));
+        if (len + k < TEXT_CAP) { memcpy(out + len, piece, k); len += k; }
+    }
+    return len;
+}
+
+static int valid_utf8(const char *s, size_t n) {
+    int cp = 0;
+    for (size_t i = 0; i < n && cp >= 0; i += utf8_decode(s, n, i, &cp)) {}
+    return cp >= 0;
+}
+
+// The HF fixture of one target; returns the tokenizer (NULL if its file is absent or broken).
+static Tokenizer *test_fixture(const char *name, int *ids, char *buf, char *text) {
+    char path[1200], err[SS_ERR_LEN];
+    size_t len, n_lines = 0, enc_bad = 0, dec_bad = 0;
+    snprintf(path, sizeof(path), "test/refs/%s/tokens.txt", name);
+    char *refs = read_file(path, &len, err);
+    if (refs == NULL) { return NULL; } // not a tokenizer target
+    snprintf(path, sizeof(path), "test/refs/%s/model.txt", name);
+    size_t dir_len;
+    char *dir = read_file(path, &dir_len, err);
+    if (!check(dir != NULL, "%s", err)) { free(refs); return NULL; }
+    while (dir_len > 0 && (dir[dir_len - 1] == '\n' || dir[dir_len - 1] == '\r')) { dir[--dir_len] = '\0'; }
+    snprintf(path, sizeof(path), "%s/tokenizer.json", dir);
+    free(dir);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) { printf("%s: skipped, %s is not here\n", name, path); free(refs); return NULL; }
+    fclose(f);
+    Tokenizer *t = build_tokenizer(path, err);
+    if (!check(t != NULL, "%s: %s", name, err)) { free(refs); return NULL; }
+    snprintf(path, sizeof(path), "test/refs/%s/tokens.txt", name);
+    for (char *line = refs; line < refs + len; n_lines++) {
+        char *end = strchr(line, '\n'), *tab1 = strchr(line, '\t');
+        char *tab2 = tab1 != NULL ? strchr(tab1 + 1, '\t') : NULL;
+        if (end == NULL) { end = refs + len; }
+        if (!check(tab2 != NULL && tab2 < end, "%s line %zu: not three fields", path, n_lines + 1)) { break; }
+        size_t n_in = unhex(line, (size_t)(tab1 - line), buf);
+        size_t n_want = unhex(tab2 + 1, (size_t)(end - tab2 - 1), text);
+        int want[4096], n_ids = 0;
+        for (char *p = tab1 + 1; p < tab2 && n_ids < 4096; n_ids++) { want[n_ids] = (int)strtol(p, &p, 10); }
+        int got = encode(t, buf, n_in, 1, ids, MAX_IDS, err), i = 0;
+        while (i < got && i < n_ids && ids[i] == want[i]) { i++; }
+        enc_bad += !check(got == n_ids && i == n_ids,
+                          "%s: encode \"%s\": %d ids (HF %d), first difference at %d: HF %d, ours %d%s%s",
+                          name, escaped(buf, n_in), got, n_ids, i, i < n_ids ? want[i] : -1,
+                          i < got ? ids[i] : -1, got < 0 ? ": " : "", got < 0 ? err : "");
+        size_t n_dec = decode_stream(t, want, n_ids, buf);
+        dec_bad += !check(n_dec == n_want && memcmp(buf, text, n_want) == 0, "%s: decode of line %zu: \"%s\"",
+                          name, n_lines + 1, escaped(buf, n_dec));
+        line = end + 1;
+    }
+    printf("%s: %zu lines, %zu encode and %zu decode mismatches\n", name, n_lines, enc_bad, dec_bad);
+    free(refs);
+    return t;
+}
+
+// Random bytes and broken UTF-8 never crash, give ids in range, and decode to valid UTF-8;
+// random ids (out of range included) decode to valid UTF-8 too.
+static void test_robust(const Tokenizer *t, const char *name, int *ids, char *buf, char *text) {
+    static const char *const bits[] = {"\xE4\xBD", "\xA0", "\xF0\x9F\x98", "\xC0\xAF", "\xED\xA0\x80",
+                                       "\xFF", "<s>", "</s>", "<|begin_of_text|>", " ", "\n", "'s", "12345",
+                                       "\xE2\x96\x81"};
+    Rng rng;
+    char err[SS_ERR_LEN];
+    int bad = 0, vocab = tokenizer_vocab_size(t);
+    rng_seed(&rng, 42);
+    for (int k = 0; k < 300; k++) {
+        size_t n = 0;
+        for (int parts = (int)(rng_uniform(&rng) * 12); parts > 0; parts--) {
+            const char *b = bits[(int)(rng_uniform(&rng) * 14)];
+            if (rng_uniform(&rng) < 0.5f) {
+                buf[n++] = (char)(rng_uniform(&rng) * 256);
+            } else {
+                memcpy(buf + n, b, strlen(b));
+                n += strlen(b);
+            }
+        }
+        int got = encode(t, buf, n, k % 2, ids, MAX_IDS, err), ok = got >= 0;
+        for (int i = 0; i < got; i++) { ok = ok && ids[i] >= 0 && ids[i] < vocab; }
+        for (int i = 0; i < 8; i++) { // and a few random ids, some out of range
+            ids[(got > 0 ? got : 0) + i] = (int)(rng_uniform(&rng) * (float)(vocab + 20)) - 10;
+        }
+        size_t n_dec = decode_stream(t, ids, (got > 0 ? got : 0) + 8, text);
+        if (!ok || !valid_utf8(text, n_dec)) {
+            bad++;
+            check(0, "%s: random input \"%s\": encode %d", name, escaped(buf, n), got);
+        }
+    }
+    check(bad == 0, "%s: %d of 300 random inputs", name, bad);
+    // a long word must not be cubic in its length (BPE is O(n^2) per word)
+    const char *fills[] = {"a", " ", "ab", "7"};
+    for (int f = 0; f < 4; f++) {
+        size_t n = 0;
+        while (n < 10000) { buf[n] = fills[f][n % strlen(fills[f])]; n++; }
+        double t0 = time_ms();
+        int got = encode(t, buf, n, 1, ids, MAX_IDS, err);
+        double ms = time_ms() - t0;
+        check(got > 0 && ms < 3000, "%s: 10,000 x \"%s\": %d ids in %.0f ms", name, fills[f], got, ms);
+    }
+    char tiny[4];
+    DecodeState st;
+    decode_begin(&st);
+    check(encode(t, "hello world", 11, 1, ids, 1, err) == -1 && strstr(err, "more than") != NULL,
+          "%s: max_ids not enforced", name);
+    check(decode_token(t, &st, -1, tiny, 4) == 0 && decode_token(t, &st, vocab, tiny, 4) == 0,
+          "%s: out-of-range ids decode to something", name);
+    for (int id = 0; id < vocab && id < 2000; id++) { // cap 4 holds one character at most
+        size_t k = decode_token(t, &st, id, tiny, sizeof(tiny));
+        check(k < sizeof(tiny) && tiny[k] == '\0', "%s: decode_token overflowed cap", name);
+    }
+}
+
+// Writes text with the first `from` replaced by `to` to a file, and loads it.
+static Tokenizer *load_edited(const char *text, const char *from, const char *to, char *err) {
+    const char *path = "test/test_tokenizer_tmp.json";
+    const char *at = from != NULL ? strstr(text, from) : NULL;
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) { return NULL; }
+    if (at == NULL) {
+        fputs(text, f);
+    } else {
+        fwrite(text, 1, (size_t)(at - text), f);
+        fputs(to, f);
+        fputs(at + strlen(from), f);
+    }
+    fclose(f);
+    Tokenizer *t = build_tokenizer(path, err);
+    remove(path);
+    return t;
+}
+
+// Unsupported options are refused by name; truncated or corrupted files never crash the loader.
+static void test_loader(int *ids, char *text) {
+    static const char *const files[] = {"tiny_models/llama2-tiny-random/tokenizer.json",
+                                        "tiny_models/llama3-tiny-random/tokenizer.json"};
+    static const char *const cases[][4] = { // file, text to replace, replacement, expected error
+        {"0", "\"pre_tokenizer\": null", "\"pre_tokenizer\": {\"type\": \"Whitespace\"}",
+         "unsupported pre_tokenizer type Whitespace"},
+        {"0", "\"type\": \"BPE\"", "\"type\": \"WordPiece\"", "unsupported model type WordPiece"},
+        {"0", "\"type\": \"Prepend\"", "\"type\": \"NFKC\"", "unsupported normalizer type NFKC"},
+        {"0", "\"type\": \"Fuse\"", "\"type\": \"CTC\"", "unsupported decoder Sequence"},
+        {"0", "\"dropout\": null", "\"dropout\": 0.1", "unsupported model.dropout"},
+        {"0", "\"end_of_word_suffix\": null", "\"end_of_word_suffix\": \"</w>\"",
+         "unsupported model.continuing"},
+        {"0", "\"single_word\": false", "\"single_word\": true", "added_tokens[0]: unsupported"},
+        {"0", "\"rstrip\": false", "\"rstrip\": true", "added_tokens[0]: unsupported"},
+        {"0", "\"truncation\": null", "\"truncation\": null, \"truncation\": null", "appears twice"},
+        {"1", "\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"", "unsupported pre_tokenizer Split"},
+        {"1", "(?i:'s|", "(?i:'S|", "unsupported pre_tokenizer Split"},
+        {"1", "\"use_regex\": false\n      }", "\"use_regex\": false}, {\"type\": \"Digits\"}",
+         "a step after ByteLevel"},
+    };
+    char err[SS_ERR_LEN];
+    size_t len;
+    char *json[2];
+    for (int f = 0; f < 2; f++) {
+        json[f] = read_file(files[f], &len, err);
+        if (!check(json[f] != NULL, "%s", err)) { return; }
+    }
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        const char *base = json[cases[k][0][0] - '0'];
+        check(strstr(base, cases[k][1]) != NULL, "loader case %zu: \"%s\" not in the file", k, cases[k][1]);
+        Tokenizer *t = load_edited(base, cases[k][1], cases[k][2], err);
+        int named = strncmp(err, "test/test_tokenizer_tmp.json: ", 30) == 0; // the error names the file
+        check(t == NULL && named && strstr(err, cases[k][3]) != NULL,
+              "edit %s: expected \"%s\", got \"%s\"", cases[k][2], cases[k][3], t == NULL ? err : "(loaded)");
+        free_tokenizer(t);
+    }
+    Rng rng;
+    rng_seed(&rng, 7);
+    len = strlen(json[0]);
+    for (int k = 0; k < 60; k++) { // cut the file short, or change one byte
+        char *copy = (char *)malloc_check(len + 1);
+        size_t at = (size_t)(rng_uniform(&rng) * (float)len);
+        memcpy(copy, json[0], len + 1);
+        if (k % 2 == 0) { copy[at] = '\0'; } else { copy[at] = "{}[]\":,0 \\x"[k % 11]; }
+        Tokenizer *t = load_edited(copy, NULL, NULL, err);
+        check(k % 2 == 1 || t == NULL, "truncated at %zu but loaded", at);
+        if (t != NULL) { decode_stream(t, ids, encode(t, "Hello, world", 12, 1, ids, MAX_IDS, err), text); }
+        free_tokenizer(t);
+        free(copy);
+    }
+    free(json[0]);
+    free(json[1]);
+}
+
+int main(void) {
+    int *ids = (int *)malloc_check(MAX_IDS * sizeof(int));
+    char *buf = (char *)malloc_check(TEXT_CAP), *text = (char *)malloc_check(TEXT_CAP);
+    DIR *refs = opendir("test/refs");
+    if (!check(refs != NULL, "test/refs not found: run from the repository root")) {
+        return test_summary("test_tokenizer");
+    }
+    for (struct dirent *d = readdir(refs); d != NULL; d = readdir(refs)) {
+        if (d->d_name[0] == '.') { continue; }
+        Tokenizer *t = test_fixture(d->d_name, ids, buf, text);
+        if (t != NULL) { test_robust(t, d->d_name, ids, buf, text); }
+        free_tokenizer(t);
+    }
+    closedir(refs);
+    test_loader(ids, text);
+    free(ids);
+    free(buf);
+    free(text);
+    return test_summary("test_tokenizer");
+}
