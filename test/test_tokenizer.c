@@ -10,7 +10,6 @@
 //   make test/test_tokenizer && ./test/test_tokenizer      (from the repository root)
 #define TESTING
 #include "../selfspec.cu"
-#include "../wip/tokenizer.inc" // until the tokenizer section is pasted into selfspec.cu
 #include "testing.h"
 
 #include <dirent.h>

@@ -1,0 +1,298 @@
+// test_decode.c: self-speculative decoding is lossless.
+//   - greedy: for both tiny models, 20+ prompts and 30+ skip sets, K in {1, 4, 12} and every
+//     draft-exit mode, the tokens equal plain greedy decoding and the full-model logits row of
+//     every emitted token is bitwise the one plain decoding used;
+//   - the one-step sampling rule outputs exactly p (analytically, and by 10^6 draws);
+//   - end to end, the first two sampled tokens follow the model's exact joint distribution;
+//   - the gamma update rule against hand-computed values; edge cases.
+#define TESTING
+#include "../selfspec.cu"
+#include "testing.h"
+
+enum { MAX_GEN = 48 };
+
+// Chi-square critical value for df degrees of freedom at significance 1e-3, by the
+// Wilson-Hilferty approximation (accurate to about 1% for df >= 3).
+static double chi2_critical_1e3(int df) {
+    double z = 3.0902, a = 2.0 / (9.0 * df);
+    double c = 1.0 - a + z * sqrt(a);
+    return df * c * c * c;
+}
+
+// Goodness of fit of observed counts to expected probabilities; cells with expected count < 5
+// are pooled into one cell so the chi-square approximation holds. Returns statistic / critical.
+static double chi2_ratio(const long *observed, const double *prob, int n_cells, long total, int *df_out) {
+    double stat = 0, pooled_e = 0, pooled_o = 0;
+    int cells = 0;
+    for (int i = 0; i < n_cells; i++) {
+        double e = prob[i] * total;
+        if (e < 5) { pooled_e += e; pooled_o += observed[i]; continue; }
+        stat += (observed[i] - e) * (observed[i] - e) / e;
+        cells++;
+    }
+    if (pooled_e >= 5) { stat += (pooled_o - pooled_e) * (pooled_o - pooled_e) / pooled_e; cells++; }
+    else if (pooled_o > 0 && pooled_e == 0) { stat = INFINITY; } // mass where p has none
+    *df_out = cells - 1;
+    return stat / chi2_critical_1e3(cells - 1 > 0 ? cells - 1 : 1);
+}
+
+// ---------------------------------------------------------------------------- greedy
+
+static void make_skip_sets(int n_layers, SkipSet *sets, int *n_sets) {
+    char err[SS_ERR_LEN];
+    int k = 0, L = n_layers;
+    memset(sets, 0, sizeof(SkipSet) * 40);
+    k++;                                                       // none
+    for (int l = 0; l < L; l++) { sets[k].attn[l] = sets[k].mlp[l] = 1; } k++;    // all
+    for (int l = 0; l < L; l++) { sets[k].attn[l] = 1; } k++;  // all attention
+    for (int l = 0; l < L; l++) { sets[k].mlp[l] = 1; } k++;   // all MLP
+    for (int l = 0; l < L; l += 2) { sets[k].attn[l] = sets[k].mlp[l] = 1; } k++;  // every other layer
+    for (int l = 1; l < L; l += 2) { sets[k].attn[l] = sets[k].mlp[l] = 1; } k++;
+    for (int l = 0; l < L / 2; l++) { sets[k].attn[l] = sets[k].mlp[l] = 1; } k++; // first half
+    for (int l = L / 2; l < L; l++) { sets[k].attn[l] = sets[k].mlp[l] = 1; } k++; // second half
+    for (int l = 0; l < L && k < 20; l++) { sets[k].attn[l] = 1; k++; }             // single sublayers
+    for (int l = 0; l < L && k < 24; l++) { sets[k].mlp[l] = 1; k++; }
+    parse_skip_spec("attn:1,3 mlp:2", L, &sets[k++], err);
+    Rng r;
+    rng_seed(&r, 99);
+    while (k < 34) {                                           // random sets of varied density
+        uint32_t density = 1 + (uint32_t)k % 4;
+        for (int l = 0; l < L; l++) {
+            sets[k].attn[l] = rng_u32(&r) % 5 < density;
+            sets[k].mlp[l] = rng_u32(&r) % 5 < density;
+        }
+        k++;
+    }
+    *n_sets = k;
+}
+
+static int compare_runs(const int *a, int na, const int *b, int nb, const float *la, const float *lb,
+                        int vocab, const char *what) {
+    int first = -1;
+    for (int t = 0; t < na || t < nb; t++) { if (t >= na || t >= nb || a[t] != b[t]) { first = t; break; } }
+    if (!check(first < 0, "%s: tokens differ at %d (plain %d, spec %d; lengths %d vs %d)", what, first,
+               first < na ? a[first] : -1, first < nb ? b[first] : -1, na, nb)) {
+        return 0;
+    }
+    for (int t = 0; t < na; t++) {
+        if (memcmp(la + (size_t)t * vocab, lb + (size_t)t * vocab, (size_t)vocab * sizeof(float)) != 0) {
+            return check(0, "%s: logits row of token %d differ bitwise from plain decoding", what, t);
+        }
+    }
+    return 1;
+}
+
+static void test_greedy_lossless(Model *m, const char *name) {
+    int vocab = m->config.vocab_size, n_sets, runs = 0, ok = 0;
+    SkipSet sets[40];
+    make_skip_sets(m->config.n_layers, sets, &n_sets);
+    float *lp = (float *)malloc_check((size_t)MAX_GEN * vocab * sizeof(float));
+    float *ls = (float *)malloc_check((size_t)MAX_GEN * vocab * sizeof(float));
+    int plain[MAX_GEN], spec[MAX_GEN], prompt[40];
+    const int ks[3] = {1, 4, 12}, exits[3] = {EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE};
+    Rng r;
+    rng_seed(&r, 2024);
+    for (int pi = 0; pi < 20; pi++) {
+        int n_prompt = 1 + pi * 2;
+        for (int t = 0; t < n_prompt; t++) { prompt[t] = (int)(rng_u32(&r) % (uint32_t)vocab); }
+        Sampler greedy = {0.0f, 1.0f, {1}};
+        GenStats gs;
+        int np = generate_plain(m, prompt, n_prompt, MAX_GEN, NULL, &greedy, plain, lp, NULL, NULL, &gs);
+        for (int si = 0; si < n_sets; si++) {
+            // every prompt sees every skip set; K and the exit mode cycle through all 9 pairs
+            int combo = (pi + si) % 9;
+            SpecParams sp;
+            sp.skip = sets[si];
+            sp.max_draft = ks[combo / 3];
+            sp.exit = draft_exit_default();
+            sp.exit.mode = exits[combo % 3];
+            SpecStats st;
+            int ns = generate_spec(m, prompt, n_prompt, MAX_GEN, &sp, &greedy, spec, ls, NULL, NULL, &st);
+            char what[128];
+            snprintf(what, sizeof(what), "%s prompt %d skip set %d K=%d exit %d", name, pi, si, sp.max_draft, sp.exit.mode);
+            ok += compare_runs(plain, np, spec, ns, lp, ls, vocab, what);
+            runs++;
+        }
+    }
+    printf("  %s: greedy self-speculative == plain in %d of %d runs (20 prompts x %d skip sets)\n", name, ok, runs, n_sets);
+    check(n_sets >= 30 && runs >= 600, "%s: too few greedy runs", name);
+    free(lp);
+    free(ls);
+}
+
+// ---------------------------------------------------------------------------- sampling
+
+// The one-step rule outputs p: exactly (the closed form) and empirically (10^6 calls).
+static void test_sampling_rule(void) {
+    // q has zeros where p does not (tokens 4, 5), p has zeros where q does not (tokens 0, 6)
+    const int n = 7;
+    double pd[7] = {0.0, 0.3, 0.1, 0.2, 0.25, 0.15, 0.0};
+    double qd[7] = {0.2, 0.1, 0.4, 0.2, 0.0, 0.0, 0.1};
+    float p[7], q[7], residual[7];
+    for (int i = 0; i < n; i++) { p[i] = (float)pd[i]; q[i] = (float)qd[i]; }
+    // closed form: P(out = x) = q(x) min(1, p(x)/q(x)) + P(reject) * norm(max(0, p - q))(x)
+    double reject = 0, mass = 0;
+    for (int i = 0; i < n; i++) {
+        if (qd[i] > 0) { reject += qd[i] * (1.0 - fmin(1.0, pd[i] / qd[i])); }
+        mass += fmax(0.0, pd[i] - qd[i]);
+    }
+    for (int x = 0; x < n; x++) {
+        double out = (qd[x] > 0 ? qd[x] * fmin(1.0, pd[x] / qd[x]) : 0) + reject * fmax(0.0, pd[x] - qd[x]) / mass;
+        check(fabs(out - pd[x]) < 1e-12, "closed form: P(out=%d) = %.6f, p = %.6f", x, out, pd[x]);
+    }
+    // empirical: draft d ~ q, then the rule
+    long counts[7] = {0};
+    long draws = 1000000;
+    Rng r;
+    rng_seed(&r, 5);
+    for (long k = 0; k < draws; k++) {
+        int d = sample_probs(q, n, rng_uniform(&r)), replacement;
+        counts[speculative_accept(p, q, n, d, &r, residual, &replacement) ? d : replacement]++;
+    }
+    int df;
+    double ratio = chi2_ratio(counts, pd, n, draws, &df);
+    printf("  sampling rule: chi-square / critical(1e-3, df %d) = %.3f over %ld draws\n", df, ratio, draws);
+    check(ratio < 1.0, "speculative sampling rule: output is not distributed as p (chi2 ratio %.3f)", ratio);
+    check(counts[0] == 0 && counts[6] == 0, "speculative sampling rule emitted a token with p = 0");
+}
+
+// The first two tokens of self-speculative sampling follow the model's exact joint distribution
+// P(t1, t2) = p(t1 | prompt) p(t2 | prompt, t1), computed here with one forward per t1.
+// 20k seeds per setting; chi-square at significance 1e-3 with sparse cells pooled. Seeds are
+// fixed, so the outcome is deterministic; 1e-3 keeps a correct implementation from failing by
+// chance while a wrong bonus or residual distribution (e.g. an unwarped bonus) is caught.
+static void test_sampling_end_to_end(Model *m, float temperature, float top_p, const SkipSet *skip) {
+    int vocab = m->config.vocab_size, prompt[3] = {1, 17, 42}, row;
+    float *p1 = (float *)malloc_check((size_t)vocab * sizeof(float));
+    float *p2 = (float *)malloc_check((size_t)vocab * sizeof(float));
+    ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)vocab * sizeof(ProbIndex));
+    double *joint = (double *)calloc_check((size_t)vocab * vocab, sizeof(double));
+    long *counts = (long *)calloc_check((size_t)vocab * vocab, sizeof(long));
+    prefill(m, prompt, 3, NULL, &row);
+    warp_probs(m->state.logits_host + (size_t)row * vocab, vocab, temperature, top_p, p1, scratch);
+    for (int a = 0; a < vocab; a++) {
+        if (p1[a] <= 0) { continue; }
+        forward(m, &a, 1, 3, NULL, NULL, NULL);
+        warp_probs(m->state.logits_host, vocab, temperature, top_p, p2, scratch);
+        for (int b = 0; b < vocab; b++) { joint[(size_t)a * vocab + b] = (double)p1[a] * p2[b]; }
+    }
+    long seeds = 20000;
+    for (long seed = 0; seed < seeds; seed++) {
+        SpecParams sp;
+        sp.skip = *skip;
+        sp.max_draft = 4;
+        sp.exit = draft_exit_default();
+        sp.exit.mode = EXIT_NONE; // always draft: every draft token goes through the rule
+        Sampler smp = {temperature, top_p, {0}};
+        rng_seed(&smp.rng, (uint64_t)seed);
+        int out[2];
+        SpecStats st;
+        int n = generate_spec(m, prompt, 3, 2, &sp, &smp, out, NULL, NULL, NULL, &st);
+        if (n == 2) { counts[(size_t)out[0] * vocab + out[1]]++; }
+    }
+    int df;
+    double ratio = chi2_ratio(counts, joint, vocab * vocab, seeds, &df);
+    printf("  sampling T=%.1f top-p %.2f: joint of 2 tokens, chi-square / critical(1e-3, df %d) = %.3f\n",
+           temperature, top_p, df, ratio);
+    check(df >= 5, "sampling T=%.1f: only %d degrees of freedom, the test would be weak", temperature, df);
+    check(ratio < 1.0, "sampling T=%.1f top-p %.2f: self-speculative samples do not follow the model (chi2 ratio %.3f)",
+          temperature, top_p, ratio);
+    free(p1); free(p2); free(scratch); free(joint); free(counts);
+}
+
+// ---------------------------------------------------------------------------- gamma, edges
+
+static void test_gamma_rule(void) {
+    DraftExit d = draft_exit_default(); // gamma 0.6, alpha 0.9, eps 0.01, beta1 0.5, beta2 0.9
+    // round 1: 3 of 4 accepted, beta1 = 0: AR = 0.75 <= 0.9 -> gamma~ 0.61 -> 0.9*0.6 + 0.1*0.61
+    draft_exit_update(&d, 3, 4, 0);
+    check(fabsf(d.ar - 0.75f) < 1e-6f && fabsf(d.gamma - 0.601f) < 1e-6f, "gamma round 1: AR %.6f gamma %.6f", d.ar, d.gamma);
+    // round 2: 4/4: AR = 0.5*0.75 + 0.5*1 = 0.875 <= 0.9 -> gamma~ 0.611 -> 0.9*0.601 + 0.0611
+    draft_exit_update(&d, 4, 4, 0);
+    check(fabsf(d.ar - 0.875f) < 1e-6f && fabsf(d.gamma - 0.602f) < 1e-6f, "gamma round 2: AR %.6f gamma %.6f", d.ar, d.gamma);
+    // round 3: 5/5: AR = 0.9375 > 0.9 -> gamma~ 0.592 -> 0.9*0.602 + 0.0592 = 0.601
+    draft_exit_update(&d, 5, 5, 0);
+    check(fabsf(d.ar - 0.9375f) < 1e-6f && fabsf(d.gamma - 0.601f) < 1e-6f, "gamma round 3: AR %.6f gamma %.6f", d.ar, d.gamma);
+    // round 4: 12/12 and the draft hit K with AR 0.96875 > alpha: gamma stays
+    draft_exit_update(&d, 12, 12, 1);
+    check(fabsf(d.ar - 0.96875f) < 1e-6f && fabsf(d.gamma - 0.601f) < 1e-6f, "gamma round 4: AR %.6f gamma %.6f", d.ar, d.gamma);
+    // fixed and none never move
+    DraftExit f = draft_exit_default();
+    f.mode = EXIT_FIXED;
+    draft_exit_update(&f, 0, 5, 0);
+    check(f.gamma == 0.6f, "fixed gamma moved to %.6f", f.gamma);
+}
+
+static void run_pair(Model *m, const int *prompt, int n_prompt, int max_new, const SkipSet *skip, int k,
+                     const char *what, int *n_out) {
+    int vocab = m->config.vocab_size, a[512], b[512];
+    float *la = (float *)malloc_check((size_t)max_new * vocab * sizeof(float));
+    float *lb = (float *)malloc_check((size_t)max_new * vocab * sizeof(float));
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    GenStats gs;
+    SpecStats st;
+    SpecParams sp;
+    sp.skip = *skip;
+    sp.max_draft = k;
+    sp.exit = draft_exit_default();
+    int na = generate_plain(m, prompt, n_prompt, max_new, NULL, &greedy, a, la, NULL, NULL, &gs);
+    int nb = generate_spec(m, prompt, n_prompt, max_new, &sp, &greedy, b, lb, NULL, NULL, &st);
+    compare_runs(a, na, b, nb, la, lb, vocab, what);
+    *n_out = nb;
+    free(la);
+    free(lb);
+}
+
+static void test_edges(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN];
+    int prompt[10] = {1, 5, 9, 13, 17, 21, 25, 29, 33, 37}, n;
+    SkipSet none, some;
+    // a context of 24 slots: the draft must stop at the limit, and both decoders emit
+    // seq_len - n_prompt + 1 tokens (the last predicted from slot seq_len - 1)
+    if (!check(build_model(&m, dir, 24, err) == 0, "%s", err)) { return; }
+    parse_skip_spec("-", m.config.n_layers, &none, err);
+    parse_skip_spec("attn:1,2 mlp:3", m.config.n_layers, &some, err);
+    m.config.n_eos = 0; // no EOS: run into the context limit
+    run_pair(&m, prompt, 10, 100, &none, 12, "context limit, empty skip set", &n);
+    check(n == 24 - 10 + 1, "context limit: %d tokens, want %d", n, 24 - 10 + 1);
+    run_pair(&m, prompt, 10, 100, &some, 12, "context limit, skip set", &n);
+    check(n == 24 - 10 + 1, "context limit with skips: %d tokens, want %d", n, 24 - 10 + 1);
+    // -n 1
+    run_pair(&m, prompt, 10, 1, &some, 12, "-n 1", &n);
+    check(n == 1, "-n 1 gave %d tokens", n);
+    // EOS inside an accepted draft: with an empty skip set every draft is accepted, so making the
+    // 5th plain token an EOS puts it mid-draft; both must stop right after it
+    int plain[16];
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    GenStats gs;
+    generate_plain(&m, prompt, 3, 12, NULL, &greedy, plain, NULL, NULL, NULL, &gs);
+    int first_at = 0;
+    while (first_at < 4 && plain[first_at] != plain[4]) { first_at++; }
+    m.config.eos_ids[0] = plain[4];
+    m.config.n_eos = 1;
+    run_pair(&m, prompt, 3, 12, &none, 12, "EOS inside an accepted draft", &n);
+    check(n == first_at + 1, "EOS inside a draft: %d tokens, want %d", n, first_at + 1);
+    free_model(&m);
+}
+
+int main(void) {
+    test_gamma_rule();
+    test_sampling_rule();
+    const char *dirs[] = {"tiny_models/llama2-tiny-random", "tiny_models/llama3-tiny-random"};
+    for (int k = 0; k < 2; k++) {
+        Model m;
+        char err[SS_ERR_LEN];
+        if (!check(build_model(&m, dirs[k], 0, err) == 0, "%s", err)) { continue; }
+        test_greedy_lossless(&m, dirs[k]);
+        if (k == 0) {
+            SkipSet skip;
+            parse_skip_spec("attn:1,3 mlp:2,4", m.config.n_layers, &skip, err);
+            test_sampling_end_to_end(&m, 1.0f, 1.0f, &skip);
+            test_sampling_end_to_end(&m, 0.7f, 0.9f, &skip);
+        }
+        free_model(&m);
+    }
+    test_edges("tiny_models/llama2-tiny-random");
+    return test_summary("test_decode");
+}
