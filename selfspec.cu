@@ -2713,3 +2713,366 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
     free(scratch);
     return n;
 }
+
+// ----------------------------------------------------------------------------
+// statistics and reporting
+
+// The skip set as the papers draw it: one row per sublayer kind, X = skipped.
+static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
+    for (int l = 0; l < n_layers; l++) {
+        attn[l] = s->attn[l] ? 'X' : '.';
+        mlp[l] = s->mlp[l] ? 'X' : '.';
+    }
+    attn[n_layers] = mlp[n_layers] = '\0';
+}
+
+static int skip_count(const SkipSet *s, int n_layers) {
+    int k = 0;
+    for (int l = 0; l < n_layers; l++) { k += s->attn[l] + s->mlp[l]; }
+    return k;
+}
+
+// SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), with cost coefficient c = 1 - r, r the
+// fraction of sublayers skipped. It assumes a draft step costs c of a full step and a verify
+// pass costs one full step.
+static double expected_speedup(double mean_accepted, double alpha, double skip_ratio) {
+    double c = 1.0 - skip_ratio;
+    if (alpha <= 0.0) { return 1.0 / (1.0 + 0.0 * c); }
+    return mean_accepted * alpha / ((mean_accepted - 1.0) * c + alpha);
+}
+
+// Writes s as a JSON string literal.
+static void json_write_string(FILE *f, const char *s) {
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') { fprintf(f, "\\%c", *p); }
+        else if (*p == '\n') { fputs("\\n", f); }
+        else if (*p < 0x20) { fprintf(f, "\\u%04x", *p); }
+        else { fputc(*p, f); }
+    }
+    fputc('"', f);
+}
+
+#ifndef TESTING
+// ----------------------------------------------------------------------------
+// CLI
+
+typedef struct {
+    const char *model_dir, *prompt, *skip_spec, *skip_file, *method;
+    int n_new, seed, ctx, max_draft, json, compare;
+    float temperature, top_p, alpha;
+    DraftExit exit;
+} Options;
+
+static void usage(void) {
+    fprintf(stderr,
+        "usage: selfspec [options]\n"
+        "  -m DIR          Hugging Face LLaMA folder (config.json, model.safetensors, tokenizer.json);\n"
+        "                  default: tiny_models/kjv-12l, the trained KJV model\n"
+        "  -p TEXT         prompt (default \"In the beginning God created\")\n"
+        "  -n N            tokens to generate (default 64)\n"
+        "  -t TEMP         temperature, 0 = greedy (default 0)\n"
+        "  --top-p P       nucleus sampling mass in (0, 1] (default 1 = off)\n"
+        "  -s SEED         RNG seed for sampling (default 42)\n"
+        "  -c CTX          context length to allocate (default: max_position_embeddings, at most 4096)\n"
+        "  --method M      none (plain decoding) or static (self-speculative with --skip);\n"
+        "                  default: static when --skip/--skip-file is given, else none\n"
+        "  --skip SPEC     draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\" (0-based)\n"
+        "  --skip-file F   draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}\n"
+        "  -K N            max draft tokens per round (default 12, at most %d)\n"
+        "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none\n"
+        "  --alpha A       target acceptance rate of the adaptive exit (default 0.9)\n"
+        "  --compare       also run plain decoding in this process: speeds, ratio, identity\n"
+        "  --json          print one JSON object instead of text\n", MAX_DRAFT);
+}
+
+// One error line naming the flag, then exit 1.
+static void flag_error(const char *flag, const char *value, const char *why) {
+    fprintf(stderr, "selfspec: error: %s %s: %s (see selfspec --help)\n", flag, value ? value : "", why);
+    exit(EXIT_FAILURE);
+}
+
+static long parse_long(const char *flag, const char *v, long lo, long hi) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || errno != 0) { flag_error(flag, v, "not an integer"); }
+    if (x < lo || x > hi) {
+        char why[96];
+        snprintf(why, sizeof(why), "must be in [%ld, %ld]", lo, hi);
+        flag_error(flag, v, why);
+    }
+    return x;
+}
+
+static float parse_float(const char *flag, const char *v, float lo, float hi, int lo_open) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (end == v || *end != '\0' || errno != 0 || !isfinite(x)) { flag_error(flag, v, "not a number"); }
+    if (x < lo || x > hi || (lo_open && x == lo)) {
+        char why[96];
+        snprintf(why, sizeof(why), "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
+        flag_error(flag, v, why);
+    }
+    return (float)x;
+}
+
+static void parse_exit(const char *v, DraftExit *d) {
+    if (strcmp(v, "adaptive") == 0) { d->mode = EXIT_ADAPTIVE; }
+    else if (strcmp(v, "none") == 0) { d->mode = EXIT_NONE; }
+    else if (strncmp(v, "fixed:", 6) == 0) {
+        d->mode = EXIT_FIXED;
+        d->gamma = parse_float("--exit fixed:", v + 6, 0.0f, 1.0f, 0);
+    } else {
+        flag_error("--exit", v, "expected adaptive, fixed:GAMMA or none");
+    }
+}
+
+static void parse_options(int argc, char **argv, Options *o) {
+    memset(o, 0, sizeof(*o));
+    o->prompt = "In the beginning God created";
+    o->n_new = 64;
+    o->top_p = 1.0f;
+    o->seed = 42;
+    o->max_draft = 12;
+    o->exit = draft_exit_default();
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(); exit(EXIT_SUCCESS); }
+        if (strcmp(a, "--json") == 0) { o->json = 1; continue; }
+        if (strcmp(a, "--compare") == 0) { o->compare = 1; continue; }
+        if (i + 1 >= argc) { flag_error(a, NULL, a[0] == '-' ? "unknown flag or missing value" : "unexpected argument"); }
+        const char *v = argv[++i];
+        if (strcmp(a, "-m") == 0) { o->model_dir = v; }
+        else if (strcmp(a, "-p") == 0) { o->prompt = v; }
+        else if (strcmp(a, "-n") == 0) { o->n_new = (int)parse_long(a, v, 1, 1 << 20); }
+        else if (strcmp(a, "-t") == 0) { o->temperature = parse_float(a, v, 0.0f, 100.0f, 0); }
+        else if (strcmp(a, "--top-p") == 0) { o->top_p = parse_float(a, v, 0.0f, 1.0f, 1); }
+        else if (strcmp(a, "-s") == 0) { o->seed = (int)parse_long(a, v, 0, INT_MAX); }
+        else if (strcmp(a, "-c") == 0) { o->ctx = (int)parse_long(a, v, 2, 1 << 24); }
+        else if (strcmp(a, "-K") == 0) { o->max_draft = (int)parse_long(a, v, 1, MAX_DRAFT); }
+        else if (strcmp(a, "--skip") == 0) { o->skip_spec = v; }
+        else if (strcmp(a, "--skip-file") == 0) { o->skip_file = v; }
+        else if (strcmp(a, "--method") == 0) { o->method = v; }
+        else if (strcmp(a, "--exit") == 0) { parse_exit(v, &o->exit); }
+        else if (strcmp(a, "--alpha") == 0) { o->exit.alpha = parse_float(a, v, 0.0f, 1.0f, 1); }
+        else { flag_error(a, NULL, "unknown flag"); }
+    }
+    if (o->method == NULL) { o->method = (o->skip_spec || o->skip_file) ? "static" : "none"; }
+    if (strcmp(o->method, "none") != 0 && strcmp(o->method, "static") != 0) {
+        flag_error("--method", o->method, "unknown method (none, static)");
+    }
+    if (strcmp(o->method, "static") == 0 && !o->skip_spec && !o->skip_file) {
+        flag_error("--method", o->method, "needs --skip or --skip-file");
+    }
+}
+
+// Reads {"attn": [..], "mlp": [..]} into s. Returns 0, or -1 with err set.
+static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err) {
+    size_t len;
+    char *text = read_file(path, &len, err);
+    if (text == NULL) { return -1; }
+    Json j;
+    int rc = json_parse(&j, text, len, path, err);
+    memset(s, 0, sizeof(*s));
+    const char *keys[2] = {"attn", "mlp"};
+    unsigned char *flags[2] = {s->attn, s->mlp};
+    for (int k = 0; k < 2 && rc == 0; k++) {
+        int arr = json_get(&j, 0, keys[k]);
+        if (arr == -1) { continue; }
+        if (arr < 0 || j.tok[arr].type != JSMN_ARRAY) {
+            rc = fail(err, "%s: \"%s\" must be an array of layer numbers", path, keys[k]);
+            break;
+        }
+        for (int e = arr + 1, i = 0; i < j.tok[arr].size && rc == 0; i++, e = json_skip(&j, e)) {
+            long long l;
+            if (json_int(&j, e, 0, n_layers - 1, &l)) {
+                rc = fail(err, "%s: \"%s\" holds something that is not a layer in [0, %d]", path, keys[k], n_layers - 1);
+            } else {
+                flags[k][l] = 1;
+            }
+        }
+    }
+    if (rc == 0) { json_free(&j); }
+    free(text);
+    return rc;
+}
+
+// Streams generated text to stdout (text mode) and keeps it for the JSON output.
+typedef struct {
+    const Tokenizer *tok;
+    DecodeState ds;
+    char *text;
+    size_t len, cap;
+    int echo;
+} TextSink;
+
+static void on_token(void *ctx, int token) {
+    TextSink *ts = (TextSink *)ctx;
+    char piece[256];
+    size_t n = decode_token(ts->tok, &ts->ds, token, piece, sizeof(piece));
+    if (ts->len + n + 1 > ts->cap) {
+        ts->cap = 2 * (ts->len + n + 1);
+        ts->text = (char *)realloc(ts->text, ts->cap);
+        if (ts->text == NULL) { die(__FILE__, __LINE__, "out of memory for the output text"); }
+    }
+    memcpy(ts->text + ts->len, piece, n);
+    ts->len += n;
+    ts->text[ts->len] = '\0';
+    if (ts->echo) { fwrite(piece, 1, n, stdout); fflush(stdout); }
+}
+
+static const char *default_model_dir(const char *argv0) {
+    static char path[1100];
+    FILE *f = fopen("tiny_models/kjv-12l/config.json", "r");
+    if (f) { fclose(f); return "tiny_models/kjv-12l"; }
+    const char *slash = strrchr(argv0, '/');
+    int dir_len = slash ? (int)(slash - argv0) : 1;
+    snprintf(path, sizeof(path), "%.*s/tiny_models/kjv-12l", dir_len, slash ? argv0 : ".");
+    return path;
+}
+
+int main(int argc, char **argv) {
+    Options o;
+    parse_options(argc, argv, &o);
+    char err[SS_ERR_LEN], path[1100];
+    if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
+    Model m;
+    if (build_model(&m, o.model_dir, o.ctx > 0 ? o.ctx : 4096, err)) {
+        fprintf(stderr, "selfspec: error: %s\n", err);
+        return EXIT_FAILURE;
+    }
+    const Config *c = &m.config;
+    snprintf(path, sizeof(path), "%s/tokenizer.json", o.model_dir);
+    Tokenizer *tok = build_tokenizer(path, err);
+    if (tok == NULL) {
+        fprintf(stderr, "selfspec: error: %s\n", err);
+        free_model(&m);
+        return EXIT_FAILURE;
+    }
+    if (tokenizer_vocab_size(tok) > c->vocab_size) {
+        fprintf(stderr, "selfspec: error: %s: %d tokens, but config.json has vocab_size %d\n", path,
+                tokenizer_vocab_size(tok), c->vocab_size);
+        return EXIT_FAILURE;
+    }
+    SkipSet skip;
+    memset(&skip, 0, sizeof(skip));
+    if ((o.skip_spec && parse_skip_spec(o.skip_spec, c->n_layers, &skip, err)) ||
+        (o.skip_file && read_skip_file(o.skip_file, c->n_layers, &skip, err))) {
+        fprintf(stderr, "selfspec: error: %s\n", err);
+        return EXIT_FAILURE;
+    }
+    int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
+    int n_prompt = encode(tok, o.prompt, strlen(o.prompt), 1, prompt, c->seq_len, err);
+    if (n_prompt < 0 || n_prompt >= c->seq_len) {
+        fprintf(stderr, "selfspec: error: -p: the prompt does not fit the context of %d tokens "
+                "(max_position_embeddings or -c)\n", c->seq_len);
+        return EXIT_FAILURE;
+    }
+    if (n_prompt == 0) { flag_error("-p", "\"\"", "the prompt encodes to no tokens (and the tokenizer adds no BOS)"); }
+    if ((long)n_prompt + o.n_new - 1 > c->seq_len) {
+        char why[160];
+        snprintf(why, sizeof(why), "%d prompt tokens + %d new tokens exceed the context of %d (-c or max_position_embeddings)",
+                 n_prompt, o.n_new, c->seq_len);
+        char v[32];
+        snprintf(v, sizeof(v), "%d", o.n_new);
+        flag_error("-n", v, why);
+    }
+    int *out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
+    int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
+    TextSink sink;
+    memset(&sink, 0, sizeof(sink));
+    sink.tok = tok;
+    sink.echo = !o.json;
+    decode_begin(&sink.ds);
+    Sampler smp = {o.temperature, o.top_p, {0}};
+    rng_seed(&smp.rng, (uint64_t)o.seed);
+    int speculative = strcmp(o.method, "static") == 0, n = 0, n_plain = 0;
+    SpecStats st;
+    memset(&st, 0, sizeof(st));
+    if (!o.json) { printf("%s", o.prompt); fflush(stdout); }
+    if (speculative) {
+        SpecParams sp;
+        sp.skip = skip;
+        sp.max_draft = o.max_draft;
+        sp.exit = o.exit;
+        n = generate_spec(&m, prompt, n_prompt, o.n_new, &sp, &smp, out, NULL, on_token, &sink, &st);
+    } else {
+        n = generate_plain(&m, prompt, n_prompt, o.n_new, NULL, &smp, out, NULL, on_token, &sink, &st.gen);
+    }
+    if (!o.json) { printf("\n"); }
+    double tps = st.gen.decode_ms > 0 ? n / (st.gen.decode_ms / 1e3) : 0;
+    GenStats plain_st;
+    memset(&plain_st, 0, sizeof(plain_st));
+    double plain_tps = 0;
+    int identical = 1;
+    if (o.compare) {
+        Sampler plain_smp = {o.temperature, o.top_p, {0}};
+        rng_seed(&plain_smp.rng, (uint64_t)o.seed);
+        n_plain = generate_plain(&m, prompt, n_prompt, o.n_new, NULL, &plain_smp, plain_out, NULL, NULL, NULL, &plain_st);
+        plain_tps = plain_st.decode_ms > 0 ? n_plain / (plain_st.decode_ms / 1e3) : 0;
+        identical = n == n_plain && memcmp(out, plain_out, (size_t)n * sizeof(int)) == 0;
+    }
+    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1];
+    layer_map(&skip, c->n_layers, attn_map, mlp_map);
+    double skip_ratio = (double)skip_count(&skip, c->n_layers) / (2.0 * c->n_layers);
+    double alpha = st.drafted > 0 ? (double)st.accepted / st.drafted : 0;
+    double mean_acc = st.rounds > 0 ? (double)(st.accepted + st.rounds) / st.rounds : 1;
+    double expected = speculative ? expected_speedup(mean_acc, alpha, skip_ratio) : 1.0;
+    if (o.json) {
+        printf("{\"model\": ");
+        json_write_string(stdout, o.model_dir);
+        printf(", \"device\": ");
+        json_write_string(stdout, device_name());
+        printf(", \"text\": ");
+        json_write_string(stdout, sink.text ? sink.text : "");
+        printf(", \"tokens\": [");
+        for (int t = 0; t < n; t++) { printf(t ? ", %d" : "%d", out[t]); }
+        printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f",
+               n_prompt, n, tps, st.gen.prefill_ms, st.gen.decode_ms);
+        printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}, \"skip_ratio\": %.4f", o.method,
+               attn_map, mlp_map, skip_ratio);
+        printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, \"mean_accepted\": %.4f",
+               st.rounds, st.drafted, st.accepted, alpha, mean_acc);
+        printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f", st.gamma_first, st.gamma_last,
+               st.rounds ? st.gamma_sum / st.rounds : st.gamma_first);
+        printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"expected_speedup\": %.4f",
+               st.draft_ms, st.verify_ms, st.select_ms, expected);
+        if (o.compare) {
+            printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s", plain_tps,
+                   plain_tps > 0 ? tps / plain_tps : 0, o.temperature == 0.0f ? (identical ? "true" : "false") : "null");
+        }
+        printf("}\n");
+    } else {
+        fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n", o.model_dir,
+                device_name(), n_prompt, n, st.gen.prefill_ms, tps);
+        if (speculative) {
+            fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%):\n  attn %s\n  mlp  %s\n", o.method,
+                    o.max_draft, skip_count(&skip, c->n_layers), 2 * c->n_layers, 100 * skip_ratio, attn_map, mlp_map);
+            fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted length M %.2f\n",
+                    st.rounds, st.drafted, st.accepted, alpha, mean_acc);
+            fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
+                    st.gamma_first, st.gamma_last, st.rounds ? st.gamma_sum / st.rounds : st.gamma_first, st.draft_ms,
+                    st.verify_ms, st.select_ms, st.gen.decode_ms - st.draft_ms - st.verify_ms - st.select_ms);
+            fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", expected);
+        }
+        if (o.compare) {
+            fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n", plain_tps,
+                    plain_tps > 0 ? tps / plain_tps : 0, expected,
+                    o.temperature > 0 ? "" : identical ? ", output identical" : ", OUTPUT DIFFERS");
+        }
+    }
+    free(prompt);
+    free(out);
+    free(plain_out);
+    free(sink.text);
+    free_tokenizer(tok);
+    free_model(&m);
+    if (o.compare && o.temperature == 0.0f && !identical) {
+        fprintf(stderr, "selfspec: error: --compare: greedy self-speculative output differs from plain decoding\n");
+        return EXIT_FAILURE;
+    }
+    return EXIT_SUCCESS;
+}
+#endif // TESTING
