@@ -248,6 +248,51 @@ static int json_skip(const Json *j, int i) {
     return i;
 }
 
+// A JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+static int json_number_syntax(const char *s, int n) {
+    int i = 0, digits;
+    if (i < n && s[i] == '-') { i++; }
+    if (i < n && s[i] == '0') { i++; }
+    else if (i < n && s[i] >= '1' && s[i] <= '9') { while (i < n && isdigit((unsigned char)s[i])) { i++; } }
+    else { return 0; }
+    if (i < n && s[i] == '.') {
+        for (i++, digits = 0; i < n && isdigit((unsigned char)s[i]); i++) { digits++; }
+        if (digits == 0) { return 0; }
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) { i++; }
+        for (digits = 0; i < n && isdigit((unsigned char)s[i]); i++) { digits++; }
+        if (digits == 0) { return 0; }
+    }
+    return i == n;
+}
+
+// jsmn, even strict, accepts things JSON does not: a key without a value (`{"a":, "b"}`, which
+// leaves the object's child count inconsistent, so walks by json_skip run off the end), and
+// primitives such as `tru` or `0x1`. Checks through the parent links that the tokens form one
+// tree whose counts are right: one top-level value, every object member a string key holding
+// exactly one value, every primitive true, false, null or a JSON number.
+static int json_well_formed(const Json *j) {
+    int *children = (int *)calloc_check((size_t)j->n_tok, sizeof(int)), ok = 1;
+    for (int i = 0; i < j->n_tok && ok; i++) {
+        const jsmntok_t *t = &j->tok[i];
+        int parent = t->parent, ptype = parent >= 0 && parent < i ? (int)j->tok[parent].type : -1;
+        if ((i == 0) != (parent < 0) || (i > 0 && ptype < 0)) { ok = 0; break; }
+        if (parent >= 0) { children[parent]++; }
+        if (ptype == JSMN_OBJECT) { ok = t->type == JSMN_STRING && t->size == 1; }
+        else if (t->type == JSMN_STRING || t->type == JSMN_PRIMITIVE) { ok = t->size == 0; }
+        if (ok && t->type == JSMN_PRIMITIVE) {
+            const char *s = j->js + t->start;
+            int n = t->end - t->start;
+            ok = (n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
+                 (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, n);
+        }
+    }
+    for (int i = 0; i < j->n_tok && ok; i++) { ok = children[i] == j->tok[i].size; }
+    free(children);
+    return ok;
+}
 
 // Parses js; rejects nesting deeper than JSON_MAX_DEPTH so no later walk can blow up.
 static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
@@ -286,6 +331,10 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
     if (json_skip(j, 0) != n) {
         json_free(j);
         return fail(err, "%s: trailing data after the JSON value", what);
+    }
+    if (!json_well_formed(j)) {
+        json_free(j);
+        return fail(err, "%s: not valid JSON (a key without a value, or a bad literal)", what);
     }
     return 0;
 }
@@ -2190,6 +2239,12 @@ __global__ void swiglu_kernel(float *up, const float *gate, int n) {
 // ----------------------------------------------------------------------------
 // forward: one pass over n tokens, any sublayers skipped
 
+static int skip_count(const SkipSet *s, int n_layers) {
+    int k = 0;
+    for (int l = 0; l < n_layers; l++) { k += s->attn[l] + s->mlp[l]; }
+    return k;
+}
+
 static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
@@ -2289,6 +2344,23 @@ static void capture_boundary(const Model *m, Capture *cap, int b) {
     }
 }
 
+// Copies the K and V rows of cache slots [slot, slot + n) of every layer to or from buf
+// (2 * n_layers * n * kv_dim floats). Scoring passes that run at slots holding accepted text
+// (SWIFT's matchness, CLaSp's DP) save those slots first and restore them after.
+static void kv_slots(Model *m, int slot, int n, float *buf, int save) {
+    const Config *c = &m->config;
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, row = (size_t)n * kv_dim;
+    for (int l = 0; l < c->n_layers; l++) {
+        size_t off = ((size_t)l * c->seq_len + slot) * kv_dim;
+        float *caches[2] = {m->state.key_cache + off, m->state.value_cache + off};
+        for (int kv = 0; kv < 2; kv++) {
+            float *b = buf + (2 * (size_t)l + kv) * row;
+            if (save) { copy_to_host(b, caches[kv], row * sizeof(float)); }
+            else { copy_to_device(caches[kv], b, row * sizeof(float)); }
+        }
+    }
+}
+
 void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, const TokenTree *tree,
              Capture *capture) {
     const Config *c = &m->config;
@@ -2298,6 +2370,8 @@ void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, c
             n, pos, s->max_tokens, c->seq_len);
     }
     set_pass(m, tokens, n, tree);
+    s->n_passes++;
+    s->n_sublayers += (uint64_t)(2 * c->n_layers - (skip ? skip_count(skip, c->n_layers) : 0));
     LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
     capture_boundary(m, capture, 0);
     for (int l = 0; l < c->n_layers; l++) {
@@ -2616,11 +2690,109 @@ static int emit(const Config *c, int token, int *out, int *n, int max_new, Token
     return is_eos(c, token) || *n >= max_new;
 }
 
+// Layer selection (later section) plugs into the engine through these hooks.
+typedef struct Selector Selector;
+static int selector_wants_prefill_capture(const Selector *sel);
+static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *cos_sum);
+static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp);
+static void selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp);
+static int selector_wants_verify_capture(const Selector *sel);
+static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, SpecParams *sp);
+static int selector_uses_tree(const Selector *sel);
+static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c);
+
+// Prefill that also hands every prompt token's hidden states to the selector (ASD's cosines).
+static void prefill_captured(Model *m, const int *tokens, int n, Selector *sel, int *last_row) {
+    const Config *c = &m->config;
+    int T = m->state.max_tokens, idx[64];
+    for (int t = 0; t < T && t < 64; t++) { idx[t] = t; }
+    float *states = (float *)malloc_check((size_t)(2 * c->n_layers + 1) * T * c->dim * sizeof(float));
+    for (int start = 0; start < n; start += T) {
+        int len = n - start < T ? n - start : T;
+        Capture cap = {len, idx, states};
+        forward(m, tokens + start, len, start, NULL, NULL, &cap);
+        selector_add_prefill_capture(sel, &cap, c);
+        *last_row = len - 1;
+    }
+    free(states);
+}
+
+// SWIFT's dynamic verification (Sec. 4.2), greedy only: the draft chain d1..dk plus, at each
+// depth j, the draft's next-best tokens as leaves (k_j - 1 of them, k_j by the confidence of
+// step j: 3/5/8/10 above 0.95/0.8/0.5/0, as the official code; the paper's Sec. 4.2 lists
+// 1/3/5/10). Linearized as [x, d1..dk, leaves...]: the chain first, so accepted chain tokens
+// already sit at consecutive cache slots; each leaf at depth j attends x, d1..d_{j-1} and
+// itself, with RoPE position pos + j. Returns the tree size n; tokens/depth/mask are filled.
+typedef struct {
+    int n;
+    int tokens[64];
+    int depth[64];
+    unsigned char mask[64 * 64];
+} DraftTree;
+
+static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts, int max_n) {
+    int n = 0;
+    for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
+    for (int j = 1; j <= k; j++) {
+        for (int a = 0; a < n_alts[j] && n < max_n; a++) { tr->tokens[n] = alts[j * 16 + a]; tr->depth[n] = j; n++; }
+    }
+    tr->n = n;
+    memset(tr->mask, 0, sizeof(tr->mask));
+    for (int t = 0; t < n; t++) {
+        int d = tr->depth[t];
+        for (int u = 0; u < d; u++) { tr->mask[t * n + u] = 1; } // the chain ancestors x, d1..d_{d-1}
+        tr->mask[t * n + t] = 1;
+    }
+}
+
+// The draft's top alternatives to its top-1 token at one step: k - 1 next-best ids.
+static int top_alternatives(const float *logits, int vocab, float confidence, int *alts) {
+    int k = confidence > 0.95f ? 3 : confidence > 0.8f ? 5 : confidence > 0.5f ? 8 : 10;
+    int n = 0, top = argmax(logits, vocab);
+    for (int a = 0; a < k - 1 && a < 16; a++) { // selection by repeated scans: k <= 10
+        int best = -1;
+        for (int i = 0; i < vocab; i++) {
+            int used = i == top;
+            for (int q = 0; q < n && !used; q++) { used = alts[q] == i; }
+            if (!used && (best < 0 || logits[i] > logits[best])) { best = i; }
+        }
+        alts[n++] = best;
+    }
+    return n;
+}
+
+// Greedy verification of a tree pass: walk the chain while the full model's argmax equals it;
+// at the first mismatch, a leaf holding the argmax is accepted too (its K/V row is copied to
+// the next chain slot, one row per layer), and the bonus comes from that leaf's row.
+// Returns the number of accepted draft tokens; *next is the full model's token, *row its row.
+static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *accepted_tokens, int *next, int *rows) {
+    int vocab = m->config.vocab_size, j = 0;
+    for (;;) {
+        int target = argmax(m->state.logits_host + (size_t)j * vocab, vocab);
+        rows[j] = j;
+        if (j < k && target == tr->tokens[j + 1]) { accepted_tokens[j] = target; j++; continue; }
+        int leaf = -1;
+        for (int t = k + 1; t < tr->n && leaf < 0 && j < k; t++) {
+            if (tr->depth[t] == j + 1 && tr->tokens[t] == target) { leaf = t; }
+        }
+        if (leaf < 0) { *next = target; return j; }
+        accepted_tokens[j] = target; // the leaf: move its K/V to slot pos + j + 1
+        const Config *c = &m->config;
+        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim * sizeof(float));
+        kv_slots(m, pos + leaf, 1, row, 1);
+        kv_slots(m, pos + j + 1, 1, row, 0);
+        free(row);
+        rows[j + 1] = leaf;
+        *next = argmax(m->state.logits_host + (size_t)leaf * vocab, vocab);
+        return j + 1;
+    }
+}
+
 // Drafts up to k_max tokens after x at slots pos, pos+1, ... under the skip set; stores the
-// tokens in draft[1..] and, when sampling, each warped draft distribution q in q_rows.
-// Returns how many were drafted.
+// tokens in draft[1..] and, when sampling, each warped draft distribution q in q_rows. With
+// alts (SWIFT's tree), also each step's next-best tokens. Returns how many were drafted.
 static int draft_tokens(Model *m, SpecParams *sp, Sampler *smp, int x, int pos, int k_max, int *draft,
-                        float *q_rows, ProbIndex *scratch) {
+                        float *q_rows, ProbIndex *scratch, int *alts, int *n_alts) {
     int vocab = m->config.vocab_size, k = 0;
     draft[0] = x;
     while (k < k_max) {
@@ -2628,74 +2800,119 @@ static int draft_tokens(Model *m, SpecParams *sp, Sampler *smp, int x, int pos, 
         const float *logits = m->state.logits_host;
         float *q = q_rows + (size_t)k * vocab;
         draft[k + 1] = sample_next(smp, logits, vocab, q, scratch);
+        float confidence = top1_prob(logits, vocab);
         k++;
-        if (sp->exit.mode != EXIT_NONE && top1_prob(logits, vocab) < sp->exit.gamma) { break; }
+        if (alts) { n_alts[k] = top_alternatives(logits, vocab, confidence, alts + k * 16); }
+        if (sp->exit.mode != EXIT_NONE && confidence < sp->exit.gamma) { break; }
     }
     return k;
 }
 
-// Self-speculative decoding: same contract as generate_plain. logits_out (NULL or
-// (max_new, vocab)) receives the full-model logits row each emitted token came from, so tests
-// can check they are bitwise those of plain decoding.
-static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new, SpecParams *sp,
-                         Sampler *smp, int *out, float *logits_out, TokenCallback cb, void *ctx,
-                         SpecStats *st) {
+// Self-speculative decoding: same contract as generate_plain. sel (NULL = the static skip set
+// in sp) chooses layers on the way. logits_out (NULL or (max_new, vocab)) receives the
+// full-model logits row each emitted token came from, so tests can check they are bitwise
+// those of plain decoding.
+static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new, SpecParams *sp, Selector *sel,
+                         Sampler *smp, int *out, float *logits_out, TokenCallback cb, void *ctx, SpecStats *st) {
     const Config *c = &m->config;
-    int vocab = c->vocab_size, n = 0, row = 0;
+    int vocab = c->vocab_size, n = 0, row = 0, L = c->n_layers;
     int k_cap = sp->max_draft < MAX_DRAFT ? sp->max_draft : MAX_DRAFT;
     if (k_cap > m->state.max_tokens - 1) { k_cap = m->state.max_tokens - 1; }
-    int draft[MAX_DRAFT + 1];
+    int draft[MAX_DRAFT + 1], accepted_tokens[MAX_DRAFT + 1], rows[MAX_DRAFT + 2], alts[(MAX_DRAFT + 1) * 16];
+    int n_alts[MAX_DRAFT + 1], capture_idx[MAX_DRAFT + 1];
     float *p = (float *)malloc_check((size_t)vocab * sizeof(float));
     float *residual = (float *)malloc_check((size_t)vocab * sizeof(float));
     float *q_rows = (float *)malloc_check((size_t)(k_cap + 1) * vocab * sizeof(float));
     ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)vocab * sizeof(ProbIndex));
+    int *seq = (int *)malloc_check((size_t)(n_prompt + max_new + 1) * sizeof(int)); // prompt + emitted
+    float *states = (float *)malloc_check((size_t)(2 * L + 1) * (k_cap + 1) * c->dim * sizeof(float));
+    DraftTree *tree = (DraftTree *)malloc_check(sizeof(DraftTree));
+    memcpy(seq, prompt, (size_t)n_prompt * sizeof(int));
     memset(st, 0, sizeof(*st));
     st->gamma_first = sp->exit.gamma;
     double t0 = time_ms();
-    prefill(m, prompt, n_prompt, NULL, &row);
+    if (selector_wants_prefill_capture(sel)) { prefill_captured(m, prompt, n_prompt, sel, &row); }
+    else { prefill(m, prompt, n_prompt, NULL, &row); }
     double t1 = time_ms();
+    selector_after_prefill(sel, m, sp);
+    st->select_ms += time_ms() - t1;
     const float *row_logits = m->state.logits_host + (size_t)row * vocab;
     if (logits_out) { memcpy(logits_out, row_logits, (size_t)vocab * sizeof(float)); }
     int x = sample_next(smp, row_logits, vocab, p, scratch), pos = n_prompt;
+    seq[pos] = x;
     int done = emit(c, x, out, &n, max_new, cb, ctx);
     while (!done && pos < c->seq_len) {
+        double ts = time_ms();
+        selector_before_round(sel, m, seq, pos, sp);
+        double ta = time_ms();
+        st->select_ms += ta - ts;
         // draft: no further than the context or the tokens still wanted
         int k_max = k_cap;
         if (k_max > c->seq_len - 1 - pos) { k_max = c->seq_len - 1 - pos; }
         if (k_max > max_new - n - 1) { k_max = max_new - n - 1; }
-        double ta = time_ms();
-        int k = draft_tokens(m, sp, smp, x, pos, k_max, draft, q_rows, scratch);
+        int use_tree = selector_uses_tree(sel) && smp->temperature == 0.0f;
+        int k = draft_tokens(m, sp, smp, x, pos, k_max, draft, q_rows, scratch, use_tree ? alts : NULL, n_alts);
         double tb = time_ms();
-        // verify [x, d1..dk] with the full model in one pass
-        forward(m, draft, k + 1, pos, NULL, NULL, NULL);
-        st->draft_ms += tb - ta;
-        st->verify_ms += time_ms() - tb;
-        // accept the longest valid prefix, then one token from the full model
+        // verify [x, d1..dk] (and the tree's leaves) with the full model in one pass
+        int want_h = selector_wants_verify_capture(sel);
+        for (int t = 0; t <= k; t++) { capture_idx[t] = t; }
+        Capture cap = {k + 1, capture_idx, states};
         int j = 0, next = -1;
-        for (; j <= k && next < 0; j++) {
-            const float *lj = m->state.logits_host + (size_t)j * vocab;
-            if (logits_out && n + j < max_new) {
-                memcpy(logits_out + (size_t)(n + j) * vocab, lj, (size_t)vocab * sizeof(float));
+        if (use_tree) {
+            build_tree(tree, draft, k, alts, n_alts, c->seq_len - pos < m->state.max_tokens ? c->seq_len - pos : m->state.max_tokens);
+            TokenTree tt = {tree->depth, tree->mask};
+            forward(m, tree->tokens, tree->n, pos, NULL, &tt, want_h ? &cap : NULL);
+            j = verify_tree(m, tree, k, pos, accepted_tokens, &next, rows);
+        } else {
+            forward(m, draft, k + 1, pos, NULL, NULL, want_h ? &cap : NULL);
+            for (; j <= k && next < 0; j++) { // accept the longest valid prefix, then one full-model token
+                const float *lj = m->state.logits_host + (size_t)j * vocab;
+                rows[j] = j;
+                if (smp->temperature == 0.0f) {  // greedy: keep d_{j+1} while it is the argmax
+                    int target = argmax(lj, vocab);
+                    if (j == k || target != draft[j + 1]) { next = target; }
+                    continue;
+                }
+                warp_probs(lj, vocab, smp->temperature, smp->top_p, p, scratch);
+                int replacement;
+                if (j == k) {  // all k accepted: the bonus token comes from the warped p
+                    next = sample_probs(p, vocab, rng_uniform(&smp->rng));
+                } else if (!speculative_accept(p, q_rows + (size_t)j * vocab, vocab, draft[j + 1], &smp->rng,
+                                               residual, &replacement)) {
+                    next = replacement;
+                }
             }
-            if (smp->temperature == 0.0f) {  // greedy: keep d_{j+1} while it is the argmax
-                int target = argmax(lj, vocab);
-                if (j == k || target != draft[j + 1]) { next = target; }
-                continue;
-            }
-            warp_probs(lj, vocab, smp->temperature, smp->top_p, p, scratch);
-            int replacement;
-            if (j == k) {  // all k accepted: the bonus token comes from the warped p
-                next = sample_probs(p, vocab, rng_uniform(&smp->rng));
-            } else if (!speculative_accept(p, q_rows + (size_t)j * vocab, vocab, draft[j + 1], &smp->rng,
-                                           residual, &replacement)) {
-                next = replacement;
+            j--; // tokens d1..dj were kept; next is the full model's
+            for (int t = 0; t < j; t++) { accepted_tokens[t] = draft[t + 1]; }
+        }
+        double tc = time_ms();
+        st->draft_ms += tb - ta;
+        st->verify_ms += tc - tb;
+        int accepted = j;
+        if (logits_out) {
+            for (int t = 0; t <= accepted && n + t < max_new; t++) {
+                memcpy(logits_out + (size_t)(n + t) * vocab, m->state.logits_host + (size_t)rows[t] * vocab,
+                       (size_t)vocab * sizeof(float));
             }
         }
-        int accepted = j - 1; // tokens d1..d_accepted were kept; next is the full model's
-        for (int t = 1; t <= accepted && !done; t++) { done = emit(c, draft[t], out, &n, max_new, cb, ctx); }
+        for (int t = 0; t < accepted && !done; t++) {
+            seq[pos + 1 + t] = accepted_tokens[t];
+            done = emit(c, accepted_tokens[t], out, &n, max_new, cb, ctx);
+        }
         if (!done) { done = emit(c, next, out, &n, max_new, cb, ctx); }
+        // CLaSp: hidden states of the last accepted token, the one whose row produced next.
+        // The capture holds rows 0..k of every boundary; keep row `accepted` as (2L+1, dim).
+        if (want_h) {
+            for (int b = 0; b <= 2 * L; b++) {
+                memmove(states + (size_t)b * c->dim, states + ((size_t)b * (k + 1) + rows[accepted]) * c->dim,
+                        (size_t)c->dim * sizeof(float));
+            }
+        }
+        selector_after_verify(sel, m, want_h ? states : NULL, pos + accepted, sp);
+        st->select_ms += time_ms() - tc;
         pos += accepted + 1;
         x = next;
+        seq[pos] = x;
         st->rounds++;
         st->drafted += k;
         st->accepted += accepted;
@@ -2707,11 +2924,525 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
     st->gen.n_generated = n;
     st->gen.prefill_ms = t1 - t0;
     st->gen.decode_ms = time_ms() - t1;
-    free(p);
-    free(residual);
-    free(q_rows);
-    free(scratch);
+    free(p); free(residual); free(q_rows); free(scratch); free(seq); free(states); free(tree);
     return n;
+}
+
+// ----------------------------------------------------------------------------
+// layer selection: which sublayers the draft skips
+//
+// A skip set z in {0,1}^{2L} (attention and MLP of each layer) is chosen by one of:
+//   static  given by --skip / --skip-file
+//   selfsd  Self-SD Sec. 3.3: Bayesian optimization offline, before decoding
+//   swift   SWIFT Sec. 4: random search + Bayesian optimization on the fly, during decoding
+//   asd     ASD Algorithm 1: a cosine-similarity rule on the prompt, once per prompt
+//   clasp   CLaSp Algorithm 1: dynamic programming after verifications, whole layers
+//   oracle  exhaustive (or sampled) search under the cost model, to see how far the others land
+// The Gaussian process and the cosine similarity are shared helpers, written once.
+
+enum { METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE };
+static const char *method_names[] = {"none", "static", "selfsd", "swift", "asd", "clasp", "oracle"};
+
+static double cosine(const float *a, const float *b, int n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
+}
+
+// A skip set as the GP's input vector: attention bits then MLP bits.
+static void skip_to_vector(const SkipSet *s, int n_layers, float *v) {
+    for (int l = 0; l < n_layers; l++) {
+        v[l] = s->attn[l];
+        v[n_layers + l] = s->mlp[l];
+    }
+}
+
+// --- Gaussian process on binary vectors (shared by Self-SD and SWIFT) -------
+// Matern 5/2 kernel k(r) = (1 + sqrt5 r/l + 5r^2/(3l^2)) exp(-sqrt5 r/l) on the Euclidean
+// distance r (sqrt of the Hamming distance), a noise term on the diagonal, targets normalized
+// to zero mean and unit variance, a Cholesky solve. Decision: the length scale is fixed at
+// sqrt(dim)/2 rather than fitted by marginal likelihood (the official code lets sklearn fit it);
+// a fixed scale keeps the code short and deterministic, and the noise 1e-2 follows the code.
+// Only the last GP_WINDOW observations are used, so a fit stays O(GP_WINDOW^3).
+
+enum { GP_WINDOW = 256, GP_MAX_DIM = 2 * SS_MAX_LAYERS };
+
+typedef struct {
+    int dim;         // 2L
+    int n;           // observations in the window
+    int total;       // observations ever added
+    float *x;        // (GP_WINDOW, dim) ring buffer of inputs
+    double *y;       // (GP_WINDOW) targets
+    double *chol;    // (GP_WINDOW, GP_WINDOW) lower Cholesky factor of K + noise I
+    double *alpha;   // (GP_WINDOW) (K + noise I)^-1 (y - mean) / std
+    double y_mean, y_std, lengthscale, noise;
+} Gp;
+
+static void gp_init(Gp *gp, int dim) {
+    memset(gp, 0, sizeof(*gp));
+    gp->dim = dim;
+    gp->x = (float *)calloc_check((size_t)GP_WINDOW * dim, sizeof(float));
+    gp->y = (double *)calloc_check(GP_WINDOW, sizeof(double));
+    gp->chol = (double *)calloc_check((size_t)GP_WINDOW * GP_WINDOW, sizeof(double));
+    gp->alpha = (double *)calloc_check(GP_WINDOW, sizeof(double));
+    gp->lengthscale = sqrt((double)dim) / 2.0;
+    gp->noise = 1e-2;
+}
+
+static void gp_free(Gp *gp) {
+    free(gp->x);
+    free(gp->y);
+    free(gp->chol);
+    free(gp->alpha);
+}
+
+static double gp_kernel(const Gp *gp, const float *a, const float *b) {
+    double d2 = 0;
+    for (int i = 0; i < gp->dim; i++) { d2 += (double)(a[i] - b[i]) * (a[i] - b[i]); }
+    double s = sqrt(5.0 * d2) / gp->lengthscale;
+    return (1.0 + s + s * s / 3.0) * exp(-s);
+}
+
+// Adds one observation and refits: chol = cholesky(K + noise I), alpha = solve(y normalized).
+static void gp_add(Gp *gp, const float *x, double y) {
+    int slot = gp->total % GP_WINDOW, n;
+    memcpy(gp->x + (size_t)slot * gp->dim, x, (size_t)gp->dim * sizeof(float));
+    gp->y[slot] = y;
+    gp->total++;
+    gp->n = n = gp->total < GP_WINDOW ? gp->total : GP_WINDOW;
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++) { mean += gp->y[i]; }
+    mean /= n;
+    for (int i = 0; i < n; i++) { var += (gp->y[i] - mean) * (gp->y[i] - mean); }
+    gp->y_mean = mean;
+    gp->y_std = n > 1 && var > 0 ? sqrt(var / n) : 1.0;
+    double *L = gp->chol;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j <= i; j++) {
+            double s = gp_kernel(gp, gp->x + (size_t)i * gp->dim, gp->x + (size_t)j * gp->dim) + (i == j ? gp->noise : 0);
+            for (int k = 0; k < j; k++) { s -= L[i * GP_WINDOW + k] * L[j * GP_WINDOW + k]; }
+            L[i * GP_WINDOW + j] = i == j ? sqrt(s > 1e-12 ? s : 1e-12) : s / L[j * GP_WINDOW + j];
+        }
+    }
+    for (int i = 0; i < n; i++) { // forward then back substitution
+        double s = (gp->y[i] - mean) / gp->y_std;
+        for (int k = 0; k < i; k++) { s -= L[i * GP_WINDOW + k] * gp->alpha[k]; }
+        gp->alpha[i] = s / L[i * GP_WINDOW + i];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double s = gp->alpha[i];
+        for (int k = i + 1; k < n; k++) { s -= L[k * GP_WINDOW + i] * gp->alpha[k]; }
+        gp->alpha[i] = s / L[i * GP_WINDOW + i];
+    }
+}
+
+// Posterior mean and variance at x, in the targets' units.
+static void gp_predict(const Gp *gp, const float *x, double *mean, double *var) {
+    double ks[GP_WINDOW], v[GP_WINDOW], mu = 0, vv = 0;
+    const double *L = gp->chol;
+    for (int i = 0; i < gp->n; i++) {
+        ks[i] = gp_kernel(gp, x, gp->x + (size_t)i * gp->dim);
+        mu += ks[i] * gp->alpha[i];
+    }
+    for (int i = 0; i < gp->n; i++) { // v = L^-1 k*
+        double s = ks[i];
+        for (int k = 0; k < i; k++) { s -= L[i * GP_WINDOW + k] * v[k]; }
+        v[i] = s / L[i * GP_WINDOW + i];
+        vv += v[i] * v[i];
+    }
+    *mean = gp->y_mean + gp->y_std * mu;
+    *var = gp->y_std * gp->y_std * (1.0 - vv > 0 ? 1.0 - vv : 0.0);
+}
+
+// A random candidate: each sublayer skipped with probability p, or, when count > 0, exactly
+// count sublayers skipped among the allowed ones (layers first_layer..last_layer).
+static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_layer, int last_layer, SkipSet *s) {
+    memset(s, 0, sizeof(*s));
+    int slots = 2 * (last_layer - first_layer + 1);
+    if (count <= 0) {
+        for (int l = first_layer; l <= last_layer; l++) {
+            s->attn[l] = rng_uniform(r) < p;
+            s->mlp[l] = rng_uniform(r) < p;
+        }
+        return;
+    }
+    for (int placed = 0; placed < count && placed < slots;) {
+        int k = (int)(rng_u32(r) % (uint32_t)slots), l = first_layer + k / 2;
+        unsigned char *flag = k % 2 ? &s->mlp[l] : &s->attn[l];
+        if (!*flag) { *flag = 1; placed++; }
+    }
+    (void)n_layers;
+}
+
+// UCB acquisition (mean + kappa sd, kappa = 2.576 as in the official code) maximized over
+// n_random candidates drawn like random_skip_set. The best candidate goes to *best.
+static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last, int n_random, SkipSet *best) {
+    float v[GP_MAX_DIM];
+    double best_ucb = -INFINITY;
+    for (int k = 0; k < n_random; k++) {
+        SkipSet cand;
+        random_skip_set(r, n_layers, 0.6f * rng_uniform(r), count, first, last, &cand);
+        skip_to_vector(&cand, n_layers, v);
+        double mean, var;
+        gp_predict(gp, v, &mean, &var);
+        double ucb = mean + 2.576 * sqrt(var);
+        if (ucb > best_ucb) { best_ucb = ucb; *best = cand; }
+    }
+}
+
+// --- the objective: time per verified token ----------------------------------
+
+typedef struct {
+    const int *const *prompts; // dev prompts (token ids)
+    const int *lengths;
+    int n_prompts;
+    int n_new;                 // tokens decoded per prompt
+    int use_cost_model;        // 1: sublayers run per token (deterministic); 0: wall-clock ms per token
+} Objective;
+
+// Self-SD's objective: decode the dev prompts greedily with skip set s and the adaptive draft
+// exit, and measure the cost per generated token (lower is better). The cost model counts
+// sublayers run: a pass costs its active sublayers whatever its token count, because each
+// weight is streamed once per pass; it is what Eq. 6's cost coefficient assumes.
+static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
+    int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
+    uint64_t sub0 = m->state.n_sublayers;
+    double t0 = time_ms(), tokens = 0;
+    for (int k = 0; k < obj->n_prompts; k++) {
+        SpecParams sp;
+        sp.skip = *s;
+        sp.max_draft = 12;
+        sp.exit = draft_exit_default();
+        Sampler greedy = {0.0f, 1.0f, {1}};
+        SpecStats st;
+        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], obj->n_new, &sp, NULL, &greedy, out, NULL,
+                                NULL, NULL, &st);
+    }
+    free(out);
+    double cost = obj->use_cost_model ? (double)(m->state.n_sublayers - sub0) : time_ms() - t0;
+    return cost / (tokens > 0 ? tokens : 1);
+}
+
+// --- Self-SD: Bayesian optimization offline (Self-SD Sec. 3.3) ----------------
+// Maximize -objective over z in {0,1}^{2L}: the first iters/5 candidates are random (skip
+// probability uniform in [0, 0.6]), then each is the UCB maximizer over 2000 random candidates.
+// Decisions: the paper searched 1000 iterations on 8 prompts; a tiny model's landscape is small,
+// so the default is 64 iterations (--iters), on the prompt itself or --dev-prompts. Any layer
+// may be skipped, as in the paper; no skip count is imposed.
+static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t seed, int verbose) {
+    int L = m->config.n_layers;
+    Gp gp;
+    gp_init(&gp, 2 * L);
+    Rng r;
+    rng_seed(&r, seed);
+    SkipSet best, cand;
+    memset(&best, 0, sizeof(best));
+    double best_cost = measure_objective(m, obj, &best); // the empty set: plain speed as a baseline
+    float v[GP_MAX_DIM];
+    skip_to_vector(&best, L, v);
+    gp_add(&gp, v, -best_cost);
+    for (int it = 1; it <= iters; it++) {
+        if (it <= iters / 5) { random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand); }
+        else { gp_propose(&gp, &r, L, 0, 0, L - 1, 2000, &cand); }
+        double cost = measure_objective(m, obj, &cand);
+        skip_to_vector(&cand, L, v);
+        gp_add(&gp, v, -cost);
+        if (cost < best_cost) { best_cost = cost; best = cand; }
+        if (verbose) {
+            fprintf(stderr, "selfsd iter %3d: cost %.4f%s, best %.4f skipping %d of %d\n", it, cost,
+                    obj->use_cost_model ? " sublayers/token" : " ms/token", best_cost, skip_count(&best, L), 2 * L);
+        }
+    }
+    gp_free(&gp);
+    return best;
+}
+
+// --- ASD: the cosine rule (ASD Sec. 3, Algorithm 1, Table 2) -----------------
+// C_l = mean over prompt positions of cos(input, output) of attention sublayer l.
+// Remove attention l when C_l >= alpha (0.985) and l <= L - n; also remove attention and MLP of
+// every m-th layer (l = jm <= L - n); m = 3, n = 2. The paper numbers layers 1..L: layer l here
+// is index l - 1, so "every m-th" is indices m-1, 2m-1, ... and "l <= L - n" is index <= L-n-1.
+static SkipSet select_asd(const double *cos_attn, int n_layers, double alpha, int every_m, int keep_last_n) {
+    SkipSet s;
+    memset(&s, 0, sizeof(s));
+    for (int l = 1; l <= n_layers - keep_last_n; l++) {
+        if (cos_attn[l - 1] >= alpha) { s.attn[l - 1] = 1; }
+        if (l % every_m == 0) { s.attn[l - 1] = s.mlp[l - 1] = 1; }
+    }
+    return s;
+}
+
+// Accumulates sum over tokens of cos(attention input, attention output) per layer from a capture.
+static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *cos_sum) {
+    for (int l = 0; l < n_layers; l++) {
+        for (int k = 0; k < cap->n_idx; k++) {
+            const float *in = cap->states + ((size_t)(2 * l) * cap->n_idx + k) * dim;
+            const float *out = cap->states + ((size_t)(2 * l + 1) * cap->n_idx + k) * dim;
+            cos_sum[l] += cosine(in, out, dim);
+        }
+    }
+}
+
+// --- CLaSp: dynamic programming over layers (CLaSp Eq. 2, Algorithm 1) --------
+// h_0..h_L are the full model's hidden states of the last accepted token (layer inputs and the
+// last output). g(i, j) = the best state after i layers with j of them skipped:
+//   g(i, 0) = h_i
+//   g(i, j) = argmax by cosine to h_i of { g(i-1, j-1) (skip layer i),  f_i(g(i-1, j)) (run it) }
+// and backtracking from (L, M) gives the skipped layers. All g(i-1, j) of one layer run through
+// f_i as one batch (the paper's "sequence parallel"): each candidate sits at the token's position
+// `slot`, attends the cached prefix plus itself (an identity mask), and writes K/V only at
+// slots slot.. which are saved before and restored after (slot holds the real token's K/V).
+
+// Runs layer l on n residual rows at position slot (identity mask, RoPE position slot).
+static void run_layer_batch(Model *m, int l, float *rows, int n, int slot) {
+    size_t bytes = (size_t)n * m->config.dim * sizeof(float);
+    int depth[64];
+    unsigned char mask[64 * 64];
+    for (int t = 0; t < n; t++) {
+        depth[t] = 0;
+        for (int u = 0; u < n; u++) { mask[t * n + u] = t == u; }
+    }
+    TokenTree tree = {depth, mask};
+    set_pass(m, NULL, n, &tree);
+    copy_to_device(m->state.x, rows, bytes);
+    attention_sublayer(m, l, n, slot);
+    mlp_sublayer(m, l, n);
+    copy_to_host(rows, m->state.x, bytes);
+}
+
+static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
+    const Config *c = &m->config;
+    int L = c->n_layers, dim = c->dim, M = max_skip < L ? max_skip : L;
+    if (M > m->state.max_tokens) { M = m->state.max_tokens; }
+    if (slot + M > c->seq_len) { M = c->seq_len - slot; }
+    size_t row = (size_t)dim;
+    float *g = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));     // g(i-1, .)
+    float *next = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));  // g(i, .)
+    float *batch = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));
+    unsigned char *skipped = (unsigned char *)calloc_check((size_t)(L + 1) * (M + 1), 1); // parent: skip?
+    float *saved = (float *)malloc_check((size_t)2 * L * (M + 1) * c->n_kv_heads * c->head_dim * sizeof(float));
+    kv_slots(m, slot, M > 0 ? M : 1, saved, 1);
+    memcpy(g, h, row * sizeof(float)); // g(0, 0) = h_0
+    for (int i = 1; i <= L; i++) {
+        int top = i < M ? i : M;       // j ranges over 0..min(i, M)
+        int n_run = (i - 1 < M ? i - 1 : M); // g(i-1, j) exists for j <= min(i-1, M)
+        if (n_run > 0) {               // f_i on g(i-1, 1..n_run) in one batch
+            memcpy(batch, g + row, (size_t)n_run * row * sizeof(float));
+            run_layer_batch(m, i - 1, batch, n_run, slot);
+        }
+        const float *hi = h + (size_t)(2 * i) * row;
+        memcpy(next, hi, row * sizeof(float));
+        for (int j = 1; j <= top; j++) {
+            const float *skip_state = g + (size_t)(j - 1) * row;
+            const float *run_state = j <= n_run ? batch + (size_t)(j - 1) * row : NULL;
+            int take_skip = run_state == NULL || cosine(hi, skip_state, dim) > cosine(hi, run_state, dim);
+            memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
+            skipped[i * (M + 1) + j] = (unsigned char)take_skip;
+        }
+        float *tmp = g; g = next; next = tmp;
+    }
+    kv_slots(m, slot, M > 0 ? M : 1, saved, 0);
+    SkipSet s;
+    memset(&s, 0, sizeof(s));
+    for (int i = L, j = M; i > 0 && j > 0; i--) { // backtrack from (L, M)
+        if (skipped[i * (M + 1) + j]) { s.attn[i - 1] = s.mlp[i - 1] = 1; j--; }
+    }
+    free(g); free(next); free(batch); free(skipped); free(saved);
+    return s;
+}
+
+// --- SWIFT: on-the-fly optimization (SWIFT Sec. 4.1, App. B.2) ---------------
+// Matchness (Eq. 3-4): the draft, teacher-forced over the last gamma generated tokens in one
+// pass, predicts each of them; the score is the fraction it gets right. The pass runs at the
+// slots those tokens already occupy, so those slots are saved before and restored after: the
+// real cache is left exactly as it was.
+static double swift_matchness(Model *m, const int *seq, int pos, int window, const SkipSet *s) {
+    const Config *c = &m->config;
+    int start = pos - window - 1; // inputs seq[start .. pos-2] predict seq[start+1 .. pos-1]
+    if (start < 0 || window > m->state.max_tokens) { return 0.0; }
+    float *saved = (float *)malloc_check((size_t)2 * c->n_layers * window * c->n_kv_heads * c->head_dim * sizeof(float));
+    kv_slots(m, start, window, saved, 1);
+    forward(m, seq + start, window, start, s, NULL, NULL);
+    kv_slots(m, start, window, saved, 0);
+    int match = 0;
+    for (int t = 0; t < window; t++) {
+        match += argmax(m->state.logits_host + (size_t)t * c->vocab_size, c->vocab_size) == seq[start + t + 1];
+    }
+    free(saved);
+    return (double)match / window;
+}
+
+typedef struct {
+    int window;          // gamma: context window, 32
+    int max_steps;       // S: 1000
+    int patience;        // stop after this many steps without improvement: 300
+    int bo_every;        // beta: every 25th step is a Bayesian-optimization proposal
+    float target;        // stop once matchness exceeds 0.95
+    float ratio;         // r: fraction of the 2L sublayers skipped, 0.45
+    int steps, since_best, done;
+    double best_score;
+    SkipSet best;
+    Gp gp;
+    Rng rng;
+} Swift;
+
+static void swift_init(Swift *w, int n_layers, uint64_t seed) {
+    memset(w, 0, sizeof(*w));
+    w->window = 32;
+    w->max_steps = 1000;
+    w->patience = 300;
+    w->bo_every = 25;
+    w->target = 0.95f;
+    w->ratio = 0.45f;
+    w->best_score = -1.0;
+    // the starting point: attention and MLP of every odd layer, never the last (as the code does)
+    for (int l = 1; l < n_layers - 1; l += 2) { w->best.attn[l] = w->best.mlp[l] = 1; }
+    gp_init(&w->gp, 2 * n_layers);
+    rng_seed(&w->rng, seed);
+}
+
+// One optimization step before a decoding step: propose a candidate with exactly
+// round(r * 2L) skipped sublayers, never in the first or last layer (random, or the GP's
+// proposal every beta-th step), score it, keep it if it beats the best.
+// Decision on persistence: like the official code, the state lives for the whole run (across
+// the prompts of -f), and once optimization stops it never restarts on a distribution shift;
+// the best set carries over to later prompts. Restarting would need a shift detector the paper
+// does not define.
+static void swift_step(Swift *w, Model *m, const int *seq, int pos) {
+    int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
+    if (w->done || pos - w->window - 1 < 0) { return; }
+    SkipSet cand;
+    if (w->best_score < 0) {
+        cand = w->best;           // score the starting point first
+    } else if ((w->steps + 1) % w->bo_every == 0 && w->gp.n > 1) {
+        gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, 1000, &cand);
+    } else {
+        random_skip_set(&w->rng, L, 0, count, 1, L - 2, &cand);
+    }
+    double score = swift_matchness(m, seq, pos, w->window, &cand);
+    float v[GP_MAX_DIM];
+    skip_to_vector(&cand, L, v);
+    gp_add(&w->gp, v, score);
+    w->steps++;
+    if (score > w->best_score) { w->best_score = score; w->best = cand; w->since_best = 0; }
+    else { w->since_best++; }
+    w->done = w->steps >= w->max_steps || w->since_best >= w->patience || w->best_score > w->target;
+}
+
+// --- the oracle (in none of the papers) -----------------------------------------
+// Every skip set with exactly `count` skipped sublayers when there are at most max_sets of them,
+// else max_sets random ones (the count is reported), scored by the objective. Slow by design.
+static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets, uint64_t seed, long *n_tried) {
+    int L = m->config.n_layers, slots = 2 * L;
+    double total = 1; // C(2L, count)
+    for (int k = 0; k < count; k++) { total = total * (slots - k) / (k + 1); }
+    SkipSet best, cand;
+    memset(&best, 0, sizeof(best));
+    double best_cost = INFINITY;
+    Rng r;
+    rng_seed(&r, seed);
+    int idx[GP_MAX_DIM];
+    for (int k = 0; k < count; k++) { idx[k] = k; }
+    long tried = 0;
+    int exhaustive = total <= (double)max_sets;
+    while (tried < (exhaustive ? (long)total : max_sets)) {
+        if (exhaustive) {
+            memset(&cand, 0, sizeof(cand));
+            for (int k = 0; k < count; k++) {
+                if (idx[k] < L) { cand.attn[idx[k]] = 1; } else { cand.mlp[idx[k] - L] = 1; }
+            }
+            int k = count - 1; // next combination in lexicographic order
+            while (k >= 0 && idx[k] == slots - count + k) { k--; }
+            if (k >= 0) { idx[k]++; for (int q = k + 1; q < count; q++) { idx[q] = idx[q - 1] + 1; } }
+        } else {
+            random_skip_set(&r, L, 0, count, 0, L - 1, &cand);
+        }
+        double cost = measure_objective(m, obj, &cand);
+        if (cost < best_cost) { best_cost = cost; best = cand; }
+        tried++;
+    }
+    *n_tried = tried;
+    return best;
+}
+
+// --- the selector: what the engine calls -------------------------------------
+
+struct Selector {
+    int method;
+    Swift swift;         // METHOD_SWIFT, persists across prompts
+    double *asd_cos;     // (n_layers) METHOD_ASD: summed cosines over the prompt
+    int asd_tokens;
+    int clasp_interval;  // METHOD_CLASP: run the DP every this many verifications (LOI)
+    int clasp_max_skip;  // M = round(0.5 L)
+    int rounds;          // verifications in this prompt
+};
+
+static void selector_init(Selector *sel, int method, int n_layers, uint64_t seed) {
+    memset(sel, 0, sizeof(*sel));
+    sel->method = method;
+    if (method == METHOD_SWIFT) { swift_init(&sel->swift, n_layers, seed); }
+    sel->asd_cos = (double *)calloc_check((size_t)n_layers, sizeof(double));
+    // LOI: the paper finds speedup rising then falling with the interval (Fig. 4b, Sec. 5.3.2);
+    // with the DP costing about one verification, every 4th verification keeps it under ~20% of
+    // the verify time in the worst case. Default chosen here, set by --loi.
+    sel->clasp_interval = 4;
+    sel->clasp_max_skip = (int)lround(0.5 * n_layers);
+}
+
+static void selector_free(Selector *sel) {
+    if (sel->method == METHOD_SWIFT) { gp_free(&sel->swift.gp); }
+    free(sel->asd_cos);
+}
+
+// Hooks. Prefill: ASD accumulates cosines (it asked for a capture of every prompt token).
+static int selector_wants_prefill_capture(const Selector *sel) { return sel && sel->method == METHOD_ASD; }
+
+static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c) {
+    asd_accumulate(cap, c->n_layers, c->dim, sel->asd_cos);
+    sel->asd_tokens += cap->n_idx;
+}
+
+static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp) {
+    if (sel == NULL) { return; }
+    sel->rounds = 0;
+    if (sel->method == METHOD_ASD) {
+        int L = m->config.n_layers;
+        for (int l = 0; l < L; l++) { sel->asd_cos[l] /= sel->asd_tokens > 0 ? sel->asd_tokens : 1; }
+        sp->skip = select_asd(sel->asd_cos, L, 0.985, 3, 2);
+    } else if (sel->method == METHOD_SWIFT) {
+        sp->skip = sel->swift.best;
+    } else if (sel->method == METHOD_CLASP) {
+        // until the first DP: skip every other layer, never the first or last (SWIFT's start)
+        memset(&sp->skip, 0, sizeof(sp->skip));
+        for (int l = 1; l < m->config.n_layers - 1; l += 2) { sp->skip.attn[l] = sp->skip.mlp[l] = 1; }
+    }
+}
+
+// Before a round: SWIFT's optimization step while it is optimizing.
+static void selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp) {
+    if (sel == NULL || sel->method != METHOD_SWIFT || sel->swift.done) { return; }
+    swift_step(&sel->swift, m, seq, pos);
+    sp->skip = sel->swift.best;
+}
+
+// After a verification: does CLaSp want this round's hidden states?
+static int selector_wants_verify_capture(const Selector *sel) {
+    return sel && sel->method == METHOD_CLASP && (sel->rounds + 1) % sel->clasp_interval == 0;
+}
+
+static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, SpecParams *sp) {
+    if (sel == NULL) { return; }
+    sel->rounds++;
+    if (h_last != NULL) { sp->skip = select_clasp(m, h_last, slot, sel->clasp_max_skip); }
+}
+
+// SWIFT's confidence-aware inference (Sec. 4.2) applies once its optimization has stopped.
+static int selector_uses_tree(const Selector *sel) {
+    return sel && sel->method == METHOD_SWIFT && sel->swift.done;
 }
 
 // ----------------------------------------------------------------------------
@@ -2724,12 +3455,6 @@ static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
         mlp[l] = s->mlp[l] ? 'X' : '.';
     }
     attn[n_layers] = mlp[n_layers] = '\0';
-}
-
-static int skip_count(const SkipSet *s, int n_layers) {
-    int k = 0;
-    for (int l = 0; l < n_layers; l++) { k += s->attn[l] + s->mlp[l]; }
-    return k;
 }
 
 // SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), with cost coefficient c = 1 - r, r the
@@ -2758,9 +3483,9 @@ static void json_write_string(FILE *f, const char *s) {
 // CLI
 
 typedef struct {
-    const char *model_dir, *prompt, *skip_spec, *skip_file, *method;
-    int n_new, seed, ctx, max_draft, json, compare;
-    float temperature, top_p, alpha;
+    const char *model_dir, *prompt, *prompt_file, *skip_spec, *skip_file, *dev_prompts, *save_skip;
+    int method, n_new, seed, ctx, max_draft, json, compare, iters, cost_model, loi, k_given, exit_given;
+    float temperature, top_p;
     DraftExit exit;
 } Options;
 
@@ -2770,25 +3495,32 @@ static void usage(void) {
         "  -m DIR          Hugging Face LLaMA folder (config.json, model.safetensors, tokenizer.json);\n"
         "                  default: tiny_models/kjv-12l, the trained KJV model\n"
         "  -p TEXT         prompt (default \"In the beginning God created\")\n"
-        "  -n N            tokens to generate (default 64)\n"
+        "  -f FILE         prompts, one per line (SWIFT's state carries across them)\n"
+        "  -n N            tokens to generate per prompt (default 64)\n"
         "  -t TEMP         temperature, 0 = greedy (default 0)\n"
         "  --top-p P       nucleus sampling mass in (0, 1] (default 1 = off)\n"
-        "  -s SEED         RNG seed for sampling (default 42)\n"
+        "  -s SEED         RNG seed for sampling and searches (default 42)\n"
         "  -c CTX          context length to allocate (default: max_position_embeddings, at most 4096)\n"
-        "  --method M      none (plain decoding) or static (self-speculative with --skip);\n"
+        "  --method M      none (plain decoding), static (--skip), selfsd, swift, asd, clasp, oracle;\n"
         "                  default: static when --skip/--skip-file is given, else none\n"
         "  --skip SPEC     draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\" (0-based)\n"
         "  --skip-file F   draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}\n"
-        "  -K N            max draft tokens per round (default 12, at most %d)\n"
-        "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none\n"
+        "  -K N            max draft tokens per round (default 12; swift 25; at most %d)\n"
+        "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:0.8)\n"
         "  --alpha A       target acceptance rate of the adaptive exit (default 0.9)\n"
+        "  --iters N       selfsd: Bayesian-optimization iterations (default 64)\n"
+        "  --dev-prompts F selfsd/oracle: search on these prompts instead of the prompt itself\n"
+        "  --objective O   selfsd/oracle: time (wall clock, default for selfsd) or cost (sublayers\n"
+        "                  run per token, deterministic; default for oracle)\n"
+        "  --save-skip F   selfsd/oracle: write the chosen skip set as JSON for --skip-file\n"
+        "  --loi N         clasp: run the DP every N verifications (default 4)\n"
         "  --compare       also run plain decoding in this process: speeds, ratio, identity\n"
-        "  --json          print one JSON object instead of text\n", MAX_DRAFT);
+        "  --json          print one JSON object per prompt instead of text\n", MAX_DRAFT);
 }
 
 // One error line naming the flag, then exit 1.
 static void flag_error(const char *flag, const char *value, const char *why) {
-    fprintf(stderr, "selfspec: error: %s %s: %s (see selfspec --help)\n", flag, value ? value : "", why);
+    fprintf(stderr, "selfspec: error: %s%s%s: %s (see selfspec --help)\n", flag, value ? " " : "", value ? value : "", why);
     exit(EXIT_FAILURE);
 }
 
@@ -2836,35 +3568,52 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->top_p = 1.0f;
     o->seed = 42;
     o->max_draft = 12;
+    o->iters = 64;
+    o->loi = 4;
+    o->method = -1;
+    o->cost_model = -1;
     o->exit = draft_exit_default();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(); exit(EXIT_SUCCESS); }
         if (strcmp(a, "--json") == 0) { o->json = 1; continue; }
         if (strcmp(a, "--compare") == 0) { o->compare = 1; continue; }
-        if (i + 1 >= argc) { flag_error(a, NULL, a[0] == '-' ? "unknown flag or missing value" : "unexpected argument"); }
+        if (a[0] != '-') { flag_error(a, NULL, "unexpected argument (flags start with -)"); }
+        if (i + 1 >= argc) { flag_error(a, NULL, "unknown flag or missing value"); }
         const char *v = argv[++i];
         if (strcmp(a, "-m") == 0) { o->model_dir = v; }
         else if (strcmp(a, "-p") == 0) { o->prompt = v; }
+        else if (strcmp(a, "-f") == 0) { o->prompt_file = v; }
         else if (strcmp(a, "-n") == 0) { o->n_new = (int)parse_long(a, v, 1, 1 << 20); }
         else if (strcmp(a, "-t") == 0) { o->temperature = parse_float(a, v, 0.0f, 100.0f, 0); }
         else if (strcmp(a, "--top-p") == 0) { o->top_p = parse_float(a, v, 0.0f, 1.0f, 1); }
         else if (strcmp(a, "-s") == 0) { o->seed = (int)parse_long(a, v, 0, INT_MAX); }
         else if (strcmp(a, "-c") == 0) { o->ctx = (int)parse_long(a, v, 2, 1 << 24); }
-        else if (strcmp(a, "-K") == 0) { o->max_draft = (int)parse_long(a, v, 1, MAX_DRAFT); }
+        else if (strcmp(a, "-K") == 0) { o->max_draft = (int)parse_long(a, v, 1, MAX_DRAFT); o->k_given = 1; }
         else if (strcmp(a, "--skip") == 0) { o->skip_spec = v; }
         else if (strcmp(a, "--skip-file") == 0) { o->skip_file = v; }
-        else if (strcmp(a, "--method") == 0) { o->method = v; }
-        else if (strcmp(a, "--exit") == 0) { parse_exit(v, &o->exit); }
+        else if (strcmp(a, "--exit") == 0) { parse_exit(v, &o->exit); o->exit_given = 1; }
         else if (strcmp(a, "--alpha") == 0) { o->exit.alpha = parse_float(a, v, 0.0f, 1.0f, 1); }
-        else { flag_error(a, NULL, "unknown flag"); }
+        else if (strcmp(a, "--iters") == 0) { o->iters = (int)parse_long(a, v, 1, 100000); }
+        else if (strcmp(a, "--dev-prompts") == 0) { o->dev_prompts = v; }
+        else if (strcmp(a, "--save-skip") == 0) { o->save_skip = v; }
+        else if (strcmp(a, "--loi") == 0) { o->loi = (int)parse_long(a, v, 1, 1 << 20); }
+        else if (strcmp(a, "--objective") == 0) {
+            if (strcmp(v, "time") && strcmp(v, "cost")) { flag_error(a, v, "expected time or cost"); }
+            o->cost_model = strcmp(v, "cost") == 0;
+        } else if (strcmp(a, "--method") == 0) {
+            for (int k = 0; k < 7; k++) { if (strcmp(v, method_names[k]) == 0) { o->method = k; } }
+            if (o->method < 0) { flag_error(a, v, "unknown method (none, static, selfsd, swift, asd, clasp, oracle)"); }
+        } else { flag_error(a, NULL, "unknown flag"); }
     }
-    if (o->method == NULL) { o->method = (o->skip_spec || o->skip_file) ? "static" : "none"; }
-    if (strcmp(o->method, "none") != 0 && strcmp(o->method, "static") != 0) {
-        flag_error("--method", o->method, "unknown method (none, static)");
+    if (o->method < 0) { o->method = (o->skip_spec || o->skip_file) ? METHOD_STATIC : METHOD_NONE; }
+    if (o->method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
+        flag_error("--method", "static", "needs --skip or --skip-file");
     }
-    if (strcmp(o->method, "static") == 0 && !o->skip_spec && !o->skip_file) {
-        flag_error("--method", o->method, "needs --skip or --skip-file");
+    if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
+    if (o->method == METHOD_SWIFT) { // SWIFT App. B.2: N_D = 25, early-stop drafting at confidence 0.8
+        if (!o->k_given) { o->max_draft = 25; }
+        if (!o->exit_given) { o->exit.mode = EXIT_FIXED; o->exit.gamma = 0.8f; }
     }
 }
 
@@ -2894,9 +3643,41 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
             }
         }
     }
-    if (rc == 0) { json_free(&j); }
+    if (j.tok) { json_free(&j); }
     free(text);
     return rc;
+}
+
+static int write_skip_file(const char *path, const SkipSet *s, int n_layers, char *err) {
+    FILE *f = fopen(path, "w");
+    if (f == NULL) { return fail(err, "--save-skip %s: cannot write: %s", path, strerror(errno)); }
+    const unsigned char *flags[2] = {s->attn, s->mlp};
+    fprintf(f, "{");
+    for (int k = 0; k < 2; k++) {
+        fprintf(f, "%s\"%s\": [", k ? ", " : "", k ? "mlp" : "attn");
+        for (int l = 0, first = 1; l < n_layers; l++) {
+            if (flags[k][l]) { fprintf(f, first ? "%d" : ", %d", l); first = 0; }
+        }
+        fprintf(f, "]");
+    }
+    fprintf(f, "}\n");
+    return fclose(f) == 0 ? 0 : fail(err, "--save-skip %s: write failed", path);
+}
+
+// Reads non-empty lines of a prompts file. Returns the count, or -1 with err set.
+static int read_prompts(const char *path, char ***out, char *err) {
+    size_t len;
+    char *text = read_file(path, &len, err);
+    if (text == NULL) { return -1; }
+    int n = 0;
+    char **lines = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
+    for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
+        if (*line) { lines[n++] = strdup(line); }
+    }
+    free(text);
+    if (n == 0) { free(lines); return fail(err, "%s: no prompts (one per line)", path); }
+    *out = lines;
+    return n;
 }
 
 // Streams generated text to stdout (text mode) and keeps it for the JSON output.
@@ -2928,9 +3709,128 @@ static const char *default_model_dir(const char *argv0) {
     FILE *f = fopen("tiny_models/kjv-12l/config.json", "r");
     if (f) { fclose(f); return "tiny_models/kjv-12l"; }
     const char *slash = strrchr(argv0, '/');
-    int dir_len = slash ? (int)(slash - argv0) : 1;
-    snprintf(path, sizeof(path), "%.*s/tiny_models/kjv-12l", dir_len, slash ? argv0 : ".");
+    snprintf(path, sizeof(path), "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1, slash ? argv0 : ".");
     return path;
+}
+
+// Encodes a prompt and checks it against the context; exits with one error line otherwise.
+static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_new, int *ids) {
+    char err[SS_ERR_LEN];
+    int n = encode(tok, text, strlen(text), 1, ids, c->seq_len, err);
+    if (n < 0 || n >= c->seq_len) {
+        fprintf(stderr, "selfspec: error: -p: the prompt does not fit the context of %d tokens "
+                "(max_position_embeddings or -c)\n", c->seq_len);
+        exit(EXIT_FAILURE);
+    }
+    if (n == 0) { flag_error("-p", "\"\"", "the prompt encodes to no tokens (and the tokenizer adds no BOS)"); }
+    if ((long)n + n_new - 1 > c->seq_len) {
+        char why[200], v[32];
+        snprintf(why, sizeof(why), "%d prompt tokens + %d new tokens exceed the context of %d (-c or max_position_embeddings)",
+                 n, n_new, c->seq_len);
+        snprintf(v, sizeof(v), "%d", n_new);
+        flag_error("-n", v, why);
+    }
+    return n;
+}
+
+// Searches a skip set before decoding (selfsd, oracle) on the dev prompts or the prompt itself.
+static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt, int n_prompt,
+                               double *select_ms) {
+    char **texts = NULL, err[SS_ERR_LEN];
+    int n_dev = 1;
+    int **ids = (int **)malloc_check(sizeof(int *) * 64), *lengths = (int *)malloc_check(sizeof(int) * 64);
+    ids[0] = (int *)prompt;
+    lengths[0] = n_prompt;
+    if (o->dev_prompts) {
+        n_dev = read_prompts(o->dev_prompts, &texts, err);
+        if (n_dev < 0) { fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err); exit(EXIT_FAILURE); }
+        if (n_dev > 64) { n_dev = 64; }
+        for (int k = 0; k < n_dev; k++) {
+            ids[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
+            lengths[k] = encode_prompt(tok, &m->config, texts[k], 32, ids[k]);
+        }
+    }
+    Objective obj = {(const int *const *)ids, lengths, n_dev, 32, o->cost_model};
+    double t0 = time_ms();
+    SkipSet best;
+    if (o->method == METHOD_SELFSD) {
+        best = select_selfsd(m, &obj, o->iters, (uint64_t)o->seed, !o->json);
+    } else {
+        long tried;
+        int count = (int)lround(0.45 * 2 * m->config.n_layers);
+        fprintf(stderr, "oracle: scoring every skip set of %d sublayers (or 20000 random ones): this is slow\n", count);
+        best = select_oracle(m, &obj, count, 20000, (uint64_t)o->seed, &tried);
+        fprintf(stderr, "oracle: scored %ld skip sets\n", tried);
+    }
+    *select_ms = time_ms() - t0;
+    if (o->save_skip && write_skip_file(o->save_skip, &best, m->config.n_layers, err)) {
+        fprintf(stderr, "selfspec: error: %s\n", err);
+        exit(EXIT_FAILURE);
+    }
+    if (o->dev_prompts) {
+        for (int k = 0; k < n_dev; k++) { free(ids[k]); free(texts[k]); }
+        free(texts);
+    }
+    free(ids);
+    free(lengths);
+    return best;
+}
+
+static void print_report(const Options *o, const Model *m, const char *text, const int *out, int n, int n_prompt,
+                         const SpecStats *st, const SkipSet *skip, int compare_n, double plain_tps, int identical) {
+    const Config *c = &m->config;
+    int speculative = o->method != METHOD_NONE;
+    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1];
+    layer_map(skip, c->n_layers, attn_map, mlp_map);
+    double tps = st->gen.decode_ms > 0 ? n / (st->gen.decode_ms / 1e3) : 0;
+    double skip_ratio = (double)skip_count(skip, c->n_layers) / (2.0 * c->n_layers);
+    double alpha = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
+    double mean_acc = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
+    double expected = speculative ? expected_speedup(mean_acc, alpha, skip_ratio) : 1.0;
+    double gamma_mean = st->rounds ? st->gamma_sum / st->rounds : st->gamma_first;
+    if (o->json) {
+        printf("{\"model\": ");
+        json_write_string(stdout, m->dir);
+        printf(", \"device\": ");
+        json_write_string(stdout, device_name());
+        printf(", \"text\": ");
+        json_write_string(stdout, text ? text : "");
+        printf(", \"tokens\": [");
+        for (int t = 0; t < n; t++) { printf(t ? ", %d" : "%d", out[t]); }
+        printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f",
+               n_prompt, n, tps, st->gen.prefill_ms, st->gen.decode_ms);
+        printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}, \"skip_ratio\": %.4f",
+               method_names[o->method], attn_map, mlp_map, skip_ratio);
+        printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, \"mean_accepted\": %.4f",
+               st->rounds, st->drafted, st->accepted, alpha, mean_acc);
+        printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f", st->gamma_first, st->gamma_last, gamma_mean);
+        printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"expected_speedup\": %.4f",
+               st->draft_ms, st->verify_ms, st->select_ms, expected);
+        if (compare_n >= 0) {
+            printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s", plain_tps,
+                   plain_tps > 0 ? tps / plain_tps : 0, o->temperature == 0.0f ? (identical ? "true" : "false") : "null");
+        }
+        printf("}\n");
+        return;
+    }
+    fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n", m->dir,
+            device_name(), n_prompt, n, st->gen.prefill_ms, tps);
+    if (speculative) {
+        fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%), selection took %.1f ms:\n  attn %s\n  mlp  %s\n",
+                method_names[o->method], o->max_draft, skip_count(skip, c->n_layers), 2 * c->n_layers, 100 * skip_ratio,
+                st->select_ms, attn_map, mlp_map);
+        fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted length M %.2f\n",
+                st->rounds, st->drafted, st->accepted, alpha, mean_acc);
+        fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
+                st->gamma_first, st->gamma_last, gamma_mean, st->draft_ms, st->verify_ms, st->select_ms,
+                st->gen.decode_ms - st->draft_ms - st->verify_ms - st->select_ms);
+        fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", expected);
+    }
+    if (compare_n >= 0) {
+        fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n", plain_tps,
+                plain_tps > 0 ? tps / plain_tps : 0, expected,
+                o->temperature > 0 ? "" : identical ? ", output identical" : ", OUTPUT DIFFERS");
+    }
 }
 
 int main(int argc, char **argv) {
@@ -2946,11 +3846,7 @@ int main(int argc, char **argv) {
     const Config *c = &m.config;
     snprintf(path, sizeof(path), "%s/tokenizer.json", o.model_dir);
     Tokenizer *tok = build_tokenizer(path, err);
-    if (tok == NULL) {
-        fprintf(stderr, "selfspec: error: %s\n", err);
-        free_model(&m);
-        return EXIT_FAILURE;
-    }
+    if (tok == NULL) { fprintf(stderr, "selfspec: error: %s\n", err); return EXIT_FAILURE; }
     if (tokenizer_vocab_size(tok) > c->vocab_size) {
         fprintf(stderr, "selfspec: error: %s: %d tokens, but config.json has vocab_size %d\n", path,
                 tokenizer_vocab_size(tok), c->vocab_size);
@@ -2960,119 +3856,81 @@ int main(int argc, char **argv) {
     memset(&skip, 0, sizeof(skip));
     if ((o.skip_spec && parse_skip_spec(o.skip_spec, c->n_layers, &skip, err)) ||
         (o.skip_file && read_skip_file(o.skip_file, c->n_layers, &skip, err))) {
-        fprintf(stderr, "selfspec: error: %s\n", err);
+        fprintf(stderr, "selfspec: error: %s%s\n", o.skip_file && !o.skip_spec ? "--skip-file " : "", err);
         return EXIT_FAILURE;
     }
+    char **prompts = (char **)&o.prompt;
+    int n_prompts = 1;
+    if (o.prompt_file && (n_prompts = read_prompts(o.prompt_file, &prompts, err)) < 0) {
+        fprintf(stderr, "selfspec: error: -f %s\n", err);
+        return EXIT_FAILURE;
+    }
+    Selector sel;
+    selector_init(&sel, o.method, c->n_layers, (uint64_t)o.seed);
+    sel.clasp_interval = o.loi;
     int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
-    int n_prompt = encode(tok, o.prompt, strlen(o.prompt), 1, prompt, c->seq_len, err);
-    if (n_prompt < 0 || n_prompt >= c->seq_len) {
-        fprintf(stderr, "selfspec: error: -p: the prompt does not fit the context of %d tokens "
-                "(max_position_embeddings or -c)\n", c->seq_len);
-        return EXIT_FAILURE;
-    }
-    if (n_prompt == 0) { flag_error("-p", "\"\"", "the prompt encodes to no tokens (and the tokenizer adds no BOS)"); }
-    if ((long)n_prompt + o.n_new - 1 > c->seq_len) {
-        char why[160];
-        snprintf(why, sizeof(why), "%d prompt tokens + %d new tokens exceed the context of %d (-c or max_position_embeddings)",
-                 n_prompt, o.n_new, c->seq_len);
-        char v[32];
-        snprintf(v, sizeof(v), "%d", o.n_new);
-        flag_error("-n", v, why);
-    }
     int *out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
-    TextSink sink;
-    memset(&sink, 0, sizeof(sink));
-    sink.tok = tok;
-    sink.echo = !o.json;
-    decode_begin(&sink.ds);
-    Sampler smp = {o.temperature, o.top_p, {0}};
-    rng_seed(&smp.rng, (uint64_t)o.seed);
-    int speculative = strcmp(o.method, "static") == 0, n = 0, n_plain = 0;
-    SpecStats st;
-    memset(&st, 0, sizeof(st));
-    if (!o.json) { printf("%s", o.prompt); fflush(stdout); }
-    if (speculative) {
+    int status = EXIT_SUCCESS;
+    for (int pi = 0; pi < n_prompts; pi++) {
+        int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt);
+        double search_ms = 0;
+        if (o.method == METHOD_SELFSD || o.method == METHOD_ORACLE) {
+            if (pi == 0) { skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms); }
+        }
+        TextSink sink;
+        memset(&sink, 0, sizeof(sink));
+        sink.tok = tok;
+        sink.echo = !o.json;
+        decode_begin(&sink.ds);
+        Sampler smp = {o.temperature, o.top_p, {0}};
+        rng_seed(&smp.rng, (uint64_t)o.seed);
+        SpecStats st;
+        memset(&st, 0, sizeof(st));
         SpecParams sp;
         sp.skip = skip;
         sp.max_draft = o.max_draft;
         sp.exit = o.exit;
-        n = generate_spec(&m, prompt, n_prompt, o.n_new, &sp, &smp, out, NULL, on_token, &sink, &st);
-    } else {
-        n = generate_plain(&m, prompt, n_prompt, o.n_new, NULL, &smp, out, NULL, on_token, &sink, &st.gen);
-    }
-    if (!o.json) { printf("\n"); }
-    double tps = st.gen.decode_ms > 0 ? n / (st.gen.decode_ms / 1e3) : 0;
-    GenStats plain_st;
-    memset(&plain_st, 0, sizeof(plain_st));
-    double plain_tps = 0;
-    int identical = 1;
-    if (o.compare) {
-        Sampler plain_smp = {o.temperature, o.top_p, {0}};
-        rng_seed(&plain_smp.rng, (uint64_t)o.seed);
-        n_plain = generate_plain(&m, prompt, n_prompt, o.n_new, NULL, &plain_smp, plain_out, NULL, NULL, NULL, &plain_st);
-        plain_tps = plain_st.decode_ms > 0 ? n_plain / (plain_st.decode_ms / 1e3) : 0;
-        identical = n == n_plain && memcmp(out, plain_out, (size_t)n * sizeof(int)) == 0;
-    }
-    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1];
-    layer_map(&skip, c->n_layers, attn_map, mlp_map);
-    double skip_ratio = (double)skip_count(&skip, c->n_layers) / (2.0 * c->n_layers);
-    double alpha = st.drafted > 0 ? (double)st.accepted / st.drafted : 0;
-    double mean_acc = st.rounds > 0 ? (double)(st.accepted + st.rounds) / st.rounds : 1;
-    double expected = speculative ? expected_speedup(mean_acc, alpha, skip_ratio) : 1.0;
-    if (o.json) {
-        printf("{\"model\": ");
-        json_write_string(stdout, o.model_dir);
-        printf(", \"device\": ");
-        json_write_string(stdout, device_name());
-        printf(", \"text\": ");
-        json_write_string(stdout, sink.text ? sink.text : "");
-        printf(", \"tokens\": [");
-        for (int t = 0; t < n; t++) { printf(t ? ", %d" : "%d", out[t]); }
-        printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f",
-               n_prompt, n, tps, st.gen.prefill_ms, st.gen.decode_ms);
-        printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}, \"skip_ratio\": %.4f", o.method,
-               attn_map, mlp_map, skip_ratio);
-        printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, \"mean_accepted\": %.4f",
-               st.rounds, st.drafted, st.accepted, alpha, mean_acc);
-        printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f", st.gamma_first, st.gamma_last,
-               st.rounds ? st.gamma_sum / st.rounds : st.gamma_first);
-        printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"expected_speedup\": %.4f",
-               st.draft_ms, st.verify_ms, st.select_ms, expected);
+        if (!o.json) { printf("%s", prompts[pi]); fflush(stdout); }
+        int n;
+        if (o.method == METHOD_NONE) {
+            n = generate_plain(&m, prompt, n_prompt, o.n_new, NULL, &smp, out, NULL, on_token, &sink, &st.gen);
+        } else {
+            int dynamic = o.method == METHOD_SWIFT || o.method == METHOD_ASD || o.method == METHOD_CLASP;
+            n = generate_spec(&m, prompt, n_prompt, o.n_new, &sp, dynamic ? &sel : NULL, &smp, out, NULL, on_token,
+                              &sink, &st);
+            o.exit = sp.exit; // the adaptive threshold carries over to the next prompt
+            skip = sp.skip;   // the layer map reported is the last one used
+        }
+        st.select_ms += search_ms;
+        if (!o.json) { printf("\n"); }
+        int n_plain = -1, identical = 1;
+        double plain_tps = 0;
         if (o.compare) {
-            printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s", plain_tps,
-                   plain_tps > 0 ? tps / plain_tps : 0, o.temperature == 0.0f ? (identical ? "true" : "false") : "null");
+            GenStats plain_st;
+            Sampler plain_smp = {o.temperature, o.top_p, {0}};
+            rng_seed(&plain_smp.rng, (uint64_t)o.seed);
+            n_plain = generate_plain(&m, prompt, n_prompt, o.n_new, NULL, &plain_smp, plain_out, NULL, NULL, NULL, &plain_st);
+            plain_tps = plain_st.decode_ms > 0 ? n_plain / (plain_st.decode_ms / 1e3) : 0;
+            identical = n == n_plain && memcmp(out, plain_out, (size_t)n * sizeof(int)) == 0;
         }
-        printf("}\n");
-    } else {
-        fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n", o.model_dir,
-                device_name(), n_prompt, n, st.gen.prefill_ms, tps);
-        if (speculative) {
-            fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%):\n  attn %s\n  mlp  %s\n", o.method,
-                    o.max_draft, skip_count(&skip, c->n_layers), 2 * c->n_layers, 100 * skip_ratio, attn_map, mlp_map);
-            fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted length M %.2f\n",
-                    st.rounds, st.drafted, st.accepted, alpha, mean_acc);
-            fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
-                    st.gamma_first, st.gamma_last, st.rounds ? st.gamma_sum / st.rounds : st.gamma_first, st.draft_ms,
-                    st.verify_ms, st.select_ms, st.gen.decode_ms - st.draft_ms - st.verify_ms - st.select_ms);
-            fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", expected);
-        }
-        if (o.compare) {
-            fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n", plain_tps,
-                    plain_tps > 0 ? tps / plain_tps : 0, expected,
-                    o.temperature > 0 ? "" : identical ? ", output identical" : ", OUTPUT DIFFERS");
+        print_report(&o, &m, sink.text, out, n, n_prompt, &st, &skip, n_plain, plain_tps, identical);
+        free(sink.text);
+        if (o.compare && o.temperature == 0.0f && !identical) {
+            fprintf(stderr, "selfspec: error: --compare: greedy self-speculative output differs from plain decoding\n");
+            status = EXIT_FAILURE;
         }
     }
+    if (o.prompt_file) {
+        for (int k = 0; k < n_prompts; k++) { free(prompts[k]); }
+        free(prompts);
+    }
+    selector_free(&sel);
     free(prompt);
     free(out);
     free(plain_out);
-    free(sink.text);
     free_tokenizer(tok);
     free_model(&m);
-    if (o.compare && o.temperature == 0.0f && !identical) {
-        fprintf(stderr, "selfspec: error: --compare: greedy self-speculative output differs from plain decoding\n");
-        return EXIT_FAILURE;
-    }
-    return EXIT_SUCCESS;
+    return status;
 }
 #endif // TESTING

@@ -90,6 +90,8 @@ typedef struct {
     int *depth;          // (max_tokens) RoPE offsets of this pass
     unsigned char *mask; // (max_tokens, max_tokens) attention mask within this pass
     float *logits_host;  // (max_tokens, vocab_size) logits copied back to the host
+    uint64_t n_passes;    // forward passes run, for the deterministic cost model
+    uint64_t n_sublayers; // sublayers run, summed over passes (a pass streams each weight once)
 } RunState;
 
 typedef struct {

@@ -107,7 +107,7 @@ static void test_greedy_lossless(Model *m, const char *name) {
             sp.exit = draft_exit_default();
             sp.exit.mode = exits[combo % 3];
             SpecStats st;
-            int ns = generate_spec(m, prompt, n_prompt, MAX_GEN, &sp, &greedy, spec, ls, NULL, NULL, &st);
+            int ns = generate_spec(m, prompt, n_prompt, MAX_GEN, &sp, NULL, &greedy, spec, ls, NULL, NULL, &st);
             char what[128];
             snprintf(what, sizeof(what), "%s prompt %d skip set %d K=%d exit %d", name, pi, si, sp.max_draft, sp.exit.mode);
             ok += compare_runs(plain, np, spec, ns, lp, ls, vocab, what);
@@ -187,7 +187,7 @@ static void test_sampling_end_to_end(Model *m, float temperature, float top_p, c
         rng_seed(&smp.rng, (uint64_t)seed);
         int out[2];
         SpecStats st;
-        int n = generate_spec(m, prompt, 3, 2, &sp, &smp, out, NULL, NULL, NULL, &st);
+        int n = generate_spec(m, prompt, 3, 2, &sp, NULL, &smp, out, NULL, NULL, NULL, &st);
         if (n == 2) { counts[(size_t)out[0] * vocab + out[1]]++; }
     }
     int df;
@@ -236,7 +236,7 @@ static void run_pair(Model *m, const int *prompt, int n_prompt, int max_new, con
     sp.max_draft = k;
     sp.exit = draft_exit_default();
     int na = generate_plain(m, prompt, n_prompt, max_new, NULL, &greedy, a, la, NULL, NULL, &gs);
-    int nb = generate_spec(m, prompt, n_prompt, max_new, &sp, &greedy, b, lb, NULL, NULL, &st);
+    int nb = generate_spec(m, prompt, n_prompt, max_new, &sp, NULL, &greedy, b, lb, NULL, NULL, &st);
     compare_runs(a, na, b, nb, la, lb, vocab, what);
     *n_out = nb;
     free(la);
