@@ -12,10 +12,12 @@ LDLIBS = -lm
 # GPU build: the same file through nvcc. sm_80 code plus PTX, which newer GPUs JIT-compile.
 CUDA_ARCH ?= sm_80
 NVCCFLAGS ?= -O3 -arch=$(CUDA_ARCH) -I. -Xcompiler -Wall,-Wno-unused-function
-TESTS = test/test_forward test/test_tokenizer test/test_decode
+TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
+# hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
+TESTS += test/test_fuzz_regressions test/test_bad_inputs
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
-.PHONY: all cuda test test-cuda demo bench help clean
+.PHONY: all cuda test test-cuda test-asan fuzz demo bench help clean
 
 # the CPU binary ./selfspec
 all: selfspec
@@ -43,6 +45,34 @@ test: selfspec $(TESTS)
 	@for t in $(TESTS); do $(CXX) -x c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Wno-unused-function -I. $$t.c || exit 1; done
 	@sh test/run_tests.sh $(TESTS)
 
+# the whole suite again with AddressSanitizer and UBSan: the binary and the tests are built in
+# build/asan/ (-O1 -g) and the tests run the sanitized ./selfspec through SELFSPEC_BIN
+ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+ASAN_CFLAGS = $(ASAN_FLAGS) -std=gnu11 -ffp-contract=off -fopenmp -Wall -Wextra -Wno-unused-function -I.
+build/asan/selfspec: selfspec.cu selfspec.h
+	@mkdir -p build/asan/test
+	$(CC) $(ASAN_CFLAGS) -x c selfspec.cu -o $@ $(LDLIBS)
+build/asan/test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
+	@mkdir -p build/asan/test
+	$(CC) $(ASAN_CFLAGS) -x c $< -o $@ $(LDLIBS)
+test/test_fuzz_regressions build/asan/test/test_fuzz_regressions: test/fuzz/fuzz_*.c test/fuzz/fuzz_util.h
+test-asan: build/asan/selfspec $(TESTS:test/%=build/asan/test/%)
+	@SELFSPEC_BIN=build/asan/selfspec ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	    UBSAN_OPTIONS=print_stacktrace=1 sh test/run_tests.sh $(TESTS:test/%=build/asan/test/%)
+
+# fuzzing with clang's libFuzzer (ASan + UBSan): each target in test/fuzz/ runs FUZZ_SECONDS
+# (default 60) or FUZZ_RUNS executions, whichever comes first; see test/fuzz/README.md
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_RUNS ?= 10000000
+FUZZ_TARGETS = safetensors config tokenizer_json encode_decode
+FUZZ_CFLAGS = -g -O1 -std=gnu11 -ffp-contract=off -Wall -Wextra -Wno-unused-function -Wno-unknown-pragmas \
+              -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
+test/fuzz/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz_util.h selfspec.cu selfspec.h
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -x c $< -o $@ -lm
+fuzz: $(FUZZ_TARGETS:%=test/fuzz/fuzz_%)
+	@for t in $(FUZZ_TARGETS); do sh test/fuzz/run_fuzz.sh $$t $(FUZZ_SECONDS) $(FUZZ_RUNS) || exit 1; done
+
 # the same reference tests on the GPU build (run on a machine with an NVIDIA GPU)
 test-cuda:
 	$(NVCC) $(NVCCFLAGS) -x cu test/test_forward.c -o test/test_forward_cuda
@@ -57,4 +87,5 @@ help:
 	@sed -n 's/^# //p' Makefile | head -40
 
 clean:
-	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda
+	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%)
+	rm -rf build

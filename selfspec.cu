@@ -269,29 +269,38 @@ static int json_number_syntax(const char *s, int n) {
 }
 
 // jsmn, even strict, accepts things JSON does not: a key without a value (`{"a":, "b"}`, which
-// leaves the object's child count inconsistent, so walks by json_skip run off the end), and
-// primitives such as `tru` or `0x1`. Checks through the parent links that the tokens form one
-// tree whose counts are right: one top-level value, every object member a string key holding
-// exactly one value, every primitive true, false, null or a JSON number.
-static int json_well_formed(const Json *j) {
-    int *children = (int *)calloc_check((size_t)j->n_tok, sizeof(int)), ok = 1;
-    for (int i = 0; i < j->n_tok && ok; i++) {
+// leaves the object's child count inconsistent, so walks by json_skip run off the end), several
+// top-level values, and primitives such as `tru` or `0x1`. Checks through the parent links that
+// the tokens form one tree whose counts are right: one top-level value, every object member a
+// string key holding exactly one value, every primitive true, false, null or a JSON number.
+// Returns NULL, or what is wrong.
+static const char *json_malformed(const Json *j) {
+    int *children = (int *)calloc_check((size_t)j->n_tok, sizeof(int));
+    const char *bad = NULL;
+    for (int i = 0; i < j->n_tok && bad == NULL; i++) {
         const jsmntok_t *t = &j->tok[i];
         int parent = t->parent, ptype = parent >= 0 && parent < i ? (int)j->tok[parent].type : -1;
-        if ((i == 0) != (parent < 0) || (i > 0 && ptype < 0)) { ok = 0; break; }
+        if (i > 0 && parent < 0) { bad = "trailing data after the JSON value"; break; }
+        if ((i == 0) != (ptype < 0)) { bad = "inconsistent structure"; break; }
         if (parent >= 0) { children[parent]++; }
-        if (ptype == JSMN_OBJECT) { ok = t->type == JSMN_STRING && t->size == 1; }
-        else if (t->type == JSMN_STRING || t->type == JSMN_PRIMITIVE) { ok = t->size == 0; }
-        if (ok && t->type == JSMN_PRIMITIVE) {
+        if (ptype == JSMN_OBJECT && (t->type != JSMN_STRING || t->size != 1)) { bad = "a key without a value"; }
+        if (ptype != JSMN_OBJECT && t->type != JSMN_OBJECT && t->type != JSMN_ARRAY && t->size != 0) {
+            bad = "a value where a key should be";
+        }
+        if (t->type == JSMN_PRIMITIVE) {
             const char *s = j->js + t->start;
             int n = t->end - t->start;
-            ok = (n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
-                 (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, n);
+            if (!((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
+                  (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, n))) {
+                bad = "a literal that is not true, false, null or a number";
+            }
         }
     }
-    for (int i = 0; i < j->n_tok && ok; i++) { ok = children[i] == j->tok[i].size; }
+    for (int i = 0; i < j->n_tok && bad == NULL; i++) {
+        if (children[i] != j->tok[i].size) { bad = "inconsistent structure"; }
+    }
     free(children);
-    return ok;
+    return bad;
 }
 
 // Parses js; rejects nesting deeper than JSON_MAX_DEPTH so no later walk can blow up.
@@ -327,14 +336,10 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
         j->tok = NULL;
         return fail(err, "%s: not valid JSON", what);
     }
-    // jsmn accepts several top-level values; a checkpoint file holds exactly one
-    if (json_skip(j, 0) != n) {
+    const char *bad = json_malformed(j);
+    if (bad != NULL) {
         json_free(j);
-        return fail(err, "%s: trailing data after the JSON value", what);
-    }
-    if (!json_well_formed(j)) {
-        json_free(j);
-        return fail(err, "%s: not valid JSON (a key without a value, or a bad literal)", what);
+        return fail(err, "%s: not valid JSON: %s", what, bad);
     }
     return 0;
 }
@@ -2679,6 +2684,7 @@ typedef struct {
     double draft_ms;   // time in draft forwards
     double verify_ms;  // time in verification forwards
     double select_ms;  // time choosing layers (layer-selection methods)
+    int leaf_accepts;  // SWIFT tree verification: rounds that accepted a leaf (a next-best token)
     float gamma_first, gamma_last;
     double gamma_sum;  // over rounds, for the mean
 } SpecStats;
@@ -2863,6 +2869,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
             TokenTree tt = {tree->depth, tree->mask};
             forward(m, tree->tokens, tree->n, pos, NULL, &tt, want_h ? &cap : NULL);
             j = verify_tree(m, tree, k, pos, accepted_tokens, &next, rows);
+            st->leaf_accepts += rows[j] > k;
         } else {
             forward(m, draft, k + 1, pos, NULL, NULL, want_h ? &cap : NULL);
             for (; j <= k && next < 0; j++) { // accept the longest valid prefix, then one full-model token
