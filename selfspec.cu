@@ -2948,7 +2948,10 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
 // The Gaussian process and the cosine similarity are shared helpers, written once.
 
 enum { METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE };
-static const char *method_names[] = {"none", "static", "selfsd", "swift", "asd", "clasp", "oracle"};
+static const char *method_name(int method) {
+    static const char *names[] = {"none", "static", "selfsd", "swift", "asd", "clasp", "oracle"};
+    return method >= 0 && method <= METHOD_ORACLE ? names[method] : "?";
+}
 
 static double cosine(const float *a, const float *b, int n) {
     double ab = 0, aa = 0, bb = 0;
@@ -3609,7 +3612,7 @@ static void parse_options(int argc, char **argv, Options *o) {
             if (strcmp(v, "time") && strcmp(v, "cost")) { flag_error(a, v, "expected time or cost"); }
             o->cost_model = strcmp(v, "cost") == 0;
         } else if (strcmp(a, "--method") == 0) {
-            for (int k = 0; k < 7; k++) { if (strcmp(v, method_names[k]) == 0) { o->method = k; } }
+            for (int k = 0; k < 7; k++) { if (strcmp(v, method_name(k)) == 0) { o->method = k; } }
             if (o->method < 0) { flag_error(a, v, "unknown method (none, static, selfsd, swift, asd, clasp, oracle)"); }
         } else { flag_error(a, NULL, "unknown flag"); }
     }
@@ -3807,7 +3810,7 @@ static void print_report(const Options *o, const Model *m, const char *text, con
         printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f",
                n_prompt, n, tps, st->gen.prefill_ms, st->gen.decode_ms);
         printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}, \"skip_ratio\": %.4f",
-               method_names[o->method], attn_map, mlp_map, skip_ratio);
+               method_name(o->method), attn_map, mlp_map, skip_ratio);
         printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, \"mean_accepted\": %.4f",
                st->rounds, st->drafted, st->accepted, alpha, mean_acc);
         printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f", st->gamma_first, st->gamma_last, gamma_mean);
@@ -3824,7 +3827,7 @@ static void print_report(const Options *o, const Model *m, const char *text, con
             device_name(), n_prompt, n, st->gen.prefill_ms, tps);
     if (speculative) {
         fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%), selection took %.1f ms:\n  attn %s\n  mlp  %s\n",
-                method_names[o->method], o->max_draft, skip_count(skip, c->n_layers), 2 * c->n_layers, 100 * skip_ratio,
+                method_name(o->method), o->max_draft, skip_count(skip, c->n_layers), 2 * c->n_layers, 100 * skip_ratio,
                 st->select_ms, attn_map, mlp_map);
         fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted length M %.2f\n",
                 st->rounds, st->drafted, st->accepted, alpha, mean_acc);

@@ -9,9 +9,18 @@
 //     rounding differences stay around 1e-6..1e-5 of logits of magnitude ~1-10.
 //   - kernels against a plain double-precision loop: relative 1e-5 (fp32 rounding of sums of
 //     at most a few hundred terms).
+//   - the CUDA build against HF: 1e-3. nvcc fuses multiply-adds (-fmad=true) and CUDA's expf,
+//     sinf and cosf differ from glibc's by a few ulp; both change rounding, not the math.
+//     (Not yet measured on a GPU: this task had none. See README.)
 #define TESTING
 #include "../selfspec.cu"
 #include "testing.h"
+
+#ifdef __CUDACC__
+static const double hf_tolerance = 1e-3;
+#else
+static const double hf_tolerance = 1e-4;
+#endif
 
 // ---------------------------------------------------------------------------- fixtures
 
@@ -69,7 +78,7 @@ static void test_hf_logits(Model *m, const char *ref_dir, const char *target) {
             double d = fabs((double)m->state.logits_host[i] - ref[i]);
             if (d > max_diff) { max_diff = d; worst = i; }
         }
-        check(max_diff <= 1e-4, "%s/%s (skip %s): max |logit - HF| = %.3g at position %zu token %zu (ours %.6f, HF %.6f)",
+        check(max_diff <= hf_tolerance, "%s/%s (skip %s): max |logit - HF| = %.3g at position %zu token %zu (ours %.6f, HF %.6f)",
               target, lc.name, lc.skip, max_diff, worst / vocab, worst % vocab,
               m->state.logits_host[worst], ref[worst]);
         printf("  %s/%s skip %-20s max |diff| vs HF %.2e\n", target, lc.name, lc.skip, max_diff);
@@ -159,6 +168,7 @@ static void test_bit_identity(Model *m, const char *target) {
 
 // ---------------------------------------------------------------------------- kernels vs double
 
+#ifndef __CUDACC__
 static float *random_floats(Rng *r, size_t n, float scale) {
     float *v = (float *)malloc_check(n * sizeof(float));
     for (size_t i = 0; i < n; i++) { v[i] = (rng_uniform(r) * 2.0f - 1.0f) * scale; }
@@ -178,7 +188,6 @@ static void check_close(const char *what, const float *got, const double *want, 
 
 // On the CPU build device memory is host memory, so kernels can be launched on plain arrays.
 static void test_kernels(void) {
-#ifndef __CUDACC__
     Rng r;
     rng_seed(&r, 42);
     enum { N = 3, IN = 37, OUT = 13, H = 3, KVH = 1, HD = 6, POS = 5, SEQ = 16 };
@@ -261,8 +270,10 @@ static void test_kernels(void) {
     check_close("embed_kernel", out, want, N * IN, 0);
     free(x); free(w); free(out); free(g); free(up); free(gate); free(v); free(q); free(kc); free(vc);
     free(att); free(ao);
-#endif
 }
+#else
+static void test_kernels(void) {} // the CPU build checks the kernels against double loops
+#endif
 
 // ---------------------------------------------------------------------------- half floats
 

@@ -217,7 +217,7 @@ static void test_methods_lossless(const char *dir) {
             exit = sp.exit;
             leaves += st.leaf_accepts;
             int same = na == nb && memcmp(a, b, (size_t)na * sizeof(int)) == 0;
-            check(same, "%s: method %s prompt %d: greedy output differs from plain decoding", dir, method_names[methods[mi]], pi);
+            check(same, "%s: method %s prompt %d: greedy output differs from plain decoding", dir, method_name(methods[mi]), pi);
             ok += same;
             runs++;
         }
