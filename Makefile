@@ -6,12 +6,16 @@ NVCC ?= nvcc
 # -ffp-contract=off: without it gcc fuses a*b+c into an FMA in some vectorized paths and not in
 # their scalar tails, so one element could round differently depending on how many tokens a pass
 # holds, and greedy self-speculative decoding would no longer be bit-exact.
-CFLAGS ?= -O3 -march=native
+CFLAGS ?= -O3 -march=native $(X86_FLAGS)
 CFLAGS += -std=gnu11 -ffp-contract=off -fopenmp -Wall -Wextra -Wno-unused-function -I.
+# x86-64 with AVX-512: gcc's 512-bit code for the 8 partial sums runs ~5x slower than 256-bit
+# code (measured in bench/README.md), so ask for 256-bit vectors.
+X86_FLAGS := $(if $(filter x86_64,$(shell uname -m)),-mprefer-vector-width=256,)
 LDLIBS = -lm
 # GPU build: the same file through nvcc. sm_80 code plus PTX, which newer GPUs JIT-compile.
 CUDA_ARCH ?= sm_80
 NVCCFLAGS ?= -O3 -arch=$(CUDA_ARCH) -I. -Xcompiler -Wall,-Wno-unused-function
+BENCH = bench/verify_cost
 TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
@@ -73,11 +77,23 @@ test/fuzz/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz_util.h selfspec.cu selfspec.
 fuzz: $(FUZZ_TARGETS:%=test/fuzz/fuzz_%)
 	@for t in $(FUZZ_TARGETS); do sh test/fuzz/run_fuzz.sh $$t $(FUZZ_SECONDS) $(FUZZ_RUNS) || exit 1; done
 
+# the HF reference comparison on SmolLM2-135M (make it first with tiny_models/get_smollm2.sh)
+test-big: test/test_forward
+	@test -f tiny_models/smollm2-135m/config.json || { echo "make test-big: run tiny_models/get_smollm2.sh first"; false; }
+	./test/test_forward smollm2
+
 # the same reference tests on the GPU build (run on a machine with an NVIDIA GPU)
 test-cuda:
 	$(NVCC) $(NVCCFLAGS) -x cu test/test_forward.c -o test/test_forward_cuda
 	$(NVCC) $(NVCCFLAGS) -x cu test/test_decode.c -o test/test_decode_cuda
 	@sh test/run_tests.sh test/test_forward_cuda test/test_decode_cuda
+
+# the benchmark tools; bench/bench.py runs them side by side (see bench/README.md)
+bench/%: bench/%.c selfspec.cu selfspec.h
+	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
+
+bench: selfspec $(BENCH)
+	/work/venv/bin/python bench/bench.py 2>/dev/null || python3 bench/bench.py
 
 # a continuation from the default model (the trained KJV model in tiny_models/)
 demo: selfspec

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -92,6 +93,19 @@ static size_t mul_size(size_t a, size_t b) {
     return a * b;
 }
 
+// a + b for sizes, or SIZE_MAX when it overflows; with mul_size, SIZE_MAX then fails the
+// allocation (or a bound check) with a message instead of wrapping to a small size
+static size_t add_size(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
+
+static void *realloc_check_(void *p, size_t size, const char *file, int line) {
+    void *q = realloc(p, size > 0 ? size : 1);
+    if (q == NULL) {
+        die(file, line, "out of host memory allocating %zu bytes; try a smaller model or -c", size);
+    }
+    return q;
+}
+#define realloc_check(p, size) realloc_check_((p), (size), __FILE__, __LINE__)
+
 static double time_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -103,6 +117,14 @@ static char *read_file(const char *path, size_t *len_out, char *err) {
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         fail(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4
+    struct stat sb;
+    int is_file = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
+    if (!is_file) {
+        fclose(f);
+        fail(err, "%s: not a regular file", path);
         return NULL;
     }
     if (fseek(f, 0, SEEK_END) != 0) {
@@ -1633,8 +1655,9 @@ static int config_float(const Json *j, int obj, const char *key, float *out, con
     int i = json_get(j, obj, key);
     if (json_is_null(j, i)) { return 0; }
     double v;
-    if (json_number(j, i, &v) != 0 || !(v > 0)) {
-        return fail(err, "%s: \"%s\" must be a positive number", path, key);
+    // (float)1e300 is inf and (float)1e-300 is 0: refused, not computed with
+    if (json_number(j, i, &v) != 0 || !((float)v > 0) || !isfinite((float)v)) {
+        return fail(err, "%s: \"%s\" must be a positive number within float range", path, key);
     }
     *out = (float)v;
     return 0;
@@ -1645,7 +1668,7 @@ static int config_check_unsupported(const Json *j, const char *path, char *err) 
     int arch = json_get(j, 0, "architectures");
     if (!json_is_null(j, arch)) {
         int ok = 0;
-        for (int k = 0; k < (j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0); k++) {
+        for (int k = 0; arch >= 0 && k < (j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0); k++) {
             ok |= json_eq(j, json_at(j, arch, k), "LlamaForCausalLM");
         }
         if (!ok) { return fail(err, "%s: architectures is not [\"LlamaForCausalLM\"]; only LLaMA models are supported", path); }
@@ -1698,6 +1721,7 @@ static int config_token_ids(Config *c, const Json *j, const char *path, char *er
     int bos = json_get(j, 0, "bos_token_id"), eos = json_get(j, 0, "eos_token_id");
     c->bos_id = -1;
     c->n_eos = 0;
+    if (bos == -2 || eos == -2) { return fail(err, "%s: bos_token_id or eos_token_id appears twice", path); }
     if (!json_is_null(j, bos)) {
         if (json_int(j, bos, 0, c->vocab_size - 1, &v)) {
             return fail(err, "%s: bos_token_id is not a token id below vocab_size", path);
@@ -1707,7 +1731,10 @@ static int config_token_ids(Config *c, const Json *j, const char *path, char *er
     if (json_is_null(j, eos)) { return 0; }
     int is_list = j->tok[eos].type == JSMN_ARRAY;
     int n = is_list ? j->tok[eos].size : 1;
-    for (int k = 0; k < n && k < SS_MAX_EOS; k++) {
+    if (n > SS_MAX_EOS) { // dropping some would quietly generate past them
+        return fail(err, "%s: eos_token_id lists %d ids; at most %d are supported", path, n, SS_MAX_EOS);
+    }
+    for (int k = 0; k < n; k++) {
         if (json_int(j, is_list ? json_at(j, eos, k) : eos, 0, c->vocab_size - 1, &v)) {
             return fail(err, "%s: eos_token_id is not a token id below vocab_size", path);
         }
@@ -1762,6 +1789,9 @@ static int read_config(Config *c, const char *dir, char *err) {
                   c->n_heads, c->n_kv_heads);
     } else if (rc == 0 && (c->head_dim % 2 != 0 || c->head_dim < 2)) {
         rc = fail(err, "%s: head_dim %d must be even (RoPE rotates pairs)", path, c->head_dim);
+    } else if (rc == 0 && (size_t)c->n_heads * c->head_dim > (1 << 24)) {
+        // the kernels index a pass's (n_tokens, n_heads, head_dim) rows with int
+        rc = fail(err, "%s: num_attention_heads %d x head_dim %d exceeds %d", path, c->n_heads, c->head_dim, 1 << 24);
     }
     json_free(&j);
     free(text);
@@ -1869,8 +1899,8 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
     if (json_parse(&j, sh->bytes + 8, (size_t)n, path, err)) { return -1; }
     int rc = j.tok[0].type == JSMN_OBJECT ? 0 : fail(err, "%s: header is not a JSON object", path);
     int n_entries = rc == 0 ? j.tok[0].size : 0, first = tf->n_tensors;
-    tf->tensors = (TensorInfo *)realloc(tf->tensors, (size_t)(tf->n_tensors + n_entries + 1) * sizeof(TensorInfo));
-    if (tf->tensors == NULL) { die(__FILE__, __LINE__, "out of memory for the tensor table"); }
+    size_t table = (size_t)tf->n_tensors + (size_t)n_entries + 1;
+    tf->tensors = (TensorInfo *)realloc_check(tf->tensors, mul_size(table, sizeof(TensorInfo)));
     for (int k = 0, key = 1; rc == 0 && k < n_entries; k++, key = json_skip(&j, key + 1)) {
         if (json_eq(&j, key, "__metadata__")) { continue; }
         TensorInfo *t = &tf->tensors[tf->n_tensors++];
@@ -1922,8 +1952,8 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     Json j;
     int rc = json_parse(&j, text, len, path, err);
     int map = rc == 0 ? json_get(&j, 0, "weight_map") : -1;
-    if (rc == 0 && (map < 0 || j.tok[map].type != JSMN_OBJECT)) {
-        rc = fail(err, "%s: no weight_map object", path);
+    if (rc == 0 && (map < 0 || j.tok[map].type != JSMN_OBJECT || j.tok[map].size == 0)) {
+        rc = fail(err, "%s: no weight_map object, or an empty one", path);
     }
     int n = rc == 0 ? j.tok[map].size : 0;
     tf->shards = (Shard *)calloc_check((size_t)n + 1, sizeof(Shard));
@@ -1983,9 +2013,15 @@ static int load_tensor(const TensorFiles *tf, const char *name, size_t rows, siz
     const Shard *sh = &tf->shards[t->file];
     int want_dims = cols == 0 ? 1 : 2;
     if (t->n_dim != want_dims || t->shape[0] != rows || (cols != 0 && t->shape[1] != cols)) {
-        return fail(err, "%s: tensor %s has shape [%zu%s%zu] but config.json implies [%zu%s%zu]",
-                    sh->path, name, t->shape[0], t->n_dim > 1 ? ", " : "", t->n_dim > 1 ? t->shape[1] : (size_t)0,
-                    rows, cols ? ", " : "", cols);
+        char have[128] = "[", want[64];
+        for (int d = 0; d < t->n_dim; d++) {
+            size_t at = strlen(have);
+            snprintf(have + at, sizeof(have) - at, d ? ", %zu" : "%zu", t->shape[d]);
+        }
+        strcat(have, "]");
+        if (cols == 0) { snprintf(want, sizeof(want), "[%zu]", rows); }
+        else { snprintf(want, sizeof(want), "[%zu, %zu]", rows, cols); }
+        return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name, have, want);
     }
     size_t n = cols == 0 ? rows : rows * cols;
     const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
@@ -2043,13 +2079,13 @@ static size_t layout_weights(Weights *w, float *base, const Config *c) {
     float **slots[] = {&w->token_embedding, &w->rms_att, &w->wq, &w->wk, &w->wv, &w->wo,
                        &w->rms_ffn, &w->w_gate, &w->w_up, &w->w_down, &w->rms_final,
                        &w->lm_head, &w->rope_inv_freq};
-    size_t sizes[] = {(size_t)c->vocab_size * dim, L * dim, L * q_dim * dim, L * kv_dim * dim,
-                      L * kv_dim * dim, L * dim * q_dim, L * dim, L * hid * dim, L * hid * dim,
-                      L * dim * hid, dim, c->tied ? 0 : (size_t)c->vocab_size * dim,
-                      (size_t)c->head_dim / 2};
-    for (int k = 0; k < 13; k++) {
+    size_t vocab = (size_t)c->vocab_size, attn = mul_size(L, mul_size(q_dim, dim));
+    size_t kv = mul_size(L, mul_size(kv_dim, dim)), mlp = mul_size(L, mul_size(hid, dim));
+    size_t sizes[] = {mul_size(vocab, dim), L * dim, attn, kv, kv, attn, L * dim, mlp, mlp, mlp, dim,
+                      c->tied ? 0 : mul_size(vocab, dim), (size_t)c->head_dim / 2};
+    for (int k = 0; k < 13; k++) { // SIZE_MAX if the config's sizes overflow: build_model refuses it
         *slots[k] = base ? base + off : NULL;
-        off += sizes[k];
+        off = add_size(off, sizes[k]);
     }
     if (c->tied) { w->lm_head = w->token_embedding; }
     return off;
@@ -2099,10 +2135,17 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
         c->tied = 1; // no lm_head.weight: the output projection is the embedding (HF does the same)
     }
     Weights host;
-    size_t n = layout_weights(&host, NULL, c);
-    // the layout sums products of config ints that are each < 2^24: bound it before allocating
-    if (rc == 0 && (n == 0 || n > ((size_t)1 << 37))) {
-        rc = fail(err, "%s/config.json: the model would need %zu floats; sizes are implausible", dir, n);
+    size_t n = layout_weights(&host, NULL, c), held = (size_t)c->head_dim / 2;
+    // Every weight comes from a tensor in the files, whose sizes were checked against the file
+    // sizes: a config that needs more is refused here, before its sizes are allocated.
+    for (int k = 0; k < tf.n_tensors; k++) {
+        size_t numel = 1;
+        for (int d = 0; d < tf.tensors[k].n_dim; d++) { numel = mul_size(numel, tf.tensors[k].shape[d]); }
+        held = add_size(held, numel);
+    }
+    if (rc == 0 && n > held) {
+        rc = fail(err, "%s/config.json: its sizes need %zu weights but the safetensors files hold %zu; "
+                  "the config does not match the checkpoint", dir, n, held);
     }
     float *host_memory = NULL;
     if (rc == 0) {
@@ -3505,7 +3548,7 @@ static void usage(void) {
         "  -m DIR          Hugging Face LLaMA folder (config.json, model.safetensors, tokenizer.json);\n"
         "                  default: tiny_models/kjv-12l, the trained KJV model\n"
         "  -p TEXT         prompt (default \"In the beginning God created\")\n"
-        "  -f FILE         prompts, one per line (SWIFT's state carries across them)\n"
+        "  -f FILE         prompts, one per line, \\n for a newline (SWIFT's state carries across them)\n"
         "  -n N            tokens to generate per prompt (default 64)\n"
         "  -t TEMP         temperature, 0 = greedy (default 0)\n"
         "  --top-p P       nucleus sampling mass in (0, 1] (default 1 = off)\n"
@@ -3674,7 +3717,8 @@ static int write_skip_file(const char *path, const SkipSet *s, int n_layers, cha
     return fclose(f) == 0 ? 0 : fail(err, "--save-skip %s: write failed", path);
 }
 
-// Reads non-empty lines of a prompts file. Returns the count, or -1 with err set.
+// Reads the non-empty lines of a prompts file; a two-character \n in a line stands for a newline.
+// Returns the count, or -1 with err set.
 static int read_prompts(const char *path, char ***out, char *err) {
     size_t len;
     char *text = read_file(path, &len, err);
@@ -3682,7 +3726,14 @@ static int read_prompts(const char *path, char ***out, char *err) {
     int n = 0;
     char **lines = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
     for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
-        if (*line) { lines[n++] = strdup(line); }
+        if (*line == '\0') { continue; }
+        char *p = strdup(line), *o = p;
+        if (p == NULL) { die(__FILE__, __LINE__, "out of memory reading %s", path); }
+        for (const char *q = line; *q; q++) {
+            if (q[0] == '\\' && q[1] == 'n') { *o++ = '\n'; q++; } else { *o++ = *q; }
+        }
+        *o = '\0';
+        lines[n++] = p;
     }
     free(text);
     if (n == 0) { free(lines); return fail(err, "%s: no prompts (one per line)", path); }
@@ -3705,8 +3756,7 @@ static void on_token(void *ctx, int token) {
     size_t n = decode_token(ts->tok, &ts->ds, token, piece, sizeof(piece));
     if (ts->len + n + 1 > ts->cap) {
         ts->cap = 2 * (ts->len + n + 1);
-        ts->text = (char *)realloc(ts->text, ts->cap);
-        if (ts->text == NULL) { die(__FILE__, __LINE__, "out of memory for the output text"); }
+        ts->text = (char *)realloc_check(ts->text, ts->cap);
     }
     memcpy(ts->text + ts->len, piece, n);
     ts->len += n;

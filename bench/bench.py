@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""bench.py: selfspec against plain decoding and against peers, side by side in one run.
+
+Every ratio here is measured in one run on one machine, repeated, with the median reported:
+  1. memory bandwidth (a numpy copy loop) and the bandwidth bound on plain decoding;
+  2. plain decoding tokens/s: selfspec vs HF transformers generate (torch fp32, same threads);
+  3. the cost of verifying k tokens: bench/verify_cost (one pass over k tokens / k = 1);
+  4. self-speculative decoding, greedy, every method vs plain decoding in the same process
+     (selfspec --compare), on three prompt sets: acceptance, M, tokens/s, speedup,
+     measured / expected (SWIFT Eq. 6), selection overhead, the layer map;
+  5. a peer doing the same job: transformers' assisted generation with a self-speculative
+     early-exit draft (assistant_early_exit) vs its own plain generate.
+
+Development tool only (needs torch/transformers for the peers); prints markdown tables.
+    python bench/bench.py [--threads 2] [--repeats 3] [--models kjv,smollm2] [--quick]
+"""
+import argparse, json, os, platform, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MODELS = {"kjv": "tiny_models/kjv-12l", "smollm2": "tiny_models/smollm2-135m"}
+SETS = ["kjv", "stories", "code"]
+# hand-picked draft for each model (found with --method oracle/selfsd on bench/prompts/dev.txt;
+# see bench/README.md); static runs use these
+HAND_PICKED = {"kjv": "attn:3,5,7,9 mlp:4,8", "smollm2": "attn:4,6,8,10,12,14,16,18,20 mlp:5,9,13,17"}
+
+
+def run(cmd, env=None):
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
+    if r.returncode != 0:
+        sys.exit(f"bench: {' '.join(cmd)} failed:\n{r.stderr}")
+    return r.stdout
+
+
+def prompts_of(name):
+    with open(os.path.join(ROOT, "bench", "prompts", name + ".txt")) as f:
+        return [line.rstrip("\n").replace("\\n", "\n") for line in f if line.strip()]
+
+
+def bandwidth_gbs(repeats):
+    import numpy as np
+    a = np.ones(64 * 2**20, dtype=np.float32)  # 256 MB, far beyond any cache
+    b = np.empty_like(a)
+    times = []
+    for _ in range(repeats + 1):
+        t0 = time.perf_counter()
+        np.copyto(b, a)
+        times.append(time.perf_counter() - t0)
+    return 2 * a.nbytes / statistics.median(times[1:]) / 1e9  # read + write
+
+
+def selfspec_json(model, args, env):
+    out = run(["./selfspec", "-m", model, "--json"] + args, env)
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def plain_selfspec(model, prompts, n, env):
+    rows = []
+    for p in prompts:
+        r = selfspec_json(model, ["-p", p, "-n", str(n)], env)[0]
+        rows.append(r["decode_ms"] / r["n_tokens"])
+    return 1000.0 / statistics.mean(rows)
+
+
+def plain_hf(model_dir, prompts, n, threads):
+    import torch, transformers
+    torch.set_num_threads(threads)
+    tok = transformers.AutoTokenizer.from_pretrained(os.path.join(ROOT, model_dir))
+    model = transformers.AutoModelForCausalLM.from_pretrained(os.path.join(ROOT, model_dir), dtype=torch.float32)
+    per_token = []
+    for p in prompts:
+        ids = tok(p, return_tensors="pt").input_ids
+        def gen(k):
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                model.generate(ids, do_sample=False, max_new_tokens=k, min_new_tokens=k, pad_token_id=0)
+            return time.perf_counter() - t0
+        gen(2)
+        per_token.append((gen(n) - gen(1)) / (n - 1))  # decode only: prefill cancels out
+    return 1.0 / statistics.mean(per_token), model
+
+
+def model_bytes(model_dir):
+    cfg = json.load(open(os.path.join(ROOT, model_dir, "config.json")))
+    d, h, L, v = cfg["hidden_size"], cfg["intermediate_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
+    hd = cfg.get("head_dim") or d // cfg["num_attention_heads"]
+    q, kv = cfg["num_attention_heads"] * hd, cfg.get("num_key_value_heads", cfg["num_attention_heads"]) * hd
+    per_layer = d * q * 2 + d * kv * 2 + 3 * d * h + 2 * d
+    tied = cfg.get("tie_word_embeddings", False)
+    return 4 * (L * per_layer + v * d * (1 if tied else 2) + d)  # fp32, each weight read once per token
+
+
+def spec_methods(name, model, set_name, n, repeats, env, dev_file):
+    methods = [("static", ["--skip", HAND_PICKED[name]]), ("selfsd", ["--method", "selfsd", "--dev-prompts", dev_file,
+               "--iters", "24"]), ("swift", ["--method", "swift"]), ("asd", ["--method", "asd"]), ("clasp", ["--method", "clasp"])]
+    table = []
+    for label, extra in methods:
+        speedups, rows = [], None
+        for _ in range(repeats):
+            rs = selfspec_json(model, ["-f", os.path.join(ROOT, "bench", "prompts", set_name + ".txt"), "-n", str(n),
+                                       "--compare"] + extra, env)
+            spec_s = sum(r["decode_ms"] for r in rs)
+            plain_s = sum(r["n_tokens"] / r["plain_tokens_per_s"] * 1000 for r in rs)
+            speedups.append(plain_s / spec_s)
+            if not all(r["identical"] for r in rs):
+                sys.exit(f"bench: {label} on {name}/{set_name}: output differs from plain decoding")
+            rows = rs
+        drafted = sum(r["drafted"] for r in rows); accepted = sum(r["accepted"] for r in rows)
+        rounds = sum(r["rounds"] for r in rows)
+        alpha = accepted / drafted if drafted else 0
+        M = (accepted + rounds) / rounds if rounds else 1
+        ratio = statistics.mean(r["skip_ratio"] for r in rows)
+        expected = M * alpha / ((M - 1) * (1 - ratio) + alpha) if alpha > 0 else 1
+        decode = sum(r["decode_ms"] for r in rows)
+        select = sum(r["select_ms"] for r in rows)
+        tps = sum(r["n_tokens"] for r in rows) / decode * 1000
+        sp = statistics.median(speedups)
+        table.append((label, ratio, alpha, M, tps, sp, sp / expected, select / (decode + 1e-9),
+                      rows[-1]["skip"]["attn"], rows[-1]["skip"]["mlp"]))
+    return table
+
+
+def peer_early_exit(model, tok, prompts, n, threads, layer):
+    import torch
+    torch.set_num_threads(threads)
+    def timed(**kw):
+        total = 0
+        for p in prompts:
+            ids = tok(p, return_tensors="pt").input_ids
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                model.generate(ids, do_sample=False, max_new_tokens=n, pad_token_id=0, **kw)
+            total += time.perf_counter() - t0
+        return total
+    timed()
+    plain = timed()
+    early = timed(assistant_early_exit=layer)
+    return plain / early
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--models", default="kjv,smollm2")
+    ap.add_argument("-n", type=int, default=64)
+    ap.add_argument("--quick", action="store_true", help="skip the peers and use one repeat")
+    a = ap.parse_args()
+    env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
+    repeats = 1 if a.quick else a.repeats
+    cpu = next((l.split(":")[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    print(f"# selfspec bench: {cpu}, {os.cpu_count()} cores, {a.threads} threads, {time.strftime('%Y-%m-%d')}\n")
+    bw = bandwidth_gbs(5)
+    print(f"memory bandwidth (numpy copy, read + write): {bw:.1f} GB/s\n")
+    dev_file = os.path.join(ROOT, "bench", "prompts", "dev.txt")
+    for name in a.models.split(","):
+        model = MODELS[name]
+        if not os.path.exists(os.path.join(ROOT, model, "config.json")):
+            print(f"({model} not present: skipped; tiny_models/get_smollm2.sh makes SmolLM2)\n")
+            continue
+        prompts = prompts_of("stories")[:3]
+        ours = statistics.median(plain_selfspec(model, prompts, a.n, env) for _ in range(repeats))
+        bound = bw * 1e9 / model_bytes(model)
+        print(f"## {name} ({model})\n")
+        print("| plain decoding | tokens/s | vs selfspec |\n|---|---|---|")
+        print(f"| selfspec ({a.threads} threads, fp32) | {ours:.1f} | 1.00 |")
+        hf_model = None
+        if not a.quick:
+            hf, hf_model = plain_hf(model, prompts, a.n, a.threads)
+            print(f"| HF transformers generate (torch fp32, {a.threads} threads) | {hf:.1f} | {hf / ours:.2f} |")
+        print(f"| bandwidth bound ({model_bytes(model) / 1e6:.0f} MB / {bw:.1f} GB/s) | {bound:.1f} | {bound / ours:.2f} |\n")
+        print("```\n" + run(["./bench/verify_cost", model, "9"], env).strip() + "\n```\n")
+        for set_name in SETS:
+            print(f"### {name}, {set_name} prompts, greedy, {a.n} tokens, speedup vs plain decoding in the same process\n")
+            print("| method | skip ratio | α | M | tokens/s | speedup | measured/expected | selection share | attn | mlp |")
+            print("|---|---|---|---|---|---|---|---|---|---|")
+            for row in spec_methods(name, model, set_name, a.n, repeats, env, dev_file):
+                print("| %s | %.2f | %.3f | %.2f | %.1f | %.2fx | %.2f | %.1f%% | `%s` | `%s` |" %
+                      (row[0], row[1], row[2], row[3], row[4], row[5], row[6], 100 * row[7], row[8], row[9]))
+            print()
+        if not a.quick and hf_model is not None:
+            import transformers
+            tok = transformers.AutoTokenizer.from_pretrained(os.path.join(ROOT, model))
+            L = hf_model.config.num_hidden_layers
+            for layer in (L // 4, L // 2):
+                sp = peer_early_exit(hf_model, tok, prompts, a.n, a.threads, layer)
+                print(f"peer: transformers assisted generation, assistant_early_exit={layer} of {L} layers: "
+                      f"{sp:.2f}x over its own plain generate")
+            print()
+
+
+if __name__ == "__main__":
+    main()
