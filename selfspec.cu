@@ -2726,8 +2726,10 @@ typedef struct {
     int accepted;      // draft tokens accepted
     double draft_ms;   // time in draft forwards
     double verify_ms;  // time in verification forwards
-    double select_ms;  // time choosing layers (layer-selection methods)
+    double select_ms;  // time choosing layers (layer-selection methods), search_ms included
+    double search_ms;  // of which an offline search before decoding (selfsd, oracle)
     int leaf_accepts;  // SWIFT tree verification: rounds that accepted a leaf (a next-best token)
+    int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
     float gamma_first, gamma_last;
     double gamma_sum;  // over rounds, for the mean
 } SpecStats;
@@ -2744,7 +2746,7 @@ typedef struct Selector Selector;
 static int selector_wants_prefill_capture(const Selector *sel);
 static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *cos_sum);
 static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp);
-static void selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp);
+static int selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp);
 static int selector_wants_verify_capture(const Selector *sel);
 static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, SpecParams *sp);
 static int selector_uses_tree(const Selector *sel);
@@ -2892,13 +2894,18 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
     int done = emit(c, x, out, &n, max_new, cb, ctx);
     while (!done && pos < c->seq_len) {
         double ts = time_ms();
-        selector_before_round(sel, m, seq, pos, sp);
+        st->selections += selector_before_round(sel, m, seq, pos, sp);
         double ta = time_ms();
         st->select_ms += ta - ts;
         // draft: no further than the context or the tokens still wanted
         int k_max = k_cap;
         if (k_max > c->seq_len - 1 - pos) { k_max = c->seq_len - 1 - pos; }
         if (k_max > max_new - n - 1) { k_max = max_new - n - 1; }
+        // Tree verification is greedy only. Sampling keeps the chain: several candidates per
+        // position stay exact only with a recursive rule (each rejected sibling's mass removed
+        // from both p and the without-replacement q before the next is tried), and the official
+        // SWIFT/EAGLE versions of that rule had bugs; the chain rule here is proven exact by
+        // the tests.
         int use_tree = selector_uses_tree(sel) && smp->temperature == 0.0f;
         int k = draft_tokens(m, sp, smp, x, pos, k_max, draft, q_rows, scratch, use_tree ? alts : NULL, n_alts);
         double tb = time_ms();
@@ -2959,6 +2966,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
             }
         }
         selector_after_verify(sel, m, want_h ? states : NULL, pos + accepted, sp);
+        st->selections += want_h;
         st->select_ms += time_ms() - tc;
         pos += accepted + 1;
         x = next;
@@ -3475,11 +3483,13 @@ static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp) {
     }
 }
 
-// Before a round: SWIFT's optimization step while it is optimizing.
-static void selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp) {
-    if (sel == NULL || sel->method != METHOD_SWIFT || sel->swift.done) { return; }
+// Before a round: SWIFT's optimization step while it is optimizing. Returns 1 if it ran one.
+static int selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp) {
+    if (sel == NULL || sel->method != METHOD_SWIFT || sel->swift.done) { return 0; }
+    int before = sel->swift.steps;
     swift_step(&sel->swift, m, seq, pos);
     sp->skip = sel->swift.best;
+    return sel->swift.steps > before;
 }
 
 // After a verification: does CLaSp want this round's hidden states?
@@ -3659,6 +3669,7 @@ static void parse_options(int argc, char **argv, Options *o) {
             if (o->method < 0) { flag_error(a, v, "unknown method (none, static, selfsd, swift, asd, clasp, oracle)"); }
         } else { flag_error(a, NULL, "unknown flag"); }
     }
+    if (o->model_dir && strlen(o->model_dir) > 1000) { flag_error("-m", NULL, "the folder path is longer than 1000 bytes"); }
     if (o->method < 0) { o->method = (o->skip_spec || o->skip_file) ? METHOD_STATIC : METHOD_NONE; }
     if (o->method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
         flag_error("--method", "static", "needs --skip or --skip-file");
@@ -3864,8 +3875,9 @@ static void print_report(const Options *o, const Model *m, const char *text, con
         printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, \"mean_accepted\": %.4f",
                st->rounds, st->drafted, st->accepted, alpha, mean_acc);
         printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f", st->gamma_first, st->gamma_last, gamma_mean);
-        printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"expected_speedup\": %.4f",
-               st->draft_ms, st->verify_ms, st->select_ms, expected);
+        printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f, \"selections\": %d"
+               ", \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms, st->select_ms, st->search_ms, st->selections,
+               expected);
         if (compare_n >= 0) {
             printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s", plain_tps,
                    plain_tps > 0 ? tps / plain_tps : 0, o->temperature == 0.0f ? (identical ? "true" : "false") : "null");
@@ -3885,6 +3897,12 @@ static void print_report(const Options *o, const Model *m, const char *text, con
                 st->gamma_first, st->gamma_last, gamma_mean, st->draft_ms, st->verify_ms, st->select_ms,
                 st->gen.decode_ms - st->draft_ms - st->verify_ms - st->select_ms);
         fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", expected);
+        if (st->selections > 0 && st->rounds > 0) {
+            double per_call = (st->select_ms - st->search_ms) / st->selections, per_verify = st->verify_ms / st->rounds;
+            fprintf(stderr, "%s: %d selection calls, %.2f ms each = %.2f verification passes; %.1f%% of decode time\n",
+                    method_name(o->method), st->selections, per_call, per_call / per_verify,
+                    100 * (st->select_ms - st->search_ms) / st->gen.decode_ms);
+        }
     }
     if (compare_n >= 0) {
         fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n", plain_tps,
@@ -3896,7 +3914,7 @@ static void print_report(const Options *o, const Model *m, const char *text, con
 int main(int argc, char **argv) {
     Options o;
     parse_options(argc, argv, &o);
-    char err[SS_ERR_LEN], path[1100];
+    char err[SS_ERR_LEN], path[1200];
     if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
     Model m;
     if (build_model(&m, o.model_dir, o.ctx > 0 ? o.ctx : 4096, err)) {
@@ -3963,6 +3981,7 @@ int main(int argc, char **argv) {
             skip = sp.skip;   // the layer map reported is the last one used
         }
         st.select_ms += search_ms;
+        st.search_ms = search_ms;
         if (!o.json) { printf("\n"); }
         int n_plain = -1, identical = 1;
         double plain_tps = 0;
