@@ -1,0 +1,34 @@
+// fuzz_config: the input is a config.json; build_model reads it next to the micro model's
+// model.safetensors (fuzz_util.h), which runs the config reader (sizes, heads, rope_scaling,
+// token ids, unsupported options) and the checks of the weights against it. Sizes that do not
+// match the micro model must be refused before anything is allocated for them.
+#ifndef FUZZ_NO_ENTRY // test/test_fuzz_regressions.c includes every target, without entry points
+#define TESTING
+#include "../../selfspec.cu"
+#endif
+#include "fuzz_util.h"
+
+static void config_init(void) {
+    write_micro_safetensors();
+}
+
+static int config_one(const uint8_t *data, size_t size) {
+    fuzz_write("config.json", data, size);
+    Model m;
+    char err[SS_ERR_LEN];
+    if (build_model(&m, fuzz_dir(), 0, err) == 0) {
+        int tokens[2] = {1, 2};
+        forward(&m, tokens, 2, 0, NULL, NULL, NULL);
+        free_model(&m);
+    }
+    return 0;
+}
+
+#ifndef FUZZ_NO_ENTRY
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    config_init();
+    return 0;
+}
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return config_one(data, size); }
+#endif

@@ -1,0 +1,35 @@
+// fuzz_safetensors: the input is a model.safetensors file; build_model loads it next to the
+// micro config.json (fuzz_util.h), which runs the header parser (length, JSON, dtypes, shapes,
+// data_offsets, overlaps, a header or data past the end of the file) and then the checks of
+// every tensor against the config (missing, duplicated, wrong shape) and the F32/F16/BF16
+// conversion. A model that loads also runs one forward pass.
+#ifndef FUZZ_NO_ENTRY // test/test_fuzz_regressions.c includes every target, without entry points
+#define TESTING
+#include "../../selfspec.cu"
+#endif
+#include "fuzz_util.h"
+
+static void safetensors_init(void) {
+    fuzz_write("config.json", MICRO_CONFIG, sizeof(MICRO_CONFIG) - 1);
+}
+
+static int safetensors_one(const uint8_t *data, size_t size) {
+    fuzz_write("model.safetensors", data, size);
+    Model m;
+    char err[SS_ERR_LEN];
+    if (build_model(&m, fuzz_dir(), 0, err) == 0) {
+        int tokens[2] = {1, 2};
+        forward(&m, tokens, 2, 0, NULL, NULL, NULL);
+        free_model(&m);
+    }
+    return 0;
+}
+
+#ifndef FUZZ_NO_ENTRY
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc, (void)argv;
+    safetensors_init();
+    return 0;
+}
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return safetensors_one(data, size); }
+#endif

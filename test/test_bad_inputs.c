@@ -1,0 +1,354 @@
+// test_bad_inputs: a table of bad files and bad flags given to the selfspec binary. Each case
+// builds its input in a temporary folder (a copy of tiny_models/llama2-tiny-random with one
+// thing broken, or a bad flag), runs the binary, and checks that it exits non-zero with exactly
+// one line on stderr, "selfspec: error: ...", that names the file, tensor or flag and the
+// problem, and that no sanitizer spoke. The binary is $SELFSPEC_BIN (make test-asan sets it to
+// the sanitized build), else ./selfspec. VERBOSE=1 prints every case's message.
+#define TESTING
+#include "../selfspec.cu"
+#include "testing.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *bin = "./selfspec";
+static char tmp[64];          // the test's folder, removed at the end
+static const char *SRC = "tiny_models/llama2-tiny-random";
+static int n_cases;
+
+static char *slurp(const char *path, size_t *len) {
+    char err[SS_ERR_LEN];
+    char *s = read_file(path, len, err);
+    if (s == NULL) { fprintf(stderr, "test_bad_inputs: %s\n", err); exit(2); }
+    return s;
+}
+
+static void spit(const char *path, const void *data, size_t len) {
+    FILE *f = fopen(path, "wb");
+    if (f == NULL || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+        fprintf(stderr, "test_bad_inputs: cannot write %s\n", path);
+        exit(2);
+    }
+}
+
+static void copy_file(const char *from, const char *to) {
+    size_t len;
+    char *s = slurp(from, &len);
+    spit(to, s, len);
+    free(s);
+}
+
+// A fresh copy of the tiny model in tmp/name; returns its path (static buffer).
+static const char *model_copy(const char *name) {
+    static char dir[256];
+    static const char *const files[] = {"config.json", "model.safetensors", "tokenizer.json"};
+    snprintf(dir, sizeof(dir), "%s/%s", tmp, name);
+    if (mkdir(dir, 0700) != 0) { fprintf(stderr, "test_bad_inputs: cannot create %s\n", dir); exit(2); }
+    for (int k = 0; k < 3; k++) {
+        char from[256], to[512];
+        snprintf(from, sizeof(from), "%s/%s", SRC, files[k]);
+        snprintf(to, sizeof(to), "%s/%s", dir, files[k]);
+        copy_file(from, to);
+    }
+    return dir;
+}
+
+static void path_in(char *out, size_t cap, const char *dir, const char *file) {
+    snprintf(out, cap, "%s/%s", dir, file);
+}
+
+// Replaces the first `from` in dir/file by `to` (the case is wrong if `from` is absent).
+static void edit_text(const char *dir, const char *file, const char *from, const char *to) {
+    char path[512];
+    size_t len;
+    path_in(path, sizeof(path), dir, file);
+    char *s = slurp(path, &len);
+    char *at = strstr(s, from);
+    if (at == NULL) { fprintf(stderr, "test_bad_inputs: \"%s\" not in %s\n", from, path); exit(2); }
+    size_t nf = strlen(from), nt = strlen(to), head = (size_t)(at - s);
+    char *out = (char *)malloc_check(len - nf + nt);
+    memcpy(out, s, head);
+    memcpy(out + head, to, nt);
+    memcpy(out + head + nt, at + nf, len - head - nf);
+    spit(path, out, len - nf + nt);
+    free(out);
+    free(s);
+}
+
+static void write_text(const char *dir, const char *file, const char *text) {
+    char path[512];
+    path_in(path, sizeof(path), dir, file);
+    spit(path, text, strlen(text));
+}
+
+// Rewrites dir/model.safetensors: the header with its first `from` replaced by `to` (a NULL
+// `from` replaces the whole header), the data kept, and the length field set to `length` when
+// it is not 0 (else the new header's length).
+static void edit_header(const char *dir, const char *from, const char *to, uint64_t length) {
+    char path[512];
+    size_t len;
+    path_in(path, sizeof(path), dir, "model.safetensors");
+    char *s = slurp(path, &len);
+    uint64_t n = 0;
+    for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)s[k]; }
+    char *header = (char *)malloc_check(n + 1);
+    memcpy(header, s + 8, n);
+    header[n] = '\0';
+    const char *data = s + 8 + n;
+    size_t data_len = len - 8 - n;
+    char *at = from ? strstr(header, from) : header;
+    if (at == NULL) { fprintf(stderr, "test_bad_inputs: \"%s\" not in the header\n", from); exit(2); }
+    size_t nf = from ? strlen(from) : n, nt = strlen(to), head = (size_t)(at - header);
+    size_t hn = n - nf + nt;
+    char *out = (char *)malloc_check(8 + hn + data_len);
+    uint64_t field = length ? length : hn;
+    for (int k = 0; k < 8; k++) { out[k] = (char)(field >> (8 * k)); }
+    memcpy(out + 8, header, head);
+    memcpy(out + 8 + head, to, nt);
+    memcpy(out + 8 + head + nt, at + nf, n - head - nf);
+    memcpy(out + 8 + hn, data, data_len);
+    spit(path, out, 8 + hn + data_len);
+    free(out);
+    free(header);
+    free(s);
+}
+
+// Keeps the first `keep` bytes of dir/file.
+static void truncate_file(const char *dir, const char *file, size_t keep) {
+    char path[512];
+    path_in(path, sizeof(path), dir, file);
+    if (truncate(path, (off_t)keep) != 0) { fprintf(stderr, "test_bad_inputs: cannot truncate %s\n", path); exit(2); }
+}
+
+// Runs `bin args`, and checks: a non-zero exit, one line on stderr that starts with
+// "selfspec: error: " and holds want1 and want2 (NULL: not checked), and no sanitizer report.
+static void run_case(const char *name, const char *args, const char *want1, const char *want2) {
+    char cmd[4096], err_path[256];
+    size_t len;
+    snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp);
+    snprintf(cmd, sizeof(cmd), "%s %s >/dev/null 2>%s", bin, args, err_path);
+    int status = system(cmd);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    char *e = slurp(err_path, &len);
+    int lines = 0;
+    for (size_t i = 0; i < len; i++) { lines += e[i] == '\n'; }
+    n_cases++;
+    if (getenv("VERBOSE") != NULL) { printf("%-42s %s", name, e); } // VERBOSE=1: every message
+    check(rc != 0 && rc < 128, "%s: exit status %d, want 1 (%s)", name, rc, args);
+    check(lines == 1 && e[len - 1] == '\n', "%s: %d lines on stderr, want 1:\n%s", name, lines, e);
+    check(strncmp(e, "selfspec: error: ", 17) == 0, "%s: stderr does not start with \"selfspec: error: \": %s", name, e);
+    check(want1 == NULL || strstr(e, want1) != NULL, "%s: stderr lacks \"%s\": %s", name, want1, e);
+    check(want2 == NULL || strstr(e, want2) != NULL, "%s: stderr lacks \"%s\": %s", name, want2, e);
+    check(strstr(e, "Sanitizer") == NULL && strstr(e, "runtime error") == NULL, "%s: sanitizer report:\n%s", name, e);
+    free(e);
+}
+
+// Runs a case on a model folder: `-m dir` plus extra flags.
+static void run_model_case(const char *name, const char *dir, const char *extra, const char *want1, const char *want2) {
+    char args[1024];
+    snprintf(args, sizeof(args), "-m %s -n 4 %s", dir, extra);
+    run_case(name, args, want1, want2);
+}
+
+int main(void) {
+    if (getenv("SELFSPEC_BIN") != NULL) { bin = getenv("SELFSPEC_BIN"); }
+    snprintf(tmp, sizeof(tmp), "/tmp/selfspec-bad-XXXXXX");
+    if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_bad_inputs: mkdtemp failed\n"); return 2; }
+    const char *d;
+    char buf[1024];
+
+    // ---- model.safetensors
+    d = model_copy("trunc8");
+    truncate_file(d, "model.safetensors", 5);
+    run_model_case("truncated before the header length", d, "", "model.safetensors", "truncated");
+    d = model_copy("trunc-half");
+    truncate_file(d, "model.safetensors", 700000);
+    run_model_case("truncated in the data", d, "", "model.safetensors", "past the end of the file");
+    d = model_copy("trunc-header");
+    truncate_file(d, "model.safetensors", 3000);
+    run_model_case("truncated in the header", d, "", "model.safetensors", "header length");
+    d = model_copy("header0");
+    edit_header(d, NULL, "", 0);
+    run_model_case("header length 0", d, "", "model.safetensors", "header length 0");
+    d = model_copy("header-huge");
+    edit_header(d, "{", "{", 0xFFFFFFFFFFFFFFF0ull);
+    run_model_case("header length huge", d, "", "model.safetensors", "header length");
+    d = model_copy("header-past-end");
+    edit_header(d, "{", "{", 1475608 - 8 + 1);
+    run_model_case("header length past the end of the file", d, "", "model.safetensors", "runs past the end");
+    d = model_copy("header-not-json");
+    edit_header(d, "{\"__metadata__\"", "[\"__metadata__\"", 0);
+    run_model_case("header not JSON", d, "", "model.safetensors", "not valid JSON");
+    d = model_copy("header-nested");
+    {
+        char nested[512] = "{\"x\":";
+        for (int k = 0; k < 100; k++) { strcat(nested, "["); }
+        for (int k = 0; k < 100; k++) { strcat(nested, "]"); }
+        strcat(nested, ",");
+        edit_header(d, "{", nested, 0);
+    }
+    run_model_case("header nested 100 deep", d, "", "model.safetensors", "nested deeper");
+    d = model_copy("header-array");
+    edit_header(d, NULL, "[1, 2, 3]", 0);
+    run_model_case("header a JSON array", d, "", "model.safetensors", "not a JSON object");
+    d = model_copy("dtype");
+    edit_header(d, "\"F32\"", "\"I8\"", 0);
+    run_model_case("unknown dtype", d, "", "lm_head.weight", "unsupported dtype I8");
+    d = model_copy("shape");
+    edit_header(d, "\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[32,2],\"data_offsets\":[1469440", 0);
+    run_model_case("shape disagrees with config", d, "", "model.norm.weight has shape [32, 2]", "config.json implies [64]");
+    d = model_copy("config-shape");
+    edit_text(d, "config.json", "\"intermediate_size\": 176", "\"intermediate_size\": 170");
+    run_model_case("config disagrees with the shapes", d, "", "mlp.gate_proj.weight", "config.json implies");
+    d = model_copy("missing-tensor");
+    edit_header(d, "\"model.norm.weight\"", "\"model.norm.weigxx\"", 0);
+    run_model_case("missing tensor", d, "", "model.norm.weight", "missing tensor");
+    d = model_copy("duplicate-tensor");
+    edit_header(d, "\"model.layers.0.input_layernorm.weight\"", "\"model.norm.weight\"", 0);
+    run_model_case("duplicated tensor", d, "", "model.norm.weight", "appears twice");
+    d = model_copy("overlap");
+    edit_header(d, "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[0,256]", 0);
+    run_model_case("data offsets overlap", d, "", "model.norm.weight", "overlap");
+    d = model_copy("past-end");
+    edit_header(d, "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469696,1469952]", 0);
+    run_model_case("data offsets past the end", d, "", "model.norm.weight", "past the end of the file");
+    d = model_copy("offsets-size");
+    edit_header(d, "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469440,1469568]", 0);
+    run_model_case("data offsets disagree with the shape", d, "", "model.norm.weight", "the shape needs 256");
+    d = model_copy("safetensors-folder");
+    path_in(buf, sizeof(buf), d, "model.safetensors");
+    remove(buf);
+    mkdir(buf, 0700);
+    run_model_case("model.safetensors is a folder", d, "", "model.safetensors", "not a regular file");
+
+    // ---- sharded index
+    d = model_copy("shard-missing");
+    path_in(buf, sizeof(buf), d, "model.safetensors");
+    remove(buf);
+    write_text(d, "model.safetensors.index.json",
+               "{\"metadata\": {}, \"weight_map\": {\"lm_head.weight\": \"model-00001-of-00002.safetensors\"}}");
+    run_model_case("index names a missing shard", d, "", "model-00001-of-00002.safetensors", "cannot open");
+    d = model_copy("shard-path");
+    path_in(buf, sizeof(buf), d, "model.safetensors");
+    remove(buf);
+    write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": \"../x.safetensors\"}}");
+    run_model_case("index names a path", d, "", "model.safetensors.index.json", "not a plain file name");
+    d = model_copy("no-weights");
+    path_in(buf, sizeof(buf), d, "model.safetensors");
+    remove(buf);
+    run_model_case("no safetensors at all", d, "", "model.safetensors.index.json", NULL);
+
+    // ---- config.json
+    d = model_copy("config-missing");
+    path_in(buf, sizeof(buf), d, "config.json");
+    remove(buf);
+    run_model_case("config.json missing", d, "", "config.json", "cannot open");
+    d = model_copy("config-not-json");
+    write_text(d, "config.json", "{\"hidden_size\": 64,");
+    run_model_case("config.json not JSON", d, "", "config.json", "not valid JSON");
+    d = model_copy("config-key-no-value");
+    edit_text(d, "config.json", "\"attention_dropout\": 0.0", "\"attention_dropout\":, 0.0");
+    run_model_case("config.json key without a value", d, "", "config.json", "not valid JSON");
+    d = model_copy("config-nested");
+    {
+        char nested[512] = "{\"x\": ";
+        for (int k = 0; k < 80; k++) { strcat(nested, "["); }
+        for (int k = 0; k < 80; k++) { strcat(nested, "]"); }
+        strcat(nested, ",");
+        edit_text(d, "config.json", "{", nested);
+    }
+    run_model_case("config.json nested 80 deep", d, "", "config.json", "nested deeper");
+    d = model_copy("hidden0");
+    edit_text(d, "config.json", "\"hidden_size\": 64", "\"hidden_size\": 0");
+    run_model_case("hidden_size 0", d, "", "config.json", "hidden_size");
+    d = model_copy("layers-negative");
+    edit_text(d, "config.json", "\"num_hidden_layers\": 6", "\"num_hidden_layers\": -6");
+    run_model_case("num_hidden_layers negative", d, "", "config.json", "num_hidden_layers");
+    d = model_copy("vocab-float");
+    edit_text(d, "config.json", "\"vocab_size\": 512", "\"vocab_size\": 512.5");
+    run_model_case("vocab_size not an integer", d, "", "config.json", "vocab_size");
+    d = model_copy("kv-heads");
+    edit_text(d, "config.json", "\"num_key_value_heads\": 4", "\"num_key_value_heads\": 3");
+    run_model_case("heads not divisible by kv heads", d, "", "config.json", "not a multiple of num_key_value_heads");
+    d = model_copy("config-huge");
+    edit_text(d, "config.json", "\"hidden_size\": 64", "\"hidden_size\": 16000000");
+    run_model_case("sizes far beyond the checkpoint", d, "", "config.json", "does not match the checkpoint");
+    d = model_copy("rope-theta");
+    edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e300");
+    run_model_case("rope_theta beyond float", d, "", "config.json", "rope_theta");
+    d = model_copy("eos-list");
+    edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": [2, 3, 4, 5, 6]");
+    run_model_case("eos_token_id lists too many", d, "", "config.json", "eos_token_id");
+    d = model_copy("arch");
+    edit_text(d, "config.json", "\"LlamaForCausalLM\"", "\"MistralForCausalLM\"");
+    run_model_case("not a LLaMA", d, "", "config.json", "architectures");
+
+    // ---- tokenizer.json
+    d = model_copy("tokenizer-missing");
+    path_in(buf, sizeof(buf), d, "tokenizer.json");
+    remove(buf);
+    run_model_case("tokenizer.json missing", d, "", "tokenizer.json", "cannot open");
+    d = model_copy("tokenizer-type");
+    edit_text(d, "tokenizer.json", "\"type\": \"BPE\"", "\"type\": \"WordPiece\"");
+    run_model_case("unsupported tokenizer model", d, "", "tokenizer.json", "unsupported model type WordPiece");
+    d = model_copy("tokenizer-vocab");
+    edit_text(d, "tokenizer.json", "\"id\": 2,", "\"id\": 600,");
+    run_model_case("tokenizer vocab larger than the config's", d, "", "tokenizer.json", "vocab_size 512");
+    d = model_copy("tokenizer-truncated");
+    truncate_file(d, "tokenizer.json", 5000);
+    run_model_case("tokenizer.json truncated", d, "", "tokenizer.json", "not valid JSON");
+
+    // ---- flags (on the unbroken tiny model)
+    const char *m = "-m tiny_models/llama2-tiny-random";
+    snprintf(buf, sizeof(buf), "%s -c 8 -p 'a prompt much longer than eight tokens of context'", m);
+    run_case("prompt longer than the context", buf, "-p", "context");
+    snprintf(buf, sizeof(buf), "%s -n 0", m);
+    run_case("-n 0", buf, "-n 0", "must be in");
+    snprintf(buf, sizeof(buf), "%s -n -3", m);
+    run_case("-n negative", buf, "-n -3", "must be in");
+    snprintf(buf, sizeof(buf), "%s -n 99999999999", m);
+    run_case("-n huge", buf, "-n 99999999999", NULL);
+    snprintf(buf, sizeof(buf), "%s -n 1000", m);
+    run_case("-n past the context", buf, "-n 1000", "context");
+    snprintf(buf, sizeof(buf), "%s -t -0.5", m);
+    run_case("-t negative", buf, "-t -0.5", "must be in");
+    snprintf(buf, sizeof(buf), "%s -t nan", m);
+    run_case("-t nan", buf, "-t nan", "not a number");
+    snprintf(buf, sizeof(buf), "%s --top-p 0", m);
+    run_case("--top-p 0", buf, "--top-p 0", "must be in (0");
+    snprintf(buf, sizeof(buf), "%s --top-p 1.5", m);
+    run_case("--top-p above 1", buf, "--top-p 1.5", "must be in (0");
+    snprintf(buf, sizeof(buf), "%s --skip 'attn:1,x'", m);
+    run_case("--skip malformed list", buf, "--skip", "expected a layer number");
+    snprintf(buf, sizeof(buf), "%s --skip 'ffn:1'", m);
+    run_case("--skip unknown sublayer", buf, "--skip", "expected attn:LIST or mlp:LIST");
+    snprintf(buf, sizeof(buf), "%s --skip 'attn:3-1'", m);
+    run_case("--skip backwards range", buf, "--skip", "bad range");
+    snprintf(buf, sizeof(buf), "%s --skip 'mlp:6'", m);
+    run_case("--skip layer out of range", buf, "--skip", "out of range");
+    snprintf(buf, sizeof(buf), "%s --method bogus --skip attn:1", m);
+    run_case("--method unknown", buf, "--method bogus", "unknown method");
+    snprintf(buf, sizeof(buf), "%s --skip-file %s/no-such-file.json", m, tmp);
+    run_case("--skip-file unreadable", buf, "no-such-file.json", "cannot open");
+    snprintf(buf, sizeof(buf), "%s --skip-file %s", m, tmp);
+    run_case("--skip-file a folder", buf, "--skip-file", "not a regular file");
+    path_in(buf, sizeof(buf), tmp, "skip.json");
+    spit(buf, "{\"attn\": [1, 40]}", 17);
+    snprintf(buf, sizeof(buf), "%s --skip-file %s/skip.json", m, tmp);
+    run_case("--skip-file layer out of range", buf, "skip.json", "not a layer in [0, 5]");
+    path_in(buf, sizeof(buf), tmp, "skip-bad.json");
+    spit(buf, "{\"attn\": [1,", 12);
+    snprintf(buf, sizeof(buf), "%s --skip-file %s/skip-bad.json", m, tmp);
+    run_case("--skip-file not JSON", buf, "skip-bad.json", "not valid JSON");
+    snprintf(buf, sizeof(buf), "%s --bogus 1", m);
+    run_case("unknown flag", buf, "--bogus", "unknown flag");
+    snprintf(buf, sizeof(buf), "%s -c 1", m);
+    run_case("-c 1", buf, "-c 1", "must be in");
+    snprintf(buf, sizeof(buf), "-m %s/no-such-model", tmp);
+    run_case("-m names no folder", buf, "no-such-model/config.json", "cannot open");
+
+    snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
+    if (system(buf) != 0) { fprintf(stderr, "test_bad_inputs: could not remove %s\n", tmp); }
+    printf("test_bad_inputs: %d cases against %s\n", n_cases, bin);
+    return test_summary("test_bad_inputs");
+}
