@@ -966,7 +966,7 @@ static char *replace_all(const char *s, size_t n, const char *from, size_t nf, c
                          size_t *out_len) {
     size_t count = 0, o = 0;
     for (size_t i = 0; i + nf <= n; i += memcmp(s + i, from, nf) == 0 ? (count++, nf) : 1) {}
-    char *out = (char *)malloc_check(n - count * nf + mul_size(count, nt));
+    char *out = (char *)malloc_check(add_size(n - count * nf, mul_size(count, nt)));
     for (size_t i = 0; i < n;) {
         if (starts_with(s + i, n - i, from, nf)) {
             memcpy(out + o, to, nt);
@@ -2293,6 +2293,8 @@ static int skip_count(const SkipSet *s, int n_layers) {
     return k;
 }
 
+// No product here can overflow: read_config bounds every size by 2^24, n_layers by 256 and
+// n_heads * head_dim by 2^24, so the largest, n_layers * seq_len * kv_dim, is below 2^56.
 static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
@@ -3739,7 +3741,7 @@ static int read_prompts(const char *path, char ***out, char *err) {
     for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
         if (*line == '\0') { continue; }
         char *p = strdup(line), *o = p;
-        if (p == NULL) { die(__FILE__, __LINE__, "out of memory reading %s", path); }
+        if (p == NULL) { die(__FILE__, __LINE__, "out of host memory allocating %zu bytes reading %s", strlen(line) + 1, path); }
         for (const char *q = line; *q; q++) {
             if (q[0] == '\\' && q[1] == 'n') { *o++ = '\n'; q++; } else { *o++ = *q; }
         }
@@ -3924,10 +3926,13 @@ int main(int argc, char **argv) {
     const Config *c = &m.config;
     snprintf(path, sizeof(path), "%s/tokenizer.json", o.model_dir);
     Tokenizer *tok = build_tokenizer(path, err);
-    if (tok == NULL) { fprintf(stderr, "selfspec: error: %s\n", err); return EXIT_FAILURE; }
+    // error paths free what they built, so leak checkers (make test-asan) stay quiet on them
+    if (tok == NULL) { fprintf(stderr, "selfspec: error: %s\n", err); free_model(&m); return EXIT_FAILURE; }
     if (tokenizer_vocab_size(tok) > c->vocab_size) {
         fprintf(stderr, "selfspec: error: %s: %d tokens, but config.json has vocab_size %d\n", path,
                 tokenizer_vocab_size(tok), c->vocab_size);
+        free_tokenizer(tok);
+        free_model(&m);
         return EXIT_FAILURE;
     }
     SkipSet skip;
@@ -3935,12 +3940,16 @@ int main(int argc, char **argv) {
     if ((o.skip_spec && parse_skip_spec(o.skip_spec, c->n_layers, &skip, err)) ||
         (o.skip_file && read_skip_file(o.skip_file, c->n_layers, &skip, err))) {
         fprintf(stderr, "selfspec: error: %s%s\n", o.skip_file && !o.skip_spec ? "--skip-file " : "", err);
+        free_tokenizer(tok);
+        free_model(&m);
         return EXIT_FAILURE;
     }
     char **prompts = (char **)&o.prompt;
     int n_prompts = 1;
     if (o.prompt_file && (n_prompts = read_prompts(o.prompt_file, &prompts, err)) < 0) {
         fprintf(stderr, "selfspec: error: -f %s\n", err);
+        free_tokenizer(tok);
+        free_model(&m);
         return EXIT_FAILURE;
     }
     Selector sel;
