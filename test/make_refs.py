@@ -58,6 +58,13 @@ TARGETS = {
     "tok-metaspace": dict(model="tiny_models/tokenizers/metaspace", tokens_only=True),
     "tok-gpt2-digits": dict(model="tiny_models/tokenizers/gpt2-digits", tokens_only=True),
     "tok-stories260k": dict(model="../shared/models/stories260K", tokens_only=True),
+    # The trained KJV model (tiny_models/train_kjv.py); the prompts open with "In the beginning
+    # God", "And the LORD said unto Moses", "Blessed are the" (12-14 tokens with BOS).
+    "kjv": dict(
+        model="tiny_models/kjv-12l",
+        prompts=KJV_PROMPTS,
+        skips=["attn:2,5,8", "mlp:3,7,10", "attn:1,4,6,9;mlp:2,5,8,10"],
+    ),
     # SmolLM2-135M-Instruct (tiny_models/get_smollm2.sh; not committed, the fixtures are).
     # Vocab 49152: 5-token prompts keep each .f32 case under 1 MB. No BOS (the tokenizer adds none).
     "smollm2": dict(
