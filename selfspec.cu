@@ -3970,6 +3970,7 @@ int main(int argc, char **argv) {
         sink.tok = tok;
         sink.echo = !o.json;
         decode_begin(&sink.ds);
+        sink.ds.at_start = 0; // the continuation follows the prompt: keep its leading space
         Sampler smp = {o.temperature, o.top_p, {0}};
         rng_seed(&smp.rng, (uint64_t)o.seed);
         SpecStats st;
