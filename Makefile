@@ -95,9 +95,10 @@ bench/%: bench/%.c selfspec.cu selfspec.h
 bench: selfspec $(BENCH)
 	/work/venv/bin/python bench/bench.py 2>/dev/null || python3 bench/bench.py
 
-# a continuation from the default model (the trained KJV model in tiny_models/)
+# self-speculative decoding with the default model (the trained KJV model in tiny_models/),
+# checked against plain decoding in the same run
 demo: selfspec
-	./selfspec -p "In the beginning God created" -n 48
+	./selfspec -p "And the LORD said unto Moses," -n 64 --skip "attn:2,4,6,8,10 mlp:3,5,7,9" --compare
 
 help:
 	@sed -n 's/^# //p' Makefile | head -40
