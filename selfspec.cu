@@ -2861,6 +2861,32 @@ static int draft_tokens(Model *m, SpecParams *sp, Sampler *smp, int x, int pos, 
     return k;
 }
 
+// Verification of a chain pass whose row j holds the full model's logits after [x, d1..dj]:
+//   greedy:   keep d_{j+1} while it equals argmax(row j); next = argmax of the first row that
+//             disagrees, or of row k when all k are kept (the bonus token);
+//   sampling: keep d_{j+1} with probability min(1, p_j(d) / q_j(d)) (speculative_accept, a fresh
+//             uniform each time); on the first rejection next is the residual draw; when all k
+//             are kept, next is drawn from the warped p_k.
+// Returns the number of draft tokens kept; rows[t] is the row that emitted token t.
+static int verify_chain(Model *m, Sampler *smp, const int *draft, int k, const float *q_rows, float *p,
+                        float *residual, ProbIndex *scratch, int *accepted_tokens, int *next, int *rows) {
+    int vocab = m->config.vocab_size, j = 0;
+    for (*next = -1; j <= k; j++) {
+        const float *lj = m->state.logits_host + (size_t)j * vocab;
+        rows[j] = j;
+        if (smp->temperature == 0.0f) {
+            int target = argmax(lj, vocab);
+            if (j == k || target != draft[j + 1]) { *next = target; break; }
+        } else {
+            warp_probs(lj, vocab, smp->temperature, smp->top_p, p, scratch);
+            if (j == k) { *next = sample_probs(p, vocab, rng_uniform(&smp->rng)); break; }
+            if (!speculative_accept(p, q_rows + (size_t)j * vocab, vocab, draft[j + 1], &smp->rng, residual, next)) { break; }
+        }
+        accepted_tokens[j] = draft[j + 1];
+    }
+    return j;
+}
+
 // Self-speculative decoding: same contract as generate_plain. sel (NULL = the static skip set
 // in sp) chooses layers on the way. logits_out (NULL or (max_new, vocab)) receives the
 // full-model logits row each emitted token came from, so tests can check they are bitwise
@@ -2924,25 +2950,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
             st->leaf_accepts += rows[j] > k;
         } else {
             forward(m, draft, k + 1, pos, NULL, NULL, want_h ? &cap : NULL);
-            for (; j <= k && next < 0; j++) { // accept the longest valid prefix, then one full-model token
-                const float *lj = m->state.logits_host + (size_t)j * vocab;
-                rows[j] = j;
-                if (smp->temperature == 0.0f) {  // greedy: keep d_{j+1} while it is the argmax
-                    int target = argmax(lj, vocab);
-                    if (j == k || target != draft[j + 1]) { next = target; }
-                    continue;
-                }
-                warp_probs(lj, vocab, smp->temperature, smp->top_p, p, scratch);
-                int replacement;
-                if (j == k) {  // all k accepted: the bonus token comes from the warped p
-                    next = sample_probs(p, vocab, rng_uniform(&smp->rng));
-                } else if (!speculative_accept(p, q_rows + (size_t)j * vocab, vocab, draft[j + 1], &smp->rng,
-                                               residual, &replacement)) {
-                    next = replacement;
-                }
-            }
-            j--; // tokens d1..dj were kept; next is the full model's
-            for (int t = 0; t < j; t++) { accepted_tokens[t] = draft[t + 1]; }
+            j = verify_chain(m, smp, draft, k, q_rows, p, residual, scratch, accepted_tokens, &next, rows);
         }
         double tc = time_ms();
         st->draft_ms += tb - ta;
@@ -3255,7 +3263,9 @@ static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *co
 // last output). g(i, j) = the best state after i layers with j of them skipped:
 //   g(i, 0) = h_i
 //   g(i, j) = argmax by cosine to h_i of { g(i-1, j-1) (skip layer i),  f_i(g(i-1, j)) (run it) }
-// and backtracking from (L, M) gives the skipped layers. All g(i-1, j) of one layer run through
+// and backtracking from (L, M) gives the skipped layers. Decision: "the hidden states of the
+// last accepted token" (Sec. 3.3) are read as the states at that token's own position in the
+// verification pass, the freshest full-model states, whose output chose the next token. All g(i-1, j) of one layer run through
 // f_i as one batch (the paper's "sequence parallel"): each candidate sits at the token's position
 // `slot`, attends the cached prefix plus itself (an identity mask), and writes K/V only at
 // slots slot.. which are saved before and restored after (slot holds the real token's K/V).
