@@ -2196,21 +2196,26 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int n
 // one thread per output row r, looping over the n tokens: out[t][r] = dot(w[r], x[t]).
 // Each weight row is read once per pass and reused for all n tokens, which is what makes
 // verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Each dot product
-// keeps 8 interleaved partial sums combined in a fixed tree: the order depends only on in_dim,
-// never on n, so an n-token pass gives bitwise the results of n one-token passes.
+// keeps 16 interleaved partial sums combined in a fixed tree: the order depends only on in_dim,
+// never on n, so an n-token pass gives bitwise the results of n one-token passes. (16 rather
+// than 8: two independent vector chains per token halve the add-latency stall when a pass over
+// several tokens is compute-bound; see bench/README.md.)
 __global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= out_dim) { return; }
     const float *wr = w + (size_t)r * in_dim;
     for (int t = 0; t < n; t++) {
         const float *xt = x + (size_t)t * in_dim;
-        float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        float s[16];
+        for (int u = 0; u < 16; u++) { s[u] = 0.0f; }
         int c = 0;
-        for (; c + 8 <= in_dim; c += 8) {
-            for (int u = 0; u < 8; u++) { s[u] += wr[c + u] * xt[c + u]; }
+        for (; c + 16 <= in_dim; c += 16) {
+            for (int u = 0; u < 16; u++) { s[u] += wr[c + u] * xt[c + u]; }
         }
-        for (; c < in_dim; c++) { s[c % 8] += wr[c] * xt[c]; }
-        out[(size_t)t * out_dim + r] = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+        for (; c < in_dim; c++) { s[c % 16] += wr[c] * xt[c]; }
+        for (int u = 0; u < 8; u++) { s[u] += s[u + 8]; }  // the fixed tree: 16 -> 8 -> 4 -> 2 -> 1
+        for (int u = 0; u < 4; u++) { s[u] += s[u + 4]; }
+        out[(size_t)t * out_dim + r] = (s[0] + s[2]) + (s[1] + s[3]);
     }
 }
 
