@@ -8,7 +8,7 @@ NVCC ?= nvcc
 # holds, and greedy self-speculative decoding would no longer be bit-exact.
 CFLAGS ?= -O3 -march=native $(X86_FLAGS)
 CFLAGS += -std=gnu11 -ffp-contract=off -fopenmp -Wall -Wextra -Wno-unused-function -I.
-# x86-64 with AVX-512: gcc's 512-bit code for the 8 partial sums runs ~5x slower than 256-bit
+# x86-64 with AVX-512: gcc's 512-bit code for the matmul's partial sums ran ~5x slower than 256-bit
 # code (measured in bench/README.md), so ask for 256-bit vectors.
 X86_FLAGS := $(if $(filter x86_64,$(shell uname -m)),-mprefer-vector-width=256,)
 LDLIBS = -lm
