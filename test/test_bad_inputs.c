@@ -279,6 +279,9 @@ int main(void) {
     d = model_copy("eos-list");
     edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": [2, 3, 4, 5, 6]");
     run_model_case("eos_token_id lists too many", d, "", "config.json", "eos_token_id");
+    d = model_copy("eos-twice");
+    edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": 2, \"eos_token_id\": [2]");
+    run_model_case("eos_token_id twice", d, "", "config.json", "appears twice");
     d = model_copy("arch");
     edit_text(d, "config.json", "\"LlamaForCausalLM\"", "\"MistralForCausalLM\"");
     run_model_case("not a LLaMA", d, "", "config.json", "architectures");
@@ -344,6 +347,18 @@ int main(void) {
     run_case("unknown flag", buf, "--bogus", "unknown flag");
     snprintf(buf, sizeof(buf), "%s -c 1", m);
     run_case("-c 1", buf, "-c 1", "must be in");
+    snprintf(buf, sizeof(buf), "%s -K 0", m);
+    run_case("-K 0", buf, "-K 0", "must be in");
+    snprintf(buf, sizeof(buf), "%s --exit fixed:2", m);
+    run_case("--exit gamma above 1", buf, "--exit", "must be in");
+    snprintf(buf, sizeof(buf), "%s --method static", m);
+    run_case("--method static without a skip set", buf, "--method static", "needs --skip");
+    snprintf(buf, sizeof(buf), "%s -f %s/no-prompts.txt", m, tmp);
+    run_case("-f unreadable", buf, "no-prompts.txt", "cannot open");
+    path_in(buf, sizeof(buf), tmp, "empty.txt");
+    spit(buf, "\n\n", 2);
+    snprintf(buf, sizeof(buf), "%s -f %s/empty.txt", m, tmp);
+    run_case("-f with no prompts", buf, "empty.txt", "no prompts");
     snprintf(buf, sizeof(buf), "-m %s/no-such-model", tmp);
     run_case("-m names no folder", buf, "no-such-model/config.json", "cannot open");
 
