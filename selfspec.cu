@@ -2755,7 +2755,8 @@ static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *co
 static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp);
 static int selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp);
 static int selector_wants_verify_capture(const Selector *sel);
-static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, SpecParams *sp);
+static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted, int accepted,
+                                  SpecParams *sp);
 static int selector_uses_tree(const Selector *sel);
 static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c);
 
@@ -2980,7 +2981,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
                         (size_t)c->dim * sizeof(float));
             }
         }
-        selector_after_verify(sel, m, want_h ? states : NULL, pos + accepted, sp);
+        selector_after_verify(sel, m, want_h ? states : NULL, pos + accepted, k, accepted, sp);
         st->selections += want_h;
         st->select_ms += time_ms() - tc;
         pos += accepted + 1;
@@ -3366,6 +3367,7 @@ typedef struct {
     SkipSet best;
     Gp gp;
     Rng rng;
+    int drafted, accepted; // drafts verified since the last skip-ratio check (App. C.2)
 } Swift;
 
 static void swift_init(Swift *w, int n_layers, uint64_t seed) {
@@ -3391,8 +3393,20 @@ static void swift_init(Swift *w, int n_layers, uint64_t seed) {
 // the best set carries over to later prompts. Restarting would need a shift detector the paper
 // does not define.
 static void swift_step(Swift *w, Model *m, const int *seq, int pos) {
-    int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
     if (w->done || pos - w->window - 1 < 0) { return; }
+    // SWIFT App. C.2: r is lowered when the acceptance rate stays below 0.7 (0.5 -> 0.4 for
+    // Llama-3-70B). Decision, as the paper gives no schedule: every 50 steps, if the drafts
+    // verified meanwhile were accepted below 0.7, r drops by 0.05 (down to 0.05) and the
+    // search restarts at the new count, its GP cleared (the old points had another count).
+    if (w->steps > 0 && w->steps % 50 == 0 && w->drafted > 0) {
+        if ((double)w->accepted / w->drafted < 0.7 && w->ratio > 0.075f) {
+            w->ratio -= 0.05f;
+            w->best_score = -1.0;
+            w->gp.n = w->gp.total = 0;
+        }
+        w->drafted = w->accepted = 0;
+    }
+    int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
     SkipSet cand;
     if (w->best_score < 0) {
         cand = w->best;           // score the starting point first
@@ -3514,9 +3528,12 @@ static int selector_wants_verify_capture(const Selector *sel) {
     return sel && sel->method == METHOD_CLASP && (sel->rounds + 1) % sel->clasp_interval == 0;
 }
 
-static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, SpecParams *sp) {
+static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted, int accepted,
+                                  SpecParams *sp) {
     if (sel == NULL) { return; }
     sel->rounds++;
+    sel->swift.drafted += drafted;
+    sel->swift.accepted += accepted;
     if (h_last != NULL) { sp->skip = select_clasp(m, h_last, slot, sel->clasp_max_skip); }
 }
 
@@ -3565,7 +3582,7 @@ static void json_write_string(FILE *f, const char *s) {
 typedef struct {
     const char *model_dir, *prompt, *prompt_file, *skip_spec, *skip_file, *dev_prompts, *save_skip;
     int method, n_new, seed, ctx, max_draft, json, compare, iters, cost_model, loi, k_given, exit_given;
-    float temperature, top_p;
+    float temperature, top_p, skip_ratio;
     DraftExit exit;
 } Options;
 
@@ -3594,6 +3611,7 @@ static void usage(void) {
         "                  run per token, deterministic; default for oracle)\n"
         "  --save-skip F   selfsd/oracle: write the chosen skip set as JSON for --skip-file\n"
         "  --loi N         clasp: run the DP every N verifications (default 4)\n"
+        "  --skip-ratio R  swift: fraction of sublayers skipped, lowered while acceptance < 0.7 (default 0.45)\n"
         "  --compare       also run plain decoding in this process: speeds, ratio, identity\n"
         "  --json          print one JSON object per prompt instead of text\n", MAX_DRAFT);
 }
@@ -3678,6 +3696,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         else if (strcmp(a, "--dev-prompts") == 0) { o->dev_prompts = v; }
         else if (strcmp(a, "--save-skip") == 0) { o->save_skip = v; }
         else if (strcmp(a, "--loi") == 0) { o->loi = (int)parse_long(a, v, 1, 1 << 20); }
+        else if (strcmp(a, "--skip-ratio") == 0) { o->skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); }
         else if (strcmp(a, "--objective") == 0) {
             if (strcmp(v, "time") && strcmp(v, "cost")) { flag_error(a, v, "expected time or cost"); }
             o->cost_model = strcmp(v, "cost") == 0;
@@ -3970,6 +3989,7 @@ int main(int argc, char **argv) {
     Selector sel;
     selector_init(&sel, o.method, c->n_layers, (uint64_t)o.seed);
     sel.clasp_interval = o.loi;
+    if (o.skip_ratio > 0) { sel.swift.ratio = o.skip_ratio; }
     int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
     int *out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));

@@ -230,8 +230,39 @@ static void test_methods_lossless(const char *dir) {
     free_model(&m);
 }
 
+// SWIFT App. C.2: on a random-weight model drafts are mostly rejected, so the skip ratio must
+// come down from 0.45 within a few hundred optimization steps, and the output stays lossless.
+static void test_swift_ratio(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN];
+    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    Selector sel;
+    selector_init(&sel, METHOD_SWIFT, m.config.n_layers, 5);
+    int ok = 1;
+    for (int pi = 0; pi < 8; pi++) {
+        int prompt[4] = {1, 7 + pi, 9, 11}, a[64], b[64];
+        Sampler greedy = {0.0f, 1.0f, {1}};
+        GenStats gs;
+        SpecStats st;
+        SpecParams sp;
+        memset(&sp.skip, 0, sizeof(sp.skip));
+        sp.max_draft = 25;
+        sp.exit = draft_exit_default();
+        m.config.n_eos = 0; // run the full 60 tokens
+        int na = generate_plain(&m, prompt, 4, 60, NULL, &greedy, a, NULL, NULL, NULL, &gs);
+        int nb = generate_spec(&m, prompt, 4, 60, &sp, &sel, &greedy, b, NULL, NULL, NULL, &st);
+        ok &= na == nb && memcmp(a, b, (size_t)na * sizeof(int)) == 0;
+    }
+    check(ok, "SWIFT with a falling skip ratio is not lossless");
+    printf("  SWIFT App. C.2: skip ratio 0.45 -> %.2f after %d steps on %s\n", sel.swift.ratio, sel.swift.steps, dir);
+    check(sel.swift.ratio < 0.44f, "SWIFT kept its skip ratio at %.2f although drafts were mostly rejected", sel.swift.ratio);
+    selector_free(&sel);
+    free_model(&m);
+}
+
 int main(void) {
     test_gp();
+    test_swift_ratio("tiny_models/llama2-tiny-random");
     test_tree_mask();
     test_planted("tiny_models/llama2-tiny-random");
     test_dp_vs_brute_force("tiny_models/llama2-tiny-random");
