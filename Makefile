@@ -21,7 +21,7 @@ TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
-.PHONY: all cuda test test-cuda test-asan fuzz demo bench help clean
+.PHONY: all cuda test test-big test-cuda test-asan fuzz demo bench help clean
 
 # the CPU binary ./selfspec
 all: selfspec
