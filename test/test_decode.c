@@ -71,7 +71,7 @@ static int compare_runs(const int *a, int na, const int *b, int nb, const float 
     int first = -1;
     for (int t = 0; t < na || t < nb; t++) { if (t >= na || t >= nb || a[t] != b[t]) { first = t; break; } }
     if (!check(first < 0, "%s: tokens differ at %d (plain %d, spec %d; lengths %d vs %d)", what, first,
-               first < na ? a[first] : -1, first < nb ? b[first] : -1, na, nb)) {
+               first >= 0 && first < na ? a[first] : -1, first >= 0 && first < nb ? b[first] : -1, na, nb)) {
         return 0;
     }
     for (int t = 0; t < na; t++) {
