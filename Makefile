@@ -50,8 +50,9 @@ test: selfspec $(TESTS)
 	@sh test/run_tests.sh $(TESTS)
 
 # the whole suite again with AddressSanitizer and UBSan: the binary and the tests are built in
-# build/asan/ (-O1 -g) and the tests run the sanitized ./selfspec through SELFSPEC_BIN
-ASAN_FLAGS = -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+# build/asan/ and the tests run the sanitized ./selfspec through SELFSPEC_BIN. Slow (the kernels'
+# every load is checked: 11 minutes on 2 cores); a subset: make test-asan TESTS="test/test_x ..."
+ASAN_FLAGS = -O2 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
 ASAN_CFLAGS = $(ASAN_FLAGS) -std=gnu11 -ffp-contract=off -fopenmp -Wall -Wextra -Wno-unused-function -I.
 build/asan/selfspec: selfspec.cu selfspec.h
 	@mkdir -p build/asan/test
