@@ -2298,6 +2298,15 @@ static int skip_count(const SkipSet *s, int n_layers) {
     return k;
 }
 
+// Attention and MLP of every odd layer, never the last: SWIFT's starting point (as its code
+// does), CLaSp's draft until its first DP, and the bench's 50% draft.
+static SkipSet alternate_layers(int n_layers) {
+    SkipSet s;
+    memset(&s, 0, sizeof(s));
+    for (int l = 1; l < n_layers - 1; l += 2) { s.attn[l] = s.mlp[l] = 1; }
+    return s;
+}
+
 // No product here can overflow: read_config bounds every size by 2^24, n_layers by 256 and
 // n_heads * head_dim by 2^24, so the largest, n_layers * seq_len * kv_dim, is below 2^56.
 static void build_run_state(RunState *s, const Config *c, int max_tokens) {
@@ -3379,8 +3388,7 @@ static void swift_init(Swift *w, int n_layers, uint64_t seed) {
     w->target = 0.95f;
     w->ratio = 0.45f;
     w->best_score = -1.0;
-    // the starting point: attention and MLP of every odd layer, never the last (as the code does)
-    for (int l = 1; l < n_layers - 1; l += 2) { w->best.attn[l] = w->best.mlp[l] = 1; }
+    w->best = alternate_layers(n_layers); // the starting point
     gp_init(&w->gp, 2 * n_layers);
     rng_seed(&w->rng, seed);
 }
@@ -3508,9 +3516,7 @@ static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp) {
     } else if (sel->method == METHOD_SWIFT) {
         sp->skip = sel->swift.best;
     } else if (sel->method == METHOD_CLASP) {
-        // until the first DP: skip every other layer, never the first or last (SWIFT's start)
-        memset(&sp->skip, 0, sizeof(sp->skip));
-        for (int l = 1; l < m->config.n_layers - 1; l += 2) { sp->skip.attn[l] = sp->skip.mlp[l] = 1; }
+        sp->skip = alternate_layers(m->config.n_layers); // until the first DP
     }
 }
 
@@ -3559,7 +3565,7 @@ static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
 // pass costs one full step.
 static double expected_speedup(double mean_accepted, double alpha, double skip_ratio) {
     double c = 1.0 - skip_ratio;
-    if (alpha <= 0.0) { return 1.0 / (1.0 + 0.0 * c); }
+    if (alpha <= 0.0) { return 1.0; } // nothing accepted: M = 1, and Eq. 6's first form gives 1
     return mean_accepted * alpha / ((mean_accepted - 1.0) * c + alpha);
 }
 

@@ -35,9 +35,7 @@ int main(int argc, char **argv) {
     for (int t = 0; t < 80; t++) { tokens[t] = (7 * t + 3) % m.config.vocab_size; }
     int row;
     prefill(&m, tokens, 64, NULL, &row);
-    SkipSet half;
-    memset(&half, 0, sizeof(half));
-    for (int l = 1; l < m.config.n_layers - 1; l += 2) { half.attn[l] = half.mlp[l] = 1; }
+    SkipSet half = alternate_layers(m.config.n_layers);
     median_pass_ms(&m, tokens + 64, 1, NULL, 3); // warm up
     double t1 = median_pass_ms(&m, tokens + 64, 1, NULL, repeats);
     printf("%s | %s | %d layers, dim %d, vocab %d, %.0f MB fp32 weights\n", argv[1], device_name(),
