@@ -2193,30 +2193,61 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int n
     for (int d = 0; d < dim; d++) { out[(size_t)t * dim + d] = w[d] * (xt[d] * scale); }
 }
 
+// Dot products of one weight row wr with n_tok consecutive token vectors (n_tok <= 8),
+// written to out[0], out[out_dim], ... Each dot product keeps 16 interleaved partial sums,
+// s[u] += w[c] x[c] for c = u mod 16, combined in a fixed tree: the order depends only on
+// in_dim, never on how many tokens share the sweep, so an n-token pass gives bitwise the
+// results of n one-token passes. The input index c is the outer loop and the tokens the inner
+// one: each chunk of 16 weights is loaded once and multiplied into every token's sums, which
+// stay in registers when n_tok is a constant. "omp simd" makes the 16-wide chunk the vector
+// (gcc 12 otherwise vectorizes across chunks, 6x slower); nvcc and compilers without OpenMP
+// ignore it.
+enum { MAX_SWEEP_TOKENS = 8 };
+__device__ void dot_row_tokens(float *out, const float *wr, const float *x, int n_tok, int in_dim, int out_dim) {
+    float s[MAX_SWEEP_TOKENS][16];
+    for (int t = 0; t < n_tok; t++) {
+        for (int u = 0; u < 16; u++) { s[t][u] = 0.0f; }
+    }
+    int c = 0;
+    for (; c + 16 <= in_dim; c += 16) {
+        for (int t = 0; t < n_tok; t++) {
+            const float *xt = x + (size_t)t * in_dim;
+#pragma omp simd
+            for (int u = 0; u < 16; u++) { s[t][u] += wr[c + u] * xt[c + u]; }
+        }
+    }
+    for (int t = 0; t < n_tok; t++) {
+        const float *xt = x + (size_t)t * in_dim;
+        for (int cc = c; cc < in_dim; cc++) { s[t][cc % 16] += wr[cc] * xt[cc]; }
+        for (int u = 0; u < 8; u++) { s[t][u] += s[t][u + 8]; } // the fixed tree: 16 -> 8 -> 4 -> 2 -> 1
+        for (int u = 0; u < 4; u++) { s[t][u] += s[t][u + 4]; }
+        out[(size_t)t * out_dim] = (s[t][0] + s[t][2]) + (s[t][1] + s[t][3]);
+    }
+}
+
 // one thread per output row r, looping over the n tokens: out[t][r] = dot(w[r], x[t]).
-// Each weight row is read once per pass and reused for all n tokens, which is what makes
-// verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Each dot product
-// keeps 16 interleaved partial sums combined in a fixed tree: the order depends only on in_dim,
-// never on n, so an n-token pass gives bitwise the results of n one-token passes. (16 rather
-// than 8: two independent vector chains per token halve the add-latency stall when a pass over
-// several tokens is compute-bound; see bench/README.md.)
+// Each weight row is read from memory once per pass and reused for all n tokens, which is what
+// makes verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Once a pass
+// over several tokens is compute-bound (on the CPU from about 4 tokens), what counts is how
+// often a weight is loaded into a register: the tokens go through dot_row_tokens 8 at a time,
+// then 4, then one by one, each sweep a constant count the compiler can keep in registers
+// (8 x 16 sums fill AVX-512's 32 vector registers; with AVX2's 16 the 8-sweep spills a little
+// and is still as fast as the 4-sweep). bench/README.md has the measurements.
 __global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= out_dim) { return; }
     const float *wr = w + (size_t)r * in_dim;
-    for (int t = 0; t < n; t++) {
-        const float *xt = x + (size_t)t * in_dim;
-        float s[16];
-        for (int u = 0; u < 16; u++) { s[u] = 0.0f; }
-        int c = 0;
-        for (; c + 16 <= in_dim; c += 16) {
-            for (int u = 0; u < 16; u++) { s[u] += wr[c + u] * xt[c + u]; }
-        }
-        for (; c < in_dim; c++) { s[c % 16] += wr[c] * xt[c]; }
-        for (int u = 0; u < 8; u++) { s[u] += s[u + 8]; }  // the fixed tree: 16 -> 8 -> 4 -> 2 -> 1
-        for (int u = 0; u < 4; u++) { s[u] += s[u + 4]; }
-        out[(size_t)t * out_dim + r] = (s[0] + s[2]) + (s[1] + s[3]);
-    }
+    int t = 0;
+    for (; t + 8 <= n; t += 8) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 8, in_dim, out_dim); }
+    for (; t + 4 <= n; t += 4) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 4, in_dim, out_dim); }
+    for (; t < n; t++) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 1, in_dim, out_dim); }
+}
+
+// dot(a, b) over n elements, in the same fixed order as the matmul
+__device__ float dot(const float *a, const float *b, int n) {
+    float result;
+    dot_row_tokens(&result, a, b, 1, n, 0);
+    return result;
 }
 
 // one thread per (token, head, pair i): rotate (v[i], v[i + half]) by angle (pos + depth[t]) * f_i.
@@ -2251,10 +2282,7 @@ __global__ void attention_kernel(float *out, float *att, const float *q, const f
     float scale = 1.0f / sqrtf((float)head_dim), max = -FLT_MAX;
     for (int s = 0; s < pos + n; s++) {
         if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-        const float *k = key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim;
-        float dot = 0.0f;
-        for (int d = 0; d < head_dim; d++) { dot += qt[d] * k[d]; }
-        a[s] = dot * scale;
+        a[s] = dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) * scale;
         max = a[s] > max ? a[s] : max;
     }
     float sum = 0.0f;
@@ -2263,15 +2291,16 @@ __global__ void attention_kernel(float *out, float *att, const float *q, const f
         a[s] = expf(a[s] - max);
         sum += a[s];
     }
+    // o[d] = sum_s a[s] v[s][d], summed over s in order for every d; the key loop is the outer
+    // one so that the inner loop walks a contiguous value row (and vectorizes over d)
     float *o = out + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
-    for (int d = 0; d < head_dim; d++) {
-        float acc = 0.0f;
-        for (int s = 0; s < pos + n; s++) {
-            if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-            acc += a[s] * value_cache[(size_t)s * kv_dim + (size_t)kvh * head_dim + d];
-        }
-        o[d] = acc / sum;
+    for (int d = 0; d < head_dim; d++) { o[d] = 0.0f; }
+    for (int s = 0; s < pos + n; s++) {
+        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
+        const float *v = value_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim;
+        for (int d = 0; d < head_dim; d++) { o[d] += a[s] * v[d]; }
     }
+    for (int d = 0; d < head_dim; d++) { o[d] = o[d] / sum; }
 }
 
 // one thread per element: x += y (the residual add; each thread owns its element)

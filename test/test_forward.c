@@ -136,7 +136,7 @@ static int first_diff(const float *a, const float *b, size_t n) {
 }
 
 static void test_bit_identity(Model *m, const char *target) {
-    int ids[24], n = 24, vocab = m->config.vocab_size;
+    int ids[23], n = 23, vocab = m->config.vocab_size; // 23 = 8 + 8 + 4 + 1 + 1 + 1: every matmul sweep
     Rng r;
     rng_seed(&r, 7);
     for (int t = 0; t < n; t++) { ids[t] = (int)(rng_u32(&r) % (uint32_t)vocab); }
@@ -197,16 +197,22 @@ static void test_kernels(void) {
     float *x = random_floats(&r, N * IN, 1.0f), *w = random_floats(&r, OUT * IN, 1.0f);
     float *out = (float *)calloc_check(N * IN, sizeof(float));
     double want[N * IN];
-    // matmul, odd sizes (in_dim not a multiple of 8)
-    LAUNCH(matmul_kernel, OUT, out, x, w, N, IN, OUT);
-    for (int t = 0; t < N; t++) {
+    // matmul, odd sizes (in_dim not a multiple of 16), over 13 tokens so that the 8-, 4- and
+    // 1-token sweeps of the kernel all run
+    enum { MN = 13 };
+    float *mx = random_floats(&r, MN * IN, 1.0f), *mout = (float *)calloc_check(MN * OUT, sizeof(float));
+    double mwant[MN * OUT];
+    LAUNCH(matmul_kernel, OUT, mout, mx, w, MN, IN, OUT);
+    for (int t = 0; t < MN; t++) {
         for (int o = 0; o < OUT; o++) {
             double s = 0;
-            for (int c = 0; c < IN; c++) { s += (double)w[o * IN + c] * x[t * IN + c]; }
-            want[t * OUT + o] = s;
+            for (int c = 0; c < IN; c++) { s += (double)w[o * IN + c] * mx[t * IN + c]; }
+            mwant[t * OUT + o] = s;
         }
     }
-    check_close("matmul_kernel 3x37 -> 13", out, want, N * OUT, 1e-5);
+    check_close("matmul_kernel 13x37 -> 13", mout, mwant, MN * OUT, 1e-5);
+    free(mx);
+    free(mout);
     // rmsnorm
     float *g = random_floats(&r, IN, 1.0f);
     LAUNCH(rmsnorm_kernel, N, out, x, g, N, IN, 1e-5f);
