@@ -3345,17 +3345,21 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
     kv_slots(m, slot, M > 0 ? M : 1, saved, 1);
     memcpy(g, h, row * sizeof(float)); // g(0, 0) = h_0
     for (int i = 1; i <= L; i++) {
-        int top = i < M ? i : M;       // j ranges over 0..min(i, M)
-        int n_run = (i - 1 < M ? i - 1 : M); // g(i-1, j) exists for j <= min(i-1, M)
-        if (n_run > 0) {               // f_i on g(i-1, 1..n_run) in one batch
-            memcpy(batch, g + row, (size_t)n_run * row * sizeof(float));
+        // Only states that can still end at (L, M) matter: after layer i at most L - i more
+        // layers can be skipped, so j >= M - (L - i). This band roughly halves the layers run.
+        int lo = M - (L - i) > 1 ? M - (L - i) : 1;
+        int top = i < M ? i : M;             // j ranges over lo..min(i, M)
+        int run_top = i - 1 < M ? i - 1 : M; // g(i-1, j) exists for j <= min(i-1, M)
+        int n_run = run_top - lo + 1;
+        if (n_run > 0) {                     // f_i on g(i-1, lo..run_top) in one batch
+            memcpy(batch, g + (size_t)lo * row, (size_t)n_run * row * sizeof(float));
             run_layer_batch(m, i - 1, batch, n_run, slot);
         }
         const float *hi = h + (size_t)(2 * i) * row;
         memcpy(next, hi, row * sizeof(float));
-        for (int j = 1; j <= top; j++) {
+        for (int j = lo; j <= top; j++) {
             const float *skip_state = g + (size_t)(j - 1) * row;
-            const float *run_state = j <= n_run ? batch + (size_t)(j - 1) * row : NULL;
+            const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
             int take_skip = run_state == NULL || cosine(hi, skip_state, dim) > cosine(hi, run_state, dim);
             memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
             skipped[i * (M + 1) + j] = (unsigned char)take_skip;

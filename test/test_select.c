@@ -2,7 +2,8 @@
 //   - planted redundancy: with o_proj / down_proj zeroed in memory, those sublayers are exactly
 //     the identity; ASD, CLaSp, SWIFT, Self-SD and the oracle must all find them;
 //   - every method is lossless: greedy output equals plain greedy decoding;
-//   - units: the GP posterior on a 3-point example, the CLaSp DP against brute force, the tree.
+//   - units: the GP posterior on a 3-point example, the CLaSp DP against brute force and against
+//     its full table, the tree.
 #define TESTING
 #include "../selfspec.cu"
 #include "testing.h"
@@ -187,6 +188,70 @@ static void test_dp_vs_brute_force(const char *dir) {
     free_model(&m);
 }
 
+// CLaSp Eq. 2 written out over the whole (L+1) x (M+1) table, one state through one layer at a
+// time: select_clasp's band (states that cannot reach (L, M) are left out) and its batching
+// must not change the answer.
+static SkipSet clasp_full_table(Model *m, const float *h, int slot, int M) {
+    int L = m->config.n_layers, dim = m->config.dim;
+    size_t row = (size_t)dim;
+    float *g = (float *)malloc_check((size_t)(L + 1) * (M + 1) * row * sizeof(float));
+    float *run = (float *)malloc_check(row * sizeof(float));
+    unsigned char *skipped = (unsigned char *)calloc_check((size_t)(L + 1) * (M + 1), 1);
+    float *saved = (float *)malloc_check((size_t)2 * L * m->config.n_kv_heads * m->config.head_dim * sizeof(float));
+    kv_slots(m, slot, 1, saved, 1);
+    memcpy(g, h, row * sizeof(float));
+    for (int i = 1; i <= L; i++) {
+        const float *hi = h + (size_t)(2 * i) * row;
+        memcpy(g + (size_t)i * (M + 1) * row, hi, row * sizeof(float));
+        for (int j = 1; j <= M && j <= i; j++) {
+            const float *skip_state = g + ((size_t)(i - 1) * (M + 1) + j - 1) * row;
+            int take_skip = 1;
+            if (j <= i - 1) {
+                memcpy(run, g + ((size_t)(i - 1) * (M + 1) + j) * row, row * sizeof(float));
+                run_layer_batch(m, i - 1, run, 1, slot);
+                take_skip = cosine(hi, skip_state, dim) > cosine(hi, run, dim);
+            }
+            memcpy(g + ((size_t)i * (M + 1) + j) * row, take_skip ? skip_state : run, row * sizeof(float));
+            skipped[i * (M + 1) + j] = (unsigned char)take_skip;
+        }
+    }
+    kv_slots(m, slot, 1, saved, 0);
+    SkipSet s;
+    memset(&s, 0, sizeof(s));
+    for (int i = L, j = M; i > 0 && j > 0; i--) {
+        if (skipped[i * (M + 1) + j]) { s.attn[i - 1] = s.mlp[i - 1] = 1; j--; }
+    }
+    free(g);
+    free(run);
+    free(skipped);
+    free(saved);
+    return s;
+}
+
+static void test_dp_band(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN];
+    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    int L = m.config.n_layers, dim = m.config.dim, prompt[40], same = 0, cases = 0;
+    for (int t = 0; t < 40; t++) { prompt[t] = 5 + 11 * t; }
+    float *h = (float *)malloc_check((size_t)(2 * L + 1) * dim * sizeof(float));
+    for (int M = 1; M < L; M++) {
+        for (int slot = 12; slot < 36; slot += 8) {
+            int idx[1] = {slot};
+            Capture cap = {1, idx, h};
+            forward(&m, prompt, slot + 1, 0, NULL, NULL, &cap);
+            SkipSet a = select_clasp(&m, h, slot, M), b = clasp_full_table(&m, h, slot, M);
+            same += memcmp(a.attn, b.attn, sizeof(a.attn)) == 0 && memcmp(a.mlp, b.mlp, sizeof(a.mlp)) == 0 &&
+                    skip_count(&a, L) == 2 * M;
+            cases++;
+        }
+    }
+    check(same == cases, "CLaSp: the banded, batched DP differs from the full table in %d of %d cases", cases - same,
+          cases);
+    free(h);
+    free_model(&m);
+}
+
 // ---------------------------------------------------------------------------- losslessness
 
 static void test_methods_lossless(const char *dir) {
@@ -266,6 +331,8 @@ int main(void) {
     test_tree_mask();
     test_planted("tiny_models/llama2-tiny-random");
     test_dp_vs_brute_force("tiny_models/llama2-tiny-random");
+    test_dp_band("tiny_models/llama2-tiny-random");
+    test_dp_band("tiny_models/llama3-tiny-random");
     test_methods_lossless("tiny_models/llama2-tiny-random");
     test_methods_lossless("tiny_models/llama3-tiny-random");
     return test_summary("test_select");
