@@ -111,11 +111,15 @@ def spec_methods(name, model, set_name, n, repeats, env, dev_file, iters):
         ratio = statistics.mean(r["skip_ratio"] for r in rows)
         expected = M * alpha / ((M - 1) * (1 - ratio) + alpha) if alpha > 0 else 1
         decode = sum(r["decode_ms"] for r in rows)
+        verify = sum(r["verify_ms"] for r in rows)
+        calls = sum(r["selections"] for r in rows)
         search = sum(r["search_ms"] for r in rows)           # offline, before decoding (selfsd)
         select = sum(r["select_ms"] for r in rows) - search  # during decoding (swift, asd, clasp)
         tps = sum(r["n_tokens"] for r in rows) / decode * 1000
         sp = statistics.median(speedups)
-        table.append((label, ratio, alpha, M, tps, sp, sp / expected, select / (decode + 1e-9), search / 1e3,
+        # one selection call (a SWIFT step, a CLaSp DP) in units of one verification pass
+        per_call = "%.2f" % ((select / calls) / (verify / rounds)) if calls and rounds and label in ("swift", "clasp") else "-"
+        table.append((label, ratio, alpha, M, tps, sp, sp / expected, select / (decode + 1e-9), per_call, search / 1e3,
                       rows[-1]["skip"]["attn"], rows[-1]["skip"]["mlp"]))
     return table
 
@@ -173,11 +177,13 @@ def main():
         print("```\n" + run(["./bench/verify_cost", model, "9"], env).strip() + "\n```\n")
         for set_name in SETS:
             print(f"### {name}, {set_name} prompts, greedy, {a.n} tokens, speedup vs plain decoding in the same process\n")
-            print("| method | skip ratio | α | M | tokens/s | speedup | measured/expected | selection share | search (s) | attn | mlp |")
-            print("|---|---|---|---|---|---|---|---|---|---|---|")
+            print("| method | skip ratio | α | M | tokens/s | speedup | measured/expected | selection share | "
+                  "call / verify pass | search (s) | attn | mlp |")
+            print("|---|---|---|---|---|---|---|---|---|---|---|---|")
             for row in spec_methods(name, model, set_name, a.n, repeats, env, dev_file, a.selfsd_iters):
-                print("| %s | %.2f | %.3f | %.2f | %.1f | %.2fx | %.2f | %.1f%% | %.1f | `%s` | `%s` |" %
-                      (row[0], row[1], row[2], row[3], row[4], row[5], row[6], 100 * row[7], row[8], row[9], row[10]))
+                print("| %s | %.2f | %.3f | %.2f | %.1f | %.2fx | %.2f | %.1f%% | %s | %.1f | `%s` | `%s` |" %
+                      (row[0], row[1], row[2], row[3], row[4], row[5], row[6], 100 * row[7], row[8], row[9], row[10],
+                       row[11]))
             print()
         if not a.quick and hf_model is not None:
             import transformers

@@ -264,6 +264,7 @@ static void test_methods_lossless(const char *dir) {
         Selector sel;
         selector_init(&sel, methods[mi], L, 11);
         sel.swift.max_steps = 6;   // reach SWIFT's tree-verified acceleration phase within the test
+        sel.swift.budget = 1.0f;   // the paper's schedule, a step before every round: no timing
         sel.clasp_interval = 1 + mi % 2;
         DraftExit exit = draft_exit_default();
         for (int pi = 0; pi < 6; pi++) { // the selector's state carries across prompts, as in a run
@@ -303,6 +304,7 @@ static void test_swift_ratio(const char *dir) {
     if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
     Selector sel;
     selector_init(&sel, METHOD_SWIFT, m.config.n_layers, 5);
+    sel.swift.budget = 1.0f; // a step before every round, as in the paper: no timing in the test
     int ok = 1;
     for (int pi = 0; pi < 8; pi++) {
         int prompt[4] = {1, 7 + pi, 9, 11}, a[64], b[64];
@@ -325,9 +327,43 @@ static void test_swift_ratio(const char *dir) {
     free_model(&m);
 }
 
+// SWIFT's CPU budget: with the default 2% a step runs only while the steps so far took at most
+// 2% of the decoding time so far, so a run has far fewer steps than verifications, and the
+// time in steps exceeds 2% of the decoding time by about the last step at most.
+static void test_swift_budget(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN];
+    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    Selector sel;
+    selector_init(&sel, METHOD_SWIFT, m.config.n_layers, 5);
+    m.config.n_eos = 0;
+    int rounds = 0;
+    double last_step = 0;
+    for (int pi = 0; pi < 4; pi++) {
+        int prompt[4] = {1, 3 + pi, 9, 11}, b[64];
+        Sampler greedy = {0.0f, 1.0f, {1}};
+        SpecStats st;
+        SpecParams sp;
+        memset(&sp.skip, 0, sizeof(sp.skip));
+        sp.max_draft = 25;
+        sp.exit = draft_exit_default();
+        generate_spec(&m, prompt, 4, 60, &sp, &sel, &greedy, b, NULL, NULL, NULL, &st);
+        rounds += st.rounds;
+        if (st.selections > 0) { last_step = sel.swift.opt_ms / sel.swift.steps; }
+    }
+    double elapsed = sel.swift.run_ms, share = sel.swift.opt_ms / elapsed;
+    printf("  SWIFT budget 0.02: %d steps in %d verifications, %.1f%% of the time\n", sel.swift.steps, rounds, 100 * share);
+    check(sel.swift.steps >= 1 && sel.swift.steps < rounds / 2, "SWIFT budget: %d steps in %d verifications",
+          sel.swift.steps, rounds);
+    check(sel.swift.opt_ms <= 0.02 * elapsed + 4 * last_step, "SWIFT budget: steps took %.1f%% of the time", 100 * share);
+    selector_free(&sel);
+    free_model(&m);
+}
+
 int main(void) {
     test_gp();
     test_swift_ratio("tiny_models/llama2-tiny-random");
+    test_swift_budget("tiny_models/llama2-tiny-random");
     test_tree_mask();
     test_planted("tiny_models/llama2-tiny-random");
     test_dp_vs_brute_force("tiny_models/llama2-tiny-random");
