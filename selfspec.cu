@@ -2973,6 +2973,10 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
         int k_max = k_cap;
         if (k_max > c->seq_len - 1 - pos) { k_max = c->seq_len - 1 - pos; }
         if (k_max > max_new - n - 1) { k_max = max_new - n - 1; }
+        // A draft that skips nothing is the full model: each draft token would cost a full pass
+        // that verification then repeats. Decision: an empty skip set drafts nothing, and the
+        // round is a plain decoding step (so Self-SD's search measures plain decoding for it).
+        if (skip_count(&sp->skip, L) == 0) { k_max = 0; }
         // Tree verification is greedy only. Sampling keeps the chain: several candidates per
         // position stay exact only with a recursive rule (each rejected sibling's mass removed
         // from both p and the without-replacement q before the next is tried), and the official
@@ -3412,6 +3416,7 @@ typedef struct {
     Rng rng;
     int rounds, drafted, accepted; // verifications, and drafts verified since the last ratio check
     double run_ms, opt_ms, last_ms; // decoding time seen (steps included), time in steps, last round's start
+    double step_ms;                 // the last step's time: what the next one will likely cost
 } Swift;
 
 static void swift_init(Swift *w, int n_layers, uint64_t seed) {
@@ -3452,14 +3457,16 @@ static SkipSet uniform_skip_set(int n_layers, int count) {
 // Decision on cost (CPU): the paper runs a step before every decoding step and reports the
 // steps at 0.8% of the time (Fig. 6), amortized over 1000 instances, with one 32-token draft
 // pass costing about one decoding step on a GPU. On the CPU that pass is compute-bound and
-// costs several decoding steps, so a step runs only while the steps so far have taken at most
-// `budget` of the decoding time so far (--swift-budget, default 0.02; 1 restores the paper's
-// schedule). Fig. 8a's knobs S and beta trade the same optimization against speed.
+// costs several decoding steps, so a step runs only if the steps so far plus this one (priced
+// at the last step's time) stay within `budget` of the decoding time so far (--swift-budget,
+// default 0.02; 1 restores the paper's schedule). The first step always runs. Fig. 8a's knobs
+// S and beta trade the same optimization against speed.
 static void swift_step(Swift *w, Model *m, const int *seq, int pos) {
     double t0 = time_ms();
     if (w->last_ms > 0) { w->run_ms += t0 - w->last_ms; } // the previous round, its step included
     w->last_ms = t0;
-    if (w->done || pos - w->window - 1 < 0 || w->opt_ms > w->budget * w->run_ms) { return; }
+    int within_budget = w->budget >= 1.0f || w->opt_ms + w->step_ms <= w->budget * w->run_ms;
+    if (w->done || pos - w->window - 1 < 0 || !within_budget) { return; }
     int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
     SkipSet cand;
     if (w->best_score < 0) {
@@ -3477,7 +3484,8 @@ static void swift_step(Swift *w, Model *m, const int *seq, int pos) {
     if (score > w->best_score) { w->best_score = score; w->best = cand; w->since_best = 0; }
     else { w->since_best++; }
     w->done = w->steps >= w->max_steps || w->since_best >= w->patience || w->best_score > w->target;
-    w->opt_ms += time_ms() - t0;
+    w->step_ms = time_ms() - t0;
+    w->opt_ms += w->step_ms;
 }
 
 // SWIFT App. C.2: r is lowered when the acceptance rate stays below 0.7 (0.5 -> 0.4 for

@@ -261,17 +261,29 @@ static void test_edges(const char *dir) {
     // -n 1
     run_pair(&m, prompt, 10, 1, &some, 12, "-n 1", &n);
     check(n == 1, "-n 1 gave %d tokens", n);
-    // EOS inside an accepted draft: with an empty skip set every draft is accepted, so making the
-    // 5th plain token an EOS puts it mid-draft; both must stop right after it
-    int plain[16];
+    // An empty skip set drafts nothing: every round is one plain decoding step.
+    SpecStats st;
+    SpecParams sp = {none, 12, draft_exit_default()};
+    int out[16];
     Sampler greedy = {0.0f, 1.0f, {1}};
+    generate_spec(&m, prompt, 10, 8, &sp, NULL, &greedy, out, NULL, NULL, NULL, &st);
+    check(st.drafted == 0 && st.rounds == 7, "empty skip set: %d drafted in %d rounds, want 0 in 7", st.drafted,
+          st.rounds);
+    // EOS inside an accepted draft: with layer 1's o_proj zeroed its attention sublayer is the
+    // identity, so a draft skipping it is the full model and every draft is accepted; making the
+    // 5th plain token an EOS puts it mid-draft, and both must stop right after it
+    SkipSet identity;
+    parse_skip_spec("attn:1", m.config.n_layers, &identity, err);
+    size_t wo = (size_t)m.config.dim * m.config.n_heads * m.config.head_dim;
+    memset(m.weights.wo + wo, 0, wo * sizeof(float));
+    int plain[16];
     GenStats gs;
     generate_plain(&m, prompt, 3, 12, NULL, &greedy, plain, NULL, NULL, NULL, &gs);
     int first_at = 0;
     while (first_at < 4 && plain[first_at] != plain[4]) { first_at++; }
     m.config.eos_ids[0] = plain[4];
     m.config.n_eos = 1;
-    run_pair(&m, prompt, 3, 12, &none, 12, "EOS inside an accepted draft", &n);
+    run_pair(&m, prompt, 3, 12, &identity, 12, "EOS inside an accepted draft", &n);
     check(n == first_at + 1, "EOS inside a draft: %d tokens, want %d", n, first_at + 1);
     free_model(&m);
 }
