@@ -2230,7 +2230,7 @@ __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int 
 // makes verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Once a pass
 // over several tokens is compute-bound (on the CPU from about 4 tokens), what counts is how
 // often a weight is loaded into a register: the tokens go through dot_row_tokens 8 at a time,
-// then 4, then one by one, each sweep a constant count the compiler can keep in registers
+// then 4, 2 and 1, each sweep a constant count the compiler can keep in registers
 // (8 x 16 sums fill AVX-512's 32 vector registers; with AVX2's 16 the 8-sweep spills a little
 // and is still as fast as the 4-sweep). bench/README.md has the measurements.
 __global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
@@ -2240,6 +2240,7 @@ __global__ void matmul_kernel(float *out, const float *x, const float *w, int n,
     int t = 0;
     for (; t + 8 <= n; t += 8) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 8, in_dim, out_dim); }
     for (; t + 4 <= n; t += 4) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 4, in_dim, out_dim); }
+    for (; t + 2 <= n; t += 2) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 2, in_dim, out_dim); }
     for (; t < n; t++) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 1, in_dim, out_dim); }
 }
 
