@@ -353,6 +353,12 @@ int main(void) {
     run_case("--exit gamma above 1", buf, "--exit", "must be in");
     snprintf(buf, sizeof(buf), "%s --method static", m);
     run_case("--method static without a skip set", buf, "--method static", "needs --skip");
+    snprintf(buf, sizeof(buf), "%s --method swift --swift-budget 0", m);
+    run_case("--swift-budget 0", buf, "--swift-budget 0", "must be in (0");
+    snprintf(buf, sizeof(buf), "%s --method swift --swift-budget 1.5", m);
+    run_case("--swift-budget above 1", buf, "--swift-budget 1.5", "must be in (0");
+    snprintf(buf, sizeof(buf), "%s --method swift --swift-budget 2%%", m);
+    run_case("--swift-budget not a number", buf, "--swift-budget 2%", "not a number");
     snprintf(buf, sizeof(buf), "%s -f %s/no-prompts.txt", m, tmp);
     run_case("-f unreadable", buf, "no-prompts.txt", "cannot open");
     path_in(buf, sizeof(buf), tmp, "empty.txt");
