@@ -3625,9 +3625,11 @@ static void selector_after_verify(Selector *sel, Model *m, const float *h_last, 
     if (h_last != NULL) { sp->skip = select_clasp(m, h_last, slot, sel->clasp_max_skip); }
 }
 
-// SWIFT's confidence-aware inference (Sec. 4.2) applies once its optimization has stopped.
+// SWIFT's confidence-aware inference (Sec. 4.2) applies in both phases: footnote 1 of Sec. 4.2
+// says it is also used while optimizing, with the best set so far, and the official code
+// verifies a tree on every step.
 static int selector_uses_tree(const Selector *sel) {
-    return sel && sel->method == METHOD_SWIFT && sel->swift.done;
+    return sel && sel->method == METHOD_SWIFT;
 }
 
 // ----------------------------------------------------------------------------

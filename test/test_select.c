@@ -263,7 +263,7 @@ static void test_methods_lossless(const char *dir) {
     for (int mi = 0; mi < 3; mi++) {
         Selector sel;
         selector_init(&sel, methods[mi], L, 11);
-        sel.swift.max_steps = 6;   // reach SWIFT's tree-verified acceleration phase within the test
+        sel.swift.max_steps = 6;   // reach SWIFT's acceleration phase within the test
         sel.swift.budget = 1.0f;   // the paper's schedule, a step before every round: no timing
         sel.clasp_interval = 1 + mi % 2;
         DraftExit exit = draft_exit_default();
