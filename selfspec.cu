@@ -3618,10 +3618,7 @@ static void selector_after_verify(Selector *sel, Model *m, const float *h_last, 
                                   SpecParams *sp) {
     if (sel == NULL) { return; }
     sel->rounds++;
-    if (sel->method == METHOD_SWIFT) {
-        swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted);
-        sp->skip = sel->swift.best;
-    }
+    if (sel->method == METHOD_SWIFT) { swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted); }
     if (h_last != NULL) { sp->skip = select_clasp(m, h_last, slot, sel->clasp_max_skip); }
 }
 
