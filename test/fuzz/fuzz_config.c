@@ -14,13 +14,7 @@ static void config_init(void) {
 
 static int config_one(const uint8_t *data, size_t size) {
     fuzz_write("config.json", data, size);
-    Model m;
-    char err[SS_ERR_LEN];
-    if (build_model(&m, fuzz_dir(), 0, err) == 0) {
-        int tokens[2] = {1, 2};
-        if (m.config.seq_len >= 2) { forward(&m, tokens, 2, 0, NULL, NULL, NULL); } // a fuzzed context may be 1
-        free_model(&m);
-    }
+    fuzz_load_and_forward();
     return 0;
 }
 

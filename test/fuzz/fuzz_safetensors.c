@@ -15,13 +15,7 @@ static void safetensors_init(void) {
 
 static int safetensors_one(const uint8_t *data, size_t size) {
     fuzz_write("model.safetensors", data, size);
-    Model m;
-    char err[SS_ERR_LEN];
-    if (build_model(&m, fuzz_dir(), 0, err) == 0) {
-        int tokens[2] = {1, 2};
-        forward(&m, tokens, 2, 0, NULL, NULL, NULL);
-        free_model(&m);
-    }
+    fuzz_load_and_forward();
     return 0;
 }
 

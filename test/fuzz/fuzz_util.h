@@ -50,6 +50,18 @@ static const char *fuzz_write(const char *name, const void *data, size_t size) {
     return path;
 }
 
+// Loads the model folder fuzz_dir() and, if it loads, runs a 2-token forward pass (unless a
+// fuzzed config leaves fewer than 2 slots of context): what the config and safetensors
+// targets do after writing their input.
+static void fuzz_load_and_forward(void) {
+    Model m;
+    char err[SS_ERR_LEN];
+    if (build_model(&m, fuzz_dir(), 0, err) != 0) { return; }
+    int tokens[2] = {1, 2};
+    if (m.config.seq_len >= 2) { forward(&m, tokens, 2, 0, NULL, NULL, NULL); }
+    free_model(&m);
+}
+
 // The micro model the safetensors and config targets pair their input with: Llama 2 layout,
 // GQA (2 query heads share 1 KV head), head_dim 4. test/fuzz/make_corpus.py writes its
 // safetensors seeds with these same sizes.
