@@ -4273,7 +4273,10 @@ int main(int argc, char **argv) {
     parse_options(argc, argv, &o);
     char err[SS_ERR_LEN], path[1200];
     FILE *svg = NULL; // opened first, so an unwritable path stops the run before anything is loaded
-    if (o.svg && (svg = fopen(o.svg, "w")) == NULL) { flag_error("--svg", o.svg, strerror(errno)); }
+    if (o.svg && (svg = fopen(o.svg, "w")) == NULL) {
+        snprintf(err, sizeof(err), "cannot write: %s", strerror(errno));
+        flag_error("--svg", o.svg, err);
+    }
     if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
     Model m;
     if (build_model(&m, o.model_dir, o.ctx > 0 ? o.ctx : 4096, err)) {
