@@ -19,6 +19,8 @@ BENCH = bench/verify_cost
 TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
+# the --svg drawing: well-formed XML, the cells and bars of known runs
+TESTS += test/test_svg
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
 .PHONY: all cuda test test-big test-cuda test-asan fuzz demo bench help clean

@@ -2766,6 +2766,28 @@ typedef struct {
     DraftExit exit;
 } SpecParams;
 
+// What --svg draws (statistics section), recorded as decoding goes: bounded arrays filled in
+// place, no allocation. Rounds or sets past the bounds are counted, not kept.
+enum { HIST_ROUNDS = 1024, HIST_SETS = 96 };
+typedef struct {
+    int n;                                // rounds kept, at most HIST_ROUNDS (SpecStats.rounds counts all)
+    unsigned char drafted[HIST_ROUNDS];   // k of each round (<= MAX_DRAFT)
+    unsigned char accepted[HIST_ROUNDS];  // draft tokens accepted in it
+    float gamma[HIST_ROUNDS];             // the draft-exit threshold it drafted under (Self-SD Eq. 2-4)
+} RoundHistory;
+
+typedef struct {
+    int n, total;              // sets kept (at most HIST_SETS), sets offered
+    SkipSet set[HIST_SETS];    // decoding: each set when it came into use; Self-SD: each search candidate
+    int at[HIST_SETS];         // decoding: the round it was first used in; Self-SD: the iteration
+    float cost[HIST_SETS];     // Self-SD: the objective per token; decoding: -1
+} SetHistory;
+
+static void set_history_add(SetHistory *h, const SkipSet *s, int at, float cost) {
+    if (h->n < HIST_SETS) { h->set[h->n] = *s; h->at[h->n] = at; h->cost[h->n] = cost; h->n++; }
+    h->total++;
+}
+
 typedef struct {
     GenStats gen;      // prompt/generated counts, prefill and total decode time
     int rounds;        // verification passes
@@ -2779,6 +2801,8 @@ typedef struct {
     int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
     float gamma_first, gamma_last;
     double gamma_sum;  // over rounds, for the mean
+    RoundHistory hist; // per round, for --svg
+    SetHistory sets;   // the skip sets in the order they were used, for --svg
 } SpecStats;
 
 // Keeps the emitted tokens, stops at EOS or max_new. Returns 1 when generation is over.
@@ -2985,6 +3009,10 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
         // SWIFT/EAGLE versions of that rule had bugs; the chain rule here is proven exact by
         // the tests.
         int use_tree = selector_uses_tree(sel) && smp->temperature == 0.0f;
+        SetHistory *sh = &st->sets;
+        if (sh->total == 0 || memcmp(&sh->set[sh->n - 1], &sp->skip, sizeof(SkipSet)) != 0) {
+            set_history_add(sh, &sp->skip, st->rounds, -1.0f);
+        }
         int k = draft_tokens(m, sp, smp, x, pos, k_max, draft, q_rows, scratch, use_tree ? alts : NULL, n_alts);
         double tb = time_ms();
         // verify [x, d1..dk] (and the tree's leaves) with the full model in one pass
@@ -3034,6 +3062,11 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
         st->rounds++;
         st->drafted += k;
         st->accepted += accepted;
+        if (st->hist.n < HIST_ROUNDS) {
+            st->hist.drafted[st->hist.n] = (unsigned char)k;
+            st->hist.accepted[st->hist.n] = (unsigned char)accepted;
+            st->hist.gamma[st->hist.n++] = sp->exit.gamma;
+        }
         draft_exit_update(&sp->exit, accepted, k, k == k_cap);
         st->gamma_sum += sp->exit.gamma;
     }
@@ -3254,7 +3287,7 @@ static double measure_objective(Model *m, const Objective *obj, const SkipSet *s
 // Decisions: the paper searched 1000 iterations on 8 prompts; a tiny model's landscape is small,
 // so the default is 64 iterations (--iters), on the prompt itself or --dev-prompts. Any layer
 // may be skipped, as in the paper; no skip count is imposed.
-static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t seed, int verbose) {
+static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t seed, int verbose, SetHistory *hist) {
     int L = m->config.n_layers;
     Gp gp;
     gp_init(&gp, 2 * L);
@@ -3266,6 +3299,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t
     float v[GP_MAX_DIM];
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
+    if (hist) { set_history_add(hist, &best, 0, (float)best_cost); }
     for (int it = 1; it <= iters; it++) {
         if (it <= iters / 5) { random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand); }
         else { gp_propose(&gp, &r, L, 0, 0, L - 1, 2000, &cand); }
@@ -3273,6 +3307,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t
         skip_to_vector(&cand, L, v);
         gp_add(&gp, v, -cost);
         if (cost < best_cost) { best_cost = cost; best = cand; }
+        if (hist) { set_history_add(hist, &cand, it, (float)cost); }
         if (verbose) {
             fprintf(stderr, "selfsd iter %3d: cost %.4f%s, best %.4f skipping %d of %d\n", it, cost,
                     obj->use_cost_model ? " sublayers/token" : " ms/token", best_cost, skip_count(&best, L), 2 * L);
@@ -3663,6 +3698,198 @@ static void json_write_string(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+// ----------------------------------------------------------------------------
+// drawing: --svg, the layer map and the decoding as plain SVG text
+//
+// One panel per prompt, stacked: the layer map as the papers draw it (Self-SD Fig. 6: an
+// attention row and an MLP row, one cell per layer, skipped cells filled) with the run's
+// numbers; for methods whose set changes (Self-SD's search, SWIFT, CLaSp), one row per set
+// over time; then per round the drafted and accepted tokens as bars and the draft-exit
+// threshold gamma as a line. A panel's height depends only on the model and the method, so
+// the file's size is written before decoding starts.
+// Decision: the measured speedup needs plain decoding's time, which only --compare measures;
+// without it the figure says "not measured" rather than guess.
+
+enum { SVG_X0 = 64, SVG_HEAD = 140, SVG_SETS = 204, SVG_ROUNDS = 176, SVG_GAP = 16 };
+static const char *SVG_ATTN = "#3b6fb6", *SVG_MLP = "#e07b24"; // skipped attention, skipped MLP
+
+static int svg_draws_sets(int method) {
+    return method == METHOD_SELFSD || method == METHOD_SWIFT || method == METHOD_CLASP;
+}
+static double svg_cell_width(int n_layers) { return n_layers <= 40 ? 16.0 : 640.0 / n_layers; }
+static double svg_width(int n_layers) {
+    double w = SVG_X0 + n_layers * svg_cell_width(n_layers) + 40;
+    return w > 780 ? w : 780;
+}
+static double svg_panel_height(int method) {
+    return SVG_HEAD + (svg_draws_sets(method) ? SVG_SETS : 0) + SVG_ROUNDS + SVG_GAP;
+}
+
+// Text content: XML-escaped, control characters as spaces, invalid UTF-8 as '?', at most max
+// characters (then an ellipsis), so any prompt keeps the file well-formed.
+static void svg_text(FILE *f, const char *s, int max) {
+    size_t len = strlen(s);
+    for (size_t i = 0; i < len && max > 0; max--) {
+        int cp;
+        size_t n = utf8_decode(s, len, i, &cp);
+        if (cp < 0 || cp == 0xFFFE || cp == 0xFFFF) { fputc('?', f); }
+        else if (cp < 0x20) { fputc(' ', f); }
+        else if (cp == '&') { fputs("&amp;", f); }
+        else if (cp == '<') { fputs("&lt;", f); }
+        else if (cp == '>') { fputs("&gt;", f); }
+        else { fwrite(s + i, 1, n, f); }
+        i += n;
+        if (max == 1 && i < len) { fputs("\xE2\x80\xA6", f); } // U+2026, the ellipsis
+    }
+}
+
+static void svg_begin(FILE *f, int n_layers, int method, int n_panels) {
+    double w = svg_width(n_layers), h = n_panels * svg_panel_height(method);
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+               "font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n"
+               "<rect class=\"background\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", w, h, w, h);
+}
+
+static void svg_end(FILE *f) { fprintf(f, "</svg>\n"); }
+
+// The header and the layer map of one prompt's panel at height y. plain_tps > 0 when --compare
+// measured plain decoding. Cells: class "attn"/"mlp", plus " skipped" when the draft skips them.
+static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, const char *model, int method,
+                          const SkipSet *skip, int L, const SpecStats *st, double plain_tps) {
+    double cw = svg_cell_width(L), tps = st->gen.decode_ms > 0 ? st->gen.n_generated / (st->gen.decode_ms / 1e3) : 0;
+    int skipped = skip_count(skip, L);
+    double ratio = skipped / (2.0 * L), alpha = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
+    double M = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
+    fprintf(f, "<g class=\"panel\">\n<text x=\"12\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">prompt %d: \u201c", y + 20,
+            prompt_no);
+    svg_text(f, prompt, 60);
+    fprintf(f, "\u201d</text>\n<text x=\"12\" y=\"%.1f\">", y + 38);
+    svg_text(f, model, 60);
+    fprintf(f, " | method %s | skipping %d of %d sublayers (%.0f%%) | acceptance \u03b1 %.3f | mean accepted length M %.2f</text>\n",
+            method_name(method), skipped, 2 * L, 100 * ratio, alpha, M);
+    fprintf(f, "<text x=\"12\" y=\"%.1f\">speedup: measured ", y + 54);
+    if (plain_tps > 0) { fprintf(f, "%.2fx (%.0f vs %.0f tokens/s plain, --compare)", tps / plain_tps, tps, plain_tps); }
+    else { fprintf(f, "not measured (run with --compare)"); }
+    fprintf(f, " | expected %.2fx (SWIFT Eq. 6, from \u03b1, M, skip ratio)</text>\n",
+            method == METHOD_NONE ? 1.0 : expected_speedup(M, alpha, ratio));
+    double ym = y + 80;
+    for (int l = 0; l < L; l++) {
+        double x = SVG_X0 + l * cw;
+        if (cw >= 12 || l % 5 == 0) {
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%d</text>\n", x + cw / 2, ym - 4, l);
+        }
+        for (int r = 0; r < 2; r++) {
+            int on = r == 0 ? skip->attn[l] : skip->mlp[l];
+            fprintf(f, "<rect class=\"%s%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"16\" fill=\"%s\" stroke=\"#888\" "
+                       "stroke-width=\"0.5\"/>\n", r ? "mlp" : "attn", on ? " skipped" : "", x, ym + r * 18, cw,
+                    on ? (r ? SVG_MLP : SVG_ATTN) : "white");
+        }
+    }
+    fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">attn</text>\n<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">mlp"
+               "</text>\n", SVG_X0 - 6, ym + 12, SVG_X0 - 6, ym + 30);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">layer %d to %d, left to right; filled: skipped by the draft "
+               "(a residual pass-through)</text>\n</g>\n", (double)SVG_X0, ym + 50, 0, L - 1);
+}
+
+// The time series of one panel at height y: the set history (when the method changes its set)
+// and the rounds. Set rows: class "set" holding cells "attn skipped"/"mlp skipped"; rounds:
+// rects "drafted" and "accepted", one each per round, and the polyline "gamma".
+static void svg_time_series(FILE *f, double y, int method, const SetHistory *sets, const RoundHistory *h, int rounds,
+                            int L) {
+    double cw = svg_cell_width(L), cx = SVG_X0 + L * cw;
+    fprintf(f, "<g class=\"series\">\n");
+    if (svg_draws_sets(method)) {
+        int search = sets->n > 0 && sets->cost[0] >= 0;
+        fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">%s</text>\n", y + 14, search
+                ? "Self-SD's search (Sec. 3.3): one row per candidate set, top to bottom; its cost per token at the right"
+                : "the skip set over time: one row per set, from the round it came into use (r = round)");
+        double rh = sets->n > 0 && 160.0 / sets->n < 24 ? 160.0 / sets->n : 24, y0 = y + 24, best = 1e30;
+        double lo = sets->n > 0 ? sets->cost[0] : 0, hi = lo;
+        for (int i = 0; i < sets->n; i++) {
+            if (sets->cost[i] < lo) { lo = sets->cost[i]; }
+            if (sets->cost[i] > hi) { hi = sets->cost[i]; }
+        }
+        for (int l = 1; l < L; l++) { // column guides: layer l's cells sit under layer l of the map
+            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" stroke-width=\"0.5\"/>\n",
+                    SVG_X0 + l * cw, y0, SVG_X0 + l * cw, y0 + sets->n * rh);
+        }
+        for (int i = 0; i < sets->n; i++) {
+            double yr = y0 + i * rh;
+            fprintf(f, "<g class=\"set\">");
+            for (int l = 0; l < L; l++) {
+                if (sets->set[i].attn[l]) {
+                    fprintf(f, "<rect class=\"attn skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\"/>",
+                            SVG_X0 + l * cw, yr, cw, 0.45 * rh, SVG_ATTN);
+                }
+                if (sets->set[i].mlp[l]) {
+                    fprintf(f, "<rect class=\"mlp skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\"/>",
+                            SVG_X0 + l * cw, yr + 0.45 * rh, cw, 0.45 * rh, SVG_MLP);
+                }
+            }
+            fprintf(f, "</g>\n");
+            int new_best = search && sets->cost[i] < best;
+            if (new_best) { best = sets->cost[i]; }
+            if (rh >= 7 || i == 0 || i == sets->n - 1) { // labels where they fit
+                double fs = rh >= 7 ? (rh < 10 ? rh : 10) : 7;
+                fprintf(f, "<text x=\"%d\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"end\">%s %d</text>\n", SVG_X0 - 6,
+                        yr + 0.9 * rh, fs, search ? "it" : "r", sets->at[i] + (search ? 0 : 1));
+            }
+            if (search) { // the cost as a bar, darker when it is a new best: the search converging
+                fprintf(f, "<rect class=\"cost\" x=\"%.1f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>\n",
+                        cx + 8, yr + 0.05 * rh, 10 + 110 * (sets->cost[i] - lo) / (hi > lo ? hi - lo : 1), 0.9 * rh,
+                        new_best ? "#555" : "#ccc");
+            }
+        }
+        if (search && sets->n > 0) {
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">cost per token, %.3g to %.3g (dark: a new best)</text>\n",
+                    cx + 8, y0 + sets->n * rh + 12, lo, hi);
+        }
+        fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#888\" stroke-width=\"0.5\"/>\n",
+                SVG_X0, y0, L * cw, sets->n * rh);
+        if (sets->total > sets->n) {
+            fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">first %d of %d sets shown</text>\n", SVG_X0, y0 + 174,
+                    sets->n, sets->total);
+        }
+        y += SVG_SETS;
+    }
+    // rounds: bars on a token axis 0..kmax (left), gamma on 0..1 (right)
+    double x0 = SVG_X0, w = 640, ch = 110, y0 = y + 26, yb = y0 + ch;
+    int kmax = 1;
+    for (int r = 0; r < h->n; r++) { if (h->drafted[r] > kmax) { kmax = h->drafted[r]; } }
+    fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">per round: accepted (dark) of drafted (dark + light) tokens; "
+               "red: exit threshold \u03b3 (Self-SD Eq. 2-4)</text>\n", y + 14);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#888\" stroke-width=\"0.5\"/>\n",
+            x0, y0, w, ch);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">0</text><text x=\"%.1f\" y=\"%.1f\" "
+               "font-size=\"10\" text-anchor=\"end\">%d token%s</text>\n", x0 - 4, yb, x0 - 4, y0 + 9, kmax, kmax > 1 ? "s" : "");
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">\u03b3 0</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">"
+               "\u03b3 1</text>\n", x0 + w + 4, yb, x0 + w + 4, y0 + 9);
+    int drafted = 0;
+    for (int r = 0; r < h->n; r++) { drafted += h->drafted[r]; }
+    if (drafted == 0) {
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x0 + w / 2, y0 + ch / 2 + 16,
+                method == METHOD_NONE ? "plain decoding: no draft, no rounds"
+                                      : "nothing drafted: an empty skip set makes each round a plain decoding step");
+    }
+    double bw = h->n > 0 ? w / h->n : w;
+    for (int r = 0; r < h->n; r++) {
+        double hd = ch * h->drafted[r] / kmax, ha = ch * h->accepted[r] / kmax;
+        fprintf(f, "<rect class=\"drafted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"#b9cde8\"/>"
+                   "<rect class=\"accepted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"#2c5b9e\"/>\n",
+                x0 + r * bw + 0.1 * bw, yb - hd, 0.8 * bw, hd, x0 + r * bw + 0.1 * bw, yb - ha, 0.8 * bw, ha);
+    }
+    if (h->n > 0) {
+        fprintf(f, "<polyline class=\"gamma\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" points=\"");
+        for (int r = 0; r < h->n; r++) { fprintf(f, "%s%.2f,%.2f", r ? " " : "", x0 + (r + 0.5) * bw, yb - ch * h->gamma[r]); }
+        fprintf(f, "\"/>\n");
+    }
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">round 1</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+               "text-anchor=\"end\">round %d%s</text>\n", x0, yb + 14, x0 + w, yb + 14, h->n,
+            rounds > h->n ? " (later rounds not kept)" : "");
+    fprintf(f, "</g>\n");
+}
+
 #ifndef TESTING
 // ----------------------------------------------------------------------------
 // CLI
@@ -3672,6 +3899,7 @@ typedef struct {
     int method, n_new, seed, ctx, max_draft, json, compare, iters, cost_model, loi, k_given, exit_given;
     float temperature, top_p, skip_ratio, swift_budget;
     DraftExit exit;
+    const char *svg; // --svg FILE
 } Options;
 
 static void usage(void) {
@@ -3703,6 +3931,7 @@ static void usage(void) {
         "  --swift-budget B swift: optimize only while its steps take at most this share of the time\n"
         "                  (default 0.02; 1 = a step before every decoding step, as in the paper)\n"
         "  --compare       also run plain decoding in this process: speeds, ratio, identity\n"
+        "  --svg FILE      draw the layer map, the set over time and each round as SVG (a panel per prompt)\n"
         "  --json          print one JSON object per prompt instead of text\n", MAX_DRAFT);
 }
 
@@ -3785,6 +4014,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         else if (strcmp(a, "--iters") == 0) { o->iters = (int)parse_long(a, v, 1, 100000); }
         else if (strcmp(a, "--dev-prompts") == 0) { o->dev_prompts = v; }
         else if (strcmp(a, "--save-skip") == 0) { o->save_skip = v; }
+        else if (strcmp(a, "--svg") == 0) { o->svg = v; }
         else if (strcmp(a, "--loi") == 0) { o->loi = (int)parse_long(a, v, 1, 1 << 20); }
         else if (strcmp(a, "--skip-ratio") == 0) { o->skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); }
         else if (strcmp(a, "--swift-budget") == 0) { o->swift_budget = parse_float(a, v, 0.0f, 1.0f, 1); }
@@ -3933,7 +4163,7 @@ static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text
 
 // Searches a skip set before decoding (selfsd, oracle) on the dev prompts or the prompt itself.
 static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt, int n_prompt,
-                               double *select_ms) {
+                               double *select_ms, SetHistory *hist) {
     char **texts = NULL, err[SS_ERR_LEN];
     int n_dev = 1;
     int **ids = (int **)malloc_check(sizeof(int *) * 64), *lengths = (int *)malloc_check(sizeof(int) * 64);
@@ -3952,7 +4182,7 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
     double t0 = time_ms();
     SkipSet best;
     if (o->method == METHOD_SELFSD) {
-        best = select_selfsd(m, &obj, o->iters, (uint64_t)o->seed, !o->json);
+        best = select_selfsd(m, &obj, o->iters, (uint64_t)o->seed, !o->json, hist);
     } else {
         long tried;
         int count = (int)lround(0.45 * 2 * m->config.n_layers);
@@ -4042,6 +4272,11 @@ int main(int argc, char **argv) {
     Options o;
     parse_options(argc, argv, &o);
     char err[SS_ERR_LEN], path[1200];
+    FILE *svg = NULL; // opened first, so an unwritable path stops the run before anything is loaded
+    if (o.svg && (svg = fopen(o.svg, "w")) == NULL) {
+        snprintf(err, sizeof(err), "cannot write: %s", strerror(errno));
+        flag_error("--svg", o.svg, err);
+    }
     if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
     Model m;
     if (build_model(&m, o.model_dir, o.ctx > 0 ? o.ctx : 4096, err)) {
@@ -4085,12 +4320,14 @@ int main(int argc, char **argv) {
     int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
     int *out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
+    SetHistory *search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory)); // Self-SD's candidates
+    if (svg) { svg_begin(svg, c->n_layers, o.method, n_prompts); }
     int status = EXIT_SUCCESS;
     for (int pi = 0; pi < n_prompts; pi++) {
         int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt);
         double search_ms = 0;
         if (o.method == METHOD_SELFSD || o.method == METHOD_ORACLE) {
-            if (pi == 0) { skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms); }
+            if (pi == 0) { skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms, search_hist); }
         }
         TextSink sink;
         memset(&sink, 0, sizeof(sink));
@@ -4131,6 +4368,13 @@ int main(int argc, char **argv) {
             identical = n == n_plain && memcmp(out, plain_out, (size_t)n * sizeof(int)) == 0;
         }
         print_report(&o, &m, sink.text, out, n, n_prompt, &st, &skip, n_plain, plain_tps, identical);
+        if (svg) {
+            double y = pi * svg_panel_height(o.method);
+            int searched = o.method == METHOD_SELFSD && pi == 0;
+            svg_layer_map(svg, y, pi + 1, prompts[pi], m.dir, o.method, &skip, c->n_layers, &st, plain_tps);
+            svg_time_series(svg, y + SVG_HEAD, o.method, searched ? search_hist : &st.sets, &st.hist, st.rounds,
+                            c->n_layers);
+        }
         free(sink.text);
         if (o.compare && o.temperature == 0.0f && !identical) {
             fprintf(stderr, "selfspec: error: --compare: greedy self-speculative output differs from plain decoding\n");
@@ -4141,6 +4385,11 @@ int main(int argc, char **argv) {
         for (int k = 0; k < n_prompts; k++) { free(prompts[k]); }
         free(prompts);
     }
+    if (svg) {
+        svg_end(svg);
+        if (fclose(svg) != 0) { fprintf(stderr, "selfspec: error: --svg %s: write failed\n", o.svg); status = EXIT_FAILURE; }
+    }
+    free(search_hist);
     selector_free(&sel);
     free(prompt);
     free(out);

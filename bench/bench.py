@@ -13,8 +13,12 @@ Every ratio here is measured in one run on one machine, repeated, with the media
 
 Development tool only (needs torch/transformers for the peers); prints markdown tables.
     python bench/bench.py [--threads 2] [--repeats 3] [--models kjv,smollm2] [--quick]
+With --plots DIR it also draws the tables as PNG plots (needs matplotlib): the cost of a k-token
+pass against k, speedup against acceptance, and measured against expected speedup. With
+--from FILE it runs nothing and draws the plots from a results file it printed before:
+    python bench/bench.py --plots bench/plots --from bench/results-2026-11-21-2threads.md
 """
-import argparse, json, os, platform, statistics, subprocess, sys, tempfile, time
+import argparse, io, json, os, platform, re, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODELS = {"kjv": "tiny_models/kjv-12l", "smollm2": "tiny_models/smollm2-135m"}
@@ -148,6 +152,107 @@ def peer_early_exit(model, tok, prompts, n, threads, layer):
     return plain / early
 
 
+METHODS = ["static", "selfsd", "swift", "asd", "clasp"]
+
+
+def parse_results(text):
+    """The markdown bench.py prints (a run's, or a committed results file) as the plots' data:
+    {model: {"cost": [(k, pass / one-token pass)], "runs": [(set, method, alpha, speedup, expected)]}}."""
+    data, model, set_name = {}, None, None
+    for line in text.splitlines():
+        m = re.match(r"## (\w+) \(", line)
+        if m:
+            model, set_name = m.group(1), None
+            data[model] = {"cost": [], "runs": []}
+            continue
+        m = re.match(r"### \w+, (\w+) prompts", line)
+        if m:
+            set_name = m.group(1)
+            continue
+        m = re.match(r"\s+(\d+)\s+[\d.]+\s+([\d.]+)x$", line)  # verify_cost: k, ms/pass, vs k=1
+        if m and model:
+            data[model]["cost"].append((int(m.group(1)), float(m.group(2))))
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if model and set_name and len(cells) >= 7 and cells[0] in METHODS:
+            alpha, speedup, ratio = float(cells[2]), float(cells[5].rstrip("x")), float(cells[6])
+            data[model]["runs"].append((set_name, cells[0], alpha, speedup, speedup / ratio if ratio else 1.0))
+    return data
+
+
+def plot_results(data, out_dir, title):
+    """Three PNGs in out_dir: verify_cost.png, speedup_vs_acceptance.png, measured_vs_expected.png."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    os.makedirs(out_dir, exist_ok=True)
+    colors = dict(zip(sorted(data), ["#3b6fb6", "#e07b24", "#2a9d4b", "#8e44ad"]))
+    markers = dict(zip(METHODS, "osD^v"))
+
+    def save(fig, ax, name, legend_title=None):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, title=legend_title, title_fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
+        fig.suptitle(title, fontsize=7, color="#555")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, name), dpi=90)
+        plt.close(fig)
+        print(f"bench: wrote {os.path.join(out_dir, name)}", file=sys.stderr)
+
+    # 1. one pass over k tokens, in units of a one-token pass: flat = memory-bound, k = compute-bound
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    k_max = max((k for d in data.values() for k, _ in d["cost"]), default=16)
+    ks = [k for k in (1, 2, 4, 8, 16, 32) if k <= k_max]
+    ax.plot(ks, ks, "k--", lw=0.8, label="k one-token passes")
+    ax.plot(ks, [1] * len(ks), "k:", lw=0.8, label="one pass, free extra tokens")
+    for name, d in data.items():
+        if d["cost"]:
+            ax.plot(*zip(*d["cost"]), "o-", color=colors[name], label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xticks(ks, [str(k) for k in ks])
+    ax.set_yticks(ks, [str(k) for k in ks])
+    ax.set_xlabel("tokens k in one forward pass")
+    ax.set_ylabel("time / time of a one-token pass")
+    ax.set_title("the cost of verifying k tokens", fontsize=10)
+    save(fig, ax, "verify_cost.png")
+
+    # 2. speedup against acceptance, every method and model (one point per prompt set)
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    ax.axhline(1, color="k", lw=0.8, ls=":")
+    for name, d in data.items():
+        for method in METHODS:
+            pts = [(a, sp) for _, mth, a, sp, _ in d["runs"] if mth == method]
+            if pts:
+                ax.scatter(*zip(*pts), marker=markers[method], color=colors[name], s=22, label=f"{name} {method}")
+    ax.set_xlabel("acceptance rate \u03b1 (draft tokens accepted / drafted)")
+    ax.set_ylabel("speedup over plain decoding")
+    ax.set_title("speedup against acceptance", fontsize=10)
+    save(fig, ax, "speedup_vs_acceptance.png", "model, method")
+
+    # 3. measured against expected (SWIFT Eq. 6): below the diagonal, a pass or a selection costs more
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    hi = 1.05 * max([1.2] + [max(sp, e) for d in data.values() for *_, sp, e in d["runs"]])
+    ax.plot([0, hi], [0, hi], "k--", lw=0.8, label="measured = expected")
+    for name, d in data.items():
+        for method in METHODS:
+            pts = [(e, sp) for _, mth, _, sp, e in d["runs"] if mth == method]
+            if pts:
+                ax.scatter(*zip(*pts), marker=markers[method], color=colors[name], s=22, label=f"{name} {method}")
+    ax.set_xlim(0, hi)
+    ax.set_ylim(0, hi)
+    ax.set_xlabel("expected speedup (SWIFT Eq. 6, from \u03b1, M, skip ratio)")
+    ax.set_ylabel("measured speedup")
+    ax.set_title("measured against expected speedup", fontsize=10)
+    save(fig, ax, "measured_vs_expected.png", "model, method")
+
+
+class Tee(io.StringIO):
+    """Keeps what main prints, for --plots, while it still goes to stdout."""
+    def write(self, s):
+        sys.__stdout__.write(s)
+        return super().write(s)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2)
@@ -156,7 +261,25 @@ def main():
     ap.add_argument("-n", type=int, default=64)
     ap.add_argument("--quick", action="store_true", help="skip the peers and use one repeat")
     ap.add_argument("--selfsd-iters", type=int, default=24)
+    ap.add_argument("--plots", metavar="DIR", help="also write PNG plots of the tables into DIR (needs matplotlib)")
+    ap.add_argument("--from", dest="from_file", metavar="FILE", help="with --plots: plot this results file, run nothing")
     a = ap.parse_args()
+    if a.plots:
+        try:
+            import matplotlib  # noqa: F401  (an optional dependency, of the plots only)
+        except ImportError:
+            sys.exit("bench: --plots needs matplotlib (pip install matplotlib)")
+    if a.from_file:
+        if not a.plots:
+            sys.exit("bench: --from FILE needs --plots DIR")
+        text = open(a.from_file).read()
+        data = parse_results(text)
+        if not any(d["runs"] or d["cost"] for d in data.values()):
+            sys.exit(f"bench: --from {a.from_file}: no bench tables found")
+        plot_results(data, a.plots, text.splitlines()[0].lstrip("# ") + f" ({os.path.basename(a.from_file)})")
+        return
+    if a.plots:
+        sys.stdout = Tee()
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads))
     repeats = 1 if a.quick else a.repeats
     cpu = next((l.split(":")[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
@@ -200,6 +323,9 @@ def main():
                 print(f"peer: transformers assisted generation, assistant_early_exit={layer} of {L} layers: "
                       f"{sp:.2f}x over its own plain generate")
             print()
+    if a.plots:
+        text, sys.stdout = sys.stdout.getvalue(), sys.__stdout__
+        plot_results(parse_results(text), a.plots, text.splitlines()[0].lstrip("# "))
 
 
 if __name__ == "__main__":

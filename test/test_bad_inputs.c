@@ -367,6 +367,13 @@ int main(void) {
     run_case("-f with no prompts", buf, "empty.txt", "no prompts");
     snprintf(buf, sizeof(buf), "-m %s/no-such-model", tmp);
     run_case("-m names no folder", buf, "no-such-model/config.json", "cannot open");
+    // --svg is opened before the model loads: a bad path is the error even with a bad model
+    snprintf(buf, sizeof(buf), "%s --skip attn:1 --svg %s/no-such-dir/out.svg", m, tmp);
+    run_case("--svg into a missing folder", buf, "--svg", "no-such-dir/out.svg: cannot write: No such file or directory");
+    snprintf(buf, sizeof(buf), "%s --svg %s", m, tmp);
+    run_case("--svg a folder", buf, "--svg", "cannot write: Is a directory");
+    snprintf(buf, sizeof(buf), "-m %s/no-such-model --svg %s/no-such-dir/out.svg", tmp, tmp);
+    run_case("--svg unwritable, checked before the model", buf, "--svg", "No such file or directory");
 
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
     if (system(buf) != 0) { fprintf(stderr, "test_bad_inputs: could not remove %s\n", tmp); }
