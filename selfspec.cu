@@ -34,6 +34,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#ifdef __linux__
+#include <unistd.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -236,7 +239,9 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst
 static const char *device_name(void) {
 #ifdef _OPENMP
     static char name[64];
-    snprintf(name, sizeof(name), "CPU: %d OpenMP threads", omp_get_max_threads());
+    const char *policy = getenv("OMP_WAIT_POLICY");
+    snprintf(name, sizeof(name), "CPU: %d OpenMP threads, wait policy %.8s", omp_get_max_threads(),
+             policy ? policy : "default");
     return name;
 #else
     return "CPU: 1 thread";
@@ -3669,13 +3674,13 @@ static void json_write_string(FILE *f, const char *s) {
 
 typedef struct {
     const char *model_dir, *prompt, *prompt_file, *skip_spec, *skip_file, *dev_prompts, *save_skip;
-    int method, n_new, seed, ctx, max_draft, json, compare, iters, cost_model, loi, k_given, exit_given;
+    int method, n_new, seed, ctx, max_draft, json, compare, iters, cost_model, loi, k_given, exit_given, threads;
     float temperature, top_p, skip_ratio, swift_budget;
     DraftExit exit;
 } Options;
 
-static void usage(void) {
-    fprintf(stderr,
+static void usage(FILE *f) {
+    fprintf(f,
         "usage: selfspec [options]\n"
         "  -m DIR          Hugging Face LLaMA folder (config.json, model.safetensors, tokenizer.json);\n"
         "                  default: tiny_models/kjv-12l, the trained KJV model\n"
@@ -3702,8 +3707,12 @@ static void usage(void) {
         "  --skip-ratio R  swift: fraction of sublayers skipped, lowered while acceptance < 0.7 (default 0.45)\n"
         "  --swift-budget B swift: optimize only while its steps take at most this share of the time\n"
         "                  (default 0.02; 1 = a step before every decoding step, as in the paper)\n"
-        "  --compare       also run plain decoding in this process: speeds, ratio, identity\n"
-        "  --json          print one JSON object per prompt instead of text\n", MAX_DRAFT);
+        "  --threads N     CPU threads (default: OMP_NUM_THREADS, else one per core); see README\n"
+        "  --compare       also run plain decoding in this process: speeds, ratio, identity (needs a\n"
+        "                  method other than none)\n"
+        "  --json          print one JSON object per prompt instead of text, one per line (JSON Lines\n"
+        "                  with -f); its \"text\" is the continuation alone, without the prompt\n"
+        "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set so far.\n", MAX_DRAFT);
 }
 
 // One error line naming the flag, then exit 1.
@@ -3763,7 +3772,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->exit = draft_exit_default();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(); exit(EXIT_SUCCESS); }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(stdout); exit(EXIT_SUCCESS); }
         if (strcmp(a, "--json") == 0) { o->json = 1; continue; }
         if (strcmp(a, "--compare") == 0) { o->compare = 1; continue; }
         if (a[0] != '-') { flag_error(a, NULL, "unexpected argument (flags start with -)"); }
@@ -3785,6 +3794,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         else if (strcmp(a, "--iters") == 0) { o->iters = (int)parse_long(a, v, 1, 100000); }
         else if (strcmp(a, "--dev-prompts") == 0) { o->dev_prompts = v; }
         else if (strcmp(a, "--save-skip") == 0) { o->save_skip = v; }
+        else if (strcmp(a, "--threads") == 0) { o->threads = (int)parse_long(a, v, 1, 1024); }
         else if (strcmp(a, "--loi") == 0) { o->loi = (int)parse_long(a, v, 1, 1 << 20); }
         else if (strcmp(a, "--skip-ratio") == 0) { o->skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); }
         else if (strcmp(a, "--swift-budget") == 0) { o->swift_budget = parse_float(a, v, 0.0f, 1.0f, 1); }
@@ -3800,6 +3810,9 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (o->method < 0) { o->method = (o->skip_spec || o->skip_file) ? METHOD_STATIC : METHOD_NONE; }
     if (o->method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
         flag_error("--method", "static", "needs --skip or --skip-file");
+    }
+    if (o->compare && o->method == METHOD_NONE) {
+        flag_error("--compare", NULL, "compares a speculative method with plain decoding: give --method or --skip");
     }
     if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
     if (o->method == METHOD_SWIFT) { // SWIFT App. B.2: N_D = 25, early-stop drafting at confidence 0.8
@@ -4038,9 +4051,31 @@ static void print_report(const Options *o, const Model *m, const char *text, con
     }
 }
 
+// OpenMP's threads wait for each other between kernels. libgomp's default wait is to spin for a
+// while, which is fastest on an idle machine; but when another process holds a core, a thread
+// spinning for a sibling that the OS has descheduled burns its whole time slice, and speed fell
+// 3-30x on 2 cores (README, Results). Passive waiting (sleep on a futex) avoids that cliff.
+// libgomp reads OMP_WAIT_POLICY once, when it loads, before main runs, so the only way to choose
+// it from inside is to set it and execute this program again. A user's own OMP_WAIT_POLICY or
+// GOMP_SPINCOUNT is kept.
+static void default_wait_policy(char **argv) {
+#if defined(_OPENMP) && defined(__linux__)
+    if (getenv("OMP_WAIT_POLICY") != NULL || getenv("GOMP_SPINCOUNT") != NULL) { return; }
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv); // returns only on failure: then run on with libgomp's default
+    unsetenv("OMP_WAIT_POLICY");
+#else
+    (void)argv;
+#endif
+}
+
 int main(int argc, char **argv) {
+    default_wait_policy(argv);
     Options o;
     parse_options(argc, argv, &o);
+#ifdef _OPENMP
+    if (o.threads > 0) { omp_set_num_threads(o.threads); } // --threads overrides OMP_NUM_THREADS
+#endif
     char err[SS_ERR_LEN], path[1200];
     if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
     Model m;
