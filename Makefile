@@ -19,6 +19,8 @@ BENCH = bench/verify_cost
 TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
+# what a new user meets first: --threads, --help, --json lines, progress, Ctrl-C in a search
+TESTS += test/test_cli
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
 .PHONY: all cuda test test-big test-cuda test-asan fuzz demo bench help clean
@@ -93,6 +95,7 @@ test-cuda:
 bench/%: bench/%.c selfspec.cu selfspec.h
 	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
 
+# the benchmark tables of bench/README.md (bench/bench.py; SmolLM2 rows need get_smollm2.sh)
 bench: selfspec $(BENCH)
 	/work/venv/bin/python bench/bench.py 2>/dev/null || python3 bench/bench.py
 
@@ -101,9 +104,11 @@ bench: selfspec $(BENCH)
 demo: selfspec
 	./selfspec -p "And the LORD said unto Moses," -n 64 --skip "attn:2,4,6,8,10 mlp:3,5,7,9" --compare
 
+# this list: each target with the comment of its paragraph
 help:
-	@sed -n 's/^# //p' Makefile | head -40
+	@awk '/^# /{c = c (c ? " " : "") substr($$0, 3)} /^$$/{c = ""} /^[a-z-]+:/ && c {split($$0, t, ":"); printf "  make %-10s %s\n", t[1], c; c = ""}' Makefile
 
+# removes what the targets build, and best.json that the README's --save-skip example writes
 clean:
-	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%)
+	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%) $(BENCH) best.json
 	rm -rf build
