@@ -229,7 +229,7 @@ static void test_ctrl_c(void) {
     char args[512], saved[128], *err;
     snprintf(saved, sizeof(saved), "%s/best.json", tmp);
     snprintf(args, sizeof(args), "-m %s -n 4 --method selfsd --iters 100000 --save-skip %s", RANDOM_MODEL, saved);
-    int rc = interrupt_run(args, "selfsd iter  20 ", &err);
+    int rc = interrupt_run(args, "selfsd iter  20", &err);
     check(rc == 0, "selfsd, Ctrl-C: exit %d, want 0 (stop the search, decode with the best so far):\n%s", rc, err);
     check(strstr(err, "selfsd: interrupted after ") != NULL && strstr(err, "best so far skips") != NULL,
           "selfsd, Ctrl-C: no summary of the best set so far:\n%s", err);
