@@ -3296,8 +3296,8 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t
     SkipSet best, cand, empty;
     memset(&empty, 0, sizeof(empty));
     best = empty;
-    double t0 = time_ms();
     double best_cost = measure_median(m, obj, &best, repeats, NAN); // plain speed as a baseline
+    double t0 = time_ms(); // the iterations' own pace gives the time left
     float v[GP_MAX_DIM];
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
