@@ -21,6 +21,8 @@ TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
 # the --svg drawing: well-formed XML, the cells and bars of known runs
 TESTS += test/test_svg
+# what a new user meets first: --threads, --help, --json lines, progress, Ctrl-C in a search
+TESTS += test/test_cli
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
 .PHONY: all cuda test test-big test-cuda test-asan fuzz demo bench help clean
@@ -46,10 +48,11 @@ test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
 	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
 
 # the whole suite on the CPU build: also compiles every test once as C++, so nothing that
-# nvcc rejects creeps in; ends with one line "N passed, M failed"
+# nvcc rejects creeps in; ends with one line "N passed, M failed". Passive OpenMP waiting, as
+# ./selfspec chooses for itself (see main): spinning threads crawl when other jobs hold the cores.
 test: selfspec $(TESTS)
 	@for t in $(TESTS); do $(CXX) -x c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Wno-unused-function -I. $$t.c || exit 1; done
-	@sh test/run_tests.sh $(TESTS)
+	@OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} sh test/run_tests.sh $(TESTS)
 
 # the whole suite again with AddressSanitizer and UBSan: the binary and the tests are built in
 # build/asan/ and the tests run the sanitized ./selfspec through SELFSPEC_BIN. Slow (the kernels'
@@ -95,6 +98,7 @@ test-cuda:
 bench/%: bench/%.c selfspec.cu selfspec.h
 	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
 
+# the benchmark tables of bench/README.md (bench/bench.py; SmolLM2 rows need get_smollm2.sh)
 bench: selfspec $(BENCH)
 	/work/venv/bin/python bench/bench.py 2>/dev/null || python3 bench/bench.py
 
@@ -103,9 +107,11 @@ bench: selfspec $(BENCH)
 demo: selfspec
 	./selfspec -p "And the LORD said unto Moses," -n 64 --skip "attn:2,4,6,8,10 mlp:3,5,7,9" --compare
 
+# this list: each target with the comment of its paragraph
 help:
-	@sed -n 's/^# //p' Makefile | head -40
+	@awk '/^# /{c = c (c ? " " : "") substr($$0, 3)} /^$$/{c = ""} /^[a-z-]+:/ && c {split($$0, t, ":"); printf "  make %-10s %s\n", t[1], c; c = ""}' Makefile
 
+# removes what the targets build, and best.json that the README's --save-skip example writes
 clean:
-	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%)
+	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%) $(BENCH) best.json
 	rm -rf build

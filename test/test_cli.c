@@ -1,0 +1,264 @@
+// test_cli: what a new user meets first, through the selfspec binary ($SELFSPEC_BIN, else
+// ./selfspec): --threads and the thread count it reports, --help on stdout, --compare without a
+// method, --json with -f as JSON Lines, Eq. 6 when nothing is accepted, Self-SD's progress lines
+// and its search under a noisy objective, and Ctrl-C (SIGINT sent by the test) during a Self-SD
+// and an oracle search: the summary, the saved --save-skip file, a normal exit.
+#define TESTING
+#include "../selfspec.cu"
+#include "testing.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *bin = "./selfspec";
+static char tmp[64]; // the test's folder
+static const char *RANDOM_MODEL = "tiny_models/llama2-tiny-random";
+
+static char *slurp(const char *path) {
+    char err[SS_ERR_LEN];
+    size_t len;
+    char *s = read_file(path, &len, err);
+    if (s == NULL) { fprintf(stderr, "test_cli: %s\n", err); exit(2); }
+    return s;
+}
+
+// Runs `env bin args` with stdout and stderr in files; returns the exit status (128 + signal).
+static int run(const char *env, const char *args, char **out, char **err) {
+    char cmd[4096], o[128], e[128];
+    snprintf(o, sizeof(o), "%s/stdout.txt", tmp);
+    snprintf(e, sizeof(e), "%s/stderr.txt", tmp);
+    snprintf(cmd, sizeof(cmd), "env %s %s %s >%s 2>%s", env, bin, args, o, e);
+    int status = system(cmd);
+    *out = slurp(o);
+    *err = slurp(e);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// A bad flag: exit 1 and one line "selfspec: error: " naming it.
+static void bad_flag(const char *args, const char *want) {
+    char *out, *err;
+    int rc = run("", args, &out, &err);
+    int lines = 0;
+    for (const char *p = err; *p; p++) { lines += *p == '\n'; }
+    check(rc == 1 && lines == 1 && strncmp(err, "selfspec: error: ", 17) == 0 && strstr(err, want) != NULL,
+          "%s: exit %d, want 1 and one error line naming \"%s\": %s", args, rc, want, err);
+    free(out);
+    free(err);
+}
+
+static void test_threads(void) {
+    char *out, *err;
+    // --threads is reported in the line that names the device, and beats OMP_NUM_THREADS
+    int rc = run("OMP_NUM_THREADS=2", "-n 4 --threads 1", &out, &err);
+    check(rc == 0 && strstr(err, "CPU: 1 OpenMP threads") != NULL, "--threads 1: exit %d, stderr:\n%s", rc, err);
+    free(out); free(err);
+    rc = run("", "-n 4 --threads 3", &out, &err);
+    check(rc == 0 && strstr(err, "CPU: 3 OpenMP threads") != NULL, "--threads 3: exit %d, stderr:\n%s", rc, err);
+    free(out); free(err);
+    // without --threads, OMP_NUM_THREADS is honoured
+    rc = run("OMP_NUM_THREADS=1", "-n 4", &out, &err);
+    check(rc == 0 && strstr(err, "CPU: 1 OpenMP threads") != NULL, "OMP_NUM_THREADS=1: exit %d, stderr:\n%s", rc, err);
+    free(out); free(err);
+    // threads wait passively unless the user chose otherwise
+    rc = run("-u OMP_WAIT_POLICY -u GOMP_SPINCOUNT", "-n 4", &out, &err);
+    check(rc == 0 && strstr(err, "wait policy passive") != NULL, "default wait policy: exit %d, stderr:\n%s", rc, err);
+    free(out); free(err);
+    rc = run("OMP_WAIT_POLICY=active", "-n 4", &out, &err);
+    check(rc == 0 && strstr(err, "wait policy active") != NULL, "OMP_WAIT_POLICY=active: exit %d, stderr:\n%s", rc, err);
+    free(out); free(err);
+    bad_flag("--threads 0", "--threads 0: must be in [1, 1024]");
+    bad_flag("--threads -2", "--threads -2: must be in");
+    bad_flag("--threads two", "--threads two: not an integer");
+    bad_flag("--threads 5000", "--threads 5000: must be in");
+    bad_flag("--threads", "--threads: unknown flag or missing value");
+}
+
+static void test_help_and_compare(void) {
+    char *out, *err;
+    int rc = run("", "--help", &out, &err);
+    check(rc == 0 && strncmp(out, "usage: selfspec", 15) == 0 && strstr(out, "--threads N") != NULL && err[0] == '\0',
+          "--help: exit %d, want usage with --threads on stdout and nothing on stderr; stdout:\n%s\nstderr:\n%s", rc, out,
+          err);
+    check(strstr(out, "JSON Lines") != NULL && strstr(out, "without the prompt") != NULL,
+          "--help does not say --json -f prints JSON Lines and text leaves out the prompt");
+    free(out); free(err);
+    bad_flag("--compare", "--compare: compares a speculative method with plain decoding");
+    bad_flag("--compare --method none -n 4", "--compare");
+}
+
+// --json with -f: one object per prompt, one per line, each valid JSON; "text" has no prompt.
+static void test_json_lines(void) {
+    char path[128], args[512], err_buf[SS_ERR_LEN], *out, *err;
+    snprintf(path, sizeof(path), "%s/prompts.txt", tmp);
+    FILE *f = fopen(path, "w");
+    fputs("In the beginning\nAnd the LORD said\nBlessed are\n", f);
+    fclose(f);
+    snprintf(args, sizeof(args), "-f %s -n 6 --json --skip \"attn:2,4\" --compare", path);
+    int rc = run("", args, &out, &err);
+    check(rc == 0, "--json -f: exit %d: %s", rc, err);
+    int lines = 0;
+    for (char *line = strtok(out, "\n"); line != NULL; line = strtok(NULL, "\n"), lines++) {
+        Json j;
+        int ok = json_parse(&j, line, strlen(line), "--json line", err_buf) == 0;
+        check(ok && j.tok[0].type == JSMN_OBJECT && j.tok[0].end == (int)strlen(line),
+              "--json line %d is not one JSON object: %s", lines + 1, ok ? line : err_buf);
+        if (!ok) { continue; }
+        size_t n;
+        int t = json_get(&j, 0, "text");
+        char *text = t >= 0 ? json_string(&j, t, &n) : NULL;
+        check(text != NULL && strstr(text, "In the beginning") == NULL && strstr(text, "LORD said") == NULL,
+              "--json line %d: \"text\" holds the prompt: %s", lines + 1, text ? text : "(none)");
+        free(text);
+        json_free(&j);
+    }
+    check(lines == 3, "--json -f with 3 prompts printed %d lines, want 3", lines);
+    free(out); free(err);
+}
+
+// SWIFT Eq. 6 when every draft is rejected: drafting costs time, so less than 1x.
+static void test_expected_speedup(void) {
+    check(expected_speedup(1.0, 0.0, 0.5, 2.0) == 0.5, "Eq. 6 at alpha 0, c 0.5, 2 drafts per round = %g, want 0.5",
+          expected_speedup(1.0, 0.0, 0.5, 2.0));
+    check(expected_speedup(1.0, 0.0, 0.0, 0.0) == 1.0, "Eq. 6 with no drafts = %g, want 1",
+          expected_speedup(1.0, 0.0, 0.0, 0.0));
+    double e = expected_speedup(3.0, 0.8, 0.5, 3.0); // Eq. 6 itself: 3 * 0.8 / (2 * 0.5 + 0.8)
+    check(fabs(e - 2.4 / 1.8) < 1e-12, "Eq. 6 at M 3, alpha 0.8, r 0.5 = %g, want %g", e, 2.4 / 1.8);
+    char *out, *err;
+    char args[256];
+    snprintf(args, sizeof(args), "-m %s -n 16 --skip \"attn:0-5\"", RANDOM_MODEL); // random weights: 0 accepted
+    int rc = run("", args, &out, &err);
+    double x = 0;
+    const char *at = strstr(err, "expected speedup (SWIFT Eq. 6) ");
+    if (at) { x = atof(at + strlen("expected speedup (SWIFT Eq. 6) ")); }
+    check(rc == 0 && strstr(err, "accepted 0,") != NULL && at != NULL && x < 0.99,
+          "all drafts rejected: want expected speedup < 1, got %.2f (exit %d):\n%s", x, rc, err);
+    free(out); free(err);
+}
+
+// A synthetic wall clock: every set that skips anything truly costs more than the empty set,
+// and every fourth measurement comes out 0.3 of the truth (a moment the machine was quiet).
+typedef struct { int n; } NoisyClock;
+static double noisy_cost(void *ctx, const SkipSet *s) {
+    NoisyClock *c = (NoisyClock *)ctx;
+    double truth = 1.0 + 0.05 * skip_count(s, 6);
+    return ++c->n % 4 == 2 ? 0.3 * truth : truth;
+}
+
+static void test_selfsd_noise(void) {
+    Model m;
+    char err[SS_ERR_LEN];
+    if (build_model(&m, RANDOM_MODEL, 64, err)) { check(0, "%s", err); return; }
+    NoisyClock clock = {0};
+    Objective obj = {NULL, NULL, 0, 0, 0, noisy_cost, &clock};
+    SkipSet best = select_selfsd(&m, &obj, 40, 5, 0, NULL);
+    check(skip_count(&best, m.config.n_layers) == 0,
+          "Self-SD under a noisy clock chose a set skipping %d sublayers, each of which truly costs more than none",
+          skip_count(&best, m.config.n_layers));
+    free_model(&m);
+}
+
+// The progress lines: iteration 0 is the empty set, so the best is never lower than a cost
+// printed before it; each line says how long is left.
+static void test_selfsd_progress(void) {
+    char *out, *err, args[256];
+    snprintf(args, sizeof(args), "-m %s -n 4 --method selfsd --iters 10", RANDOM_MODEL);
+    int rc = run("", args, &out, &err);
+    check(rc == 0 && strstr(err, "selfsd iter   0: cost ") != NULL, "selfsd prints no iteration 0 (exit %d):\n%s", rc, err);
+    double lowest = INFINITY;
+    int lines = 0;
+    for (const char *p = strstr(err, "selfsd iter"); p != NULL; p = strstr(p + 1, "selfsd iter")) {
+        const char *c = strstr(p, "cost "), *b = strstr(p, "best ");
+        if (c == NULL) { break; }
+        double cost = atof(c + 5);
+        lowest = cost < lowest ? cost : lowest;
+        if (lines++ == 0 || b == NULL || b > strchr(p, '\n')) { continue; }
+        double best = atof(b + 5);
+        check(fabs(best - lowest) < 1e-4, "selfsd progress: best %.4f, but the lowest cost printed is %.4f", best, lowest);
+        check(strstr(p, "s left") != NULL && strstr(p, "s left") < strchr(p, '\n'), "selfsd progress line has no time left");
+    }
+    check(lines == 11, "selfsd --iters 10 printed %d progress lines, want 11", lines);
+    free(out); free(err);
+}
+
+// Starts `bin args`, waits until its stderr holds `ready`, sends SIGINT, and returns the exit
+// status; *err gets its stderr.
+static int interrupt_run(const char *args, const char *ready, char **err) {
+    char e[128], o[128], cmd[1024];
+    snprintf(e, sizeof(e), "%s/int_stderr.txt", tmp);
+    snprintf(o, sizeof(o), "%s/int_stdout.txt", tmp);
+    pid_t pid = fork();
+    if (pid == 0) {
+        snprintf(cmd, sizeof(cmd), "exec %s %s >%s 2>%s", bin, args, o, e);
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    int seen = 0;
+    for (int k = 0; k < 300 && !seen; k++) { // up to 30 s
+        usleep(100000);
+        FILE *f = fopen(e, "r");
+        if (f == NULL) { continue; }
+        char buf[8192];
+        size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        seen = strstr(buf, ready) != NULL;
+    }
+    check(seen, "%s: \"%s\" never appeared on stderr", args, ready);
+    kill(pid, SIGINT);
+    int status;
+    waitpid(pid, &status, 0);
+    *err = slurp(e);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void check_saved(const char *path, const char *what) {
+    char err[SS_ERR_LEN];
+    size_t len;
+    char *text = read_file(path, &len, err);
+    check(text != NULL, "%s: --save-skip %s not written", what, path);
+    if (text == NULL) { return; }
+    Json j;
+    int ok = json_parse(&j, text, len, path, err) == 0;
+    check(ok && json_get(&j, 0, "attn") >= 0 && json_get(&j, 0, "mlp") >= 0,
+          "%s: the saved skip file is not {\"attn\": [..], \"mlp\": [..]}: %s", what, text);
+    if (ok) { json_free(&j); }
+    free(text);
+}
+
+static void test_ctrl_c(void) {
+    char args[512], saved[128], *err;
+    snprintf(saved, sizeof(saved), "%s/best.json", tmp);
+    snprintf(args, sizeof(args), "-m %s -n 4 --method selfsd --iters 100000 --save-skip %s", RANDOM_MODEL, saved);
+    int rc = interrupt_run(args, "selfsd iter  20", &err);
+    check(rc == 0, "selfsd, Ctrl-C: exit %d, want 0 (stop the search, decode with the best so far):\n%s", rc, err);
+    check(strstr(err, "selfsd: interrupted after ") != NULL && strstr(err, "best so far skips") != NULL,
+          "selfsd, Ctrl-C: no summary of the best set so far:\n%s", err);
+    check(strstr(err, "tokens/s") != NULL, "selfsd, Ctrl-C: decoding did not go on to its report:\n%s", err);
+    check_saved(saved, "selfsd, Ctrl-C");
+    free(err);
+    remove(saved);
+    // the oracle prints its progress every 10 s; wait for its first line instead
+    snprintf(args, sizeof(args), "-m %s -n 4 --method oracle --save-skip %s", RANDOM_MODEL, saved);
+    rc = interrupt_run(args, "oracle: scoring every", &err);
+    check(rc == 0 && strstr(err, "oracle: interrupted after ") != NULL && strstr(err, "tokens/s") != NULL,
+          "oracle, Ctrl-C: exit %d, want 0, a summary and a report:\n%s", rc, err);
+    check_saved(saved, "oracle, Ctrl-C");
+    free(err);
+}
+
+int main(void) {
+    if (getenv("SELFSPEC_BIN") != NULL) { bin = getenv("SELFSPEC_BIN"); }
+    snprintf(tmp, sizeof(tmp), "/tmp/selfspec-cli-XXXXXX");
+    if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_cli: mkdtemp failed\n"); return 2; }
+    test_threads();
+    test_help_and_compare();
+    test_json_lines();
+    test_expected_speedup();
+    test_selfsd_noise();
+    test_selfsd_progress();
+    test_ctrl_c();
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
+    if (system(cmd) != 0) { fprintf(stderr, "test_cli: could not remove %s\n", tmp); }
+    return test_summary("test_cli");
+}
