@@ -3590,9 +3590,14 @@ static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp) {
     if (sel == NULL) { return; }
     sel->rounds = 0;
     if (sel->method == METHOD_ASD) {
+        // C_l is this prompt's mean (ASD Sec. 3.2: "for the current generation task"): average the
+        // sums, then zero them so the next prompt of a -f run starts from nothing.
         int L = m->config.n_layers;
-        for (int l = 0; l < L; l++) { sel->asd_cos[l] /= sel->asd_tokens > 0 ? sel->asd_tokens : 1; }
-        sp->skip = select_asd(sel->asd_cos, L, 0.985, 3, 2);
+        double c_l[SS_MAX_LAYERS];
+        for (int l = 0; l < L; l++) { c_l[l] = sel->asd_cos[l] / (sel->asd_tokens > 0 ? sel->asd_tokens : 1); }
+        sp->skip = select_asd(c_l, L, 0.985, 3, 2);
+        memset(sel->asd_cos, 0, (size_t)L * sizeof(double));
+        sel->asd_tokens = 0;
     } else if (sel->method == METHOD_SWIFT) {
         sp->skip = sel->swift.best;
         sel->swift.last_ms = 0; // the time before this prompt's first round is not decoding

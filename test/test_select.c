@@ -142,6 +142,38 @@ static void test_planted(const char *dir) {
     free_model(&m);
 }
 
+// ASD's C_l is a mean over the current prompt only: in a run of several prompts (-f), the same
+// prompt three times must give the same skip set each time, the planted attention sublayers
+// (C_l = 1 exactly) skipped in every one. Summing cosines across prompts halves C_l from the
+// second prompt on, and the cosine rule stops firing.
+static void test_asd_per_prompt(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN], a_map[SS_MAX_LAYERS + 1], m_map[SS_MAX_LAYERS + 1];
+    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    int L = m.config.n_layers, prompt[12] = {1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50}, out[16];
+    SkipSet planted, first;
+    parse_skip_spec("attn:0,1", L, &planted, err); // not every-3rd layers: only the cosine rule skips them
+    plant(&m, &planted);
+    Selector sel;
+    selector_init(&sel, METHOD_ASD, L, 1);
+    for (int k = 0; k < 3; k++) {
+        Sampler greedy = {0.0f, 1.0f, {1}};
+        SpecStats st;
+        SpecParams sp;
+        memset(&sp.skip, 0, sizeof(sp.skip));
+        sp.max_draft = 4;
+        sp.exit = draft_exit_default();
+        generate_spec(&m, prompt, 12, 8, &sp, &sel, &greedy, out, NULL, NULL, NULL, &st);
+        if (k == 0) { first = sp.skip; }
+        layer_map(&sp.skip, L, a_map, m_map);
+        check(contains(&sp.skip, &planted, L) && same_set(&sp.skip, &first, L) && st.drafted > 0,
+              "ASD prompt %d of 3 (the same prompt): attn %s mlp %s, drafted %d; want the planted attention 0, 1 "
+              "skipped every time", k + 1, a_map, m_map, st.drafted);
+    }
+    selector_free(&sel);
+    free_model(&m);
+}
+
 // CLaSp's DP against brute force over all sets of M whole layers on 20 tokens: the DP is an
 // approximation (the paper's "approximate Markov property"), so agreement is reported, and the
 // test asserts only that the DP's final cosine beats the median skip set's every time.
@@ -365,6 +397,7 @@ int main(void) {
     test_swift_budget("tiny_models/llama2-tiny-random");
     test_tree_mask();
     test_planted("tiny_models/llama2-tiny-random");
+    test_asd_per_prompt("tiny_models/llama2-tiny-random");
     test_dp_vs_brute_force("tiny_models/llama2-tiny-random");
     test_dp_band("tiny_models/llama2-tiny-random");
     test_dp_band("tiny_models/llama3-tiny-random");
