@@ -2793,7 +2793,7 @@ typedef struct Selector Selector;
 static int selector_wants_prefill_capture(const Selector *sel);
 static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *cos_sum);
 static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp);
-static int selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp);
+static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos, SpecParams *sp);
 static int selector_wants_verify_capture(const Selector *sel);
 static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted, int accepted,
                                   SpecParams *sp);
@@ -2968,7 +2968,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
     int done = emit(c, x, out, &n, max_new, cb, ctx);
     while (!done && pos < c->seq_len) {
         double ts = time_ms();
-        st->selections += selector_before_round(sel, m, seq, pos, sp);
+        st->selections += selector_before_round(sel, m, seq, n_prompt, pos, sp);
         double ta = time_ms();
         st->select_ms += ta - ts;
         // draft: no further than the context or the tokens still wanted
@@ -3464,12 +3464,16 @@ static SkipSet uniform_skip_set(int n_layers, int count) {
 // at the last step's time) stay within `budget` of the decoding time so far (--swift-budget,
 // default 0.02; 1 restores the paper's schedule). The first step always runs. Fig. 8a's knobs
 // S and beta trade the same optimization against speed.
-static void swift_step(Swift *w, Model *m, const int *seq, int pos) {
+// Context accumulation (Sec. 4.1.1): no step until `window` LLM-generated tokens of this prompt
+// sit in the cache (seq[n_prompt .. pos-1]; seq[pos] is not run yet), so Eq. 3 scores generated
+// tokens only, never the prompt; until then the draft is the best set so far (at first the
+// uniform starting point).
+static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos) {
     double t0 = time_ms();
     if (w->last_ms > 0) { w->run_ms += t0 - w->last_ms; } // the previous round, its step included
     w->last_ms = t0;
     int within_budget = w->budget >= 1.0f || w->opt_ms + w->step_ms <= w->budget * w->run_ms;
-    if (w->done || pos - w->window - 1 < 0 || !within_budget) { return; }
+    if (w->done || pos - n_prompt < w->window || !within_budget) { return; }
     int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
     SkipSet cand;
     if (w->best_score < 0) {
@@ -3607,10 +3611,10 @@ static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp) {
 }
 
 // Before a round: SWIFT's optimization step while it is optimizing. Returns 1 if it ran one.
-static int selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp) {
+static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos, SpecParams *sp) {
     if (sel == NULL || sel->method != METHOD_SWIFT || sel->swift.done) { return 0; }
     int before = sel->swift.steps;
-    swift_step(&sel->swift, m, seq, pos);
+    swift_step(&sel->swift, m, seq, n_prompt, pos);
     sp->skip = sel->swift.best;
     return sel->swift.steps > before;
 }

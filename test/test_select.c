@@ -359,6 +359,42 @@ static void test_swift_ratio(const char *dir) {
     free_model(&m);
 }
 
+// SWIFT Sec. 4.1.1: optimization waits until a context window (32) of LLM-generated tokens has
+// accumulated, and Eq. 3 scores those, never the prompt. A 60-token prompt with 3 new tokens
+// must run no step (the prompt alone is longer than the window); 48 new tokens must run some.
+static void test_swift_window(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN];
+    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    m.config.n_eos = 0;
+    int prompt[60], out[64];
+    for (int t = 0; t < 60; t++) { prompt[t] = (13 * t + 7) % m.config.vocab_size; }
+    const int n_new[2] = {3, 48};
+    for (int k = 0; k < 2; k++) {
+        Selector sel;
+        selector_init(&sel, METHOD_SWIFT, m.config.n_layers, 5);
+        sel.swift.budget = 1.0f; // a step before every round once allowed: no timing
+        Sampler greedy = {0.0f, 1.0f, {1}};
+        SpecStats st;
+        SpecParams sp;
+        memset(&sp.skip, 0, sizeof(sp.skip));
+        sp.max_draft = 25;
+        sp.exit = draft_exit_default();
+        int n = generate_spec(&m, prompt, 60, n_new[k], &sp, &sel, &greedy, out, NULL, NULL, NULL, &st);
+        if (k == 0) {
+            check(st.selections == 0 && sel.swift.best_score < 0,
+                  "SWIFT, 60-token prompt, %d new tokens: %d optimization steps (best score %.3f), want none before "
+                  "%d generated tokens", n, st.selections, sel.swift.best_score, sel.swift.window);
+        } else {
+            check(st.selections > 0 && st.selections <= n - sel.swift.window,
+                  "SWIFT, 60-token prompt, %d new tokens: %d optimization steps, want 1..%d", n, st.selections,
+                  n - sel.swift.window);
+        }
+        selector_free(&sel);
+    }
+    free_model(&m);
+}
+
 // SWIFT's CPU budget: with the default 2% a step runs only while the steps so far took at most
 // 2% of the decoding time so far, so a run has far fewer steps than verifications, and the
 // time in steps exceeds 2% of the decoding time by about the last step at most.
@@ -395,6 +431,7 @@ int main(void) {
     test_gp();
     test_swift_ratio("tiny_models/llama2-tiny-random");
     test_swift_budget("tiny_models/llama2-tiny-random");
+    test_swift_window("tiny_models/llama2-tiny-random");
     test_tree_mask();
     test_planted("tiny_models/llama2-tiny-random");
     test_asd_per_prompt("tiny_models/llama2-tiny-random");
