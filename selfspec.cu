@@ -3025,6 +3025,9 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
                         (size_t)c->dim * sizeof(float));
             }
         }
+        // No DP after the prompt's last round: its skip set would never draft (the next prompt
+        // starts again from the alternate layers).
+        want_h = want_h && !done;
         selector_after_verify(sel, m, want_h ? states : NULL, pos + accepted, k, accepted, sp);
         st->selections += want_h;
         st->select_ms += time_ms() - tc;
