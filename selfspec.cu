@@ -2779,6 +2779,7 @@ typedef struct {
     int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
     float gamma_first, gamma_last;
     double gamma_sum;  // over rounds, for the mean
+    int longest_draft; // the most draft tokens any round proposed
 } SpecStats;
 
 // Keeps the emitted tokens, stops at EOS or max_new. Returns 1 when generation is over.
@@ -3037,6 +3038,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
         st->rounds++;
         st->drafted += k;
         st->accepted += accepted;
+        if (k > st->longest_draft) { st->longest_draft = k; }
         draft_exit_update(&sp->exit, accepted, k, k == k_cap);
         st->gamma_sum += sp->exit.gamma;
     }
