@@ -3204,9 +3204,12 @@ static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_
     (void)n_layers;
 }
 
-// UCB acquisition (mean + kappa sd, kappa = 2.576 as in the official code) maximized over
-// n_random candidates drawn like random_skip_set. The best candidate goes to *best.
-static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last, int n_random, SkipSet *best) {
+// UCB acquisition (mean + kappa sd) maximized over n_random candidates drawn like
+// random_skip_set. The best candidate goes to *best. The official codes differ in kappa:
+// Self-SD's uses 2.576, SWIFT's 2.5 (both bayes_opt's UCB with xi = 0); each caller passes its own.
+static const double KAPPA_SELFSD = 2.576, KAPPA_SWIFT = 2.5;
+static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last, int n_random, double kappa,
+                       SkipSet *best) {
     float v[GP_MAX_DIM];
     double best_ucb = -INFINITY;
     for (int k = 0; k < n_random; k++) {
@@ -3215,7 +3218,7 @@ static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first,
         skip_to_vector(&cand, n_layers, v);
         double mean, var;
         gp_predict(gp, v, &mean, &var);
-        double ucb = mean + 2.576 * sqrt(var);
+        double ucb = mean + kappa * sqrt(var);
         if (ucb > best_ucb) { best_ucb = ucb; *best = cand; }
     }
 }
@@ -3273,7 +3276,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t
     gp_add(&gp, v, -best_cost);
     for (int it = 1; it <= iters; it++) {
         if (it <= iters / 5) { random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand); }
-        else { gp_propose(&gp, &r, L, 0, 0, L - 1, 2000, &cand); }
+        else { gp_propose(&gp, &r, L, 0, 0, L - 1, 2000, KAPPA_SELFSD, &cand); }
         double cost = measure_objective(m, obj, &cand);
         skip_to_vector(&cand, L, v);
         gp_add(&gp, v, -cost);
@@ -3484,7 +3487,7 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     if (w->best_score < 0) {
         cand = w->best;           // score the starting point first
     } else if ((w->steps + 1) % w->bo_every == 0 && w->gp.n > 1) {
-        gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, 1000, &cand);
+        gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, 1000, KAPPA_SWIFT, &cand);
     } else {
         random_skip_set(&w->rng, L, 0, count, 1, L - 2, &cand);
     }

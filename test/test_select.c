@@ -395,6 +395,52 @@ static void test_swift_window(const char *dir) {
     free_model(&m);
 }
 
+// UCB's kappa follows each paper's official code: 2.5 for SWIFT, 2.576 for Self-SD. A SWIFT
+// state is driven to its first BO step (the 25th), and the candidate it scores must be
+// gp_propose's at KAPPA_SWIFT from the same RNG state. On these small GPs kappa 2.5 and 2.576
+// almost never rank candidates differently, so that alone could not tell them apart: the
+// constants are pinned, and kappa 0 against 50 shows gp_propose uses the one it is given.
+static void test_swift_kappa(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN];
+    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, seq[64], out[48], same = 0, differs = 0, seeds = 3;
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    GenStats gs;
+    int n = generate_plain(&m, prompt, 4, 40, NULL, &greedy, out, NULL, NULL, NULL, &gs);
+    memcpy(seq, prompt, sizeof(prompt));
+    memcpy(seq + 4, out, (size_t)n * sizeof(int));
+    int pos = 4 + n - 1; // 39 generated tokens in the cache: past the window of 32
+    for (int seed = 1; seed <= seeds; seed++) {
+        Swift w;
+        swift_init(&w, L, (uint64_t)seed);
+        w.budget = 1.0f;
+        while ((w.steps + 1) % w.bo_every != 0 && !w.done) { swift_step(&w, &m, seq, 4, pos); }
+        int count = (int)lroundf(w.ratio * 2 * L);
+        SkipSet want, low, high;
+        Rng r = w.rng;
+        gp_propose(&w.gp, &r, L, count, 1, L - 2, 1000, KAPPA_SWIFT, &want);
+        r = w.rng;
+        gp_propose(&w.gp, &r, L, count, 1, L - 2, 1000, 0.0, &low);
+        r = w.rng;
+        gp_propose(&w.gp, &r, L, count, 1, L - 2, 1000, 50.0, &high);
+        int total = w.gp.total;
+        swift_step(&w, &m, seq, 4, pos);
+        float v[GP_MAX_DIM];
+        skip_to_vector(&want, L, v);
+        same += w.gp.total == total + 1 && memcmp(v, w.gp.x + (size_t)(total % GP_WINDOW) * w.gp.dim,
+                                                  (size_t)w.gp.dim * sizeof(float)) == 0;
+        differs += !same_set(&low, &high, L);
+        gp_free(&w.gp);
+    }
+    check(same == seeds, "SWIFT's BO step scored gp_propose's KAPPA_SWIFT candidate in %d of %d seeds", same, seeds);
+    check(differs > 0, "gp_propose: kappa 0 and 50 proposed the same set in all %d seeds", seeds);
+    check(KAPPA_SWIFT == 2.5 && KAPPA_SELFSD == 2.576, "UCB kappa: SWIFT %g (official code 2.5), Self-SD %g (2.576)",
+          KAPPA_SWIFT, KAPPA_SELFSD);
+    free_model(&m);
+}
+
 // SWIFT's CPU budget: with the default 2% a step runs only while the steps so far took at most
 // 2% of the decoding time so far, so a run has far fewer steps than verifications, and the
 // time in steps exceeds 2% of the decoding time by about the last step at most.
@@ -432,6 +478,7 @@ int main(void) {
     test_swift_ratio("tiny_models/llama2-tiny-random");
     test_swift_budget("tiny_models/llama2-tiny-random");
     test_swift_window("tiny_models/llama2-tiny-random");
+    test_swift_kappa("tiny_models/llama2-tiny-random");
     test_tree_mask();
     test_planted("tiny_models/llama2-tiny-random");
     test_asd_per_prompt("tiny_models/llama2-tiny-random");
