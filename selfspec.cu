@@ -3708,7 +3708,8 @@ static void usage(void) {
         "  --skip SPEC     draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\" (0-based)\n"
         "  --skip-file F   draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}\n"
         "  -K N            max draft tokens per round (default 12; swift 25; at most %d)\n"
-        "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:0.8)\n"
+        "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:0.8,\n"
+        "                  clasp: fixed:0.7)\n"
         "  --alpha A       target acceptance rate of the adaptive exit (default 0.9)\n"
         "  --iters N       selfsd: Bayesian-optimization iterations (default 64)\n"
         "  --dev-prompts F selfsd/oracle: search on these prompts instead of the prompt itself\n"
@@ -3823,6 +3824,8 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (!o->k_given) { o->max_draft = 25; }
         if (!o->exit_given) { o->exit.mode = EXIT_FIXED; o->exit.gamma = 0.8f; }
     }
+    // CLaSp Sec. 5.3.3 (Fig. 4c): a fixed draft-exiting threshold near 0.7 gives the best speedup
+    if (o->method == METHOD_CLASP && !o->exit_given) { o->exit.mode = EXIT_FIXED; o->exit.gamma = 0.7f; }
 }
 
 // Reads {"attn": [..], "mlp": [..]} into s. Returns 0, or -1 with err set.
@@ -3978,6 +3981,13 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
         fprintf(stderr, "oracle: scored %ld skip sets\n", tried);
     }
     *select_ms = time_ms() - t0;
+    // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
+    if (o->dev_prompts) {
+        fprintf(stderr, "%s: searched on %d prompts of --dev-prompts %s\n", method_name(o->method), n_dev, o->dev_prompts);
+    } else {
+        fprintf(stderr, "%s: searched on the first prompt itself, not on a separate development set as Self-SD "
+                "does (give one with --dev-prompts F)\n", method_name(o->method));
+    }
     if (o->save_skip && write_skip_file(o->save_skip, &best, m->config.n_layers, err)) {
         fprintf(stderr, "selfspec: error: %s\n", err);
         exit(EXIT_FAILURE);
@@ -4019,6 +4029,9 @@ static void print_report(const Options *o, const Model *m, const char *text, con
         printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, \"mean_accepted\": %.4f",
                st->rounds, st->drafted, st->accepted, alpha, mean_acc);
         printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f", st->gamma_first, st->gamma_last, gamma_mean);
+        if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
+            printf(", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
+        }
         printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f, \"selections\": %d"
                ", \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms, st->select_ms, st->search_ms, st->selections,
                expected);
