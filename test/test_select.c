@@ -295,6 +295,7 @@ static void test_methods_lossless(const char *dir) {
     int L = m.config.n_layers, vocab = m.config.vocab_size, runs = 0, ok = 0, leaves = 0;
     const int methods[3] = {METHOD_SWIFT, METHOD_ASD, METHOD_CLASP};
     for (int mi = 0; mi < 3; mi++) {
+        int drafted = 0, selections = 0;
         Selector sel;
         selector_init(&sel, methods[mi], L, 11);
         sel.swift.max_steps = 6;   // reach SWIFT's acceleration phase within the test
@@ -316,12 +317,16 @@ static void test_methods_lossless(const char *dir) {
             int nb = generate_spec(&m, prompt, 4 + pi, 60, &sp, &sel, &greedy, b, NULL, NULL, NULL, &st);
             exit = sp.exit;
             leaves += st.leaf_accepts;
+            drafted += st.drafted;
+            selections += st.selections;
             int same = na == nb && memcmp(a, b, (size_t)na * sizeof(int)) == 0;
             check(same, "%s: method %s prompt %d: greedy output differs from plain decoding", dir, method_name(methods[mi]), pi);
             ok += same;
             runs++;
         }
         if (methods[mi] == METHOD_SWIFT) { check(sel.swift.done, "%s: SWIFT never reached its acceleration phase", dir); }
+        check(drafted > 0 && (methods[mi] == METHOD_ASD || selections > 0), "%s: %s drafted %d tokens and selected "
+              "layers %d times during decoding: its path went untested", dir, method_name(methods[mi]), drafted, selections);
         selector_free(&sel);
     }
     printf("  %s: swift (tree verification, %d leaves accepted), asd, clasp lossless in %d of %d runs\n", dir, leaves,
