@@ -2809,6 +2809,7 @@ typedef struct {
     double gamma_sum;  // over rounds, for the mean
     RoundHistory hist; // per round, for --svg
     SetHistory sets;   // the skip sets in the order they were used, for --svg
+    int longest_draft; // the most draft tokens any round proposed
 } SpecStats;
 
 // Keeps the emitted tokens, stops at EOS or max_new. Returns 1 when generation is over.
@@ -2823,7 +2824,7 @@ typedef struct Selector Selector;
 static int selector_wants_prefill_capture(const Selector *sel);
 static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *cos_sum);
 static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp);
-static int selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp);
+static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos, SpecParams *sp);
 static int selector_wants_verify_capture(const Selector *sel);
 static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted, int accepted,
                                   SpecParams *sp);
@@ -2998,7 +2999,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
     int done = emit(c, x, out, &n, max_new, cb, ctx);
     while (!done && pos < c->seq_len) {
         double ts = time_ms();
-        st->selections += selector_before_round(sel, m, seq, pos, sp);
+        st->selections += selector_before_round(sel, m, seq, n_prompt, pos, sp);
         double ta = time_ms();
         st->select_ms += ta - ts;
         // draft: no further than the context or the tokens still wanted
@@ -3059,6 +3060,9 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
                         (size_t)c->dim * sizeof(float));
             }
         }
+        // No DP after the prompt's last round: its skip set would never draft (the next prompt
+        // starts again from the alternate layers).
+        want_h = want_h && !done;
         selector_after_verify(sel, m, want_h ? states : NULL, pos + accepted, k, accepted, sp);
         st->selections += want_h;
         st->select_ms += time_ms() - tc;
@@ -3073,6 +3077,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
             st->hist.accepted[st->hist.n] = (unsigned char)accepted;
             st->hist.gamma[st->hist.n++] = sp->exit.gamma;
         }
+        if (k > st->longest_draft) { st->longest_draft = k; }
         draft_exit_update(&sp->exit, accepted, k, k == k_cap);
         st->gamma_sum += sp->exit.gamma;
     }
@@ -3238,9 +3243,12 @@ static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_
     (void)n_layers;
 }
 
-// UCB acquisition (mean + kappa sd, kappa = 2.576 as in the official code) maximized over
-// n_random candidates drawn like random_skip_set. The best candidate goes to *best.
-static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last, int n_random, SkipSet *best) {
+// UCB acquisition (mean + kappa sd) maximized over n_random candidates drawn like
+// random_skip_set. The best candidate goes to *best. The official codes differ in kappa:
+// Self-SD's uses 2.576, SWIFT's 2.5 (both bayes_opt's UCB with xi = 0); each caller passes its own.
+static const double KAPPA_SELFSD = 2.576, KAPPA_SWIFT = 2.5;
+static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last, int n_random, double kappa,
+                       SkipSet *best) {
     float v[GP_MAX_DIM];
     double best_ucb = -INFINITY;
     for (int k = 0; k < n_random; k++) {
@@ -3249,7 +3257,7 @@ static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first,
         skip_to_vector(&cand, n_layers, v);
         double mean, var;
         gp_predict(gp, v, &mean, &var);
-        double ucb = mean + 2.576 * sqrt(var);
+        double ucb = mean + kappa * sqrt(var);
         if (ucb > best_ucb) { best_ucb = ucb; *best = cand; }
     }
 }
@@ -3339,7 +3347,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t
     int it;
     for (it = 1; it <= iters && !search_interrupted; it++) {
         if (it <= iters / 5) { random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand); }
-        else { gp_propose(&gp, &r, L, 0, 0, L - 1, 2000, &cand); }
+        else { gp_propose(&gp, &r, L, 0, 0, L - 1, 2000, KAPPA_SELFSD, &cand); }
         double cost = measure_objective(m, obj, &cand);
         if (cost < best_cost && repeats > 1) { cost = measure_median(m, obj, &cand, repeats, cost); }
         skip_to_vector(&cand, L, v);
@@ -3553,18 +3561,22 @@ static SkipSet uniform_skip_set(int n_layers, int count) {
 // at the last step's time) stay within `budget` of the decoding time so far (--swift-budget,
 // default 0.02; 1 restores the paper's schedule). The first step always runs. Fig. 8a's knobs
 // S and beta trade the same optimization against speed.
-static void swift_step(Swift *w, Model *m, const int *seq, int pos) {
+// Context accumulation (Sec. 4.1.1): no step until `window` LLM-generated tokens of this prompt
+// sit in the cache (seq[n_prompt .. pos-1]; seq[pos] is not run yet), so Eq. 3 scores generated
+// tokens only, never the prompt; until then the draft is the best set so far (at first the
+// uniform starting point).
+static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos) {
     double t0 = time_ms();
     if (w->last_ms > 0) { w->run_ms += t0 - w->last_ms; } // the previous round, its step included
     w->last_ms = t0;
     int within_budget = w->budget >= 1.0f || w->opt_ms + w->step_ms <= w->budget * w->run_ms;
-    if (w->done || pos - w->window - 1 < 0 || !within_budget) { return; }
+    if (w->done || pos - n_prompt < w->window || !within_budget) { return; }
     int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
     SkipSet cand;
     if (w->best_score < 0) {
         cand = w->best;           // score the starting point first
     } else if ((w->steps + 1) % w->bo_every == 0 && w->gp.n > 1) {
-        gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, 1000, &cand);
+        gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, 1000, KAPPA_SWIFT, &cand);
     } else {
         random_skip_set(&w->rng, L, 0, count, 1, L - 2, &cand);
     }
@@ -3690,9 +3702,14 @@ static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp) {
     if (sel == NULL) { return; }
     sel->rounds = 0;
     if (sel->method == METHOD_ASD) {
+        // C_l is this prompt's mean (ASD Sec. 3.2: "for the current generation task"): average the
+        // sums, then zero them so the next prompt of a -f run starts from nothing.
         int L = m->config.n_layers;
-        for (int l = 0; l < L; l++) { sel->asd_cos[l] /= sel->asd_tokens > 0 ? sel->asd_tokens : 1; }
-        sp->skip = select_asd(sel->asd_cos, L, 0.985, 3, 2);
+        double c_l[SS_MAX_LAYERS];
+        for (int l = 0; l < L; l++) { c_l[l] = sel->asd_cos[l] / (sel->asd_tokens > 0 ? sel->asd_tokens : 1); }
+        sp->skip = select_asd(c_l, L, 0.985, 3, 2);
+        memset(sel->asd_cos, 0, (size_t)L * sizeof(double));
+        sel->asd_tokens = 0;
     } else if (sel->method == METHOD_SWIFT) {
         sp->skip = sel->swift.best;
         sel->swift.last_ms = 0; // the time before this prompt's first round is not decoding
@@ -3702,10 +3719,10 @@ static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp) {
 }
 
 // Before a round: SWIFT's optimization step while it is optimizing. Returns 1 if it ran one.
-static int selector_before_round(Selector *sel, Model *m, const int *seq, int pos, SpecParams *sp) {
+static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos, SpecParams *sp) {
     if (sel == NULL || sel->method != METHOD_SWIFT || sel->swift.done) { return 0; }
     int before = sel->swift.steps;
-    swift_step(&sel->swift, m, seq, pos);
+    swift_step(&sel->swift, m, seq, n_prompt, pos);
     sp->skip = sel->swift.best;
     return sel->swift.steps > before;
 }
@@ -4004,7 +4021,8 @@ static void usage(FILE *f) {
         "  --skip SPEC     draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\" (0-based)\n"
         "  --skip-file F   draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}\n"
         "  -K N            max draft tokens per round (default 12; swift 25; at most %d)\n"
-        "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:0.8)\n"
+        "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:0.8,\n"
+        "                  clasp: fixed:0.7)\n"
         "  --alpha A       target acceptance rate of the adaptive exit (default 0.9)\n"
         "  --iters N       selfsd: Bayesian-optimization iterations (default 64)\n"
         "  --dev-prompts F selfsd/oracle: search on these prompts instead of the prompt itself\n"
@@ -4129,6 +4147,8 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (!o->k_given) { o->max_draft = 25; }
         if (!o->exit_given) { o->exit.mode = EXIT_FIXED; o->exit.gamma = 0.8f; }
     }
+    // CLaSp Sec. 5.3.3 (Fig. 4c): a fixed draft-exiting threshold near 0.7 gives the best speedup
+    if (o->method == METHOD_CLASP && !o->exit_given) { o->exit.mode = EXIT_FIXED; o->exit.gamma = 0.7f; }
 }
 
 // Reads {"attn": [..], "mlp": [..]} into s. Returns 0, or -1 with err set.
@@ -4298,6 +4318,13 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
                 skip_count(&best, m->config.n_layers), 2 * m->config.n_layers);
     }
     *select_ms = time_ms() - t0;
+    // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
+    if (o->dev_prompts) {
+        fprintf(stderr, "%s: searched on %d prompts of --dev-prompts %s\n", method_name(o->method), n_dev, o->dev_prompts);
+    } else {
+        fprintf(stderr, "%s: searched on the first prompt itself, not on a separate development set as Self-SD "
+                "does (give one with --dev-prompts F)\n", method_name(o->method));
+    }
     if (o->save_skip && write_skip_file(o->save_skip, &best, m->config.n_layers, err)) {
         fprintf(stderr, "selfspec: error: %s\n", err);
         exit(EXIT_FAILURE);
@@ -4338,6 +4365,9 @@ static void print_report(const Options *o, const Model *m, const char *text, con
         printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, \"mean_accepted\": %.4f",
                st->rounds, st->drafted, st->accepted, alpha, mean_acc);
         printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f", st->gamma_first, st->gamma_last, gamma_mean);
+        if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
+            printf(", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
+        }
         printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f, \"selections\": %d"
                ", \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms, st->select_ms, st->search_ms, st->selections,
                expected);

@@ -3,13 +3,18 @@
 //     draft-exit mode, the tokens equal plain greedy decoding and the full-model logits row of
 //     every emitted token is bitwise the one plain decoding used;
 //   - the one-step sampling rule outputs exactly p (analytically, and by 10^6 draws);
-//   - end to end, the first two sampled tokens follow the model's exact joint distribution;
+//   - end to end, the first three sampled tokens follow the model's exact joint distribution,
+//     with two draft tokens in the round after the first, under a static skip set, SWIFT (chain
+//     verification), ASD and CLaSp, at T = 1 and at T = 0.7 / top-p 0.9;
 //   - the gamma update rule against hand-computed values; edge cases.
 #define TESTING
 #include "../selfspec.cu"
 #include "testing.h"
 
 enum { MAX_GEN = 48 };
+#ifndef SAMPLING_SEEDS
+#define SAMPLING_SEEDS 4000
+#endif
 
 // Chi-square critical value for df degrees of freedom at significance 1e-3, by the
 // Wilson-Hilferty approximation (accurate to about 1% for df >= 3).
@@ -156,27 +161,55 @@ static void test_sampling_rule(void) {
     check(counts[0] == 0 && counts[6] == 0, "speculative sampling rule emitted a token with p = 0");
 }
 
-// The first two tokens of self-speculative sampling follow the model's exact joint distribution
-// P(t1, t2) = p(t1 | prompt) p(t2 | prompt, t1), computed here with one forward per t1.
-// 20k seeds per setting; chi-square at significance 1e-3 with sparse cells pooled. Seeds are
-// fixed, so the outcome is deterministic; 1e-3 keeps a correct implementation from failing by
-// chance while a wrong bonus or residual distribution (e.g. an unwarped bonus) is caught.
-static void test_sampling_end_to_end(Model *m, float temperature, float top_p, const SkipSet *skip) {
-    int vocab = m->config.vocab_size, prompt[3] = {1, 17, 42}, row;
-    float *p1 = (float *)malloc_check((size_t)vocab * sizeof(float));
-    float *p2 = (float *)malloc_check((size_t)vocab * sizeof(float));
-    ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)vocab * sizeof(ProbIndex));
-    double *joint = (double *)calloc_check((size_t)vocab * vocab, sizeof(double));
-    long *counts = (long *)calloc_check((size_t)vocab * vocab, sizeof(long));
-    prefill(m, prompt, 3, NULL, &row);
-    warp_probs(m->state.logits_host + (size_t)row * vocab, vocab, temperature, top_p, p1, scratch);
-    for (int a = 0; a < vocab; a++) {
-        if (p1[a] <= 0) { continue; }
-        forward(m, &a, 1, 3, NULL, NULL, NULL);
-        warp_probs(m->state.logits_host, vocab, temperature, top_p, p2, scratch);
-        for (int b = 0; b < vocab; b++) { joint[(size_t)a * vocab + b] = (double)p1[a] * p2[b]; }
+// End to end, the first three sampled tokens follow the model's exact joint distribution
+// P(t1, t2, t3) = p(t1 | prompt) p(t2 | prompt, t1) p(t3 | prompt, t1, t2). With max_new = 4 and
+// no draft exit, the round after t1 drafts two tokens d1, d2 (q rows 0 and 1) and t2, t3 come
+// from it: d2 is judged against q row 1, the residual at row 1, or the next round after a
+// rejection of d1 (under CLaSp a new DP's skip set, under SWIFT after an optimization step).
+// The joint is exact over a partition of the outcomes: (t1, t2, t3) for every t3 where
+// seeds * p(t1, t2) >= 5, else (t1, t2, any), else (t1, any, any); chi-square at significance
+// 1e-3 with sparse cells pooled. Seeds are fixed, so the outcome is deterministic.
+static void test_sampling_end_to_end(Model *m, float temperature, float top_p, int method, const SkipSet *skip,
+                                     long seeds) {
+    int V = m->config.vocab_size, prompt[2] = {1, 17}, P = 2, row, n_s1 = 0, n_pairs = 0;
+    int n_eos = m->config.n_eos;
+    m->config.n_eos = 0; // no EOS: every run emits its 3 tokens
+    float *p1 = (float *)malloc_check((size_t)V * sizeof(float));
+    float *p2 = (float *)malloc_check((size_t)V * sizeof(float));
+    float *p3 = (float *)malloc_check((size_t)V * sizeof(float));
+    ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)V * sizeof(ProbIndex));
+    int *idx1 = (int *)malloc_check((size_t)V * sizeof(int));       // t1 -> its row in idx2, or -1
+    long max_s1 = seeds / 5 + 1, max_cells = (long)V * (1 + 2 * max_s1);
+    int *idx2 = (int *)malloc_check((size_t)max_s1 * V * sizeof(int)); // (t1, t2) -> pair, or -1
+    double *prob = (double *)calloc_check((size_t)max_cells, sizeof(double));
+    long *counts = (long *)calloc_check((size_t)max_cells, sizeof(long));
+    prefill(m, prompt, P, NULL, &row);
+    warp_probs(m->state.logits_host + (size_t)row * V, V, temperature, top_p, p1, scratch);
+    for (int a = 0; a < V; a++) { idx1[a] = seeds * (double)p1[a] >= 5 ? n_s1++ : -1; }
+    long pair_base = (long)V + (long)n_s1 * V; // cells: t1 alone, then (t1, t2), then (t1, t2, t3)
+    for (int a = 0; a < V; a++) {
+        if (idx1[a] < 0) { prob[a] = p1[a]; continue; }
+        forward(m, &a, 1, P, NULL, NULL, NULL);
+        warp_probs(m->state.logits_host, V, temperature, top_p, p2, scratch);
+        for (int b = 0; b < V; b++) {
+            double pab = (double)p1[a] * p2[b];
+            int *pair = &idx2[(size_t)idx1[a] * V + b];
+            *pair = seeds * pab >= 5 && n_pairs < max_s1 ? n_pairs++ : -1;
+            if (*pair < 0) { prob[V + (long)idx1[a] * V + b] = pab; continue; }
+            forward(m, &b, 1, P + 1, NULL, NULL, NULL);
+            warp_probs(m->state.logits_host, V, temperature, top_p, p3, scratch);
+            for (int c = 0; c < V; c++) { prob[pair_base + (long)*pair * V + c] = pab * p3[c]; }
+        }
     }
-    long seeds = 20000;
+    Selector sel;
+    selector_init(&sel, method, m->config.n_layers, 3);
+    sel.swift.window = 1;     // SWIFT: optimize from the first generated token on, so a step runs
+    sel.swift.budget = 1.0f;  // before the round after a rejection of d1 (no timing)
+    sel.swift.max_steps = 40;
+    sel.swift.ratio = 0.1f;   // candidates skip 1 sublayer, starting from the static set: drafts
+    sel.swift.best = *skip;   // get accepted, so both d1 and d2 are judged
+    sel.clasp_interval = 1;   // CLaSp: a DP after every verification
+    long multi = 0, both = 0, drafted = 0, selections = 0;
     for (long seed = 0; seed < seeds; seed++) {
         SpecParams sp;
         sp.skip = *skip;
@@ -185,19 +218,34 @@ static void test_sampling_end_to_end(Model *m, float temperature, float top_p, c
         sp.exit.mode = EXIT_NONE; // always draft: every draft token goes through the rule
         Sampler smp = {temperature, top_p, {0}};
         rng_seed(&smp.rng, (uint64_t)seed);
-        int out[2];
+        int out[4];
         SpecStats st;
-        int n = generate_spec(m, prompt, 3, 2, &sp, NULL, &smp, out, NULL, NULL, NULL, &st);
-        if (n == 2) { counts[(size_t)out[0] * vocab + out[1]]++; }
+        generate_spec(m, prompt, P, 4, &sp, method == METHOD_STATIC ? NULL : &sel, &smp, out, NULL, NULL, NULL, &st);
+        int a = out[0], b = out[1], c = out[2];
+        long cell = idx1[a] < 0 ? a : idx2[(size_t)idx1[a] * V + b] < 0 ? V + (long)idx1[a] * V + b
+                  : pair_base + (long)idx2[(size_t)idx1[a] * V + b] * V + c;
+        counts[cell]++;
+        multi += st.longest_draft >= 2;
+        both += st.rounds == 1 && st.accepted == 2;  // d1 and d2 both kept
+        drafted += st.drafted;
+        selections += st.selections;
     }
     int df;
-    double ratio = chi2_ratio(counts, joint, vocab * vocab, seeds, &df);
-    printf("  sampling T=%.1f top-p %.2f: joint of 2 tokens, chi-square / critical(1e-3, df %d) = %.3f\n",
-           temperature, top_p, df, ratio);
-    check(df >= 5, "sampling T=%.1f: only %d degrees of freedom, the test would be weak", temperature, df);
-    check(ratio < 1.0, "sampling T=%.1f top-p %.2f: self-speculative samples do not follow the model (chi2 ratio %.3f)",
-          temperature, top_p, ratio);
-    free(p1); free(p2); free(scratch); free(joint); free(counts);
+    double ratio = chi2_ratio(counts, prob, (int)(pair_base + (long)n_pairs * V), seeds, &df);
+    const char *name = method_name(method);
+    printf("  sampling %s T=%.1f top-p %.2f: joint of 3 tokens (%d pairs exact), %ld seeds, 2 drafts in %ld, both kept "
+           "in %ld, %ld selections: chi-square / critical(1e-3, df %d) = %.3f\n", name, temperature, top_p, n_pairs,
+           seeds, multi, both, selections, df, ratio);
+    check(drafted > 0 && multi > seeds / 2 && both > 0, "sampling %s T=%.1f: %ld drafted, %ld seeds with two drafts in "
+          "a round, %ld with both kept: the multi-token path went untested", name, temperature, drafted, multi, both);
+    check(method == METHOD_STATIC || method == METHOD_ASD || selections > 0,
+          "sampling %s T=%.1f: no layer selection ran during decoding", name, temperature);
+    check(df >= 10, "sampling %s T=%.1f: only %d degrees of freedom, the test would be weak", name, temperature, df);
+    check(ratio < 1.0, "sampling %s T=%.1f top-p %.2f: self-speculative samples do not follow the model (chi2 ratio %.3f)",
+          name, temperature, top_p, ratio);
+    selector_free(&sel);
+    m->config.n_eos = n_eos;
+    free(p1); free(p2); free(p3); free(scratch); free(idx1); free(idx2); free(prob); free(counts);
 }
 
 // ---------------------------------------------------------------------------- gamma, edges
@@ -298,10 +346,17 @@ int main(void) {
         if (!check(build_model(&m, dirs[k], 0, err) == 0, "%s", err)) { continue; }
         test_greedy_lossless(&m, dirs[k]);
         if (k == 0) {
-            SkipSet skip;
-            parse_skip_spec("attn:1,3 mlp:2,4", m.config.n_layers, &skip, err);
-            test_sampling_end_to_end(&m, 1.0f, 1.0f, &skip);
-            test_sampling_end_to_end(&m, 0.7f, 0.9f, &skip);
+            // the distributions sharpened (logits x2) so the joint of 3 tokens has mass to test
+            for (size_t i = 0; i < (size_t)m.config.vocab_size * m.config.dim; i++) { m.weights.lm_head[i] *= 2.0f; }
+            SkipSet skip, none;
+            parse_skip_spec("mlp:2", m.config.n_layers, &skip, err); // accepts about half its drafts
+            memset(&none, 0, sizeof(none));
+            const int methods[4] = {METHOD_STATIC, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP};
+            for (int mi = 0; mi < 4; mi++) {
+                long seeds = SAMPLING_SEEDS;
+                test_sampling_end_to_end(&m, 1.0f, 1.0f, methods[mi], mi <= 1 ? &skip : &none, seeds);
+                test_sampling_end_to_end(&m, 0.7f, 0.9f, methods[mi], mi <= 1 ? &skip : &none, seeds);
+            }
         }
         free_model(&m);
     }

@@ -2,6 +2,8 @@
 //   - planted redundancy: with o_proj / down_proj zeroed in memory, those sublayers are exactly
 //     the identity; ASD, CLaSp, SWIFT, Self-SD and the oracle must all find them;
 //   - every method is lossless: greedy output equals plain greedy decoding;
+//   - the per-paper details: ASD's C_l per prompt, SWIFT's context window and kappa, CLaSp's
+//     default exit threshold, Self-SD saying where it searched;
 //   - units: the GP posterior on a 3-point example, the CLaSp DP against brute force and against
 //     its full table, the tree.
 #define TESTING
@@ -142,6 +144,38 @@ static void test_planted(const char *dir) {
     free_model(&m);
 }
 
+// ASD's C_l is a mean over the current prompt only: in a run of several prompts (-f), the same
+// prompt three times must give the same skip set each time, the planted attention sublayers
+// (C_l = 1 exactly) skipped in every one. Summing cosines across prompts halves C_l from the
+// second prompt on, and the cosine rule stops firing.
+static void test_asd_per_prompt(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN], a_map[SS_MAX_LAYERS + 1], m_map[SS_MAX_LAYERS + 1];
+    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    int L = m.config.n_layers, prompt[12] = {1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50}, out[16];
+    SkipSet planted, first;
+    parse_skip_spec("attn:0,1", L, &planted, err); // not every-3rd layers: only the cosine rule skips them
+    plant(&m, &planted);
+    Selector sel;
+    selector_init(&sel, METHOD_ASD, L, 1);
+    for (int k = 0; k < 3; k++) {
+        Sampler greedy = {0.0f, 1.0f, {1}};
+        SpecStats st;
+        SpecParams sp;
+        memset(&sp.skip, 0, sizeof(sp.skip));
+        sp.max_draft = 4;
+        sp.exit = draft_exit_default();
+        generate_spec(&m, prompt, 12, 8, &sp, &sel, &greedy, out, NULL, NULL, NULL, &st);
+        if (k == 0) { first = sp.skip; }
+        layer_map(&sp.skip, L, a_map, m_map);
+        check(contains(&sp.skip, &planted, L) && same_set(&sp.skip, &first, L) && st.drafted > 0,
+              "ASD prompt %d of 3 (the same prompt): attn %s mlp %s, drafted %d; want the planted attention 0, 1 "
+              "skipped every time", k + 1, a_map, m_map, st.drafted);
+    }
+    selector_free(&sel);
+    free_model(&m);
+}
+
 // CLaSp's DP against brute force over all sets of M whole layers on 20 tokens: the DP is an
 // approximation (the paper's "approximate Markov property"), so agreement is reported, and the
 // test asserts only that the DP's final cosine beats the median skip set's every time.
@@ -261,6 +295,7 @@ static void test_methods_lossless(const char *dir) {
     int L = m.config.n_layers, vocab = m.config.vocab_size, runs = 0, ok = 0, leaves = 0;
     const int methods[3] = {METHOD_SWIFT, METHOD_ASD, METHOD_CLASP};
     for (int mi = 0; mi < 3; mi++) {
+        int drafted = 0, selections = 0;
         Selector sel;
         selector_init(&sel, methods[mi], L, 11);
         sel.swift.max_steps = 6;   // reach SWIFT's acceleration phase within the test
@@ -282,12 +317,16 @@ static void test_methods_lossless(const char *dir) {
             int nb = generate_spec(&m, prompt, 4 + pi, 60, &sp, &sel, &greedy, b, NULL, NULL, NULL, &st);
             exit = sp.exit;
             leaves += st.leaf_accepts;
+            drafted += st.drafted;
+            selections += st.selections;
             int same = na == nb && memcmp(a, b, (size_t)na * sizeof(int)) == 0;
             check(same, "%s: method %s prompt %d: greedy output differs from plain decoding", dir, method_name(methods[mi]), pi);
             ok += same;
             runs++;
         }
         if (methods[mi] == METHOD_SWIFT) { check(sel.swift.done, "%s: SWIFT never reached its acceleration phase", dir); }
+        check(drafted > 0 && (methods[mi] == METHOD_ASD || selections > 0), "%s: %s drafted %d tokens and selected "
+              "layers %d times during decoding: its path went untested", dir, method_name(methods[mi]), drafted, selections);
         selector_free(&sel);
     }
     printf("  %s: swift (tree verification, %d leaves accepted), asd, clasp lossless in %d of %d runs\n", dir, leaves,
@@ -327,6 +366,88 @@ static void test_swift_ratio(const char *dir) {
     free_model(&m);
 }
 
+// SWIFT Sec. 4.1.1: optimization waits until a context window (32) of LLM-generated tokens has
+// accumulated, and Eq. 3 scores those, never the prompt. A 60-token prompt with 3 new tokens
+// must run no step (the prompt alone is longer than the window); 48 new tokens must run some.
+static void test_swift_window(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN];
+    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    m.config.n_eos = 0;
+    int prompt[60], out[64];
+    for (int t = 0; t < 60; t++) { prompt[t] = (13 * t + 7) % m.config.vocab_size; }
+    const int n_new[2] = {3, 48};
+    for (int k = 0; k < 2; k++) {
+        Selector sel;
+        selector_init(&sel, METHOD_SWIFT, m.config.n_layers, 5);
+        sel.swift.budget = 1.0f; // a step before every round once allowed: no timing
+        Sampler greedy = {0.0f, 1.0f, {1}};
+        SpecStats st;
+        SpecParams sp;
+        memset(&sp.skip, 0, sizeof(sp.skip));
+        sp.max_draft = 25;
+        sp.exit = draft_exit_default();
+        int n = generate_spec(&m, prompt, 60, n_new[k], &sp, &sel, &greedy, out, NULL, NULL, NULL, &st);
+        if (k == 0) {
+            check(st.selections == 0 && sel.swift.best_score < 0,
+                  "SWIFT, 60-token prompt, %d new tokens: %d optimization steps (best score %.3f), want none before "
+                  "%d generated tokens", n, st.selections, sel.swift.best_score, sel.swift.window);
+        } else {
+            check(st.selections > 0 && st.selections <= n - sel.swift.window,
+                  "SWIFT, 60-token prompt, %d new tokens: %d optimization steps, want 1..%d", n, st.selections,
+                  n - sel.swift.window);
+        }
+        selector_free(&sel);
+    }
+    free_model(&m);
+}
+
+// UCB's kappa follows each paper's official code: 2.5 for SWIFT, 2.576 for Self-SD. A SWIFT
+// state is driven to its first BO step (the 25th), and the candidate it scores must be
+// gp_propose's at KAPPA_SWIFT from the same RNG state. On these small GPs kappa 2.5 and 2.576
+// almost never rank candidates differently, so that alone could not tell them apart: the
+// constants are pinned, and kappa 0 against 50 shows gp_propose uses the one it is given.
+static void test_swift_kappa(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN];
+    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, seq[64], out[48], same = 0, differs = 0, seeds = 3;
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    GenStats gs;
+    int n = generate_plain(&m, prompt, 4, 40, NULL, &greedy, out, NULL, NULL, NULL, &gs);
+    memcpy(seq, prompt, sizeof(prompt));
+    memcpy(seq + 4, out, (size_t)n * sizeof(int));
+    int pos = 4 + n - 1; // 39 generated tokens in the cache: past the window of 32
+    for (int seed = 1; seed <= seeds; seed++) {
+        Swift w;
+        swift_init(&w, L, (uint64_t)seed);
+        w.budget = 1.0f;
+        while ((w.steps + 1) % w.bo_every != 0 && !w.done) { swift_step(&w, &m, seq, 4, pos); }
+        int count = (int)lroundf(w.ratio * 2 * L);
+        SkipSet want, low, high;
+        Rng r = w.rng;
+        gp_propose(&w.gp, &r, L, count, 1, L - 2, 1000, KAPPA_SWIFT, &want);
+        r = w.rng;
+        gp_propose(&w.gp, &r, L, count, 1, L - 2, 1000, 0.0, &low);
+        r = w.rng;
+        gp_propose(&w.gp, &r, L, count, 1, L - 2, 1000, 50.0, &high);
+        int total = w.gp.total;
+        swift_step(&w, &m, seq, 4, pos);
+        float v[GP_MAX_DIM];
+        skip_to_vector(&want, L, v);
+        same += w.gp.total == total + 1 && memcmp(v, w.gp.x + (size_t)(total % GP_WINDOW) * w.gp.dim,
+                                                  (size_t)w.gp.dim * sizeof(float)) == 0;
+        differs += !same_set(&low, &high, L);
+        gp_free(&w.gp);
+    }
+    check(same == seeds, "SWIFT's BO step scored gp_propose's KAPPA_SWIFT candidate in %d of %d seeds", same, seeds);
+    check(differs > 0, "gp_propose: kappa 0 and 50 proposed the same set in all %d seeds", seeds);
+    check(KAPPA_SWIFT == 2.5 && KAPPA_SELFSD == 2.576, "UCB kappa: SWIFT %g (official code 2.5), Self-SD %g (2.576)",
+          KAPPA_SWIFT, KAPPA_SELFSD);
+    free_model(&m);
+}
+
 // SWIFT's CPU budget: with the default 2% a step runs only while the steps so far took at most
 // 2% of the decoding time so far, so a run has far fewer steps than verifications, and the
 // time in steps exceeds 2% of the decoding time by about the last step at most.
@@ -359,16 +480,75 @@ static void test_swift_budget(const char *dir) {
     free_model(&m);
 }
 
+// ---------------------------------------------------------------------------- the CLI's per-method choices
+
+// Runs the selfspec binary ($SELFSPEC_BIN, else ./selfspec) with args; its stdout and stderr
+// come back in *out and *err (the caller frees them). Returns the exit status of the shell.
+static int run_selfspec(const char *dir, const char *args, char **out, char **err) {
+    const char *bin = getenv("SELFSPEC_BIN") ? getenv("SELFSPEC_BIN") : "./selfspec";
+    char cmd[1024], o_path[300], e_path[300], msg[SS_ERR_LEN];
+    size_t len;
+    snprintf(o_path, sizeof(o_path), "%s/out.txt", dir);
+    snprintf(e_path, sizeof(e_path), "%s/err.txt", dir);
+    snprintf(cmd, sizeof(cmd), "%s %s >%s 2>%s", bin, args, o_path, e_path);
+    int status = system(cmd);
+    *out = read_file(o_path, &len, msg);
+    *err = read_file(e_path, &len, msg);
+    if (*out == NULL || *err == NULL) { fprintf(stderr, "test_select: %s\n", msg); exit(2); }
+    return status;
+}
+
+// CLaSp Sec. 5.3.3 finds a fixed draft-exiting threshold near 0.7 best: --method clasp uses
+// fixed:0.7 unless --exit is given. Self-SD Sec. 3.3 searches on a separate development set:
+// the output says whether the search ran on the prompt itself or on --dev-prompts.
+static void test_cli_method_defaults(void) {
+    char tmp[64], path[128], *out, *err;
+    snprintf(tmp, sizeof(tmp), "/tmp/selfspec-select-XXXXXX");
+    if (!check(mkdtemp(tmp) != NULL, "mkdtemp failed")) { return; }
+    const char *model = "-m tiny_models/llama2-tiny-random -n 8 --json";
+    char args[512];
+    snprintf(args, sizeof(args), "%s --method clasp", model);
+    int rc = run_selfspec(tmp, args, &out, &err);
+    check(rc == 0 && strstr(out, "\"gamma_first\": 0.7000, \"gamma_last\": 0.7000") != NULL,
+          "--method clasp: want the fixed exit threshold 0.7 of CLaSp Sec. 5.3.3 (exit %d): %.300s", rc, out);
+    free(out); free(err);
+    snprintf(args, sizeof(args), "%s --method clasp --exit adaptive", model);
+    rc = run_selfspec(tmp, args, &out, &err);
+    check(rc == 0 && strstr(out, "\"gamma_first\": 0.6000") != NULL, "--method clasp --exit adaptive: %.300s", out);
+    free(out); free(err);
+    snprintf(args, sizeof(args), "%s --method selfsd --iters 2", model);
+    rc = run_selfspec(tmp, args, &out, &err);
+    check(rc == 0 && strstr(err, "searched on the first prompt itself") && strstr(out, "\"search_on\": \"prompt\""),
+          "--method selfsd without --dev-prompts does not say it searched on the prompt: %s%.300s", err, out);
+    free(out); free(err);
+    snprintf(path, sizeof(path), "%s/dev.txt", tmp);
+    FILE *f = fopen(path, "w");
+    if (!check(f != NULL, "cannot write %s", path)) { return; }
+    fprintf(f, "And God said\nIn the beginning\n");
+    fclose(f);
+    snprintf(args, sizeof(args), "%s --method selfsd --iters 2 --dev-prompts %s", model, path);
+    rc = run_selfspec(tmp, args, &out, &err);
+    check(rc == 0 && strstr(err, "searched on 2 prompts of --dev-prompts") && strstr(out, "\"search_on\": \"dev-prompts\""),
+          "--method selfsd --dev-prompts does not say it searched on them: %s%.300s", err, out);
+    free(out); free(err);
+    snprintf(args, sizeof(args), "rm -r %s", tmp);
+    if (system(args) != 0) { fprintf(stderr, "test_select: could not remove %s\n", tmp); }
+}
+
 int main(void) {
     test_gp();
     test_swift_ratio("tiny_models/llama2-tiny-random");
     test_swift_budget("tiny_models/llama2-tiny-random");
+    test_swift_window("tiny_models/llama2-tiny-random");
+    test_swift_kappa("tiny_models/llama2-tiny-random");
     test_tree_mask();
     test_planted("tiny_models/llama2-tiny-random");
+    test_asd_per_prompt("tiny_models/llama2-tiny-random");
     test_dp_vs_brute_force("tiny_models/llama2-tiny-random");
     test_dp_band("tiny_models/llama2-tiny-random");
     test_dp_band("tiny_models/llama3-tiny-random");
     test_methods_lossless("tiny_models/llama2-tiny-random");
     test_methods_lossless("tiny_models/llama3-tiny-random");
+    test_cli_method_defaults();
     return test_summary("test_select");
 }
