@@ -114,13 +114,19 @@ static double time_ms(void) {
 
 // Reads a whole file into a NUL-terminated buffer. Returns NULL with err set.
 static char *read_file(const char *path, size_t *len_out, char *err) {
+    // opening a FIFO with no writer blocks forever: look at what path is before opening it
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        fail(err, "%s: not a regular file", path);
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         fail(err, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4
-    struct stat sb;
+    // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4; and path may
+    // have been replaced since the stat above
     int is_file = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
     if (!is_file) {
         fclose(f);
@@ -814,9 +820,8 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     memset(tf, 0, sizeof(*tf));
     char path[1100];
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-    FILE *single = fopen(path, "rb");
-    if (single != NULL) {
-        fclose(single);
+    struct stat sb; // (not fopen: that blocks on a FIFO; read_file refuses anything but a file)
+    if (stat(path, &sb) == 0) {
         tf->shards = (Shard *)calloc_check(1, sizeof(Shard));
         return load_shard(tf, path, err);
     }
@@ -3904,8 +3909,8 @@ static void on_token(void *ctx, int token) {
 
 static const char *default_model_dir(const char *argv0) {
     static char path[1100];
-    FILE *f = fopen("tiny_models/kjv-12l/config.json", "r");
-    if (f) { fclose(f); return "tiny_models/kjv-12l"; }
+    struct stat sb;
+    if (stat("tiny_models/kjv-12l/config.json", &sb) == 0) { return "tiny_models/kjv-12l"; }
     const char *slash = strrchr(argv0, '/');
     snprintf(path, sizeof(path), "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1, slash ? argv0 : ".");
     return path;

@@ -120,15 +120,20 @@ static void truncate_file(const char *dir, const char *file, size_t keep) {
     if (truncate(path, (off_t)keep) != 0) { fprintf(stderr, "test_bad_inputs: cannot truncate %s\n", path); exit(2); }
 }
 
+// Every case must finish within this: `timeout` kills a hung binary, and the case fails (a bad
+// input once made selfspec block forever on a FIFO, or spend 14 minutes on one prompt line).
+enum { CASE_SECONDS = 60 };
+
 // Runs `bin args`, and checks: a non-zero exit, one line on stderr that starts with
 // "selfspec: error: " and holds want1 and want2 (NULL: not checked), and no sanitizer report.
 static void run_case(const char *name, const char *args, const char *want1, const char *want2) {
     char cmd[4096], err_path[256];
     size_t len;
     snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp);
-    snprintf(cmd, sizeof(cmd), "%s %s >/dev/null 2>%s", bin, args, err_path);
+    snprintf(cmd, sizeof(cmd), "timeout -s KILL %d %s %s >/dev/null 2>%s </dev/null", CASE_SECONDS, bin, args, err_path);
     int status = system(cmd);
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    check(rc != 137, "%s: still running after %d s, killed (a hang?) (%s)", name, CASE_SECONDS, args);
     char *e = slurp(err_path, &len);
     int lines = 0;
     for (size_t i = 0; i < len; i++) { lines += e[i] == '\n'; }
@@ -220,6 +225,21 @@ int main(void) {
     remove(buf);
     mkdir(buf, 0700);
     run_model_case("model.safetensors is a folder", d, "", "model.safetensors", "not a regular file");
+    d = model_copy("safetensors-fifo");
+    path_in(buf, sizeof(buf), d, "model.safetensors");
+    remove(buf);
+    mkfifo(buf, 0600);
+    run_model_case("model.safetensors is a FIFO", d, "", "model.safetensors", "not a regular file");
+    d = model_copy("config-fifo");
+    path_in(buf, sizeof(buf), d, "config.json");
+    remove(buf);
+    mkfifo(buf, 0600);
+    run_model_case("config.json is a FIFO", d, "", "config.json", "not a regular file");
+    d = model_copy("tokenizer-fifo");
+    path_in(buf, sizeof(buf), d, "tokenizer.json");
+    remove(buf);
+    mkfifo(buf, 0600);
+    run_model_case("tokenizer.json is a FIFO", d, "", "tokenizer.json", "not a regular file");
 
     // ---- sharded index
     d = model_copy("shard-missing");
