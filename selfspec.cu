@@ -331,27 +331,80 @@ static const char *json_malformed(const Json *j) {
     return bad;
 }
 
-// Parses js; rejects nesting deeper than JSON_MAX_DEPTH so no later walk can blow up.
+// The grammar of RFC 8259 over js, as one pass with a stack of open brackets. jsmn, even strict,
+// takes stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`, `{,"a":1}`), which Python's json
+// and serde reject; this refuses them, and nesting deeper than JSON_MAX_DEPTH, so no later walk
+// can blow up. Returns NULL, or what is wrong in words, with *line where (1-based).
+static const char JSON_TRAILING[] = "trailing data after the JSON value", JSON_ENDS_EARLY[] = "ends inside a value";
+static const char *json_syntax(const char *js, size_t len, int *line) {
+    char open[JSON_MAX_DEPTH]; // '{' or '[' of each container around i
+    int depth = 0, may_close = 0; // may_close: just after '{' or '[', so '}' or ']' may follow
+    char prev = 0;                // the last ',' ':' '{' or '[' read, for the messages
+    enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_NEXT, WANT_END } want = WANT_VALUE;
+    *line = 1;
+    if (len >= 3 && memcmp(js, "\xEF\xBB\xBF", 3) == 0) { return "starts with a UTF-8 byte order mark (save it without one)"; }
+    for (size_t i = 0;;) {
+        while (i < len && (js[i] == ' ' || js[i] == '\t' || js[i] == '\r' || js[i] == '\n')) { *line += js[i++] == '\n'; }
+        if (i == len) { return want == WANT_END ? NULL : i == 0 ? "empty" : JSON_ENDS_EARLY; }
+        char c = js[i];
+        int done = 0; // a whole value ended at i
+        if (want == WANT_END) { return JSON_TRAILING; }
+        if (want == WANT_COLON) {
+            if (c != ':') { return "a key without ':' after it"; }
+            want = WANT_VALUE, may_close = 0, prev = c, i++;
+        } else if ((c == '}' || c == ']') && (want == WANT_NEXT || may_close)) {
+            if (depth == 0 || open[depth - 1] != (c == '}' ? '{' : '[')) { return "a closing bracket that does not match"; }
+            depth--, done = 1, i++;
+        } else if (c == '}' || c == ']') {
+            if (prev == ':') { return "a key without a value"; }
+            return c == '}' ? "a ',' before '}'" : "a ',' before ']'";
+        } else if (want == WANT_NEXT) {
+            if (c != ',') { return "two values with no ',' between them"; }
+            want = open[depth - 1] == '{' ? WANT_KEY : WANT_VALUE, may_close = 0, prev = c, i++;
+        } else if (c == ',') {
+            return prev == ':' ? "a key without a value" : "a ',' with no value before it";
+        } else if (want == WANT_KEY && c != '"') {
+            return "an object key that is not a string";
+        } else if (c == '{' || c == '[') {
+            if (depth == JSON_MAX_DEPTH) { return "nested too deep"; }
+            open[depth++] = c, want = c == '{' ? WANT_KEY : WANT_VALUE, may_close = 1, prev = c, i++;
+        } else if (c == '"') { // a string: no raw control characters, escapes checked by json_string
+            for (i++; i < len && js[i] != '"'; i++) {
+                if ((unsigned char)js[i] < 0x20) { return "a control character inside a string"; }
+                if (js[i] == '\\') { i++; }
+            }
+            if (i >= len) { return "a string that does not end"; }
+            i++;
+            if (want == WANT_KEY) { want = WANT_COLON; } else { done = 1; }
+        } else { // true, false, null or a number
+            size_t n = 0;
+            while (i + n < len && (isalnum((unsigned char)js[i + n]) || js[i + n] == '+' || js[i + n] == '-' ||
+                                   js[i + n] == '.')) {
+                n++;
+            }
+            const char *s = js + i;
+            if (n == 0 || !((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
+                            (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, (int)n))) {
+                return n == 0 ? "a character that starts no JSON value" : "a literal that is not true, false, null or a number";
+            }
+            i += n, done = 1;
+        }
+        if (done) { want = depth == 0 ? WANT_END : WANT_NEXT, may_close = 0; }
+    }
+}
+
+// Parses js; first checks its syntax (json_syntax), which jsmn alone does not fully do.
 static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
     j->js = js;
     j->tok = NULL;
     j->n_tok = 0;
     if (len >= (size_t)INT_MAX) { return fail(err, "%s: JSON too large (%zu bytes)", what, len); }
-    int depth = 0, in_string = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = js[i];
-        if (in_string) {
-            if (c == '\\') { i++; } else if (c == '"') { in_string = 0; }
-        } else if (c == '"') {
-            in_string = 1;
-        } else if (c == '{' || c == '[') {
-            if (++depth > JSON_MAX_DEPTH) {
-                return fail(err, "%s: JSON nested deeper than %d levels", what, JSON_MAX_DEPTH);
-            }
-        } else if (c == '}' || c == ']') {
-            depth--;
-        }
+    int line;
+    const char *syntax = json_syntax(js, len, &line);
+    if (syntax != NULL && strcmp(syntax, "nested too deep") == 0) {
+        return fail(err, "%s: JSON nested deeper than %d levels (line %d)", what, JSON_MAX_DEPTH, line);
     }
+    if (syntax != NULL) { return fail(err, "%s: not valid JSON: line %d: %s", what, line, syntax); }
     jsmn_parser p;
     jsmn_init(&p);
     int n = jsmn_parse(&p, js, len, NULL, 0);
@@ -778,6 +831,12 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
                     path, (unsigned long long)n, sh->size);
     }
     sh->data_start = 8 + (size_t)n;
+    int line;
+    const char *syntax = json_syntax(sh->bytes + 8, (size_t)n, &line);
+    if (syntax == JSON_TRAILING || syntax == JSON_ENDS_EARLY) {
+        return fail(err, "%s: header length %llu %s the JSON header (line %d)", path, (unsigned long long)n,
+                    syntax == JSON_TRAILING ? "runs past the end of" : "cuts off", line);
+    }
     Json j;
     if (json_parse(&j, sh->bytes + 8, (size_t)n, path, err)) { return -1; }
     int rc = j.tok[0].type == JSMN_OBJECT ? 0 : fail(err, "%s: header is not a JSON object", path);

@@ -81,6 +81,10 @@ static void write_text(const char *dir, const char *file, const char *text) {
     spit(path, text, strlen(text));
 }
 
+// Writes text to tmp/file and runs a case with `flags` followed by that file's path.
+static void run_file_case(const char *name, const char *flags, const char *file, const char *text, const char *want1,
+                          const char *want2);
+
 // Rewrites dir/model.safetensors: the header with its first `from` replaced by `to` (a NULL
 // `from` replaces the whole header), the data kept, and the length field set to `length` when
 // it is not 0 (else the new header's length).
@@ -148,6 +152,14 @@ static void run_case(const char *name, const char *args, const char *want1, cons
     free(e);
 }
 
+static void run_file_case(const char *name, const char *flags, const char *file, const char *text, const char *want1,
+                          const char *want2) {
+    char args[1024];
+    write_text(tmp, file, text);
+    snprintf(args, sizeof(args), "%s %s/%s", flags, tmp, file);
+    run_case(name, args, want1, want2);
+}
+
 // Runs a case on a model folder: `-m dir` plus extra flags.
 static void run_model_case(const char *name, const char *dir, const char *extra, const char *want1, const char *want2) {
     char args[1024];
@@ -184,6 +196,18 @@ int main(void) {
     d = model_copy("header-not-json");
     edit_header(d, "{\"__metadata__\"", "[\"__metadata__\"", 0);
     run_model_case("header not JSON", d, "", "model.safetensors", "not valid JSON");
+    d = model_copy("header-runs-into-data");
+    edit_header(d, "{", "{", 5904 + 16);
+    run_model_case("header length runs into the data", d, "", "model.safetensors", "runs past the end of the JSON header");
+    d = model_copy("header-short");
+    edit_header(d, "{", "{", 5904 - 16);
+    run_model_case("header length cuts the JSON off", d, "", "model.safetensors", "cuts off the JSON header");
+    d = model_copy("header-double-comma");
+    edit_header(d, "{\"format\":\"pt\"},", "{\"format\":\"pt\"},,", 0);
+    run_model_case("header with ',,'", d, "", "model.safetensors", "a ',' with no value before it");
+    d = model_copy("header-missing-comma");
+    edit_header(d, "\"shape\":[512,64]", "\"shape\":[512 64]", 0);
+    run_model_case("header with [512 64]", d, "", "model.safetensors", "no ',' between them");
     d = model_copy("header-nested");
     {
         char nested[512] = "{\"x\":";
@@ -269,6 +293,21 @@ int main(void) {
     d = model_copy("config-key-no-value");
     edit_text(d, "config.json", "\"attention_dropout\": 0.0", "\"attention_dropout\":, 0.0");
     run_model_case("config.json key without a value", d, "", "config.json", "not valid JSON");
+    d = model_copy("config-double-comma");
+    edit_text(d, "config.json", "\"silu\",", "\"silu\",,");
+    run_model_case("config.json with \"silu\",,", d, "", "config.json", "line 10: a ',' with no value before it");
+    d = model_copy("config-trailing-comma");
+    edit_text(d, "config.json", "\"silu\",", "[\"silu\",],");
+    run_model_case("config.json with [\"silu\",]", d, "", "config.json", "a ',' before ']'");
+    d = model_copy("config-leading-comma");
+    edit_text(d, "config.json", "{", "{,");
+    run_model_case("config.json with {,", d, "", "config.json", "a ',' with no value before it");
+    d = model_copy("config-object-trailing-comma");
+    edit_text(d, "config.json", "\"silu\",", "{\"a\": 1,},");
+    run_model_case("config.json with {\"a\": 1,}", d, "", "config.json", "a ',' before '}'");
+    d = model_copy("config-bom");
+    edit_text(d, "config.json", "{", "\xEF\xBB\xBF{");
+    run_model_case("config.json with a UTF-8 BOM", d, "", "config.json", "byte order mark");
     d = model_copy("config-nested");
     {
         char nested[512] = "{\"x\": ";
@@ -320,6 +359,9 @@ int main(void) {
     d = model_copy("tokenizer-truncated");
     truncate_file(d, "tokenizer.json", 5000);
     run_model_case("tokenizer.json truncated", d, "", "tokenizer.json", "not valid JSON");
+    d = model_copy("tokenizer-trailing-comma");
+    edit_text(d, "tokenizer.json", "\"special\": true\n    }", "\"special\": true,\n    }");
+    run_model_case("tokenizer.json with a ',' before '}'", d, "", "tokenizer.json", "line 14: a ',' before '}'");
 
     // ---- flags (on the unbroken tiny model)
     const char *m = "-m tiny_models/llama2-tiny-random";
@@ -363,6 +405,11 @@ int main(void) {
     spit(buf, "{\"attn\": [1,", 12);
     snprintf(buf, sizeof(buf), "%s --skip-file %s/skip-bad.json", m, tmp);
     run_case("--skip-file not JSON", buf, "skip-bad.json", "not valid JSON");
+    snprintf(buf, sizeof(buf), "%s --skip-file", m);
+    run_file_case("--skip-file [1 2]", buf, "skip-a.json", "{\"attn\": [1 2]}", "skip-a.json", "no ',' between them");
+    run_file_case("--skip-file [1,,2]", buf, "skip-b.json", "{\"attn\": [1,,2]}", "skip-b.json", "a ',' with no value");
+    run_file_case("--skip-file [1,2,]", buf, "skip-c.json", "{\"attn\": [1,2,]}", "skip-c.json", "a ',' before ']'");
+    run_file_case("--skip-file {,", buf, "skip-d.json", "{,\"attn\":[1]}", "skip-d.json", "a ',' with no value");
     snprintf(buf, sizeof(buf), "%s --bogus 1", m);
     run_case("unknown flag", buf, "--bogus", "unknown flag");
     snprintf(buf, sizeof(buf), "%s -c 1", m);
