@@ -3876,6 +3876,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->method = -1;
     o->cost_model = -1;
     o->exit = draft_exit_default();
+    int prompt_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(); exit(EXIT_SUCCESS); }
@@ -3885,7 +3886,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (i + 1 >= argc) { flag_error(a, NULL, "unknown flag or missing value"); }
         const char *v = argv[++i];
         if (strcmp(a, "-m") == 0) { o->model_dir = v; }
-        else if (strcmp(a, "-p") == 0) { o->prompt = v; }
+        else if (strcmp(a, "-p") == 0) { o->prompt = v; prompt_given = 1; }
         else if (strcmp(a, "-f") == 0) { o->prompt_file = v; }
         else if (strcmp(a, "-n") == 0) { o->n_new = (int)parse_long(a, v, 1, 1 << 20); }
         else if (strcmp(a, "-t") == 0) { o->temperature = parse_float(a, v, 0.0f, 100.0f, 0); }
@@ -3911,6 +3912,7 @@ static void parse_options(int argc, char **argv, Options *o) {
             if (o->method < 0) { flag_error(a, v, "unknown method (none, static, selfsd, swift, asd, clasp, oracle)"); }
         } else { flag_error(a, NULL, "unknown flag"); }
     }
+    if (prompt_given && o->prompt_file) { flag_error("-p", NULL, "give -p or -f, not both"); }
     if (o->model_dir && strlen(o->model_dir) > 1000) { flag_error("-m", NULL, "the folder path is longer than 1000 bytes"); }
     if (o->method < 0) { o->method = (o->skip_spec || o->skip_file) ? METHOD_STATIC : METHOD_NONE; }
     if (o->method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
@@ -3970,27 +3972,40 @@ static int write_skip_file(const char *path, const SkipSet *s, int n_layers, cha
     return fclose(f) == 0 ? 0 : fail(err, "--save-skip %s: write failed", path);
 }
 
-// Reads the non-empty lines of a prompts file; a two-character \n in a line stands for a newline.
-// Returns the count, or -1 with err set.
-static int read_prompts(const char *path, char ***out, char *err) {
+// Reads the non-empty lines of a prompts file; a two-character \\n in a line stands for a newline.
+// Returns the count, with each prompt's line number (1-based) in *line_no, or -1 with err set.
+static int read_prompts(const char *path, char ***out, int **line_no, char *err) {
     size_t len;
     char *text = read_file(path, &len, err);
     if (text == NULL) { return -1; }
-    int n = 0;
+    const char *nul = (const char *)memchr(text, '\0', len);
+    if (nul != NULL) { // strtok-style splitting would silently drop the rest of the file
+        int line = 1;
+        for (const char *q = text; q < nul; q++) { line += *q == '\n'; }
+        free(text);
+        return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)", path, line);
+    }
+    int n = 0, line = 1;
     char **lines = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
-    for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
-        if (*line == '\0') { continue; }
-        char *p = strdup(line), *o = p;
-        if (p == NULL) { die(__FILE__, __LINE__, "out of host memory allocating %zu bytes reading %s", strlen(line) + 1, path); }
-        for (const char *q = line; *q; q++) {
-            if (q[0] == '\\' && q[1] == 'n') { *o++ = '\n'; q++; } else { *o++ = *q; }
+    int *numbers = (int *)malloc_check((len / 2 + 2) * sizeof(int));
+    for (char *q = text, *end; q < text + len; q = end + 1, line++) {
+        end = (char *)memchr(q, '\n', (size_t)(text + len - q));
+        if (end == NULL) { end = text + len; }
+        size_t k = (size_t)(end - q);
+        if (k > 0 && q[k - 1] == '\r') { k--; }
+        if (k == 0) { continue; }
+        char *p = (char *)malloc_check(k + 1), *o = p;
+        for (size_t i = 0; i < k; i++) {
+            if (q[i] == '\\' && i + 1 < k && q[i + 1] == 'n') { *o++ = '\n'; i++; } else { *o++ = q[i]; }
         }
         *o = '\0';
+        numbers[n] = line;
         lines[n++] = p;
     }
     free(text);
-    if (n == 0) { free(lines); return fail(err, "%s: no prompts (one per line)", path); }
+    if (n == 0) { free(lines); free(numbers); return fail(err, "%s: no prompts (one per line)", path); }
     *out = lines;
+    *line_no = numbers;
     return n;
 }
 
@@ -4027,21 +4042,24 @@ static const char *default_model_dir(const char *argv0) {
 }
 
 // Encodes a prompt and checks it against the context; exits with one error line otherwise.
-static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_new, int *ids) {
+// where names the prompt ("-p", "-f FILE line 3"), extra the tokens to come after it (n_extra).
+static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_extra, int *ids,
+                         const char *where, const char *extra) {
     char err[SS_ERR_LEN];
     int n = encode(tok, text, strlen(text), 1, ids, c->seq_len, err);
     if (n < 0 || n >= c->seq_len) {
-        fprintf(stderr, "selfspec: error: -p: the prompt does not fit the context of %d tokens "
-                "(max_position_embeddings or -c)\n", c->seq_len);
+        fprintf(stderr, "selfspec: error: %s: the prompt does not fit the context of %d tokens "
+                "(max_position_embeddings or -c)\n", where, c->seq_len);
         exit(EXIT_FAILURE);
     }
-    if (n == 0) { flag_error("-p", "\"\"", "the prompt encodes to no tokens (and the tokenizer adds no BOS)"); }
-    if ((long)n + n_new - 1 > c->seq_len) {
-        char why[200], v[32];
-        snprintf(why, sizeof(why), "%d prompt tokens + %d new tokens exceed the context of %d (-c or max_position_embeddings)",
-                 n, n_new, c->seq_len);
-        snprintf(v, sizeof(v), "%d", n_new);
-        flag_error("-n", v, why);
+    if (n == 0) {
+        fprintf(stderr, "selfspec: error: %s: the prompt encodes to no tokens (and the tokenizer adds no BOS)\n", where);
+        exit(EXIT_FAILURE);
+    }
+    if ((long)n + n_extra - 1 > c->seq_len) {
+        fprintf(stderr, "selfspec: error: %s: %d prompt tokens + %s exceed the context of %d "
+                "(-c or max_position_embeddings)\n", where, n, extra, c->seq_len);
+        exit(EXIT_FAILURE);
     }
     return n;
 }
@@ -4050,18 +4068,19 @@ static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text
 static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt, int n_prompt,
                                double *select_ms) {
     char **texts = NULL, err[SS_ERR_LEN];
-    int n_dev = 1;
-    int **ids = (int **)malloc_check(sizeof(int *) * 64), *lengths = (int *)malloc_check(sizeof(int) * 64);
+    int n_dev = 1, *line_no = NULL;
+    if (o->dev_prompts) {
+        n_dev = read_prompts(o->dev_prompts, &texts, &line_no, err);
+        if (n_dev < 0) { fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err); exit(EXIT_FAILURE); }
+    }
+    int **ids = (int **)malloc_check(sizeof(int *) * (size_t)n_dev), *lengths = (int *)malloc_check(sizeof(int) * (size_t)n_dev);
     ids[0] = (int *)prompt;
     lengths[0] = n_prompt;
-    if (o->dev_prompts) {
-        n_dev = read_prompts(o->dev_prompts, &texts, err);
-        if (n_dev < 0) { fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err); exit(EXIT_FAILURE); }
-        if (n_dev > 64) { n_dev = 64; }
-        for (int k = 0; k < n_dev; k++) {
-            ids[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
-            lengths[k] = encode_prompt(tok, &m->config, texts[k], 32, ids[k]);
-        }
+    for (int k = 0; o->dev_prompts && k < n_dev; k++) {
+        char where[1200];
+        snprintf(where, sizeof(where), "--dev-prompts %s line %d", o->dev_prompts, line_no[k]);
+        ids[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
+        lengths[k] = encode_prompt(tok, &m->config, texts[k], 32, ids[k], where, "the 32 tokens the search scores");
     }
     Objective obj = {(const int *const *)ids, lengths, n_dev, 32, o->cost_model};
     double t0 = time_ms();
@@ -4083,6 +4102,7 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
     if (o->dev_prompts) {
         for (int k = 0; k < n_dev; k++) { free(ids[k]); free(texts[k]); }
         free(texts);
+        free(line_no);
     }
     free(ids);
     free(lengths);
@@ -4184,25 +4204,32 @@ int main(int argc, char **argv) {
         free_model(&m);
         return EXIT_FAILURE;
     }
-    char **prompts = (char **)&o.prompt;
-    int n_prompts = 1;
-    if (o.prompt_file && (n_prompts = read_prompts(o.prompt_file, &prompts, err)) < 0) {
+    char **prompts = (char **)&o.prompt, where[1200], extra[64];
+    int n_prompts = 1, *line_no = NULL;
+    if (o.prompt_file && (n_prompts = read_prompts(o.prompt_file, &prompts, &line_no, err)) < 0) {
         fprintf(stderr, "selfspec: error: -f %s\n", err);
         free_tokenizer(tok);
         free_model(&m);
         return EXIT_FAILURE;
+    }
+    // every prompt is checked before the first one generates: a bad line 7 fails now, not later
+    int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
+    snprintf(extra, sizeof(extra), "-n %d new tokens", o.n_new);
+    for (int pi = 0; pi < n_prompts; pi++) {
+        if (o.prompt_file) { snprintf(where, sizeof(where), "-f %s line %d", o.prompt_file, line_no[pi]); }
+        else { snprintf(where, sizeof(where), "-p"); }
+        encode_prompt(tok, c, prompts[pi], o.n_new, prompt, where, extra);
     }
     Selector sel;
     selector_init(&sel, o.method, c->n_layers, (uint64_t)o.seed);
     sel.clasp_interval = o.loi;
     if (o.skip_ratio > 0) { sel.swift.ratio = o.skip_ratio; }
     if (o.swift_budget > 0) { sel.swift.budget = o.swift_budget; }
-    int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
     int *out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     int status = EXIT_SUCCESS;
     for (int pi = 0; pi < n_prompts; pi++) {
-        int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt);
+        int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt, "-p", extra);
         double search_ms = 0;
         if (o.method == METHOD_SELFSD || o.method == METHOD_ORACLE) {
             if (pi == 0) { skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms); }
@@ -4255,6 +4282,7 @@ int main(int argc, char **argv) {
     if (o.prompt_file) {
         for (int k = 0; k < n_prompts; k++) { free(prompts[k]); }
         free(prompts);
+        free(line_no);
     }
     selector_free(&sel);
     free(prompt);

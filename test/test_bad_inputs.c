@@ -160,6 +160,23 @@ static void run_file_case(const char *name, const char *flags, const char *file,
     run_case(name, args, want1, want2);
 }
 
+// Runs `bin args` on an input that is odd but fine, and checks: exit 0 and no sanitizer report
+// (under make test-asan, LeakSanitizer speaks of what the run did not free).
+static void run_ok_case(const char *name, const char *args) {
+    char cmd[4096], err_path[256];
+    size_t len;
+    snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp);
+    snprintf(cmd, sizeof(cmd), "OMP_NUM_THREADS=1 timeout -s KILL %d %s %s >/dev/null 2>%s </dev/null", CASE_SECONDS,
+             bin, args, err_path);
+    int status = system(cmd);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    char *e = slurp(err_path, &len);
+    n_cases++;
+    check(rc == 0, "%s: exit status %d, want 0 (%s):\n%s", name, rc, args, e);
+    check(strstr(e, "Sanitizer") == NULL && strstr(e, "runtime error") == NULL, "%s: sanitizer report:\n%s", name, e);
+    free(e);
+}
+
 // Runs a case on a model folder: `-m dir` plus extra flags.
 static void run_model_case(const char *name, const char *dir, const char *extra, const char *want1, const char *want2) {
     char args[1024];
@@ -367,6 +384,52 @@ int main(void) {
     const char *m = "-m tiny_models/llama2-tiny-random";
     snprintf(buf, sizeof(buf), "%s -c 8 -p 'a prompt much longer than eight tokens of context'", m);
     run_case("prompt longer than the context", buf, "-p", "context");
+    d = model_copy("empty-vocab");
+    write_text(d, "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}, \"decoder\": "
+               "{\"type\": \"ByteLevel\"}, \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}}");
+    run_model_case("-p hello with an empty vocab", d, "-p hello", "-p: the prompt encodes to no tokens", NULL);
+    snprintf(buf, sizeof(buf), "%s -c 16 -n 2 -f", m);
+    run_file_case("-f with a long second line", buf, "second-long.txt", "In the beginning\n\nAnd God said, Let there "
+                  "be light: and there was light. And God saw the light\n", "second-long.txt line 3", "context of 16");
+    {
+        char path[512];
+        path_in(path, sizeof(path), tmp, "nul.txt");
+        spit(path, "one\ntwo\0three\nfour\n", 19);
+        snprintf(buf, sizeof(buf), "%s -f %s", m, path);
+        run_case("-f with a NUL byte", buf, "nul.txt line 2", "NUL byte");
+    }
+    { // 70 dev prompts: all of them are used and freed, and line 70 is checked like the others
+        char path[512], text[4096] = "";
+        for (int k = 1; k <= 70; k++) { snprintf(text + strlen(text), sizeof(text) - strlen(text), "prompt %d\n", k); }
+        path_in(path, sizeof(path), tmp, "dev70.txt");
+        write_text(tmp, "dev70.txt", text);
+        snprintf(buf, sizeof(buf), "%s -n 4 -p hi --method selfsd --iters 1 --objective cost --dev-prompts %s", m, path);
+        run_ok_case("--dev-prompts with 70 lines", buf);
+        strcat(text, "And God said, Let there be light: and there was light. And God saw the light, that it was good\n");
+        write_text(tmp, "dev71.txt", text);
+        snprintf(buf, sizeof(buf), "%s -c 48 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev71.txt", m, tmp);
+        run_case("--dev-prompts line 71 too long", buf, "--dev-prompts", "dev71.txt line 71");
+        write_text(tmp, "dev-short.txt", "And God said, Let there be light\n");
+        snprintf(buf, sizeof(buf), "%s -c 24 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev-short.txt", m, tmp);
+        run_case("--dev-prompts line + 32 tokens past -c", buf, "dev-short.txt line 1", "32 tokens the search scores");
+    }
+    snprintf(buf, sizeof(buf), "%s -p hello -f %s/dev70.txt", m, tmp);
+    run_case("-p and -f", buf, "-p", "not both");
+    { // one 1 MB line: one BPE word on kjv-12l (no pre-tokenizer), which once took 14 minutes
+        size_t n = 1 << 20;
+        char *line = (char *)malloc_check(n + 2), path[512];
+        for (size_t i = 0; i < n; i++) { line[i] = "And the LORD said unto Moses, "[i % 30]; }
+        line[n] = '\n';
+        path_in(path, sizeof(path), tmp, "long-line.txt");
+        spit(path, line, n + 1);
+        snprintf(buf, sizeof(buf), "-m tiny_models/kjv-12l -f %s", path);
+        run_case("-f with a 1 MB line on kjv-12l", buf, "long-line.txt line 1", "context");
+        path_in(path, sizeof(path), tmp, "long-line-64k.txt");
+        spit(path, line, 1 << 16);
+        snprintf(buf, sizeof(buf), "%s -f %s", m, path);
+        run_case("-f with a 64 KB line", buf, "long-line-64k.txt line 1", "context");
+        free(line);
+    }
     snprintf(buf, sizeof(buf), "%s -n 0", m);
     run_case("-n 0", buf, "-n 0", "must be in");
     snprintf(buf, sizeof(buf), "%s -n -3", m);
