@@ -34,6 +34,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -3864,6 +3865,11 @@ static void parse_exit(const char *v, DraftExit *d) {
     }
 }
 
+// A flag the chosen method never reads is an error, not silently ignored.
+static void only_with(int given, const char *flag, int used, const char *why) {
+    if (given && !used) { flag_error(flag, NULL, why); }
+}
+
 static void parse_options(int argc, char **argv, Options *o) {
     memset(o, 0, sizeof(*o));
     o->prompt = "In the beginning God created";
@@ -3876,7 +3882,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->method = -1;
     o->cost_model = -1;
     o->exit = draft_exit_default();
-    int prompt_given = 0;
+    int prompt_given = 0, iters_given = 0, loi_given = 0, alpha_given = 0, top_p_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(); exit(EXIT_SUCCESS); }
@@ -3890,18 +3896,18 @@ static void parse_options(int argc, char **argv, Options *o) {
         else if (strcmp(a, "-f") == 0) { o->prompt_file = v; }
         else if (strcmp(a, "-n") == 0) { o->n_new = (int)parse_long(a, v, 1, 1 << 20); }
         else if (strcmp(a, "-t") == 0) { o->temperature = parse_float(a, v, 0.0f, 100.0f, 0); }
-        else if (strcmp(a, "--top-p") == 0) { o->top_p = parse_float(a, v, 0.0f, 1.0f, 1); }
+        else if (strcmp(a, "--top-p") == 0) { o->top_p = parse_float(a, v, 0.0f, 1.0f, 1); top_p_given = 1; }
         else if (strcmp(a, "-s") == 0) { o->seed = (int)parse_long(a, v, 0, INT_MAX); }
         else if (strcmp(a, "-c") == 0) { o->ctx = (int)parse_long(a, v, 2, 1 << 24); }
         else if (strcmp(a, "-K") == 0) { o->max_draft = (int)parse_long(a, v, 1, MAX_DRAFT); o->k_given = 1; }
         else if (strcmp(a, "--skip") == 0) { o->skip_spec = v; }
         else if (strcmp(a, "--skip-file") == 0) { o->skip_file = v; }
         else if (strcmp(a, "--exit") == 0) { parse_exit(v, &o->exit); o->exit_given = 1; }
-        else if (strcmp(a, "--alpha") == 0) { o->exit.alpha = parse_float(a, v, 0.0f, 1.0f, 1); }
-        else if (strcmp(a, "--iters") == 0) { o->iters = (int)parse_long(a, v, 1, 100000); }
+        else if (strcmp(a, "--alpha") == 0) { o->exit.alpha = parse_float(a, v, 0.0f, 1.0f, 1); alpha_given = 1; }
+        else if (strcmp(a, "--iters") == 0) { o->iters = (int)parse_long(a, v, 1, 100000); iters_given = 1; }
         else if (strcmp(a, "--dev-prompts") == 0) { o->dev_prompts = v; }
         else if (strcmp(a, "--save-skip") == 0) { o->save_skip = v; }
-        else if (strcmp(a, "--loi") == 0) { o->loi = (int)parse_long(a, v, 1, 1 << 20); }
+        else if (strcmp(a, "--loi") == 0) { o->loi = (int)parse_long(a, v, 1, 1 << 20); loi_given = 1; }
         else if (strcmp(a, "--skip-ratio") == 0) { o->skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); }
         else if (strcmp(a, "--swift-budget") == 0) { o->swift_budget = parse_float(a, v, 0.0f, 1.0f, 1); }
         else if (strcmp(a, "--objective") == 0) {
@@ -3918,6 +3924,22 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (o->method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
         flag_error("--method", "static", "needs --skip or --skip-file");
     }
+    int search = o->method == METHOD_SELFSD || o->method == METHOD_ORACLE, drafts = o->method != METHOD_NONE;
+    only_with(o->skip_spec && o->skip_file, "--skip-file", 0, "give --skip or --skip-file, not both");
+    only_with(o->skip_spec != NULL, "--skip", o->method == METHOD_STATIC, "only --method static drafts with a given skip set");
+    only_with(o->skip_file != NULL, "--skip-file", o->method == METHOD_STATIC, "only --method static drafts with a given skip set");
+    only_with(o->save_skip != NULL, "--save-skip", search, "only --method selfsd or oracle chooses a skip set to save");
+    only_with(o->dev_prompts != NULL, "--dev-prompts", search, "only --method selfsd or oracle searches on dev prompts");
+    only_with(o->cost_model >= 0, "--objective", search, "only --method selfsd or oracle has an objective");
+    only_with(iters_given, "--iters", o->method == METHOD_SELFSD, "only --method selfsd iterates");
+    only_with(loi_given, "--loi", o->method == METHOD_CLASP, "only --method clasp reads it");
+    only_with(o->skip_ratio > 0, "--skip-ratio", o->method == METHOD_SWIFT, "only --method swift reads it");
+    only_with(o->swift_budget > 0, "--swift-budget", o->method == METHOD_SWIFT, "only --method swift reads it");
+    only_with(o->k_given, "-K", drafts, "--method none drafts nothing");
+    only_with(o->exit_given, "--exit", drafts, "--method none drafts nothing");
+    int adaptive = o->exit_given ? o->exit.mode == EXIT_ADAPTIVE : o->method != METHOD_SWIFT; // SWIFT: fixed:0.8
+    only_with(alpha_given, "--alpha", drafts && adaptive, "only the adaptive draft exit has a target");
+    only_with(top_p_given, "--top-p", o->temperature > 0, "greedy decoding (-t 0) does not sample; give -t too");
     if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
     if (o->method == METHOD_SWIFT) { // SWIFT App. B.2: N_D = 25, early-stop drafting at confidence 0.8
         if (!o->k_given) { o->max_draft = 25; }
@@ -3954,6 +3976,23 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     if (j.tok) { json_free(&j); }
     free(text);
     return rc;
+}
+
+// --save-skip is written after the search, which can take minutes: a path that could not be
+// written then (a missing folder, a FIFO that would block) is refused before it.
+static void check_save_skip(const char *path) {
+    struct stat sb;
+    char dir[1100];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == path ? 1 : (int)(slash - path), slash ? path : ".");
+    if (stat(path, &sb) == 0) {
+        if (!S_ISREG(sb.st_mode)) { flag_error("--save-skip", path, "exists and is not a regular file"); }
+        if (access(path, W_OK) != 0) { flag_error("--save-skip", path, "cannot write to it"); }
+    } else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        flag_error("--save-skip", path, "its folder does not exist");
+    } else if (access(dir, W_OK | X_OK) != 0) {
+        flag_error("--save-skip", path, "cannot create a file in its folder");
+    }
 }
 
 static int write_skip_file(const char *path, const SkipSet *s, int n_layers, char *err) {
@@ -4178,12 +4217,19 @@ int main(int argc, char **argv) {
     parse_options(argc, argv, &o);
     char err[SS_ERR_LEN], path[1200];
     if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
+    if (o.save_skip) { check_save_skip(o.save_skip); }
     Model m;
     if (build_model(&m, o.model_dir, o.ctx > 0 ? o.ctx : 4096, err)) {
         fprintf(stderr, "selfspec: error: %s\n", err);
         return EXIT_FAILURE;
     }
     const Config *c = &m.config;
+    if (o.ctx > c->max_pos) { // positions past it were never trained (and RoPE scaling assumes them)
+        fprintf(stderr, "selfspec: error: -c %d: above max_position_embeddings %d of %s/config.json\n", o.ctx,
+                c->max_pos, o.model_dir);
+        free_model(&m);
+        return EXIT_FAILURE;
+    }
     snprintf(path, sizeof(path), "%s/tokenizer.json", o.model_dir);
     Tokenizer *tok = build_tokenizer(path, err);
     // error paths free what they built, so leak checkers (make test-asan) stay quiet on them

@@ -413,6 +413,39 @@ int main(void) {
         snprintf(buf, sizeof(buf), "%s -c 24 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev-short.txt", m, tmp);
         run_case("--dev-prompts line + 32 tokens past -c", buf, "dev-short.txt line 1", "32 tokens the search scores");
     }
+    { // flags the chosen method never reads
+        static const char *const conflicts[][3] = { // flags, the flag named, the problem
+            {"--method none --skip attn:1", "--skip", "only --method static"},
+            {"--method selfsd --skip-file F.json", "--skip-file", "only --method static"},
+            {"--skip attn:1 --skip-file F.json", "--skip-file", "not both"},
+            {"--skip attn:1 --save-skip F.json", "--save-skip", "only --method selfsd or oracle"},
+            {"--method swift --dev-prompts F.txt", "--dev-prompts", "only --method selfsd or oracle"},
+            {"--method asd --objective cost", "--objective", "only --method selfsd or oracle"},
+            {"--method oracle --iters 3", "--iters", "only --method selfsd"},
+            {"--method swift --loi 2", "--loi", "only --method clasp"},
+            {"--method clasp --skip-ratio 0.3", "--skip-ratio", "only --method swift"},
+            {"--method asd --swift-budget 0.5", "--swift-budget", "only --method swift"},
+            {"-K 4", "-K", "--method none drafts nothing"},
+            {"--exit none", "--exit", "--method none drafts nothing"},
+            {"--skip attn:1 --exit fixed:0.5 --alpha 0.8", "--alpha", "only the adaptive draft exit"},
+            {"--method swift --alpha 0.8", "--alpha", "only the adaptive draft exit"},
+            {"--top-p 0.9", "--top-p", "greedy decoding"},
+        };
+        for (size_t k = 0; k < sizeof(conflicts) / sizeof(conflicts[0]); k++) {
+            snprintf(buf, sizeof(buf), "%s %s", m, conflicts[k][0]);
+            run_case(conflicts[k][0], buf, conflicts[k][1], conflicts[k][2]);
+        }
+    }
+    snprintf(buf, sizeof(buf), "%s --method selfsd --save-skip %s/no-such-folder/skip.json", m, tmp);
+    run_case("--save-skip into a missing folder", buf, "no-such-folder/skip.json", "its folder does not exist");
+    snprintf(buf, sizeof(buf), "%s --method selfsd --save-skip %s", m, tmp);
+    run_case("--save-skip a folder", buf, "--save-skip", "not a regular file");
+    snprintf(buf, sizeof(buf), "%s -c 1000000", m);
+    run_case("-c above max_position_embeddings", buf, "-c 1000000", "max_position_embeddings 256");
+    snprintf(buf, sizeof(buf), "%s -c 257", m);
+    run_case("-c one above max_position_embeddings", buf, "-c 257", "max_position_embeddings 256");
+    snprintf(buf, sizeof(buf), "%s -c 256 -n 2", m);
+    run_ok_case("-c at max_position_embeddings", buf);
     snprintf(buf, sizeof(buf), "%s -p hello -f %s/dev70.txt", m, tmp);
     run_case("-p and -f", buf, "-p", "not both");
     { // one 1 MB line: one BPE word on kjv-12l (no pre-tokenizer), which once took 14 minutes
