@@ -748,6 +748,7 @@ typedef struct {
     size_t begin;   // byte range within the file's data section
     size_t end;
     int file;       // index into the shard list
+    int used;       // set by load_tensor: a tensor nothing loads means the config is not this checkpoint's
 } TensorInfo;
 
 typedef struct {
@@ -943,9 +944,9 @@ static float half_to_float(uint16_t h) {
 }
 
 // Finds tensor name, checks its shape, converts it to fp32 into dst. Little-endian host assumed.
-static int load_tensor(const TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
+static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
                        char *err) {
-    const TensorInfo *t = NULL;
+    TensorInfo *t = NULL;
     for (int k = 0; k < tf->n_tensors; k++) {
         if (strcmp(tf->tensors[k].name, name) != 0) { continue; }
         if (t != NULL) { return fail(err, "%s: tensor %s appears twice", tf->shards[tf->tensors[k].file].path, name); }
@@ -966,6 +967,7 @@ static int load_tensor(const TensorFiles *tf, const char *name, size_t rows, siz
         return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name, have, want);
     }
     size_t n = cols == 0 ? rows : rows * cols;
+    t->used = 1;
     const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
     for (size_t i = 0; i < n; i++) {
         if (t->dtype == DTYPE_F32) {
@@ -1033,7 +1035,7 @@ static size_t layout_weights(Weights *w, float *base, const Config *c) {
     return off;
 }
 
-static int load_weights(Weights *w, const Config *c, const TensorFiles *tf, char *err) {
+static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     if (load_tensor(tf, "model.embed_tokens.weight", (size_t)c->vocab_size, dim, w->token_embedding, err) ||
@@ -1059,6 +1061,19 @@ static int load_weights(Weights *w, const Config *c, const TensorFiles *tf, char
             if (load_tensor(tf, name, rows[k], cols[k], dst[k], err)) { return -1; }
         }
     }
+    // A tensor left over means config.json describes another model (num_hidden_layers 3 on a
+    // 6-layer checkpoint ran and printed garbage). Transformers ignores these two as well: the
+    // rotary_emb.inv_freq buffers old checkpoints saved, and lm_head.weight when tied.
+    for (int k = 0; k < tf->n_tensors; k++) {
+        const TensorInfo *t = &tf->tensors[k];
+        size_t n = strlen(t->name), nr = strlen("rotary_emb.inv_freq");
+        int ignored = (n >= nr && strcmp(t->name + n - nr, "rotary_emb.inv_freq") == 0) ||
+                      (c->tied && strcmp(t->name, "lm_head.weight") == 0);
+        if (!t->used && !ignored) {
+            return fail(err, "%s: tensor %s is not used by the model config.json describes (%d layers); "
+                        "the config does not match the checkpoint", tf->shards[t->file].path, t->name, c->n_layers);
+        }
+    }
     rope_frequencies(c, w->rope_inv_freq);
     return 0;
 }
@@ -1074,7 +1089,9 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     TensorFiles tf;
     int rc = open_tensor_files(&tf, dir, err);
     if (rc == 0 && !c->tied && !has_tensor(&tf, "lm_head.weight")) {
-        c->tied = 1; // no lm_head.weight: the output projection is the embedding (HF does the same)
+        // transformers would start lm_head from random weights (with a warning), not tie it
+        rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has tie_word_embeddings false "
+                  "(the default when absent)", tf.shards[0].path, dir);
     }
     Weights host;
     size_t n = layout_weights(&host, NULL, c), held = (size_t)c->head_dim / 2;
@@ -3957,9 +3974,23 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     memset(s, 0, sizeof(*s));
     const char *keys[2] = {"attn", "mlp"};
     unsigned char *flags[2] = {s->attn, s->mlp};
+    if (rc == 0 && j.tok[0].type != JSMN_OBJECT) {
+        rc = fail(err, "%s: not a JSON object like {\"attn\": [3, 5], \"mlp\": [6]}", path);
+    }
+    for (int k = 0, key = 1; rc == 0 && k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
+        if (!json_eq(&j, key, "attn") && !json_eq(&j, key, "mlp")) { // a typo would skip nothing
+            int n = j.tok[key].end - j.tok[key].start;
+            rc = fail(err, "%s: unknown key \"%.*s\" (only \"attn\" and \"mlp\")", path, n < 64 ? n : 64,
+                      j.js + j.tok[key].start);
+        }
+    }
     for (int k = 0; k < 2 && rc == 0; k++) {
         int arr = json_get(&j, 0, keys[k]);
         if (arr == -1) { continue; }
+        if (arr == -2) {
+            rc = fail(err, "%s: key \"%s\" appears twice", path, keys[k]);
+            break;
+        }
         if (arr < 0 || j.tok[arr].type != JSMN_ARRAY) {
             rc = fail(err, "%s: \"%s\" must be an array of layer numbers", path, keys[k]);
             break;

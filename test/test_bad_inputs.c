@@ -358,6 +358,16 @@ int main(void) {
     d = model_copy("eos-twice");
     edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": 2, \"eos_token_id\": [2]");
     run_model_case("eos_token_id twice", d, "", "config.json", "appears twice");
+    d = model_copy("layers-fewer");
+    edit_text(d, "config.json", "\"num_hidden_layers\": 6", "\"num_hidden_layers\": 3");
+    run_model_case("num_hidden_layers 3 on 6 layers", d, "", "model.layers.3.input_layernorm.weight", "is not used");
+    d = model_copy("untied-no-head");
+    edit_header(d, "\"lm_head.weight\"", "\"lm_head.weigxx\"", 0);
+    run_model_case("tie_word_embeddings false, no lm_head", d, "", "missing tensor lm_head.weight", "tie_word_embeddings false");
+    d = model_copy("tied-with-head");
+    edit_text(d, "config.json", "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true");
+    snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+    run_ok_case("tie_word_embeddings true, lm_head.weight present", buf);
     d = model_copy("arch");
     edit_text(d, "config.json", "\"LlamaForCausalLM\"", "\"MistralForCausalLM\"");
     run_model_case("not a LLaMA", d, "", "config.json", "architectures");
@@ -506,6 +516,10 @@ int main(void) {
     run_file_case("--skip-file [1,,2]", buf, "skip-b.json", "{\"attn\": [1,,2]}", "skip-b.json", "a ',' with no value");
     run_file_case("--skip-file [1,2,]", buf, "skip-c.json", "{\"attn\": [1,2,]}", "skip-c.json", "a ',' before ']'");
     run_file_case("--skip-file {,", buf, "skip-d.json", "{,\"attn\":[1]}", "skip-d.json", "a ',' with no value");
+    run_file_case("--skip-file [1, 2, 3]", buf, "skip-e.json", "[1, 2, 3]", "skip-e.json", "not a JSON object");
+    run_file_case("--skip-file {\"atn\": ..}", buf, "skip-f.json", "{\"atn\": [1, 2]}", "skip-f.json", "unknown key \"atn\"");
+    run_file_case("--skip-file attn twice", buf, "skip-g.json", "{\"attn\": [1], \"attn\": [2]}", "skip-g.json",
+                  "\"attn\" appears twice");
     snprintf(buf, sizeof(buf), "%s --bogus 1", m);
     run_case("unknown flag", buf, "--bogus", "unknown flag");
     snprintf(buf, sizeof(buf), "%s -c 1", m);
