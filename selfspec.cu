@@ -346,7 +346,7 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
     if (len >= 3 && memcmp(js, "\xEF\xBB\xBF", 3) == 0) { return "starts with a UTF-8 byte order mark (save it without one)"; }
     for (size_t i = 0;;) {
         while (i < len && (js[i] == ' ' || js[i] == '\t' || js[i] == '\r' || js[i] == '\n')) { *line += js[i++] == '\n'; }
-        if (i == len) { return want == WANT_END ? NULL : i == 0 ? "empty" : JSON_ENDS_EARLY; }
+        if (i == len) { return want == WANT_END ? NULL : depth == 0 && prev == 0 ? "empty (no JSON value)" : JSON_ENDS_EARLY; }
         char c = js[i];
         int done = 0; // a whole value ended at i
         if (want == WANT_END) { return JSON_TRAILING; }
@@ -406,6 +406,8 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
         return fail(err, "%s: JSON nested deeper than %d levels (line %d)", what, JSON_MAX_DEPTH, line);
     }
     if (syntax != NULL) { return fail(err, "%s: not valid JSON: line %d: %s", what, line, syntax); }
+    size_t first = strspn(js, " \t\r\n"); // (jsmn's strict mode refuses a bare top-level literal)
+    if (js[first] != '{' && js[first] != '[') { return fail(err, "%s: not a JSON object", what); }
     jsmn_parser p;
     jsmn_init(&p);
     int n = jsmn_parse(&p, js, len, NULL, 0);
@@ -447,6 +449,20 @@ static int json_get(const Json *j, int obj, const char *key) {
         i = json_skip(j, i + 1);
     }
     return found;
+}
+
+// The first key that appears twice in the object at obj, or -1. Quadratic: for small objects
+// (a config, a tensor entry), where a duplicate would otherwise surface as a misleading error.
+static int json_duplicate_key(const Json *j, int obj) {
+    for (int k = 0, a = obj + 1; k < j->tok[obj].size; k++, a = json_skip(j, a + 1)) {
+        for (int m = k + 1, b = json_skip(j, a + 1); m < j->tok[obj].size; m++, b = json_skip(j, b + 1)) {
+            int n = j->tok[a].end - j->tok[a].start;
+            if (j->tok[b].end - j->tok[b].start == n && memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start, (size_t)n) == 0) {
+                return a;
+            }
+        }
+    }
+    return -1;
 }
 
 // i-th element of the array at arr, or -1.
@@ -689,6 +705,13 @@ static int read_config(Config *c, const char *dir, char *err) {
     Json j;
     int rc = json_parse(&j, text, len, path, err);
     if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = fail(err, "%s: not a JSON object", path); }
+    for (int i = 0; rc == 0 && i < j.n_tok; i++) { // JSON parsers disagree on which copy of a key wins
+        int dup = j.tok[i].type == JSMN_OBJECT ? json_duplicate_key(&j, i) : -1;
+        if (dup >= 0) {
+            int n = j.tok[dup].end - j.tok[dup].start;
+            rc = fail(err, "%s: key \"%.*s\" appears twice in one object", path, n < 64 ? n : 64, j.js + j.tok[dup].start);
+        }
+    }
     memset(c, 0, sizeof(*c));
     c->rope_theta = 10000.0f; // LlamaConfig defaults
     c->norm_eps = 1e-6f;
@@ -777,6 +800,9 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
     if (t->name == NULL) { return fail(err, "%s: bad tensor name in header", sh->path); }
     int v = key + 1, dt = json_get(j, v, "dtype"), shp = json_get(j, v, "shape");
     int off = json_get(j, v, "data_offsets");
+    if (dt == -2 || shp == -2 || off == -2) {
+        return fail(err, "%s: tensor %s: dtype, shape or data_offsets appears twice", sh->path, t->name);
+    }
     if (dt < 0 || shp < 0 || off < 0 || j->tok[shp].type != JSMN_ARRAY ||
         j->tok[off].type != JSMN_ARRAY || j->tok[off].size != 2) {
         return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path, t->name);
@@ -3841,7 +3867,9 @@ static void usage(void) {
 
 // One error line naming the flag, then exit 1.
 static void flag_error(const char *flag, const char *value, const char *why) {
-    fprintf(stderr, "selfspec: error: %s%s%s: %s (see selfspec --help)\n", flag, value ? " " : "", value ? value : "", why);
+    int glued = value && flag[strlen(flag) - 1] == ':'; // "--exit fixed:" and its value
+    fprintf(stderr, "selfspec: error: %s%s%s: %s (see selfspec --help)\n", flag, value && !glued ? " " : "",
+            value ? value : "", why);
     exit(EXIT_FAILURE);
 }
 
@@ -3907,6 +3935,10 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (strcmp(a, "--compare") == 0) { o->compare = 1; continue; }
         if (a[0] != '-') { flag_error(a, NULL, "unexpected argument (flags start with -)"); }
         if (i + 1 >= argc) { flag_error(a, NULL, "unknown flag or missing value"); }
+        for (int k = 1; k < i; k++) { // the flags before this one (every one but these two has a value)
+            if (strcmp(argv[k], a) == 0) { flag_error(a, NULL, "given twice (which one should win?)"); }
+            if (strcmp(argv[k], "--json") != 0 && strcmp(argv[k], "--compare") != 0) { k++; }
+        }
         const char *v = argv[++i];
         if (strcmp(a, "-m") == 0) { o->model_dir = v; }
         else if (strcmp(a, "-p") == 0) { o->prompt = v; prompt_given = 1; }

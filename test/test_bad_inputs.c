@@ -545,6 +545,104 @@ int main(void) {
     snprintf(buf, sizeof(buf), "-m %s/no-such-model", tmp);
     run_case("-m names no folder", buf, "no-such-model/config.json", "cannot open");
 
+    // ---- round two: special files, limits, and flags against flags
+    path_in(buf, sizeof(buf), tmp, "fifo");
+    mkfifo(buf, 0600);
+    static const char *const fifo_flags[] = {"-f", "--skip-file", "--method selfsd --dev-prompts"};
+    for (int k = 0; k < 3; k++) {
+        char args[2200];
+        snprintf(args, sizeof(args), "%s %s %s", m, fifo_flags[k], buf);
+        run_case(fifo_flags[k], args, "fifo", "not a regular file");
+    }
+    snprintf(buf, sizeof(buf), "%s --method selfsd --save-skip %s/fifo", m, tmp);
+    run_case("--save-skip a FIFO", buf, "--save-skip", "not a regular file");
+    snprintf(buf, sizeof(buf), "%s -f /dev/null", m);
+    run_case("-f a character device", buf, "/dev/null", "not a regular file");
+    snprintf(buf, sizeof(buf), "%s -f %s", m, tmp);
+    run_case("-f a folder", buf, "-f", "not a regular file");
+    d = model_copy("shard-fifo");
+    path_in(buf, sizeof(buf), d, "model.safetensors");
+    remove(buf);
+    write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": \"shard.safetensors\"}}");
+    path_in(buf, sizeof(buf), d, "shard.safetensors");
+    mkfifo(buf, 0600);
+    run_model_case("a shard is a FIFO", d, "", "shard.safetensors", "not a regular file");
+    d = model_copy("index-fifo");
+    path_in(buf, sizeof(buf), d, "model.safetensors");
+    remove(buf);
+    path_in(buf, sizeof(buf), d, "model.safetensors.index.json");
+    mkfifo(buf, 0600);
+    run_model_case("model.safetensors.index.json is a FIFO", d, "", "model.safetensors.index.json", NULL);
+    snprintf(buf, sizeof(buf), "-m tiny_models/llama2-tiny-random/config.json");
+    run_case("-m names a file", buf, "config.json/config.json", "cannot open");
+    d = model_copy("config-empty");
+    write_text(d, "config.json", "");
+    run_model_case("config.json empty", d, "", "config.json", "empty (no JSON value)");
+    d = model_copy("config-blank");
+    write_text(d, "config.json", " \n\t\n");
+    run_model_case("config.json only whitespace", d, "", "config.json", "empty (no JSON value)");
+    d = model_copy("config-null");
+    write_text(d, "config.json", "null");
+    run_model_case("config.json null", d, "", "config.json", "not a JSON object");
+    d = model_copy("config-tab");
+    edit_text(d, "config.json", "\"silu\"", "\"si\tlu\"");
+    run_model_case("config.json with a raw tab in a string", d, "", "config.json", "line 10: a control character");
+    d = model_copy("config-dup-float");
+    edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 10000.0, \"rope_theta\": 500000.0");
+    run_model_case("config.json rope_theta twice", d, "", "config.json", "\"rope_theta\" appears twice");
+    d = model_copy("config-dup-bool");
+    edit_text(d, "config.json", "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": false, \"tie_word_embeddings\": true");
+    run_model_case("config.json tie_word_embeddings twice", d, "", "config.json", "\"tie_word_embeddings\" appears twice");
+    d = model_copy("header-dup-dtype");
+    edit_header(d, "{\"dtype\":\"F32\"", "{\"dtype\":\"F32\",\"dtype\":\"F16\"", 0);
+    run_model_case("header dtype twice", d, "", "model.safetensors", "appears twice");
+    d = model_copy("tokenizer-bom");
+    edit_text(d, "tokenizer.json", "{", "\xEF\xBB\xBF{");
+    run_model_case("tokenizer.json with a UTF-8 BOM", d, "", "tokenizer.json", "byte order mark");
+    snprintf(buf, sizeof(buf), "%s --skip-file", m);
+    run_file_case("--skip-file only whitespace", buf, "skip-h.json", "  \n", "skip-h.json", "empty (no JSON value)");
+    run_file_case("--skip-file with a BOM", buf, "skip-i.json", "\xEF\xBB\xBF{}", "skip-i.json", "byte order mark");
+    run_file_case("--skip-file a string", buf, "skip-j.json", "\"attn:1\"", "skip-j.json", "not a JSON object");
+    snprintf(buf, sizeof(buf), "%s -n 4 -n 5", m);
+    run_case("-n twice", buf, "-n", "given twice");
+    snprintf(buf, sizeof(buf), "%s -p a --json -p b", m);
+    run_case("-p twice", buf, "-p", "given twice");
+    snprintf(buf, sizeof(buf), "%s --skip attn:1 --exit fixed:nan", m);
+    run_case("--exit fixed:nan", buf, "--exit fixed:nan", "not a number");
+    snprintf(buf, sizeof(buf), "%s --skip attn:1 -K 64", m);
+    run_case("-K 64", buf, "-K 64", "must be in [1, 63]");
+    snprintf(buf, sizeof(buf), "%s --method selfsd --iters 100001", m);
+    run_case("--iters 100001", buf, "--iters 100001", "must be in");
+    snprintf(buf, sizeof(buf), "%s -t 0 --top-p 1", m);
+    run_case("--top-p 1 with -t 0", buf, "--top-p", "greedy decoding");
+    snprintf(buf, sizeof(buf), "%s --objective cost", m);
+    run_case("--objective with --method none", buf, "--objective", "only --method selfsd or oracle");
+    { // -n at the context's edge: prompt + n - 1 tokens fit exactly, one more does not
+        char err[SS_ERR_LEN];
+        int ids[64];
+        Tokenizer *tok = build_tokenizer("tiny_models/llama2-tiny-random/tokenizer.json", err);
+        int n = tok ? encode(tok, "In the beginning", 16, 1, ids, 64, err) : -1;
+        free_tokenizer(tok);
+        check(n > 0 && n < 20, "encoding the edge prompt gave %d tokens", n);
+        snprintf(buf, sizeof(buf), "%s -c 24 -p 'In the beginning' -n %d", m, 24 - n + 1);
+        run_ok_case("-n exactly filling -c", buf);
+        snprintf(buf, sizeof(buf), "%s -c 24 -p 'In the beginning' -n %d", m, 24 - n + 2);
+        run_case("-n one past -c", buf, "exceed the context of 24", NULL);
+    }
+    snprintf(buf, sizeof(buf), "%s -c 16 -n 2 -f", m);
+    run_file_case("-f CRLF and blank lines, line 5 too long", buf, "crlf.txt", "a\r\n\r\n\n b\r\nAnd God said, Let there be "
+                  "light: and there was light. And God saw the light\r\n", "crlf.txt line 5", "context of 16");
+    write_text(tmp, "crlf-ok.txt", "In the\r\n\r\nbeginning\\n\r\n");
+    snprintf(buf, sizeof(buf), "%s -n 2 -f %s/crlf-ok.txt", m, tmp);
+    run_ok_case("-f CRLF lines, blank lines and \\n", buf);
+    {
+        char path[512];
+        path_in(path, sizeof(path), tmp, "dev-nul.txt");
+        spit(path, "one\n\ntwo\0", 9);
+        snprintf(buf, sizeof(buf), "%s --method selfsd --dev-prompts %s", m, path);
+        run_case("--dev-prompts with a NUL byte", buf, "dev-nul.txt line 3", "NUL byte");
+    }
+
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
     if (system(buf) != 0) { fprintf(stderr, "test_bad_inputs: could not remove %s\n", tmp); }
     printf("test_bad_inputs: %d cases against %s\n", n_cases, bin);
