@@ -338,7 +338,7 @@ static const char *json_malformed(const Json *j) {
 // can blow up. Returns NULL, or what is wrong in words, with *line where (1-based).
 static const char JSON_TRAILING[] = "trailing data after the JSON value", JSON_ENDS_EARLY[] = "ends inside a value";
 static const char *json_syntax(const char *js, size_t len, int *line) {
-    char open[JSON_MAX_DEPTH]; // '{' or '[' of each container around i
+    char brackets[JSON_MAX_DEPTH]; // '{' or '[' of each container around i
     int depth = 0, may_close = 0; // may_close: just after '{' or '[', so '}' or ']' may follow
     char prev = 0;                // the last ',' ':' '{' or '[' read, for the messages
     enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_NEXT, WANT_END } want = WANT_VALUE;
@@ -354,21 +354,21 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
             if (c != ':') { return "a key without ':' after it"; }
             want = WANT_VALUE, may_close = 0, prev = c, i++;
         } else if ((c == '}' || c == ']') && (want == WANT_NEXT || may_close)) {
-            if (depth == 0 || open[depth - 1] != (c == '}' ? '{' : '[')) { return "a closing bracket that does not match"; }
+            if (depth == 0 || brackets[depth - 1] != (c == '}' ? '{' : '[')) { return "a closing bracket that does not match"; }
             depth--, done = 1, i++;
         } else if (c == '}' || c == ']') {
             if (prev == ':') { return "a key without a value"; }
             return c == '}' ? "a ',' before '}'" : "a ',' before ']'";
         } else if (want == WANT_NEXT) {
             if (c != ',') { return "two values with no ',' between them"; }
-            want = open[depth - 1] == '{' ? WANT_KEY : WANT_VALUE, may_close = 0, prev = c, i++;
+            want = brackets[depth - 1] == '{' ? WANT_KEY : WANT_VALUE, may_close = 0, prev = c, i++;
         } else if (c == ',') {
             return prev == ':' ? "a key without a value" : "a ',' with no value before it";
         } else if (want == WANT_KEY && c != '"') {
             return "an object key that is not a string";
         } else if (c == '{' || c == '[') {
             if (depth == JSON_MAX_DEPTH) { return "nested too deep"; }
-            open[depth++] = c, want = c == '{' ? WANT_KEY : WANT_VALUE, may_close = 1, prev = c, i++;
+            brackets[depth++] = c, want = c == '{' ? WANT_KEY : WANT_VALUE, may_close = 1, prev = c, i++;
         } else if (c == '"') { // a string: no raw control characters, escapes checked by json_string
             for (i++; i < len && js[i] != '"'; i++) {
                 if ((unsigned char)js[i] < 0x20) { return "a control character inside a string"; }
@@ -3844,7 +3844,7 @@ static void usage(void) {
         "  -t TEMP         temperature, 0 = greedy (default 0)\n"
         "  --top-p P       nucleus sampling mass in (0, 1] (default 1 = off)\n"
         "  -s SEED         RNG seed for sampling and searches (default 42)\n"
-        "  -c CTX          context length to allocate (default: max_position_embeddings, at most 4096)\n"
+        "  -c CTX          context length to allocate, at most max_position_embeddings (default: that, at most 4096)\n"
         "  --method M      none (plain decoding), static (--skip), selfsd, swift, asd, clasp, oracle;\n"
         "                  default: static when --skip/--skip-file is given, else none\n"
         "  --skip SPEC     draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\" (0-based)\n"
