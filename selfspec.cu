@@ -118,13 +118,19 @@ static double time_ms(void) {
 
 // Reads a whole file into a NUL-terminated buffer. Returns NULL with err set.
 static char *read_file(const char *path, size_t *len_out, char *err) {
+    // opening a FIFO with no writer blocks forever: look at what path is before opening it
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        fail(err, "%s: not a regular file", path);
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
     if (f == NULL) {
         fail(err, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4
-    struct stat sb;
+    // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4; and path may
+    // have been replaced since the stat above
     int is_file = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
     if (!is_file) {
         fclose(f);
@@ -331,27 +337,82 @@ static const char *json_malformed(const Json *j) {
     return bad;
 }
 
-// Parses js; rejects nesting deeper than JSON_MAX_DEPTH so no later walk can blow up.
+// The grammar of RFC 8259 over js, as one pass with a stack of open brackets. jsmn, even strict,
+// takes stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`, `{,"a":1}`), which Python's json
+// and serde reject; this refuses them, and nesting deeper than JSON_MAX_DEPTH, so no later walk
+// can blow up. Returns NULL, or what is wrong in words, with *line where (1-based).
+static const char JSON_TRAILING[] = "trailing data after the JSON value", JSON_ENDS_EARLY[] = "ends inside a value";
+static const char *json_syntax(const char *js, size_t len, int *line) {
+    char brackets[JSON_MAX_DEPTH]; // '{' or '[' of each container around i
+    int depth = 0, may_close = 0; // may_close: just after '{' or '[', so '}' or ']' may follow
+    char prev = 0;                // the last ',' ':' '{' or '[' read, for the messages
+    enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_NEXT, WANT_END } want = WANT_VALUE;
+    *line = 1;
+    if (len >= 3 && memcmp(js, "\xEF\xBB\xBF", 3) == 0) { return "starts with a UTF-8 byte order mark (save it without one)"; }
+    for (size_t i = 0;;) {
+        while (i < len && (js[i] == ' ' || js[i] == '\t' || js[i] == '\r' || js[i] == '\n')) { *line += js[i++] == '\n'; }
+        if (i == len) { return want == WANT_END ? NULL : depth == 0 && prev == 0 ? "empty (no JSON value)" : JSON_ENDS_EARLY; }
+        char c = js[i];
+        int done = 0; // a whole value ended at i
+        if (want == WANT_END) { return JSON_TRAILING; }
+        if (want == WANT_COLON) {
+            if (c != ':') { return "a key without ':' after it"; }
+            want = WANT_VALUE, may_close = 0, prev = c, i++;
+        } else if ((c == '}' || c == ']') && (want == WANT_NEXT || may_close)) {
+            if (depth == 0 || brackets[depth - 1] != (c == '}' ? '{' : '[')) { return "a closing bracket that does not match"; }
+            depth--, done = 1, i++;
+        } else if (c == '}' || c == ']') {
+            if (prev == ':') { return "a key without a value"; }
+            return c == '}' ? "a ',' before '}'" : "a ',' before ']'";
+        } else if (want == WANT_NEXT) {
+            if (c != ',') { return "two values with no ',' between them"; }
+            want = brackets[depth - 1] == '{' ? WANT_KEY : WANT_VALUE, may_close = 0, prev = c, i++;
+        } else if (c == ',') {
+            return prev == ':' ? "a key without a value" : "a ',' with no value before it";
+        } else if (want == WANT_KEY && c != '"') {
+            return "an object key that is not a string";
+        } else if (c == '{' || c == '[') {
+            if (depth == JSON_MAX_DEPTH) { return "nested too deep"; }
+            brackets[depth++] = c, want = c == '{' ? WANT_KEY : WANT_VALUE, may_close = 1, prev = c, i++;
+        } else if (c == '"') { // a string: no raw control characters, escapes checked by json_string
+            for (i++; i < len && js[i] != '"'; i++) {
+                if ((unsigned char)js[i] < 0x20) { return "a control character inside a string"; }
+                if (js[i] == '\\') { i++; }
+            }
+            if (i >= len) { return "a string that does not end"; }
+            i++;
+            if (want == WANT_KEY) { want = WANT_COLON; } else { done = 1; }
+        } else { // true, false, null or a number
+            size_t n = 0;
+            while (i + n < len && (isalnum((unsigned char)js[i + n]) || js[i + n] == '+' || js[i + n] == '-' ||
+                                   js[i + n] == '.')) {
+                n++;
+            }
+            const char *s = js + i;
+            if (n == 0 || !((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
+                            (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, (int)n))) {
+                return n == 0 ? "a character that starts no JSON value" : "a literal that is not true, false, null or a number";
+            }
+            i += n, done = 1;
+        }
+        if (done) { want = depth == 0 ? WANT_END : WANT_NEXT, may_close = 0; }
+    }
+}
+
+// Parses js; first checks its syntax (json_syntax), which jsmn alone does not fully do.
 static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
     j->js = js;
     j->tok = NULL;
     j->n_tok = 0;
     if (len >= (size_t)INT_MAX) { return fail(err, "%s: JSON too large (%zu bytes)", what, len); }
-    int depth = 0, in_string = 0;
-    for (size_t i = 0; i < len; i++) {
-        char c = js[i];
-        if (in_string) {
-            if (c == '\\') { i++; } else if (c == '"') { in_string = 0; }
-        } else if (c == '"') {
-            in_string = 1;
-        } else if (c == '{' || c == '[') {
-            if (++depth > JSON_MAX_DEPTH) {
-                return fail(err, "%s: JSON nested deeper than %d levels", what, JSON_MAX_DEPTH);
-            }
-        } else if (c == '}' || c == ']') {
-            depth--;
-        }
+    int line;
+    const char *syntax = json_syntax(js, len, &line);
+    if (syntax != NULL && strcmp(syntax, "nested too deep") == 0) {
+        return fail(err, "%s: JSON nested deeper than %d levels (line %d)", what, JSON_MAX_DEPTH, line);
     }
+    if (syntax != NULL) { return fail(err, "%s: not valid JSON: line %d: %s", what, line, syntax); }
+    size_t first = strspn(js, " \t\r\n"); // (jsmn's strict mode refuses a bare top-level literal)
+    if (js[first] != '{' && js[first] != '[') { return fail(err, "%s: not a JSON object", what); }
     jsmn_parser p;
     jsmn_init(&p);
     int n = jsmn_parse(&p, js, len, NULL, 0);
@@ -393,6 +454,20 @@ static int json_get(const Json *j, int obj, const char *key) {
         i = json_skip(j, i + 1);
     }
     return found;
+}
+
+// The first key that appears twice in the object at obj, or -1. Quadratic: for small objects
+// (a config, a tensor entry), where a duplicate would otherwise surface as a misleading error.
+static int json_duplicate_key(const Json *j, int obj) {
+    for (int k = 0, a = obj + 1; k < j->tok[obj].size; k++, a = json_skip(j, a + 1)) {
+        for (int m = k + 1, b = json_skip(j, a + 1); m < j->tok[obj].size; m++, b = json_skip(j, b + 1)) {
+            int n = j->tok[a].end - j->tok[a].start;
+            if (j->tok[b].end - j->tok[b].start == n && memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start, (size_t)n) == 0) {
+                return a;
+            }
+        }
+    }
+    return -1;
 }
 
 // i-th element of the array at arr, or -1.
@@ -635,6 +710,13 @@ static int read_config(Config *c, const char *dir, char *err) {
     Json j;
     int rc = json_parse(&j, text, len, path, err);
     if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = fail(err, "%s: not a JSON object", path); }
+    for (int i = 0; rc == 0 && i < j.n_tok; i++) { // JSON parsers disagree on which copy of a key wins
+        int dup = j.tok[i].type == JSMN_OBJECT ? json_duplicate_key(&j, i) : -1;
+        if (dup >= 0) {
+            int n = j.tok[dup].end - j.tok[dup].start;
+            rc = fail(err, "%s: key \"%.*s\" appears twice in one object", path, n < 64 ? n : 64, j.js + j.tok[dup].start);
+        }
+    }
     memset(c, 0, sizeof(*c));
     c->rope_theta = 10000.0f; // LlamaConfig defaults
     c->norm_eps = 1e-6f;
@@ -694,6 +776,7 @@ typedef struct {
     size_t begin;   // byte range within the file's data section
     size_t end;
     int file;       // index into the shard list
+    int used;       // set by load_tensor: a tensor nothing loads means the config is not this checkpoint's
 } TensorInfo;
 
 typedef struct {
@@ -722,6 +805,9 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
     if (t->name == NULL) { return fail(err, "%s: bad tensor name in header", sh->path); }
     int v = key + 1, dt = json_get(j, v, "dtype"), shp = json_get(j, v, "shape");
     int off = json_get(j, v, "data_offsets");
+    if (dt == -2 || shp == -2 || off == -2) {
+        return fail(err, "%s: tensor %s: dtype, shape or data_offsets appears twice", sh->path, t->name);
+    }
     if (dt < 0 || shp < 0 || off < 0 || j->tok[shp].type != JSMN_ARRAY ||
         j->tok[off].type != JSMN_ARRAY || j->tok[off].size != 2) {
         return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path, t->name);
@@ -778,6 +864,12 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
                     path, (unsigned long long)n, sh->size);
     }
     sh->data_start = 8 + (size_t)n;
+    int line;
+    const char *syntax = json_syntax(sh->bytes + 8, (size_t)n, &line);
+    if (syntax == JSON_TRAILING || syntax == JSON_ENDS_EARLY) {
+        return fail(err, "%s: header length %llu %s the JSON header (line %d)", path, (unsigned long long)n,
+                    syntax == JSON_TRAILING ? "runs past the end of" : "cuts off", line);
+    }
     Json j;
     if (json_parse(&j, sh->bytes + 8, (size_t)n, path, err)) { return -1; }
     int rc = j.tok[0].type == JSMN_OBJECT ? 0 : fail(err, "%s: header is not a JSON object", path);
@@ -820,9 +912,8 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     memset(tf, 0, sizeof(*tf));
     char path[1100];
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-    FILE *single = fopen(path, "rb");
-    if (single != NULL) {
-        fclose(single);
+    struct stat sb; // (not fopen: that blocks on a FIFO; read_file refuses anything but a file)
+    if (stat(path, &sb) == 0) {
         tf->shards = (Shard *)calloc_check(1, sizeof(Shard));
         return load_shard(tf, path, err);
     }
@@ -884,9 +975,9 @@ static float half_to_float(uint16_t h) {
 }
 
 // Finds tensor name, checks its shape, converts it to fp32 into dst. Little-endian host assumed.
-static int load_tensor(const TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
+static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
                        char *err) {
-    const TensorInfo *t = NULL;
+    TensorInfo *t = NULL;
     for (int k = 0; k < tf->n_tensors; k++) {
         if (strcmp(tf->tensors[k].name, name) != 0) { continue; }
         if (t != NULL) { return fail(err, "%s: tensor %s appears twice", tf->shards[tf->tensors[k].file].path, name); }
@@ -907,6 +998,7 @@ static int load_tensor(const TensorFiles *tf, const char *name, size_t rows, siz
         return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name, have, want);
     }
     size_t n = cols == 0 ? rows : rows * cols;
+    t->used = 1;
     const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
     for (size_t i = 0; i < n; i++) {
         if (t->dtype == DTYPE_F32) {
@@ -974,7 +1066,7 @@ static size_t layout_weights(Weights *w, float *base, const Config *c) {
     return off;
 }
 
-static int load_weights(Weights *w, const Config *c, const TensorFiles *tf, char *err) {
+static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     if (load_tensor(tf, "model.embed_tokens.weight", (size_t)c->vocab_size, dim, w->token_embedding, err) ||
@@ -1000,6 +1092,19 @@ static int load_weights(Weights *w, const Config *c, const TensorFiles *tf, char
             if (load_tensor(tf, name, rows[k], cols[k], dst[k], err)) { return -1; }
         }
     }
+    // A tensor left over means config.json describes another model (num_hidden_layers 3 on a
+    // 6-layer checkpoint ran and printed garbage). Transformers ignores these two as well: the
+    // rotary_emb.inv_freq buffers old checkpoints saved, and lm_head.weight when tied.
+    for (int k = 0; k < tf->n_tensors; k++) {
+        const TensorInfo *t = &tf->tensors[k];
+        size_t n = strlen(t->name), nr = strlen("rotary_emb.inv_freq");
+        int ignored = (n >= nr && strcmp(t->name + n - nr, "rotary_emb.inv_freq") == 0) ||
+                      (c->tied && strcmp(t->name, "lm_head.weight") == 0);
+        if (!t->used && !ignored) {
+            return fail(err, "%s: tensor %s is not used by the model config.json describes (%d layers); "
+                        "the config does not match the checkpoint", tf->shards[t->file].path, t->name, c->n_layers);
+        }
+    }
     rope_frequencies(c, w->rope_inv_freq);
     return 0;
 }
@@ -1015,7 +1120,9 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     TensorFiles tf;
     int rc = open_tensor_files(&tf, dir, err);
     if (rc == 0 && !c->tied && !has_tensor(&tf, "lm_head.weight")) {
-        c->tied = 1; // no lm_head.weight: the output projection is the embedding (HF does the same)
+        // transformers would start lm_head from random weights (with a warning), not tie it
+        rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has tie_word_embeddings false "
+                  "(the default when absent)", tf.shards[0].path, dir);
     }
     Weights host;
     size_t n = layout_weights(&host, NULL, c), held = (size_t)c->head_dim / 2;
@@ -1541,16 +1648,41 @@ static void push_id(Encoder *e, int id) {
     if (!e->failed) { e->ids[e->n++] = id; }
 }
 
+// A candidate merge of the symbol at pos with the one after it, in bpe_word's heap.
+typedef struct { int rank, pos; } BpePair;
+
+static int pair_before(BpePair a, BpePair b) { return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos); }
+
+static void pair_push(BpePair *heap, size_t *n, BpePair p) {
+    size_t i = (*n)++;
+    for (; i > 0 && pair_before(p, heap[(i - 1) / 2]); i = (i - 1) / 2) { heap[i] = heap[(i - 1) / 2]; }
+    heap[i] = p;
+}
+
+static BpePair pair_pop(BpePair *heap, size_t *n) {
+    BpePair top = heap[0], last = heap[--*n];
+    size_t i = 0;
+    for (size_t c; (c = 2 * i + 1) < *n; i = c) {
+        if (c + 1 < *n && pair_before(heap[c + 1], heap[c])) { c++; }
+        if (!pair_before(heap[c], last)) { break; }
+        heap[i] = heap[c];
+    }
+    heap[i] = last;
+    return top;
+}
+
 // BPE on one word, as HF's BPE::merge_word: a symbol per character (its token, else its <0xXX>
 // byte tokens, else unk, fused across a run when fuse_unk), then the adjacent pair with the
-// lowest merge rank is merged, leftmost on ties, until no pair has a rule. O(n^2) for an n-symbol
-// word, with cheap inner loops: rank[i] caches the rule of the pair (i, i+1).
+// lowest merge rank is merged, leftmost on ties, until no pair has a rule. As HF's
+// Word::merge_all: the symbols form a linked list, the candidate pairs wait in a min-heap by
+// (rank, position), and a popped pair whose symbols have changed since it was pushed is dropped,
+// so an n-symbol word takes O(n log n), not O(n^2) (a 1 MB line once took 14 minutes).
 static void bpe_word(Encoder *e, const char *w, size_t len) {
     const Tokenizer *t = e->t;
     int whole = t->ignore_merges ? vocab_find(t, w, len) : -1;
     if (whole >= 0) { push_id(e, whole); return; }
-    int *sym = (int *)calloc_check(len, 2 * sizeof(int)); // at most one symbol per byte
-    int *rank = sym + len, unk = 0, cp;
+    int *sym = (int *)calloc_check(len, 3 * sizeof(int)); // at most one symbol per byte
+    int *next = sym + len, *prev = next + len, unk = 0, cp;   // the list; -1 at its ends
     size_t n = 0;
     for (size_t i = 0, cl; i < len; i += cl) {
         cl = utf8_decode(w, len, i, &cp);
@@ -1568,19 +1700,39 @@ static void bpe_word(Encoder *e, const char *w, size_t len) {
         }
     }
     if (unk) { sym[n++] = t->unk_id; }
-    for (size_t i = 0; i < n; i++) { rank[i] = i + 1 < n ? merge_rank(t, sym[i], sym[i + 1]) : INT_MAX; }
-    while (n > 1) {
-        size_t best = 0;
-        for (size_t i = 1; i < n; i++) { best = rank[i] < rank[best] ? i : best; }
-        if (rank[best] == INT_MAX) { break; }
-        sym[best] = t->merges[merge_slot(t, sym[best], sym[best + 1])].id;
-        memmove(sym + best + 1, sym + best + 2, (n - best - 2) * sizeof(int));
-        memmove(rank + best + 1, rank + best + 2, (n - best - 2) * sizeof(int));
-        n--;
-        if (best > 0) { rank[best - 1] = merge_rank(t, sym[best - 1], sym[best]); }
-        rank[best] = best + 1 < n ? merge_rank(t, sym[best], sym[best + 1]) : INT_MAX;
+    // Every merge joins two symbols' texts into one vocab text (at most max_len bytes), so the
+    // word ends as at least (its symbols' bytes) / max_len tokens: refuse before merging what
+    // cannot fit. (unk may be an added token longer than max_len.)
+    size_t bytes = 0, longest = (size_t)t->max_len;
+    if (t->unk_id >= 0 && (size_t)t->tok[t->unk_id].len > longest) { longest = (size_t)t->tok[t->unk_id].len; }
+    for (size_t i = 0; i < n; i++) { bytes += (size_t)t->tok[sym[i]].len; }
+    size_t at_least = longest > 0 ? (bytes + longest - 1) / longest : 0;
+    if (!e->failed && at_least > (size_t)(e->max - e->n)) {
+        e->failed = fail(e->err, "encode: the text needs more than %d tokens", e->max);
     }
-    for (size_t i = 0; i < n; i++) { push_id(e, sym[i]); }
+    BpePair *heap = (BpePair *)malloc_check(mul_size(3 * sizeof(BpePair), n)); // n + 2 per merge
+    size_t n_heap = 0;
+    for (size_t i = 0; i < n && !e->failed; i++) {
+        next[i] = i + 1 < n ? (int)i + 1 : -1;
+        prev[i] = (int)i - 1;
+        int r = i + 1 < n ? merge_rank(t, sym[i], sym[i + 1]) : INT_MAX;
+        if (r < INT_MAX) { BpePair p = {r, (int)i}; pair_push(heap, &n_heap, p); }
+    }
+    while (n_heap > 0) {
+        BpePair p = pair_pop(heap, &n_heap);
+        int i = p.pos, j = next[i];
+        if (sym[i] < 0 || j < 0 || merge_rank(t, sym[i], sym[j]) != p.rank) { continue; } // stale
+        sym[i] = t->merges[merge_slot(t, sym[i], sym[j])].id;
+        sym[j] = -1;
+        next[i] = next[j];
+        if (next[i] >= 0) { prev[next[i]] = i; }
+        int r_left = prev[i] >= 0 ? merge_rank(t, sym[prev[i]], sym[i]) : INT_MAX;
+        int r_right = next[i] >= 0 ? merge_rank(t, sym[i], sym[next[i]]) : INT_MAX;
+        if (r_left < INT_MAX) { BpePair q = {r_left, prev[i]}; pair_push(heap, &n_heap, q); }
+        if (r_right < INT_MAX) { BpePair q = {r_right, i}; pair_push(heap, &n_heap, q); }
+    }
+    for (int i = n > 0 && !e->failed ? 0 : -1; i >= 0; i = next[i]) { push_id(e, sym[i]); }
+    free(heap);
     free(sym);
 }
 
@@ -1621,7 +1773,13 @@ static void pre_tokenize(Encoder *e, int stage, const char *s, size_t len, int a
 // HF matches them all at once with an Aho-Corasick automaton in LeftmostLongest mode.
 static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from, int normalized,
                       size_t *at) {
+    unsigned char first[256] = {0}; // the first bytes of this pass's added tokens: a cheap filter
+    for (int a = 0; a < t->n_added; a++) {
+        const TokenText *x = &t->tok[t->added[a]];
+        if (x->normalized == normalized && x->len > 0) { first[(unsigned char)x->text[0]] = 1; }
+    }
     for (size_t i = from; i < len; i++) {
+        if (!first[(unsigned char)s[i]]) { continue; }
         int best = -1;
         for (int a = 0; a < t->n_added; a++) {
             const TokenText *x = &t->tok[t->added[a]];
@@ -4015,7 +4173,7 @@ static void usage(FILE *f) {
         "  -t TEMP         temperature, 0 = greedy (default 0)\n"
         "  --top-p P       nucleus sampling mass in (0, 1] (default 1 = off)\n"
         "  -s SEED         RNG seed for sampling and searches (default 42)\n"
-        "  -c CTX          context length to allocate (default: max_position_embeddings, at most 4096)\n"
+        "  -c CTX          context length to allocate, at most max_position_embeddings (default: that, at most 4096)\n"
         "  --method M      none (plain decoding), static (--skip), selfsd, swift, asd, clasp, oracle;\n"
         "                  default: static when --skip/--skip-file is given, else none\n"
         "  --skip SPEC     draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\" (0-based)\n"
@@ -4044,7 +4202,9 @@ static void usage(FILE *f) {
 
 // One error line naming the flag, then exit 1.
 static void flag_error(const char *flag, const char *value, const char *why) {
-    fprintf(stderr, "selfspec: error: %s%s%s: %s (see selfspec --help)\n", flag, value ? " " : "", value ? value : "", why);
+    int glued = value && flag[strlen(flag) - 1] == ':'; // "--exit fixed:" and its value
+    fprintf(stderr, "selfspec: error: %s%s%s: %s (see selfspec --help)\n", flag, value && !glued ? " " : "",
+            value ? value : "", why);
     exit(EXIT_FAILURE);
 }
 
@@ -4085,6 +4245,11 @@ static void parse_exit(const char *v, DraftExit *d) {
     }
 }
 
+// A flag the chosen method never reads is an error, not silently ignored.
+static void only_with(int given, const char *flag, int used, const char *why) {
+    if (given && !used) { flag_error(flag, NULL, why); }
+}
+
 static void parse_options(int argc, char **argv, Options *o) {
     memset(o, 0, sizeof(*o));
     o->prompt = "In the beginning God created";
@@ -4097,6 +4262,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->method = -1;
     o->cost_model = -1;
     o->exit = draft_exit_default();
+    int prompt_given = 0, iters_given = 0, loi_given = 0, alpha_given = 0, top_p_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(stdout); exit(EXIT_SUCCESS); }
@@ -4104,26 +4270,30 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (strcmp(a, "--compare") == 0) { o->compare = 1; continue; }
         if (a[0] != '-') { flag_error(a, NULL, "unexpected argument (flags start with -)"); }
         if (i + 1 >= argc) { flag_error(a, NULL, "unknown flag or missing value"); }
+        for (int k = 1; k < i; k++) { // the flags before this one (every one but these two has a value)
+            if (strcmp(argv[k], a) == 0) { flag_error(a, NULL, "given twice (which one should win?)"); }
+            if (strcmp(argv[k], "--json") != 0 && strcmp(argv[k], "--compare") != 0) { k++; }
+        }
         const char *v = argv[++i];
         if (strcmp(a, "-m") == 0) { o->model_dir = v; }
-        else if (strcmp(a, "-p") == 0) { o->prompt = v; }
+        else if (strcmp(a, "-p") == 0) { o->prompt = v; prompt_given = 1; }
         else if (strcmp(a, "-f") == 0) { o->prompt_file = v; }
         else if (strcmp(a, "-n") == 0) { o->n_new = (int)parse_long(a, v, 1, 1 << 20); }
         else if (strcmp(a, "-t") == 0) { o->temperature = parse_float(a, v, 0.0f, 100.0f, 0); }
-        else if (strcmp(a, "--top-p") == 0) { o->top_p = parse_float(a, v, 0.0f, 1.0f, 1); }
+        else if (strcmp(a, "--top-p") == 0) { o->top_p = parse_float(a, v, 0.0f, 1.0f, 1); top_p_given = 1; }
         else if (strcmp(a, "-s") == 0) { o->seed = (int)parse_long(a, v, 0, INT_MAX); }
         else if (strcmp(a, "-c") == 0) { o->ctx = (int)parse_long(a, v, 2, 1 << 24); }
         else if (strcmp(a, "-K") == 0) { o->max_draft = (int)parse_long(a, v, 1, MAX_DRAFT); o->k_given = 1; }
         else if (strcmp(a, "--skip") == 0) { o->skip_spec = v; }
         else if (strcmp(a, "--skip-file") == 0) { o->skip_file = v; }
         else if (strcmp(a, "--exit") == 0) { parse_exit(v, &o->exit); o->exit_given = 1; }
-        else if (strcmp(a, "--alpha") == 0) { o->exit.alpha = parse_float(a, v, 0.0f, 1.0f, 1); }
-        else if (strcmp(a, "--iters") == 0) { o->iters = (int)parse_long(a, v, 1, 100000); }
+        else if (strcmp(a, "--alpha") == 0) { o->exit.alpha = parse_float(a, v, 0.0f, 1.0f, 1); alpha_given = 1; }
+        else if (strcmp(a, "--iters") == 0) { o->iters = (int)parse_long(a, v, 1, 100000); iters_given = 1; }
         else if (strcmp(a, "--dev-prompts") == 0) { o->dev_prompts = v; }
         else if (strcmp(a, "--save-skip") == 0) { o->save_skip = v; }
         else if (strcmp(a, "--svg") == 0) { o->svg = v; }
         else if (strcmp(a, "--threads") == 0) { o->threads = (int)parse_long(a, v, 1, 1024); }
-        else if (strcmp(a, "--loi") == 0) { o->loi = (int)parse_long(a, v, 1, 1 << 20); }
+        else if (strcmp(a, "--loi") == 0) { o->loi = (int)parse_long(a, v, 1, 1 << 20); loi_given = 1; }
         else if (strcmp(a, "--skip-ratio") == 0) { o->skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); }
         else if (strcmp(a, "--swift-budget") == 0) { o->swift_budget = parse_float(a, v, 0.0f, 1.0f, 1); }
         else if (strcmp(a, "--objective") == 0) {
@@ -4134,6 +4304,7 @@ static void parse_options(int argc, char **argv, Options *o) {
             if (o->method < 0) { flag_error(a, v, "unknown method (none, static, selfsd, swift, asd, clasp, oracle)"); }
         } else { flag_error(a, NULL, "unknown flag"); }
     }
+    if (prompt_given && o->prompt_file) { flag_error("-p", NULL, "give -p or -f, not both"); }
     if (o->model_dir && strlen(o->model_dir) > 1000) { flag_error("-m", NULL, "the folder path is longer than 1000 bytes"); }
     if (o->method < 0) { o->method = (o->skip_spec || o->skip_file) ? METHOD_STATIC : METHOD_NONE; }
     if (o->method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
@@ -4142,13 +4313,28 @@ static void parse_options(int argc, char **argv, Options *o) {
     if (o->compare && o->method == METHOD_NONE) {
         flag_error("--compare", NULL, "compares a speculative method with plain decoding: give --method or --skip");
     }
-    if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
+    int search = o->method == METHOD_SELFSD || o->method == METHOD_ORACLE, drafts = o->method != METHOD_NONE;
+    only_with(o->skip_spec && o->skip_file, "--skip-file", 0, "give --skip or --skip-file, not both");
+    only_with(o->skip_spec != NULL, "--skip", o->method == METHOD_STATIC, "only --method static drafts with a given skip set");
+    only_with(o->skip_file != NULL, "--skip-file", o->method == METHOD_STATIC, "only --method static drafts with a given skip set");
+    only_with(o->save_skip != NULL, "--save-skip", search, "only --method selfsd or oracle chooses a skip set to save");
+    only_with(o->dev_prompts != NULL, "--dev-prompts", search, "only --method selfsd or oracle searches on dev prompts");
+    only_with(o->cost_model >= 0, "--objective", search, "only --method selfsd or oracle has an objective");
+    only_with(iters_given, "--iters", o->method == METHOD_SELFSD, "only --method selfsd iterates");
+    only_with(loi_given, "--loi", o->method == METHOD_CLASP, "only --method clasp reads it");
+    only_with(o->skip_ratio > 0, "--skip-ratio", o->method == METHOD_SWIFT, "only --method swift reads it");
+    only_with(o->swift_budget > 0, "--swift-budget", o->method == METHOD_SWIFT, "only --method swift reads it");
+    only_with(o->k_given, "-K", drafts, "--method none drafts nothing");
+    only_with(o->exit_given, "--exit", drafts, "--method none drafts nothing");
     if (o->method == METHOD_SWIFT) { // SWIFT App. B.2: N_D = 25, early-stop drafting at confidence 0.8
         if (!o->k_given) { o->max_draft = 25; }
         if (!o->exit_given) { o->exit.mode = EXIT_FIXED; o->exit.gamma = 0.8f; }
     }
     // CLaSp Sec. 5.3.3 (Fig. 4c): a fixed draft-exiting threshold near 0.7 gives the best speedup
     if (o->method == METHOD_CLASP && !o->exit_given) { o->exit.mode = EXIT_FIXED; o->exit.gamma = 0.7f; }
+    only_with(alpha_given, "--alpha", drafts && o->exit.mode == EXIT_ADAPTIVE, "only the adaptive draft exit has a target");
+    only_with(top_p_given, "--top-p", o->temperature > 0, "greedy decoding (-t 0) does not sample; give -t too");
+    if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
 }
 
 // Reads {"attn": [..], "mlp": [..]} into s. Returns 0, or -1 with err set.
@@ -4161,9 +4347,23 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     memset(s, 0, sizeof(*s));
     const char *keys[2] = {"attn", "mlp"};
     unsigned char *flags[2] = {s->attn, s->mlp};
+    if (rc == 0 && j.tok[0].type != JSMN_OBJECT) {
+        rc = fail(err, "%s: not a JSON object like {\"attn\": [3, 5], \"mlp\": [6]}", path);
+    }
+    for (int k = 0, key = 1; rc == 0 && k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
+        if (!json_eq(&j, key, "attn") && !json_eq(&j, key, "mlp")) { // a typo would skip nothing
+            int n = j.tok[key].end - j.tok[key].start;
+            rc = fail(err, "%s: unknown key \"%.*s\" (only \"attn\" and \"mlp\")", path, n < 64 ? n : 64,
+                      j.js + j.tok[key].start);
+        }
+    }
     for (int k = 0; k < 2 && rc == 0; k++) {
         int arr = json_get(&j, 0, keys[k]);
         if (arr == -1) { continue; }
+        if (arr == -2) {
+            rc = fail(err, "%s: key \"%s\" appears twice", path, keys[k]);
+            break;
+        }
         if (arr < 0 || j.tok[arr].type != JSMN_ARRAY) {
             rc = fail(err, "%s: \"%s\" must be an array of layer numbers", path, keys[k]);
             break;
@@ -4182,6 +4382,23 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     return rc;
 }
 
+// --save-skip is written after the search, which can take minutes: a path that could not be
+// written then (a missing folder, a FIFO that would block) is refused before it.
+static void check_save_skip(const char *path) {
+    struct stat sb;
+    char dir[1100];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == path ? 1 : (int)(slash - path), slash ? path : ".");
+    if (stat(path, &sb) == 0) {
+        if (!S_ISREG(sb.st_mode)) { flag_error("--save-skip", path, "exists and is not a regular file"); }
+        if (access(path, W_OK) != 0) { flag_error("--save-skip", path, "cannot write to it"); }
+    } else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        flag_error("--save-skip", path, "its folder does not exist");
+    } else if (access(dir, W_OK | X_OK) != 0) {
+        flag_error("--save-skip", path, "cannot create a file in its folder");
+    }
+}
+
 static int write_skip_file(const char *path, const SkipSet *s, int n_layers, char *err) {
     FILE *f = fopen(path, "w");
     if (f == NULL) { return fail(err, "--save-skip %s: cannot write: %s", path, strerror(errno)); }
@@ -4198,27 +4415,40 @@ static int write_skip_file(const char *path, const SkipSet *s, int n_layers, cha
     return fclose(f) == 0 ? 0 : fail(err, "--save-skip %s: write failed", path);
 }
 
-// Reads the non-empty lines of a prompts file; a two-character \n in a line stands for a newline.
-// Returns the count, or -1 with err set.
-static int read_prompts(const char *path, char ***out, char *err) {
+// Reads the non-empty lines of a prompts file; a two-character \\n in a line stands for a newline.
+// Returns the count, with each prompt's line number (1-based) in *line_no, or -1 with err set.
+static int read_prompts(const char *path, char ***out, int **line_no, char *err) {
     size_t len;
     char *text = read_file(path, &len, err);
     if (text == NULL) { return -1; }
-    int n = 0;
+    const char *nul = (const char *)memchr(text, '\0', len);
+    if (nul != NULL) { // strtok-style splitting would silently drop the rest of the file
+        int line = 1;
+        for (const char *q = text; q < nul; q++) { line += *q == '\n'; }
+        free(text);
+        return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)", path, line);
+    }
+    int n = 0, line = 1;
     char **lines = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
-    for (char *line = strtok(text, "\r\n"); line != NULL; line = strtok(NULL, "\r\n")) {
-        if (*line == '\0') { continue; }
-        char *p = strdup(line), *o = p;
-        if (p == NULL) { die(__FILE__, __LINE__, "out of host memory allocating %zu bytes reading %s", strlen(line) + 1, path); }
-        for (const char *q = line; *q; q++) {
-            if (q[0] == '\\' && q[1] == 'n') { *o++ = '\n'; q++; } else { *o++ = *q; }
+    int *numbers = (int *)malloc_check((len / 2 + 2) * sizeof(int));
+    for (char *q = text, *end; q < text + len; q = end + 1, line++) {
+        end = (char *)memchr(q, '\n', (size_t)(text + len - q));
+        if (end == NULL) { end = text + len; }
+        size_t k = (size_t)(end - q);
+        if (k > 0 && q[k - 1] == '\r') { k--; }
+        if (k == 0) { continue; }
+        char *p = (char *)malloc_check(k + 1), *o = p;
+        for (size_t i = 0; i < k; i++) {
+            if (q[i] == '\\' && i + 1 < k && q[i + 1] == 'n') { *o++ = '\n'; i++; } else { *o++ = q[i]; }
         }
         *o = '\0';
+        numbers[n] = line;
         lines[n++] = p;
     }
     free(text);
-    if (n == 0) { free(lines); return fail(err, "%s: no prompts (one per line)", path); }
+    if (n == 0) { free(lines); free(numbers); return fail(err, "%s: no prompts (one per line)", path); }
     *out = lines;
+    *line_no = numbers;
     return n;
 }
 
@@ -4247,29 +4477,32 @@ static void on_token(void *ctx, int token) {
 
 static const char *default_model_dir(const char *argv0) {
     static char path[1100];
-    FILE *f = fopen("tiny_models/kjv-12l/config.json", "r");
-    if (f) { fclose(f); return "tiny_models/kjv-12l"; }
+    struct stat sb;
+    if (stat("tiny_models/kjv-12l/config.json", &sb) == 0) { return "tiny_models/kjv-12l"; }
     const char *slash = strrchr(argv0, '/');
     snprintf(path, sizeof(path), "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1, slash ? argv0 : ".");
     return path;
 }
 
 // Encodes a prompt and checks it against the context; exits with one error line otherwise.
-static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_new, int *ids) {
+// where names the prompt ("-p", "-f FILE line 3"), extra the tokens to come after it (n_extra).
+static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_extra, int *ids,
+                         const char *where, const char *extra) {
     char err[SS_ERR_LEN];
     int n = encode(tok, text, strlen(text), 1, ids, c->seq_len, err);
     if (n < 0 || n >= c->seq_len) {
-        fprintf(stderr, "selfspec: error: -p: the prompt does not fit the context of %d tokens "
-                "(max_position_embeddings or -c)\n", c->seq_len);
+        fprintf(stderr, "selfspec: error: %s: the prompt does not fit the context of %d tokens "
+                "(max_position_embeddings or -c)\n", where, c->seq_len);
         exit(EXIT_FAILURE);
     }
-    if (n == 0) { flag_error("-p", "\"\"", "the prompt encodes to no tokens (and the tokenizer adds no BOS)"); }
-    if ((long)n + n_new - 1 > c->seq_len) {
-        char why[200], v[32];
-        snprintf(why, sizeof(why), "%d prompt tokens + %d new tokens exceed the context of %d (-c or max_position_embeddings)",
-                 n, n_new, c->seq_len);
-        snprintf(v, sizeof(v), "%d", n_new);
-        flag_error("-n", v, why);
+    if (n == 0) {
+        fprintf(stderr, "selfspec: error: %s: the prompt encodes to no tokens (and the tokenizer adds no BOS)\n", where);
+        exit(EXIT_FAILURE);
+    }
+    if ((long)n + n_extra - 1 > c->seq_len) {
+        fprintf(stderr, "selfspec: error: %s: %d prompt tokens + %s exceed the context of %d "
+                "(-c or max_position_embeddings)\n", where, n, extra, c->seq_len);
+        exit(EXIT_FAILURE);
     }
     return n;
 }
@@ -4285,18 +4518,19 @@ static void on_interrupt(int sig) {
 static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt, int n_prompt,
                                double *select_ms, SetHistory *hist) {
     char **texts = NULL, err[SS_ERR_LEN];
-    int n_dev = 1;
-    int **ids = (int **)malloc_check(sizeof(int *) * 64), *lengths = (int *)malloc_check(sizeof(int) * 64);
+    int n_dev = 1, *line_no = NULL;
+    if (o->dev_prompts) {
+        n_dev = read_prompts(o->dev_prompts, &texts, &line_no, err);
+        if (n_dev < 0) { fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err); exit(EXIT_FAILURE); }
+    }
+    int **ids = (int **)malloc_check(sizeof(int *) * (size_t)n_dev), *lengths = (int *)malloc_check(sizeof(int) * (size_t)n_dev);
     ids[0] = (int *)prompt;
     lengths[0] = n_prompt;
-    if (o->dev_prompts) {
-        n_dev = read_prompts(o->dev_prompts, &texts, err);
-        if (n_dev < 0) { fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err); exit(EXIT_FAILURE); }
-        if (n_dev > 64) { n_dev = 64; }
-        for (int k = 0; k < n_dev; k++) {
-            ids[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
-            lengths[k] = encode_prompt(tok, &m->config, texts[k], 32, ids[k]);
-        }
+    for (int k = 0; o->dev_prompts && k < n_dev; k++) {
+        char where[1200];
+        snprintf(where, sizeof(where), "--dev-prompts %s line %d", o->dev_prompts, line_no[k]);
+        ids[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
+        lengths[k] = encode_prompt(tok, &m->config, texts[k], 32, ids[k], where, "the 32 tokens the search scores");
     }
     Objective obj = {(const int *const *)ids, lengths, n_dev, 32, o->cost_model, NULL, NULL};
     double t0 = time_ms();
@@ -4332,6 +4566,7 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
     if (o->dev_prompts) {
         for (int k = 0; k < n_dev; k++) { free(ids[k]); free(texts[k]); }
         free(texts);
+        free(line_no);
     }
     free(ids);
     free(lengths);
@@ -4436,12 +4671,19 @@ int main(int argc, char **argv) {
         flag_error("--svg", o.svg, err);
     }
     if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
+    if (o.save_skip) { check_save_skip(o.save_skip); }
     Model m;
     if (build_model(&m, o.model_dir, o.ctx > 0 ? o.ctx : 4096, err)) {
         fprintf(stderr, "selfspec: error: %s\n", err);
         return EXIT_FAILURE;
     }
     const Config *c = &m.config;
+    if (o.ctx > c->max_pos) { // positions past it were never trained (and RoPE scaling assumes them)
+        fprintf(stderr, "selfspec: error: -c %d: above max_position_embeddings %d of %s/config.json\n", o.ctx,
+                c->max_pos, o.model_dir);
+        free_model(&m);
+        return EXIT_FAILURE;
+    }
     snprintf(path, sizeof(path), "%s/tokenizer.json", o.model_dir);
     Tokenizer *tok = build_tokenizer(path, err);
     // error paths free what they built, so leak checkers (make test-asan) stay quiet on them
@@ -4462,27 +4704,34 @@ int main(int argc, char **argv) {
         free_model(&m);
         return EXIT_FAILURE;
     }
-    char **prompts = (char **)&o.prompt;
-    int n_prompts = 1;
-    if (o.prompt_file && (n_prompts = read_prompts(o.prompt_file, &prompts, err)) < 0) {
+    char **prompts = (char **)&o.prompt, where[1200], extra[64];
+    int n_prompts = 1, *line_no = NULL;
+    if (o.prompt_file && (n_prompts = read_prompts(o.prompt_file, &prompts, &line_no, err)) < 0) {
         fprintf(stderr, "selfspec: error: -f %s\n", err);
         free_tokenizer(tok);
         free_model(&m);
         return EXIT_FAILURE;
+    }
+    // every prompt is checked before the first one generates: a bad line 7 fails now, not later
+    int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
+    snprintf(extra, sizeof(extra), "-n %d new tokens", o.n_new);
+    for (int pi = 0; pi < n_prompts; pi++) {
+        if (o.prompt_file) { snprintf(where, sizeof(where), "-f %s line %d", o.prompt_file, line_no[pi]); }
+        else { snprintf(where, sizeof(where), "-p"); }
+        encode_prompt(tok, c, prompts[pi], o.n_new, prompt, where, extra);
     }
     Selector sel;
     selector_init(&sel, o.method, c->n_layers, (uint64_t)o.seed);
     sel.clasp_interval = o.loi;
     if (o.skip_ratio > 0) { sel.swift.ratio = o.skip_ratio; }
     if (o.swift_budget > 0) { sel.swift.budget = o.swift_budget; }
-    int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
     int *out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     SetHistory *search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory)); // Self-SD's candidates
     if (svg) { svg_begin(svg, c->n_layers, o.method, n_prompts); }
     int status = EXIT_SUCCESS;
     for (int pi = 0; pi < n_prompts; pi++) {
-        int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt);
+        int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt, "-p", extra);
         double search_ms = 0;
         if (o.method == METHOD_SELFSD || o.method == METHOD_ORACLE) {
             if (pi == 0) { skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms, search_hist); }
@@ -4542,6 +4791,7 @@ int main(int argc, char **argv) {
     if (o.prompt_file) {
         for (int k = 0; k < n_prompts; k++) { free(prompts[k]); }
         free(prompts);
+        free(line_no);
     }
     if (svg) {
         svg_end(svg);

@@ -81,6 +81,10 @@ static void write_text(const char *dir, const char *file, const char *text) {
     spit(path, text, strlen(text));
 }
 
+// Writes text to tmp/file and runs a case with `flags` followed by that file's path.
+static void run_file_case(const char *name, const char *flags, const char *file, const char *text, const char *want1,
+                          const char *want2);
+
 // Rewrites dir/model.safetensors: the header with its first `from` replaced by `to` (a NULL
 // `from` replaces the whole header), the data kept, and the length field set to `length` when
 // it is not 0 (else the new header's length).
@@ -120,15 +124,22 @@ static void truncate_file(const char *dir, const char *file, size_t keep) {
     if (truncate(path, (off_t)keep) != 0) { fprintf(stderr, "test_bad_inputs: cannot truncate %s\n", path); exit(2); }
 }
 
+// Every case must finish within this: `timeout` kills a hung binary, and the case fails (a bad
+// input once made selfspec block forever on a FIFO, or spend 14 minutes on one prompt line).
+// The cases that must succeed get longer: one runs a Self-SD search over 65 prompts, which
+// takes ~50 s under the sanitizers on a loaded 2-core machine (1 s in the normal build).
+enum { CASE_SECONDS = 60, OK_CASE_SECONDS = 300 };
+
 // Runs `bin args`, and checks: a non-zero exit, one line on stderr that starts with
 // "selfspec: error: " and holds want1 and want2 (NULL: not checked), and no sanitizer report.
 static void run_case(const char *name, const char *args, const char *want1, const char *want2) {
     char cmd[4096], err_path[256];
     size_t len;
     snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp);
-    snprintf(cmd, sizeof(cmd), "%s %s >/dev/null 2>%s", bin, args, err_path);
+    snprintf(cmd, sizeof(cmd), "timeout -s KILL %d %s %s >/dev/null 2>%s </dev/null", CASE_SECONDS, bin, args, err_path);
     int status = system(cmd);
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    check(rc != 137, "%s: still running after %d s, killed (a hang?) (%s)", name, CASE_SECONDS, args);
     char *e = slurp(err_path, &len);
     int lines = 0;
     for (size_t i = 0; i < len; i++) { lines += e[i] == '\n'; }
@@ -139,6 +150,31 @@ static void run_case(const char *name, const char *args, const char *want1, cons
     check(strncmp(e, "selfspec: error: ", 17) == 0, "%s: stderr does not start with \"selfspec: error: \": %s", name, e);
     check(want1 == NULL || strstr(e, want1) != NULL, "%s: stderr lacks \"%s\": %s", name, want1, e);
     check(want2 == NULL || strstr(e, want2) != NULL, "%s: stderr lacks \"%s\": %s", name, want2, e);
+    check(strstr(e, "Sanitizer") == NULL && strstr(e, "runtime error") == NULL, "%s: sanitizer report:\n%s", name, e);
+    free(e);
+}
+
+static void run_file_case(const char *name, const char *flags, const char *file, const char *text, const char *want1,
+                          const char *want2) {
+    char args[1024];
+    write_text(tmp, file, text);
+    snprintf(args, sizeof(args), "%s %s/%s", flags, tmp, file);
+    run_case(name, args, want1, want2);
+}
+
+// Runs `bin args` on an input that is odd but fine, and checks: exit 0 and no sanitizer report
+// (under make test-asan, LeakSanitizer speaks of what the run did not free).
+static void run_ok_case(const char *name, const char *args) {
+    char cmd[4096], err_path[256];
+    size_t len;
+    snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp);
+    snprintf(cmd, sizeof(cmd), "OMP_NUM_THREADS=1 timeout -s KILL %d %s %s >/dev/null 2>%s </dev/null", OK_CASE_SECONDS,
+             bin, args, err_path);
+    int status = system(cmd);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    char *e = slurp(err_path, &len);
+    n_cases++;
+    check(rc == 0, "%s: exit status %d, want 0 (%s):\n%s", name, rc, args, e);
     check(strstr(e, "Sanitizer") == NULL && strstr(e, "runtime error") == NULL, "%s: sanitizer report:\n%s", name, e);
     free(e);
 }
@@ -179,6 +215,18 @@ int main(void) {
     d = model_copy("header-not-json");
     edit_header(d, "{\"__metadata__\"", "[\"__metadata__\"", 0);
     run_model_case("header not JSON", d, "", "model.safetensors", "not valid JSON");
+    d = model_copy("header-runs-into-data");
+    edit_header(d, "{", "{", 5904 + 16);
+    run_model_case("header length runs into the data", d, "", "model.safetensors", "runs past the end of the JSON header");
+    d = model_copy("header-short");
+    edit_header(d, "{", "{", 5904 - 16);
+    run_model_case("header length cuts the JSON off", d, "", "model.safetensors", "cuts off the JSON header");
+    d = model_copy("header-double-comma");
+    edit_header(d, "{\"format\":\"pt\"},", "{\"format\":\"pt\"},,", 0);
+    run_model_case("header with ',,'", d, "", "model.safetensors", "a ',' with no value before it");
+    d = model_copy("header-missing-comma");
+    edit_header(d, "\"shape\":[512,64]", "\"shape\":[512 64]", 0);
+    run_model_case("header with [512 64]", d, "", "model.safetensors", "no ',' between them");
     d = model_copy("header-nested");
     {
         char nested[512] = "{\"x\":";
@@ -220,6 +268,21 @@ int main(void) {
     remove(buf);
     mkdir(buf, 0700);
     run_model_case("model.safetensors is a folder", d, "", "model.safetensors", "not a regular file");
+    d = model_copy("safetensors-fifo");
+    path_in(buf, sizeof(buf), d, "model.safetensors");
+    remove(buf);
+    mkfifo(buf, 0600);
+    run_model_case("model.safetensors is a FIFO", d, "", "model.safetensors", "not a regular file");
+    d = model_copy("config-fifo");
+    path_in(buf, sizeof(buf), d, "config.json");
+    remove(buf);
+    mkfifo(buf, 0600);
+    run_model_case("config.json is a FIFO", d, "", "config.json", "not a regular file");
+    d = model_copy("tokenizer-fifo");
+    path_in(buf, sizeof(buf), d, "tokenizer.json");
+    remove(buf);
+    mkfifo(buf, 0600);
+    run_model_case("tokenizer.json is a FIFO", d, "", "tokenizer.json", "not a regular file");
 
     // ---- sharded index
     d = model_copy("shard-missing");
@@ -249,6 +312,21 @@ int main(void) {
     d = model_copy("config-key-no-value");
     edit_text(d, "config.json", "\"attention_dropout\": 0.0", "\"attention_dropout\":, 0.0");
     run_model_case("config.json key without a value", d, "", "config.json", "not valid JSON");
+    d = model_copy("config-double-comma");
+    edit_text(d, "config.json", "\"silu\",", "\"silu\",,");
+    run_model_case("config.json with \"silu\",,", d, "", "config.json", "line 10: a ',' with no value before it");
+    d = model_copy("config-trailing-comma");
+    edit_text(d, "config.json", "\"silu\",", "[\"silu\",],");
+    run_model_case("config.json with [\"silu\",]", d, "", "config.json", "a ',' before ']'");
+    d = model_copy("config-leading-comma");
+    edit_text(d, "config.json", "{", "{,");
+    run_model_case("config.json with {,", d, "", "config.json", "a ',' with no value before it");
+    d = model_copy("config-object-trailing-comma");
+    edit_text(d, "config.json", "\"silu\",", "{\"a\": 1,},");
+    run_model_case("config.json with {\"a\": 1,}", d, "", "config.json", "a ',' before '}'");
+    d = model_copy("config-bom");
+    edit_text(d, "config.json", "{", "\xEF\xBB\xBF{");
+    run_model_case("config.json with a UTF-8 BOM", d, "", "config.json", "byte order mark");
     d = model_copy("config-nested");
     {
         char nested[512] = "{\"x\": ";
@@ -282,6 +360,16 @@ int main(void) {
     d = model_copy("eos-twice");
     edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": 2, \"eos_token_id\": [2]");
     run_model_case("eos_token_id twice", d, "", "config.json", "appears twice");
+    d = model_copy("layers-fewer");
+    edit_text(d, "config.json", "\"num_hidden_layers\": 6", "\"num_hidden_layers\": 3");
+    run_model_case("num_hidden_layers 3 on 6 layers", d, "", "model.layers.3.input_layernorm.weight", "is not used");
+    d = model_copy("untied-no-head");
+    edit_header(d, "\"lm_head.weight\"", "\"lm_head.weigxx\"", 0);
+    run_model_case("tie_word_embeddings false, no lm_head", d, "", "missing tensor lm_head.weight", "tie_word_embeddings false");
+    d = model_copy("tied-with-head");
+    edit_text(d, "config.json", "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true");
+    snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+    run_ok_case("tie_word_embeddings true, lm_head.weight present", buf);
     d = model_copy("arch");
     edit_text(d, "config.json", "\"LlamaForCausalLM\"", "\"MistralForCausalLM\"");
     run_model_case("not a LLaMA", d, "", "config.json", "architectures");
@@ -300,11 +388,93 @@ int main(void) {
     d = model_copy("tokenizer-truncated");
     truncate_file(d, "tokenizer.json", 5000);
     run_model_case("tokenizer.json truncated", d, "", "tokenizer.json", "not valid JSON");
+    d = model_copy("tokenizer-trailing-comma");
+    edit_text(d, "tokenizer.json", "\"special\": true\n    }", "\"special\": true,\n    }");
+    run_model_case("tokenizer.json with a ',' before '}'", d, "", "tokenizer.json", "line 14: a ',' before '}'");
 
     // ---- flags (on the unbroken tiny model)
     const char *m = "-m tiny_models/llama2-tiny-random";
     snprintf(buf, sizeof(buf), "%s -c 8 -p 'a prompt much longer than eight tokens of context'", m);
     run_case("prompt longer than the context", buf, "-p", "context");
+    d = model_copy("empty-vocab");
+    write_text(d, "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}, \"decoder\": "
+               "{\"type\": \"ByteLevel\"}, \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}}");
+    run_model_case("-p hello with an empty vocab", d, "-p hello", "-p: the prompt encodes to no tokens", NULL);
+    snprintf(buf, sizeof(buf), "%s -c 16 -n 2 -f", m);
+    run_file_case("-f with a long second line", buf, "second-long.txt", "In the beginning\n\nAnd God said, Let there "
+                  "be light: and there was light. And God saw the light\n", "second-long.txt line 3", "context of 16");
+    {
+        char path[512];
+        path_in(path, sizeof(path), tmp, "nul.txt");
+        spit(path, "one\ntwo\0three\nfour\n", 19);
+        snprintf(buf, sizeof(buf), "%s -f %s", m, path);
+        run_case("-f with a NUL byte", buf, "nul.txt line 2", "NUL byte");
+    }
+    { // 65 dev prompts (the old limit was 64): all of them are used and freed, and each is checked
+        char path[512], text[4096] = "";
+        for (int k = 1; k <= 65; k++) { snprintf(text + strlen(text), sizeof(text) - strlen(text), "prompt %d\n", k); }
+        path_in(path, sizeof(path), tmp, "dev65.txt");
+        write_text(tmp, "dev65.txt", text);
+        snprintf(buf, sizeof(buf), "%s -n 4 -p hi --method selfsd --iters 1 --objective cost --dev-prompts %s", m, path);
+        run_ok_case("--dev-prompts with 65 lines", buf);
+        strcat(text, "And God said, Let there be light: and there was light. And God saw the light, that it was good\n");
+        write_text(tmp, "dev66.txt", text);
+        snprintf(buf, sizeof(buf), "%s -c 48 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev66.txt", m, tmp);
+        run_case("--dev-prompts line 66 too long", buf, "--dev-prompts", "dev66.txt line 66");
+        write_text(tmp, "dev-short.txt", "And God said, Let there be light\n");
+        snprintf(buf, sizeof(buf), "%s -c 24 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev-short.txt", m, tmp);
+        run_case("--dev-prompts line + 32 tokens past -c", buf, "dev-short.txt line 1", "32 tokens the search scores");
+    }
+    { // flags the chosen method never reads
+        static const char *const conflicts[][3] = { // flags, the flag named, the problem
+            {"--method none --skip attn:1", "--skip", "only --method static"},
+            {"--method selfsd --skip-file F.json", "--skip-file", "only --method static"},
+            {"--skip attn:1 --skip-file F.json", "--skip-file", "not both"},
+            {"--skip attn:1 --save-skip F.json", "--save-skip", "only --method selfsd or oracle"},
+            {"--method swift --dev-prompts F.txt", "--dev-prompts", "only --method selfsd or oracle"},
+            {"--method asd --objective cost", "--objective", "only --method selfsd or oracle"},
+            {"--method oracle --iters 3", "--iters", "only --method selfsd"},
+            {"--method swift --loi 2", "--loi", "only --method clasp"},
+            {"--method clasp --skip-ratio 0.3", "--skip-ratio", "only --method swift"},
+            {"--method asd --swift-budget 0.5", "--swift-budget", "only --method swift"},
+            {"-K 4", "-K", "--method none drafts nothing"},
+            {"--exit none", "--exit", "--method none drafts nothing"},
+            {"--skip attn:1 --exit fixed:0.5 --alpha 0.8", "--alpha", "only the adaptive draft exit"},
+            {"--method swift --alpha 0.8", "--alpha", "only the adaptive draft exit"},
+            {"--top-p 0.9", "--top-p", "greedy decoding"},
+        };
+        for (size_t k = 0; k < sizeof(conflicts) / sizeof(conflicts[0]); k++) {
+            snprintf(buf, sizeof(buf), "%s %s", m, conflicts[k][0]);
+            run_case(conflicts[k][0], buf, conflicts[k][1], conflicts[k][2]);
+        }
+    }
+    snprintf(buf, sizeof(buf), "%s --method selfsd --save-skip %s/no-such-folder/skip.json", m, tmp);
+    run_case("--save-skip into a missing folder", buf, "no-such-folder/skip.json", "its folder does not exist");
+    snprintf(buf, sizeof(buf), "%s --method selfsd --save-skip %s", m, tmp);
+    run_case("--save-skip a folder", buf, "--save-skip", "not a regular file");
+    snprintf(buf, sizeof(buf), "%s -c 1000000", m);
+    run_case("-c above max_position_embeddings", buf, "-c 1000000", "max_position_embeddings 256");
+    snprintf(buf, sizeof(buf), "%s -c 257", m);
+    run_case("-c one above max_position_embeddings", buf, "-c 257", "max_position_embeddings 256");
+    snprintf(buf, sizeof(buf), "%s -c 256 -n 2", m);
+    run_ok_case("-c at max_position_embeddings", buf);
+    snprintf(buf, sizeof(buf), "%s -p hello -f %s/dev65.txt", m, tmp);
+    run_case("-p and -f", buf, "-p", "not both");
+    { // one 1 MB line: one BPE word on kjv-12l (no pre-tokenizer), which once took 14 minutes
+        size_t n = 1 << 20;
+        char *line = (char *)malloc_check(n + 2), path[512];
+        for (size_t i = 0; i < n; i++) { line[i] = "And the LORD said unto Moses, "[i % 30]; }
+        line[n] = '\n';
+        path_in(path, sizeof(path), tmp, "long-line.txt");
+        spit(path, line, n + 1);
+        snprintf(buf, sizeof(buf), "-m tiny_models/kjv-12l -f %s", path);
+        run_case("-f with a 1 MB line on kjv-12l", buf, "long-line.txt line 1", "context");
+        path_in(path, sizeof(path), tmp, "long-line-64k.txt");
+        spit(path, line, 1 << 16);
+        snprintf(buf, sizeof(buf), "%s -f %s", m, path);
+        run_case("-f with a 64 KB line", buf, "long-line-64k.txt line 1", "context");
+        free(line);
+    }
     snprintf(buf, sizeof(buf), "%s -n 0", m);
     run_case("-n 0", buf, "-n 0", "must be in");
     snprintf(buf, sizeof(buf), "%s -n -3", m);
@@ -343,6 +513,15 @@ int main(void) {
     spit(buf, "{\"attn\": [1,", 12);
     snprintf(buf, sizeof(buf), "%s --skip-file %s/skip-bad.json", m, tmp);
     run_case("--skip-file not JSON", buf, "skip-bad.json", "not valid JSON");
+    snprintf(buf, sizeof(buf), "%s --skip-file", m);
+    run_file_case("--skip-file [1 2]", buf, "skip-a.json", "{\"attn\": [1 2]}", "skip-a.json", "no ',' between them");
+    run_file_case("--skip-file [1,,2]", buf, "skip-b.json", "{\"attn\": [1,,2]}", "skip-b.json", "a ',' with no value");
+    run_file_case("--skip-file [1,2,]", buf, "skip-c.json", "{\"attn\": [1,2,]}", "skip-c.json", "a ',' before ']'");
+    run_file_case("--skip-file {,", buf, "skip-d.json", "{,\"attn\":[1]}", "skip-d.json", "a ',' with no value");
+    run_file_case("--skip-file [1, 2, 3]", buf, "skip-e.json", "[1, 2, 3]", "skip-e.json", "not a JSON object");
+    run_file_case("--skip-file {\"atn\": ..}", buf, "skip-f.json", "{\"atn\": [1, 2]}", "skip-f.json", "unknown key \"atn\"");
+    run_file_case("--skip-file attn twice", buf, "skip-g.json", "{\"attn\": [1], \"attn\": [2]}", "skip-g.json",
+                  "\"attn\" appears twice");
     snprintf(buf, sizeof(buf), "%s --bogus 1", m);
     run_case("unknown flag", buf, "--bogus", "unknown flag");
     snprintf(buf, sizeof(buf), "%s -c 1", m);
@@ -374,6 +553,104 @@ int main(void) {
     run_case("--svg a folder", buf, "--svg", "cannot write: Is a directory");
     snprintf(buf, sizeof(buf), "-m %s/no-such-model --svg %s/no-such-dir/out.svg", tmp, tmp);
     run_case("--svg unwritable, checked before the model", buf, "--svg", "No such file or directory");
+
+    // ---- round two: special files, limits, and flags against flags
+    path_in(buf, sizeof(buf), tmp, "fifo");
+    mkfifo(buf, 0600);
+    static const char *const fifo_flags[] = {"-f", "--skip-file", "--method selfsd --dev-prompts"};
+    for (int k = 0; k < 3; k++) {
+        char args[2200];
+        snprintf(args, sizeof(args), "%s %s %s", m, fifo_flags[k], buf);
+        run_case(fifo_flags[k], args, "fifo", "not a regular file");
+    }
+    snprintf(buf, sizeof(buf), "%s --method selfsd --save-skip %s/fifo", m, tmp);
+    run_case("--save-skip a FIFO", buf, "--save-skip", "not a regular file");
+    snprintf(buf, sizeof(buf), "%s -f /dev/null", m);
+    run_case("-f a character device", buf, "/dev/null", "not a regular file");
+    snprintf(buf, sizeof(buf), "%s -f %s", m, tmp);
+    run_case("-f a folder", buf, "-f", "not a regular file");
+    d = model_copy("shard-fifo");
+    path_in(buf, sizeof(buf), d, "model.safetensors");
+    remove(buf);
+    write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": \"shard.safetensors\"}}");
+    path_in(buf, sizeof(buf), d, "shard.safetensors");
+    mkfifo(buf, 0600);
+    run_model_case("a shard is a FIFO", d, "", "shard.safetensors", "not a regular file");
+    d = model_copy("index-fifo");
+    path_in(buf, sizeof(buf), d, "model.safetensors");
+    remove(buf);
+    path_in(buf, sizeof(buf), d, "model.safetensors.index.json");
+    mkfifo(buf, 0600);
+    run_model_case("model.safetensors.index.json is a FIFO", d, "", "model.safetensors.index.json", NULL);
+    snprintf(buf, sizeof(buf), "-m tiny_models/llama2-tiny-random/config.json");
+    run_case("-m names a file", buf, "config.json/config.json", "cannot open");
+    d = model_copy("config-empty");
+    write_text(d, "config.json", "");
+    run_model_case("config.json empty", d, "", "config.json", "empty (no JSON value)");
+    d = model_copy("config-blank");
+    write_text(d, "config.json", " \n\t\n");
+    run_model_case("config.json only whitespace", d, "", "config.json", "empty (no JSON value)");
+    d = model_copy("config-null");
+    write_text(d, "config.json", "null");
+    run_model_case("config.json null", d, "", "config.json", "not a JSON object");
+    d = model_copy("config-tab");
+    edit_text(d, "config.json", "\"silu\"", "\"si\tlu\"");
+    run_model_case("config.json with a raw tab in a string", d, "", "config.json", "line 10: a control character");
+    d = model_copy("config-dup-float");
+    edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 10000.0, \"rope_theta\": 500000.0");
+    run_model_case("config.json rope_theta twice", d, "", "config.json", "\"rope_theta\" appears twice");
+    d = model_copy("config-dup-bool");
+    edit_text(d, "config.json", "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": false, \"tie_word_embeddings\": true");
+    run_model_case("config.json tie_word_embeddings twice", d, "", "config.json", "\"tie_word_embeddings\" appears twice");
+    d = model_copy("header-dup-dtype");
+    edit_header(d, "{\"dtype\":\"F32\"", "{\"dtype\":\"F32\",\"dtype\":\"F16\"", 0);
+    run_model_case("header dtype twice", d, "", "model.safetensors", "appears twice");
+    d = model_copy("tokenizer-bom");
+    edit_text(d, "tokenizer.json", "{", "\xEF\xBB\xBF{");
+    run_model_case("tokenizer.json with a UTF-8 BOM", d, "", "tokenizer.json", "byte order mark");
+    snprintf(buf, sizeof(buf), "%s --skip-file", m);
+    run_file_case("--skip-file only whitespace", buf, "skip-h.json", "  \n", "skip-h.json", "empty (no JSON value)");
+    run_file_case("--skip-file with a BOM", buf, "skip-i.json", "\xEF\xBB\xBF{}", "skip-i.json", "byte order mark");
+    run_file_case("--skip-file a string", buf, "skip-j.json", "\"attn:1\"", "skip-j.json", "not a JSON object");
+    snprintf(buf, sizeof(buf), "%s -n 4 -n 5", m);
+    run_case("-n twice", buf, "-n", "given twice");
+    snprintf(buf, sizeof(buf), "%s -p a --json -p b", m);
+    run_case("-p twice", buf, "-p", "given twice");
+    snprintf(buf, sizeof(buf), "%s --skip attn:1 --exit fixed:nan", m);
+    run_case("--exit fixed:nan", buf, "--exit fixed:nan", "not a number");
+    snprintf(buf, sizeof(buf), "%s --skip attn:1 -K 64", m);
+    run_case("-K 64", buf, "-K 64", "must be in [1, 63]");
+    snprintf(buf, sizeof(buf), "%s --method selfsd --iters 100001", m);
+    run_case("--iters 100001", buf, "--iters 100001", "must be in");
+    snprintf(buf, sizeof(buf), "%s -t 0 --top-p 1", m);
+    run_case("--top-p 1 with -t 0", buf, "--top-p", "greedy decoding");
+    snprintf(buf, sizeof(buf), "%s --objective cost", m);
+    run_case("--objective with --method none", buf, "--objective", "only --method selfsd or oracle");
+    { // -n at the context's edge: prompt + n - 1 tokens fit exactly, one more does not
+        char err[SS_ERR_LEN];
+        int ids[64];
+        Tokenizer *tok = build_tokenizer("tiny_models/llama2-tiny-random/tokenizer.json", err);
+        int n = tok ? encode(tok, "In the beginning", 16, 1, ids, 64, err) : -1;
+        free_tokenizer(tok);
+        check(n > 0 && n < 20, "encoding the edge prompt gave %d tokens", n);
+        snprintf(buf, sizeof(buf), "%s -c 24 -p 'In the beginning' -n %d", m, 24 - n + 1);
+        run_ok_case("-n exactly filling -c", buf);
+        snprintf(buf, sizeof(buf), "%s -c 24 -p 'In the beginning' -n %d", m, 24 - n + 2);
+        run_case("-n one past -c", buf, "exceed the context of 24", NULL);
+    }
+    snprintf(buf, sizeof(buf), "%s -c 16 -n 2 -f", m);
+    run_file_case("-f CRLF and blank lines, line 5 too long", buf, "crlf.txt", "a\r\n\r\n\n b\r\nAnd God said, Let there be "
+                  "light: and there was light. And God saw the light\r\n", "crlf.txt line 5", "context of 16");
+    write_text(tmp, "crlf-ok.txt", "In the\r\n\r\nbeginning\\n\r\n");
+    snprintf(buf, sizeof(buf), "%s -n 2 -f %s/crlf-ok.txt", m, tmp);
+    run_ok_case("-f CRLF lines, blank lines and \\n", buf);
+    {
+        char path[512];
+        path_in(path, sizeof(path), tmp, "dev-nul.txt");
+        spit(path, "one\n\ntwo\0", 9);
+        snprintf(buf, sizeof(buf), "%s --method selfsd --dev-prompts %s", m, path);
+        run_case("--dev-prompts with a NUL byte", buf, "dev-nul.txt line 3", "NUL byte");
+    }
 
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
     if (system(buf) != 0) { fprintf(stderr, "test_bad_inputs: could not remove %s\n", tmp); }

@@ -99,6 +99,65 @@ static Tokenizer *test_fixture(const char *name, int *ids, char *buf, char *text
     return t;
 }
 
+// The quadratic merge loop bpe_word had before its heap, as the reference for merge order
+// (lowest rank first, leftmost on ties): symbols are w's characters, every one a vocab token.
+// Returns the count, or -1 if some character is not in the vocab.
+static int bpe_reference(const Tokenizer *t, const char *w, size_t len, int *sym) {
+    int n = 0, cp, whole = t->ignore_merges ? vocab_find(t, w, len) : -1;
+    if (whole >= 0) { sym[0] = whole; return 1; }
+    for (size_t i = 0, cl; i < len; i += cl) {
+        cl = utf8_decode(w, len, i, &cp);
+        if ((sym[n++] = vocab_find(t, w + i, cl)) < 0) { return -1; }
+    }
+    for (;;) {
+        int best = -1, best_rank = INT_MAX;
+        for (int i = 0; i + 1 < n; i++) {
+            int r = merge_rank(t, sym[i], sym[i + 1]);
+            if (r < best_rank) { best = i, best_rank = r; }
+        }
+        if (best < 0) { return n; }
+        sym[best] = t->merges[merge_slot(t, sym[best], sym[best + 1])].id;
+        memmove(sym + best + 1, sym + best + 2, (size_t)(n - best - 2) * sizeof(int));
+        n--;
+    }
+}
+
+// bpe_word's heap gives the reference's tokens on words glued from random vocab texts.
+static void test_merge_order(const Tokenizer *t, const char *name, int *ids, char *buf) {
+    Rng rng;
+    char err[SS_ERR_LEN];
+    int *want = (int *)malloc_check(MAX_IDS * sizeof(int)), words = 0, bad = 0;
+    rng_seed(&rng, 7);
+    for (int k = 0; k < 300; k++) {
+        size_t n = 0;
+        for (int parts = 1 + (int)(rng_uniform(&rng) * 60), tries = 0; parts > 0 && tries < 10000; tries++) {
+            const TokenText *x = &t->tok[(int)(rng_uniform(&rng) * (float)t->vocab_size) % t->vocab_size];
+            if (x->text == NULL || n + (size_t)x->len >= 4096 || bpe_reference(t, x->text, (size_t)x->len, want) < 0) {
+                continue; // a text with a character outside the vocab (a byte or special token)
+            }
+            memcpy(buf + n, x->text, (size_t)x->len);
+            n += (size_t)x->len, parts--;
+        }
+        int n_want = bpe_reference(t, buf, n, want);
+        if (n == 0 || n_want < 0) { continue; }
+        Encoder e;
+        memset(&e, 0, sizeof(e));
+        e.t = t, e.ids = ids, e.max = MAX_IDS, e.err = err;
+        bpe_word(&e, buf, n);
+        words++;
+        if (e.n != n_want || memcmp(ids, want, (size_t)n_want * sizeof(int)) != 0) {
+            int i = 0;
+            while (i < e.n && i < n_want && ids[i] == want[i]) { i++; }
+            if (bad++ < 3) {
+                check(0, "%s: bpe_word on \"%s\": %d tokens, the reference %d; first difference at %d", name,
+                      escaped(buf, n), e.n, n_want, i);
+            }
+        }
+    }
+    check(words >= 100 && bad == 0, "%s: merge order: %d of %d words differ from the reference", name, bad, words);
+    free(want);
+}
+
 // Random bytes and broken UTF-8 never crash, give ids in range, and decode to valid UTF-8;
 // random ids (out of range included) decode to valid UTF-8 too.
 static void test_robust(const Tokenizer *t, const char *name, int *ids, char *buf, char *text) {
@@ -132,7 +191,7 @@ static void test_robust(const Tokenizer *t, const char *name, int *ids, char *bu
         }
     }
     check(bad == 0, "%s: %d of 300 random inputs", name, bad);
-    // a long word must not be cubic in its length (BPE is O(n^2) per word)
+    // a long word must not be quadratic in its length (BPE is O(n log n) per word)
     const char *fills[] = {"a", " ", "ab", "7"};
     for (int f = 0; f < 4; f++) {
         size_t n = 0;
@@ -240,6 +299,7 @@ int main(void) {
         if (d->d_name[0] == '.') { continue; }
         Tokenizer *t = test_fixture(d->d_name, ids, buf, text);
         if (t != NULL) { test_robust(t, d->d_name, ids, buf, text); }
+        if (t != NULL) { test_merge_order(t, d->d_name, ids, buf); }
         free_tokenizer(t);
     }
     closedir(refs);
