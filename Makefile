@@ -20,8 +20,9 @@ TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+CUDA_TESTS = test/test_forward_cuda test/test_decode_cuda test/test_select_cuda
 
-.PHONY: all cuda test test-big test-cuda test-asan fuzz demo bench help clean
+.PHONY: all cuda cuda-tests test test-big test-cuda test-asan fuzz demo bench help clean
 
 # the CPU binary ./selfspec
 all: selfspec
@@ -83,11 +84,15 @@ test-big: test/test_forward
 	@test -f tiny_models/smollm2-135m/config.json || { echo "make test-big: run tiny_models/get_smollm2.sh first"; false; }
 	./test/test_forward smollm2
 
-# the same reference tests on the GPU build (run on a machine with an NVIDIA GPU)
-test-cuda:
-	$(NVCC) $(NVCCFLAGS) -x cu test/test_forward.c -o test/test_forward_cuda
-	$(NVCC) $(NVCCFLAGS) -x cu test/test_decode.c -o test/test_decode_cuda
-	@sh test/run_tests.sh test/test_forward_cuda test/test_decode_cuda
+# every test program that runs the engine, built by nvcc and run on the GPU (needs an NVIDIA
+# GPU to run; `make cuda-tests` only builds them)
+test/test_%_cuda: test/test_%.c selfspec.cu selfspec.h test/testing.h
+	$(NVCC) $(NVCCFLAGS) -x cu $< -o $@
+
+cuda-tests: $(CUDA_TESTS)
+
+test-cuda: $(CUDA_TESTS)
+	@sh test/run_tests.sh $(CUDA_TESTS)
 
 # the benchmark tools; bench/bench.py runs them side by side (see bench/README.md)
 bench/%: bench/%.c selfspec.cu selfspec.h

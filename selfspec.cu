@@ -189,11 +189,28 @@ static void *device_malloc(size_t bytes) {
     return p;
 }
 static void device_free(void *p) { cuda_check(cudaFree(p)); }
+// inline: the engine never calls these three (tests and bench tools do), and nvcc warns about
+// an unused static function that is not inline
+static inline void device_memset(void *dst, int value, size_t bytes) { cuda_check(cudaMemset(dst, value, bytes)); }
+static inline void copy_on_device(void *dst, const void *src, size_t bytes) {
+    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
+static inline void device_sync(void) { cuda_check(cudaDeviceSynchronize()); } // for timing kernels
 static void copy_to_device(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
 }
 static void copy_to_host(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+// The first CUDA call: without a GPU (or with a driver too old for this build) every later call
+// fails with a misleading message, such as "out of GPU memory", so say it plainly here.
+static void device_init(void) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        die(__FILE__, __LINE__, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs without one",
+            e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    }
 }
 static const char *device_name(void) {
     static char name[300];
@@ -229,8 +246,12 @@ static int launch_reverse; // 1: run blocks and threads in reverse order (tests)
         }                                                                                   \
     } while (0)
 
+static void device_init(void) {}
 static void *device_malloc(size_t bytes) { return malloc_check(bytes); }
 static void device_free(void *p) { free(p); }
+static inline void device_memset(void *dst, int value, size_t bytes) { memset(dst, value, bytes); }
+static inline void copy_on_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static inline void device_sync(void) {}
 static void copy_to_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static const char *device_name(void) {
@@ -1036,6 +1057,7 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
         return -1;
     }
 #ifdef __CUDACC__
+    device_init();
     m->memory = (float *)device_malloc(n * sizeof(float));
     copy_to_device(m->memory, host_memory, n * sizeof(float));
     free(host_memory);
