@@ -13,8 +13,12 @@ CFLAGS += -std=gnu11 -ffp-contract=off -fopenmp -Wall -Wextra -Wno-unused-functi
 X86_FLAGS := $(if $(filter x86_64,$(shell uname -m)),-mprefer-vector-width=256,)
 LDLIBS = -lm
 # GPU build: the same file through nvcc. sm_80 code plus PTX, which newer GPUs JIT-compile.
+# -fmad=false: nvcc otherwise fuses a*b+c into one FMA (one rounding instead of two), and the GPU
+# would no longer do the CPU build's arithmetic (-ffp-contract=off above), which the tests show
+# bitwise on the CPU through the launch shim. A memory-bound matmul loses nothing by it
+# (PERFORMANCE_NOTES.md: the warp-per-row GEMV ran as fast with -fmad=false).
 CUDA_ARCH ?= sm_80
-NVCCFLAGS ?= -O3 -arch=$(CUDA_ARCH) -I. -Xcompiler -Wall,-Wno-unused-function
+NVCCFLAGS ?= -O3 -arch=$(CUDA_ARCH) -fmad=false -I. -Xcompiler -Wall,-Wno-unused-function
 BENCH = bench/verify_cost
 TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
