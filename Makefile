@@ -24,6 +24,10 @@ TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+# jsmn.h, the one-header JSON tokenizer: next to selfspec.cu (found through -I.) or on the system
+# include path; every build of selfspec.cu starts with this check
+HAVE_JSMN := $(shell $(CC) -I. -E -x c /dev/null -include jsmn.h >/dev/null 2>&1 && echo yes)
+JSMN_CHECK = $(if $(HAVE_JSMN),@true,@echo "jsmn.h not found: install libjsmn-dev (Debian/Ubuntu), or put the single header from https://github.com/zserge/jsmn (jsmn.h) next to selfspec.cu" && false)
 CUDA_TESTS = test/test_forward_cuda test/test_decode_cuda test/test_select_cuda
 
 .PHONY: all cuda cuda-tests test test-big test-cuda test-asan fuzz demo bench help clean
@@ -32,6 +36,7 @@ CUDA_TESTS = test/test_forward_cuda test/test_decode_cuda test/test_select_cuda
 all: selfspec
 
 selfspec: selfspec.cu selfspec.h
+	$(JSMN_CHECK)
 	$(CC) $(CFLAGS) -x c selfspec.cu -o $@ $(LDLIBS)
 
 # the GPU binary ./selfspec-cuda (needs nvcc; compiles and links without a GPU)
@@ -41,11 +46,13 @@ selfspec-cuda: selfspec.cu selfspec.h
 ifeq ($(HAVE_NVCC),)
 	@echo "make cuda: nvcc not found on PATH; install the CUDA toolkit or set NVCC=/path/to/nvcc" && false
 else
+	$(JSMN_CHECK)
 	$(NVCC) $(NVCCFLAGS) selfspec.cu -o $@
 endif
 
 # each test includes selfspec.cu (#define TESTING) and reaches every internal function
 test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
+	$(JSMN_CHECK)
 	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
 
 # the whole suite on the CPU build: also compiles every test once as C++, so nothing that
@@ -91,6 +98,7 @@ test-big: test/test_forward
 # every test program that runs the engine, built by nvcc and run on the GPU (needs an NVIDIA
 # GPU to run; `make cuda-tests` only builds them)
 test/test_%_cuda: test/test_%.c selfspec.cu selfspec.h test/testing.h
+	$(JSMN_CHECK)
 	$(NVCC) $(NVCCFLAGS) -x cu $< -o $@
 
 cuda-tests: $(CUDA_TESTS)
