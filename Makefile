@@ -30,7 +30,7 @@ HAVE_JSMN := $(shell $(CC) -I. -E -x c /dev/null -include jsmn.h >/dev/null 2>&1
 JSMN_CHECK = $(if $(HAVE_JSMN),@true,@echo "jsmn.h not found: install libjsmn-dev (Debian/Ubuntu), or put the single header from https://github.com/zserge/jsmn (jsmn.h) next to selfspec.cu" && false)
 CUDA_TESTS = test/test_forward_cuda test/test_decode_cuda test/test_select_cuda
 
-.PHONY: all cuda cuda-tests test test-big test-cuda test-asan fuzz demo bench help clean
+.PHONY: all cuda cuda-tests test test-big test-cuda test-asan fuzz demo bench bench-gpu help clean
 
 # the CPU binary ./selfspec
 all: selfspec
@@ -113,6 +113,16 @@ bench/%: bench/%.c selfspec.cu selfspec.h
 bench: selfspec $(BENCH)
 	/work/venv/bin/python bench/bench.py 2>/dev/null || python3 bench/bench.py
 
+# the GPU benchmark in one table (see bench/README.md): builds ./selfspec-cuda and
+# bench/verify_cost_cuda, makes a random TinyLlama-shaped model if none is given, and compares
+# with HF transformers on the same GPU when torch is there. Options: make bench-gpu BENCH_GPU_ARGS="..."
+bench/verify_cost_cuda: bench/verify_cost.c selfspec.cu selfspec.h
+	$(JSMN_CHECK)
+	$(NVCC) $(NVCCFLAGS) -x cu $< -o $@
+
+bench-gpu: selfspec-cuda bench/verify_cost_cuda
+	python3 bench/bench_gpu.py $(BENCH_GPU_ARGS)
+
 # self-speculative decoding with the default model (the trained KJV model in tiny_models/),
 # checked against plain decoding in the same run
 demo: selfspec
@@ -122,5 +132,5 @@ help:
 	@sed -n 's/^# //p' Makefile | head -40
 
 clean:
-	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%)
+	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda bench/verify_cost_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%)
 	rm -rf build
