@@ -2213,7 +2213,8 @@ __device__ float tree_sum16(float *s) {
     return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
-// RMSNorm in two launches, so that no thread walks a whole row (dim is 2048 in a 1B model):
+// RMSNorm on the GPU in two launches, so that no thread walks a whole row (dim is 2048 in a 1B
+// model); rmsnorm_rows_kernel below is the CPU's, with the same arithmetic.
 // one thread per (token, lane u): part[t][u] = sum of x[t][d]^2 over d = u mod 16, in order
 __global__ void rmsnorm_lanes_kernel(float *part, const float *x, int n, int dim) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -2235,6 +2236,17 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const float *part, co
     for (int u = 0; u < LANES; u++) { s[u] = part[t * LANES + u]; }
     float scale = 1.0f / sqrtf(tree_sum16(s) / dim + eps);
     out[i] = w[d] * (x[i] * scale);
+}
+
+// The CPU's RMSNorm: one thread per token; the sum of squares is dot(x, x), the 16 interleaved
+// sums of rmsnorm_lanes_kernel added in the same tree, so both give bitwise the same result
+__device__ float dot(const float *a, const float *b, int n);
+__global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, int n, int dim, float eps) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) { return; }
+    const float *xt = x + (size_t)t * dim;
+    float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps);
+    for (int d = 0; d < dim; d++) { out[(size_t)t * dim + d] = w[d] * (xt[d] * scale); }
 }
 
 // Dot products of one weight row wr with n_tok consecutive token vectors (n_tok <= 8),
@@ -2418,6 +2430,45 @@ __global__ void attention_values_kernel(float *out, const float *att, const floa
     out[i] = o / att_sum[row];
 }
 
+// The CPU's attention: one thread per (token, head): softmax(q k^T / sqrt(head_dim)) v over the
+// visible keys, serial over keys, the three stages above in one thread with the same arithmetic
+// in the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output
+// row, which on the CPU is cache and which the key-outer loop walks contiguously (vectorized
+// over d); a GPU runs the stages instead, where such a loop is a chain of global read-modify-writes. Token t sees every cached slot < pos, and slot pos + u of this pass when
+// mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads).
+__global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
+                                 const float *value_cache, const unsigned char *mask, int n, int pos,
+                                 int n_heads, int n_kv_heads, int head_dim, int seq_len) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * n_heads) { return; }
+    int t = i / n_heads, h = i % n_heads, kv_dim = n_kv_heads * head_dim;
+    int kvh = h / (n_heads / n_kv_heads);
+    const float *qt = q + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
+    float *a = att + (size_t)i * seq_len;
+    float scale = 1.0f / sqrtf((float)head_dim), max = -FLT_MAX;
+    for (int s = 0; s < pos + n; s++) {
+        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
+        a[s] = dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) * scale;
+        max = a[s] > max ? a[s] : max;
+    }
+    float sum = 0.0f;
+    for (int s = 0; s < pos + n; s++) {
+        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
+        a[s] = expf(a[s] - max);
+        sum += a[s];
+    }
+    // o[d] = sum_s a[s] v[s][d], summed over s in order for every d; the key loop is the outer
+    // one so that the inner loop walks a contiguous value row (and vectorizes over d)
+    float *o = out + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
+    for (int d = 0; d < head_dim; d++) { o[d] = 0.0f; }
+    for (int s = 0; s < pos + n; s++) {
+        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
+        const float *v = value_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim;
+        for (int d = 0; d < head_dim; d++) { o[d] += a[s] * v[d]; }
+    }
+    for (int d = 0; d < head_dim; d++) { o[d] = o[d] / sum; }
+}
+
 // one thread per element: x += y (the residual add; each thread owns its element)
 __global__ void residual_kernel(float *x, const float *y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -2515,22 +2566,24 @@ static void set_pass(Model *m, const int *tokens, int n, const TokenTree *tree) 
     }
 }
 
-// Which matmul mapping the launcher runs: 0 = matmul_kernel, one thread per row (the CPU's: each
-// weight row is loaded once for all the tokens, from cache lines the thread walks alone);
-// 1 = matmul_lanes_kernel + matmul_combine_kernel, one thread per (row, lane) (the GPU's:
-// neighbouring threads read neighbouring words). The same arithmetic, bitwise; the CPU tests
-// set it to 1 to run the GPU's kernels through the launch shim.
+// Which mappings the launchers run. 0, the CPU's: matmul_kernel (one thread per row: each weight
+// row is loaded once for all the tokens, from cache lines the thread walks alone),
+// rmsnorm_rows_kernel and attention_kernel (one thread per row, vectorized along it). 1, the
+// GPU's: matmul_lanes_kernel + matmul_combine_kernel (one thread per (row, lane): neighbouring
+// threads read neighbouring words), and RMSNorm and attention in stages with one thread per
+// output element. The same arithmetic, bitwise; the CPU tests set it to 1 to run the GPU's
+// kernels through the launch shim and compare.
 #ifdef __CUDACC__
-static int matmul_by_lanes = 1;
+static int gpu_mapping = 1;
 #else
-static int matmul_by_lanes = 0;
+static int gpu_mapping = 0;
 #endif
 
 // out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim); with residual, out += that
 // (out is then the residual stream state.x, and state.xb2 the scratch of the CPU's mapping)
 static void matmul_to(RunState *s, float *out, const float *x, const float *w, int n, int in_dim, int out_dim,
                       int residual) {
-    if (!matmul_by_lanes) {
+    if (!gpu_mapping) {
         LAUNCH(matmul_kernel, out_dim, residual ? s->xb2 : out, x, w, n, in_dim, out_dim);
         if (residual) { LAUNCH(residual_kernel, n * out_dim, out, s->xb2, n * out_dim); }
         return;
@@ -2547,6 +2600,10 @@ static void matmul(RunState *s, float *out, const float *x, const float *w, int 
 
 // out (n, dim) = RMSNorm(x) * w
 static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int n, int dim, float eps) {
+    if (!gpu_mapping) {
+        LAUNCH(rmsnorm_rows_kernel, n, out, x, w, n, dim, eps);
+        return;
+    }
     LAUNCH(rmsnorm_lanes_kernel, n * LANES, s->norm_part, x, n, dim);
     LAUNCH(rmsnorm_kernel, n * dim, out, x, s->norm_part, w, n, dim, eps);
 }
@@ -2555,6 +2612,11 @@ static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int
 // (set_pass done) against the cache of one layer, slots [0, pos + n)
 static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l, int n, int pos,
                       const Config *c) {
+    if (!gpu_mapping) {
+        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, n, pos, c->n_heads,
+               c->n_kv_heads, c->head_dim, c->seq_len);
+        return;
+    }
     LAUNCH(attention_scores_kernel, n * c->n_heads * (pos + n), s->att, q, k_l, s->mask, n, pos, c->n_heads,
            c->n_kv_heads, c->head_dim, c->seq_len);
     LAUNCH(attention_softmax_kernel, n * c->n_heads, s->att, s->att_sum, s->mask, n, pos, c->n_heads, c->seq_len);

@@ -14,7 +14,7 @@
 //   - the CUDA build against HF: 1e-3. It is built with -fmad=false, so it rounds every multiply
 //     and add as the CPU build does, but CUDA's expf, sinf, cosf and sqrtf may differ from glibc's
 //     by a few ulp. (The build of commit 4bf9f32 measured 3.7e-5 on an H100.)
-//   - the two matmul mappings (one thread per row; one thread per (row, lane) plus a combine):
+//   - the CPU's and the GPU's kernel mappings (gpu_mapping: the matmul, RMSNorm, attention):
 //     bitwise, in either build: the same products added in the same order.
 #define TESTING
 #include "../selfspec.cu"
@@ -160,14 +160,15 @@ static void test_bit_identity(Model *m, const char *target) {
             d = first_diff(one + (size_t)start * vocab, m->state.logits_host, (size_t)len * vocab);
             check(d < 0, "%s skip set %d: chunk at %d differs at float %d", target, k, start, d);
         }
-        // the other matmul mapping (on the CPU build the GPU's, one thread per (row, lane) plus
-        // a combine; on the GPU build the CPU's, one thread per row): bitwise the same logits
-        matmul_by_lanes = !matmul_by_lanes;
+        // the other kernel mappings (on the CPU build the GPU's: the matmul one thread per (row,
+        // lane) plus a combine, RMSNorm and attention in stages; on the GPU build the CPU's, one
+        // thread per row): bitwise the same logits
+        gpu_mapping = !gpu_mapping;
         forward(m, ids, n, 0, &skips[k], NULL, NULL);
-        matmul_by_lanes = !matmul_by_lanes;
+        gpu_mapping = !gpu_mapping;
         d = first_diff(one, m->state.logits_host, (size_t)n * vocab);
-        check(d < 0, "%s skip set %d: the %s matmul mapping changes float %d (%.9g vs %.9g)", target, k,
-              matmul_by_lanes ? "one-thread-per-row" : "lanes", d, d >= 0 ? one[d] : 0,
+        check(d < 0, "%s skip set %d: the %s mappings change float %d (%.9g vs %.9g)", target, k,
+              gpu_mapping ? "CPU" : "GPU", d, d >= 0 ? one[d] : 0,
               d >= 0 ? m->state.logits_host[d] : 0);
 #ifndef __CUDACC__
         launch_reverse = 1;
@@ -246,6 +247,10 @@ static void test_kernels(void) {
         for (int c = 0; c < IN; c++) { want[t * IN + c] = g[c] * x[t * IN + c] / sqrt(ss / IN + 1e-5); }
     }
     check_close("rmsnorm_kernel dim 37", out, want, N * IN, 1e-5);
+    float *rows_out = (float *)calloc_check(N * IN, sizeof(float));
+    LAUNCH(rmsnorm_rows_kernel, N, rows_out, x, g, N, IN, 1e-5f);
+    check(memcmp(rows_out, out, N * IN * sizeof(float)) == 0, "rmsnorm_rows_kernel differs bitwise from the lanes version");
+    free(rows_out);
     // swiglu and residual
     float *up = random_floats(&r, N * IN, 2.0f), *gate = random_floats(&r, N * IN, 4.0f);
     for (int i = 0; i < N * IN; i++) { want[i] = gate[i] / (1.0 + exp(-(double)gate[i])) * up[i]; }
@@ -299,6 +304,10 @@ static void test_kernels(void) {
         }
     }
     check_close("attention kernels with a tree mask and GQA", ao, want, N * H * HD, 1e-5);
+    float *ao_cpu = (float *)calloc_check(N * H * HD, sizeof(float));
+    LAUNCH(attention_kernel, N * H, ao_cpu, att, q, kc, vc, mask, N, POS, H, KVH, HD, SEQ);
+    check(memcmp(ao_cpu, ao, N * H * HD * sizeof(float)) == 0, "attention_kernel differs bitwise from the three stages");
+    free(ao_cpu);
     // embedding gather
     int tok[N] = {2, 0, 1};
     LAUNCH(embed_kernel, N * IN, out, w, tok, N, IN);
