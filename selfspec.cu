@@ -189,13 +189,15 @@ static void *device_malloc(size_t bytes) {
     return p;
 }
 static void device_free(void *p) { cuda_check(cudaFree(p)); }
-// inline: the engine never calls these three (tests and bench tools do), and nvcc warns about
-// an unused static function that is not inline
-static inline void device_memset(void *dst, int value, size_t bytes) { cuda_check(cudaMemset(dst, value, bytes)); }
-static inline void copy_on_device(void *dst, const void *src, size_t bytes) {
+// the engine never calls these three (tests and bench tools do): "unused" keeps nvcc from
+// warning about an unused static function (warning 177)
+__attribute__((unused)) static void device_memset(void *dst, int value, size_t bytes) {
+    cuda_check(cudaMemset(dst, value, bytes));
+}
+__attribute__((unused)) static void copy_on_device(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
 }
-static inline void device_sync(void) { cuda_check(cudaDeviceSynchronize()); } // for timing kernels
+__attribute__((unused)) static void device_sync(void) { cuda_check(cudaDeviceSynchronize()); } // for timing
 static void copy_to_device(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
 }
