@@ -13,8 +13,12 @@ CFLAGS += -std=gnu11 -ffp-contract=off -fopenmp -Wall -Wextra -Wno-unused-functi
 X86_FLAGS := $(if $(filter x86_64,$(shell uname -m)),-mprefer-vector-width=256,)
 LDLIBS = -lm
 # GPU build: the same file through nvcc. sm_80 code plus PTX, which newer GPUs JIT-compile.
+# -fmad=false: nvcc otherwise fuses a*b+c into one FMA (one rounding instead of two), and the GPU
+# would no longer do the CPU build's arithmetic (-ffp-contract=off above), which the tests show
+# bitwise on the CPU through the launch shim. A memory-bound matmul loses nothing by it
+# (PERFORMANCE_NOTES.md: the warp-per-row GEMV ran as fast with -fmad=false).
 CUDA_ARCH ?= sm_80
-NVCCFLAGS ?= -O3 -arch=$(CUDA_ARCH) -I. -Xcompiler -Wall,-Wno-unused-function
+NVCCFLAGS ?= -O3 -arch=$(CUDA_ARCH) -fmad=false -I. -Xcompiler -Wall,-Wno-unused-function
 BENCH = bench/verify_cost
 TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
@@ -24,13 +28,19 @@ TESTS += test/test_svg
 # what a new user meets first: --threads, --help, --json lines, progress, Ctrl-C in a search
 TESTS += test/test_cli
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+# jsmn.h, the one-header JSON tokenizer: next to selfspec.cu (found through -I.) or on the system
+# include path; every build of selfspec.cu starts with this check
+HAVE_JSMN := $(shell $(CC) -I. -E -x c /dev/null -include jsmn.h >/dev/null 2>&1 && echo yes)
+JSMN_CHECK = $(if $(HAVE_JSMN),@true,@echo "jsmn.h not found: install libjsmn-dev (Debian/Ubuntu), or put the single header from https://github.com/zserge/jsmn (jsmn.h) next to selfspec.cu" && false)
+CUDA_TESTS = test/test_forward_cuda test/test_decode_cuda test/test_select_cuda
 
-.PHONY: all cuda test test-big test-cuda test-asan fuzz demo bench help clean
+.PHONY: all cuda cuda-tests test test-big test-cuda test-asan fuzz demo bench bench-gpu help clean
 
 # the CPU binary ./selfspec
 all: selfspec
 
 selfspec: selfspec.cu selfspec.h
+	$(JSMN_CHECK)
 	$(CC) $(CFLAGS) -x c selfspec.cu -o $@ $(LDLIBS)
 
 # the GPU binary ./selfspec-cuda (needs nvcc; compiles and links without a GPU)
@@ -40,11 +50,13 @@ selfspec-cuda: selfspec.cu selfspec.h
 ifeq ($(HAVE_NVCC),)
 	@echo "make cuda: nvcc not found on PATH; install the CUDA toolkit or set NVCC=/path/to/nvcc" && false
 else
+	$(JSMN_CHECK)
 	$(NVCC) $(NVCCFLAGS) selfspec.cu -o $@
 endif
 
 # each test includes selfspec.cu (#define TESTING) and reaches every internal function
 test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
+	$(JSMN_CHECK)
 	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
 
 # the whole suite on the CPU build: also compiles every test once as C++, so nothing that
@@ -88,11 +100,16 @@ test-big: test/test_forward
 	@test -f tiny_models/smollm2-135m/config.json || { echo "make test-big: run tiny_models/get_smollm2.sh first"; false; }
 	./test/test_forward smollm2
 
-# the same reference tests on the GPU build (run on a machine with an NVIDIA GPU)
-test-cuda:
-	$(NVCC) $(NVCCFLAGS) -x cu test/test_forward.c -o test/test_forward_cuda
-	$(NVCC) $(NVCCFLAGS) -x cu test/test_decode.c -o test/test_decode_cuda
-	@sh test/run_tests.sh test/test_forward_cuda test/test_decode_cuda
+# every test program that runs the engine, built by nvcc and run on the GPU (needs an NVIDIA
+# GPU to run; `make cuda-tests` only builds them)
+test/test_%_cuda: test/test_%.c selfspec.cu selfspec.h test/testing.h
+	$(JSMN_CHECK)
+	$(NVCC) $(NVCCFLAGS) -x cu $< -o $@
+
+cuda-tests: $(CUDA_TESTS)
+
+test-cuda: $(CUDA_TESTS)
+	@sh test/run_tests.sh $(CUDA_TESTS)
 
 # the benchmark tools; bench/bench.py runs them side by side (see bench/README.md)
 bench/%: bench/%.c selfspec.cu selfspec.h
@@ -101,6 +118,16 @@ bench/%: bench/%.c selfspec.cu selfspec.h
 # the benchmark tables of bench/README.md (bench/bench.py; SmolLM2 rows need get_smollm2.sh)
 bench: selfspec $(BENCH)
 	/work/venv/bin/python bench/bench.py 2>/dev/null || python3 bench/bench.py
+
+# the GPU benchmark in one table (see bench/README.md): builds ./selfspec-cuda and
+# bench/verify_cost_cuda, makes a random TinyLlama-shaped model if none is given, and compares
+# with HF transformers on the same GPU when torch is there. Options: make bench-gpu BENCH_GPU_ARGS="..."
+bench/verify_cost_cuda: bench/verify_cost.c selfspec.cu selfspec.h
+	$(JSMN_CHECK)
+	$(NVCC) $(NVCCFLAGS) -x cu $< -o $@
+
+bench-gpu: selfspec-cuda bench/verify_cost_cuda
+	python3 bench/bench_gpu.py $(BENCH_GPU_ARGS)
 
 # self-speculative decoding with the default model (the trained KJV model in tiny_models/),
 # checked against plain decoding in the same run
@@ -113,5 +140,5 @@ help:
 
 # removes what the targets build, and best.json that the README's --save-skip example writes
 clean:
-	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%) $(BENCH) best.json
+	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%) $(BENCH) bench/verify_cost_cuda best.json
 	rm -rf build

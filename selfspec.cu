@@ -199,11 +199,30 @@ static void *device_malloc(size_t bytes) {
     return p;
 }
 static void device_free(void *p) { cuda_check(cudaFree(p)); }
+// the engine never calls these three (tests and bench tools do): "unused" keeps nvcc from
+// warning about an unused static function (warning 177)
+__attribute__((unused)) static void device_memset(void *dst, int value, size_t bytes) {
+    cuda_check(cudaMemset(dst, value, bytes));
+}
+__attribute__((unused)) static void copy_on_device(void *dst, const void *src, size_t bytes) {
+    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
+__attribute__((unused)) static void device_sync(void) { cuda_check(cudaDeviceSynchronize()); } // for timing
 static void copy_to_device(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
 }
 static void copy_to_host(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+// The first CUDA call: without a GPU (or with a driver too old for this build) every later call
+// fails with a misleading message, such as "out of GPU memory", so say it plainly here.
+static void device_init(void) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        die(__FILE__, __LINE__, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs without one",
+            e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    }
 }
 static const char *device_name(void) {
     static char name[300];
@@ -239,8 +258,12 @@ static int launch_reverse; // 1: run blocks and threads in reverse order (tests)
         }                                                                                   \
     } while (0)
 
+static void device_init(void) {}
 static void *device_malloc(size_t bytes) { return malloc_check(bytes); }
 static void device_free(void *p) { free(p); }
+static inline void device_memset(void *dst, int value, size_t bytes) { memset(dst, value, bytes); }
+static inline void copy_on_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static inline void device_sync(void) {}
 static void copy_to_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static const char *device_name(void) {
@@ -1149,6 +1172,7 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
         return -1;
     }
 #ifdef __CUDACC__
+    device_init();
     m->memory = (float *)device_malloc(n * sizeof(float));
     copy_to_device(m->memory, host_memory, n * sizeof(float));
     free(host_memory);
@@ -2346,14 +2370,48 @@ __global__ void embed_kernel(float *x, const float *token_embedding, const int *
     x[i] = token_embedding[(size_t)tokens[t] * dim + d];
 }
 
-// one thread per token: out = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm)
-__global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int n, int dim, float eps) {
+// The fixed tree that adds 16 partial sums: 16 -> 8 -> 4 -> 2 -> 1. Every reduction that runs as
+// 16 interleaved partial sums (the matmul, dot, RMSNorm) ends here, in both builds.
+enum { LANES = 16 };
+__device__ float tree_sum16(float *s) {
+    for (int u = 0; u < 8; u++) { s[u] += s[u + 8]; }
+    for (int u = 0; u < 4; u++) { s[u] += s[u + 4]; }
+    return (s[0] + s[2]) + (s[1] + s[3]);
+}
+
+// RMSNorm on the GPU in two launches, so that no thread walks a whole row (dim is 2048 in a 1B
+// model); rmsnorm_rows_kernel below is the CPU's, with the same arithmetic.
+// one thread per (token, lane u): part[t][u] = sum of x[t][d]^2 over d = u mod 16, in order
+__global__ void rmsnorm_lanes_kernel(float *part, const float *x, int n, int dim) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * LANES) { return; }
+    const float *xt = x + (size_t)(i / LANES) * dim;
+    float ss = 0.0f;
+    for (int d = i % LANES; d < dim; d += LANES) { ss += xt[d] * xt[d]; }
+    part[i] = ss;
+}
+
+// one thread per (token, d): out = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm), the
+// token's 16 partial sums added in the fixed tree (each thread adds them again: 15 adds)
+__global__ void rmsnorm_kernel(float *out, const float *x, const float *part, const float *w, int n, int dim,
+                               float eps) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * dim) { return; }
+    int t = i / dim, d = i % dim;
+    float s[LANES];
+    for (int u = 0; u < LANES; u++) { s[u] = part[t * LANES + u]; }
+    float scale = 1.0f / sqrtf(tree_sum16(s) / dim + eps);
+    out[i] = w[d] * (x[i] * scale);
+}
+
+// The CPU's RMSNorm: one thread per token; the sum of squares is dot(x, x), the 16 interleaved
+// sums of rmsnorm_lanes_kernel added in the same tree, so both give bitwise the same result
+__device__ float dot(const float *a, const float *b, int n);
+__global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, int n, int dim, float eps) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) { return; }
     const float *xt = x + (size_t)t * dim;
-    float ss = 0.0f;
-    for (int d = 0; d < dim; d++) { ss += xt[d] * xt[d]; }
-    float scale = 1.0f / sqrtf(ss / dim + eps);
+    float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps);
     for (int d = 0; d < dim; d++) { out[(size_t)t * dim + d] = w[d] * (xt[d] * scale); }
 }
 
@@ -2383,9 +2441,7 @@ __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int 
     for (int t = 0; t < n_tok; t++) {
         const float *xt = x + (size_t)t * in_dim;
         for (int cc = c; cc < in_dim; cc++) { s[t][cc % 16] += wr[cc] * xt[cc]; }
-        for (int u = 0; u < 8; u++) { s[t][u] += s[t][u + 8]; } // the fixed tree: 16 -> 8 -> 4 -> 2 -> 1
-        for (int u = 0; u < 4; u++) { s[t][u] += s[t][u + 4]; }
-        out[(size_t)t * out_dim] = (s[t][0] + s[t][2]) + (s[t][1] + s[t][3]);
+        out[(size_t)t * out_dim] = tree_sum16(s[t]);
     }
 }
 
@@ -2407,6 +2463,53 @@ __global__ void matmul_kernel(float *out, const float *x, const float *w, int n,
     for (; t + 4 <= n; t += 4) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 4, in_dim, out_dim); }
     for (; t + 2 <= n; t += 2) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 2, in_dim, out_dim); }
     for (; t < n; t++) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 1, in_dim, out_dim); }
+}
+
+// The GPU's matmul: the same arithmetic as matmul_kernel, mapped so that loads coalesce. There,
+// one thread walks a whole row, and neighbouring threads read rows in_dim floats apart (8 KB in
+// a 1B model): no load coalesces (74 GB/s on an H100, PERFORMANCE_NOTES.md). Here each of
+// matmul_kernel's 16 partial sums becomes a thread: one thread per (row r, lane u) sums
+// w[r][c] x[t][c] over c = u mod 16 in increasing c, so 16 neighbouring threads read 16
+// neighbouring words of a row; then matmul_combine_kernel, one thread per (token, row), adds the
+// 16 lanes in the fixed tree. Each output element sees the same products added in the same
+// order as in matmul_kernel, so both mappings give bitwise the same result (test_forward
+// checks it; nvcc must not fuse multiply-adds: -fmad=false in the Makefile). The tokens go in
+// sweeps of 8, 4, 2, 1 as in matmul_kernel, so a thread's sums stay in registers.
+// part is (n, out_dim, 16), n <= MAX_SWEEP_TOKENS: the launcher runs longer passes in chunks.
+__device__ void lane_sums_tokens(float *part, const float *wr, const float *x, int n_tok, int lane, int in_dim,
+                                 size_t part_stride) {
+    float s[MAX_SWEEP_TOKENS];
+    for (int t = 0; t < n_tok; t++) { s[t] = 0.0f; }
+    for (int c = lane; c < in_dim; c += LANES) {
+        float w = wr[c];
+        for (int t = 0; t < n_tok; t++) { s[t] += w * x[(size_t)t * in_dim + c]; }
+    }
+    for (int t = 0; t < n_tok; t++) { part[(size_t)t * part_stride] = s[t]; }
+}
+
+// one thread per (output row, lane of 16): part[t][r][u] = sum of w[r][c] x[t][c] over c = u mod 16
+__global__ void matmul_lanes_kernel(float *part, const float *x, const float *w, int n, int in_dim, int out_dim) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= out_dim * LANES) { return; }
+    const float *wr = w + (size_t)(i / LANES) * in_dim;
+    size_t stride = (size_t)out_dim * LANES; // from one token's partial sums to the next's
+    int lane = i % LANES, t = 0;
+    for (; t + 8 <= n; t += 8) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 8, lane, in_dim, stride); }
+    for (; t + 4 <= n; t += 4) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 4, lane, in_dim, stride); }
+    for (; t + 2 <= n; t += 2) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 2, lane, in_dim, stride); }
+    for (; t < n; t++) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 1, lane, in_dim, stride); }
+}
+
+// one thread per (token, output row): out[t][r] = the 16 lanes of part[t][r] added in the fixed
+// tree; with residual, out[t][r] += that instead (x + y rounds as residual_kernel's does, and it
+// saves a launch)
+__global__ void matmul_combine_kernel(float *out, const float *part, int n, int out_dim, int residual) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * out_dim) { return; }
+    float s[LANES];
+    for (int u = 0; u < LANES; u++) { s[u] = part[(size_t)i * LANES + u]; }
+    float y = tree_sum16(s);
+    out[i] = residual ? out[i] + y : y;
 }
 
 // dot(a, b) over n elements, in the same fixed order as the matmul
@@ -2433,8 +2536,71 @@ __global__ void rope_kernel(float *v, int stride, const int *depth, int pos, con
     vh[k + half] = b * c + a * s;
 }
 
-// one thread per (token, head): softmax(q k^T / sqrt(head_dim)) v over the visible keys, serial
-// over keys. Token t sees every cached slot < pos, and slot pos + u of this pass when
+// Attention in three launches, one thread per output element in each, so that no thread loops
+// over an accumulator in global memory: the scores, the softmax of each (token, head) row, and
+// the weighted sum of values. Token t sees every cached slot < pos, and slot pos + u of this pass
+// when mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads). Each element's
+// arithmetic is that of the one-kernel version this replaced, in the same order, so the CPU
+// build's results did not change by a bit.
+__device__ int visible(const unsigned char *mask, int t, int n, int pos, int s) {
+    return s < pos || mask[t * n + (s - pos)];
+}
+
+// one thread per (token, head, slot s < pos + n): att[t][h][s] = q . k_s / sqrt(head_dim), in
+// the matmul's fixed order; slots t does not see are left as they are (no later stage reads them)
+__global__ void attention_scores_kernel(float *att, const float *q, const float *key_cache, const unsigned char *mask,
+                                        int n, int pos, int n_heads, int n_kv_heads, int head_dim, int seq_len) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, span = pos + n;
+    if (i >= n * n_heads * span) { return; }
+    int row = i / span, s = i % span, t = row / n_heads, h = row % n_heads; // row = t * n_heads + h
+    if (!visible(mask, t, n, pos, s)) { return; }
+    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    const float *qt = q + (size_t)row * head_dim;
+    att[(size_t)row * seq_len + s] = dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) *
+                                     (1.0f / sqrtf((float)head_dim));
+}
+
+// one thread per (token, head): its score row becomes exp(score - max) in place, serially over
+// the visible slots, and att_sum gets their sum (each thread reads and writes only its own row)
+__global__ void attention_softmax_kernel(float *att, float *att_sum, const unsigned char *mask, int n, int pos,
+                                         int n_heads, int seq_len) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= n * n_heads) { return; }
+    int t = row / n_heads;
+    float *a = att + (size_t)row * seq_len, max = -FLT_MAX, sum = 0.0f;
+    for (int s = 0; s < pos + n; s++) {
+        if (visible(mask, t, n, pos, s)) { max = a[s] > max ? a[s] : max; }
+    }
+    for (int s = 0; s < pos + n; s++) {
+        if (!visible(mask, t, n, pos, s)) { continue; }
+        a[s] = expf(a[s] - max);
+        sum += a[s];
+    }
+    att_sum[row] = sum;
+}
+
+// one thread per (token, head, d): out[t][h][d] = sum over visible s of p[s] v[s][d], in order of
+// s, divided by the row's sum; neighbouring threads read neighbouring words of a value row
+__global__ void attention_values_kernel(float *out, const float *att, const float *att_sum, const float *value_cache,
+                                        const unsigned char *mask, int n, int pos, int n_heads, int n_kv_heads,
+                                        int head_dim, int seq_len) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * n_heads * head_dim) { return; }
+    int row = i / head_dim, d = i % head_dim, t = row / n_heads, h = row % n_heads;
+    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    const float *a = att + (size_t)row * seq_len, *v = value_cache + (size_t)kvh * head_dim + d;
+    float o = 0.0f;
+    for (int s = 0; s < pos + n; s++) {
+        if (visible(mask, t, n, pos, s)) { o += a[s] * v[(size_t)s * kv_dim]; }
+    }
+    out[i] = o / att_sum[row];
+}
+
+// The CPU's attention: one thread per (token, head): softmax(q k^T / sqrt(head_dim)) v over the
+// visible keys, serial over keys, the three stages above in one thread with the same arithmetic
+// in the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output
+// row, which on the CPU is cache and which the key-outer loop walks contiguously (vectorized
+// over d); a GPU runs the stages instead, where such a loop is a chain of global read-modify-writes. Token t sees every cached slot < pos, and slot pos + u of this pass when
 // mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads).
 __global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
                                  const float *value_cache, const unsigned char *mask, int n, int pos,
@@ -2504,30 +2670,39 @@ static SkipSet alternate_layers(int n_layers) {
 
 // No product here can overflow: read_config bounds every size by 2^24, n_layers by 256 and
 // n_heads * head_dim by 2^24, so the largest, n_layers * seq_len * kv_dim, is below 2^56.
+// Everything a pass needs is allocated here, once: forward allocates nothing.
 static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     size_t wide = q_dim > dim ? q_dim : dim, cache = (size_t)c->n_layers * c->seq_len * kv_dim;
+    size_t rows = wide > hid ? wide : hid; // the largest out_dim of a matmul
+    rows = rows > (size_t)c->vocab_size ? rows : (size_t)c->vocab_size;
+    // part: only the lanes mapping of the matmul touches it (the GPU's; the CPU build's tests)
     size_t sizes[] = {T * dim, T * wide, T * dim, T * q_dim, T * hid, T * hid,
-                      T * c->n_heads * c->seq_len, T * c->vocab_size, cache, cache};
-    float **slots[] = {&s->x, &s->xb, &s->xb2, &s->q, &s->hb, &s->hb2, &s->att, &s->logits,
-                       &s->key_cache, &s->value_cache};
+                      T * c->n_heads * c->seq_len, T * c->n_heads, T * c->vocab_size, cache, cache,
+                      T * LANES, MAX_SWEEP_TOKENS * rows * LANES};
+    float **slots[] = {&s->x, &s->xb, &s->xb2, &s->q, &s->hb, &s->hb2, &s->att, &s->att_sum, &s->logits,
+                       &s->key_cache, &s->value_cache, &s->norm_part, &s->part};
+    enum { N_SLOTS = sizeof(sizes) / sizeof(sizes[0]) };
     size_t total = 0;
-    for (int k = 0; k < 10; k++) { total += sizes[k]; }
+    for (int k = 0; k < N_SLOTS; k++) { total += sizes[k]; }
     float *base = (float *)device_malloc(mul_size(total, sizeof(float)));
     size_t off = 0;
-    for (int k = 0; k < 10; k++) { *slots[k] = base + off; off += sizes[k]; }
+    for (int k = 0; k < N_SLOTS; k++) { *slots[k] = base + off; off += sizes[k]; }
     s->max_tokens = max_tokens;
-    s->tokens = (int *)device_malloc(2 * T * sizeof(int));
+    // tokens, depth and mask of a pass sit together on both sides, so set_pass uploads them at once
+    size_t pass_bytes = 2 * T * sizeof(int) + T * T;
+    s->tokens = (int *)device_malloc(pass_bytes);
     s->depth = s->tokens + T;
-    s->mask = (unsigned char *)device_malloc(T * T);
+    s->mask = (unsigned char *)(s->depth + T);
+    s->pass_host = (int *)malloc_check(pass_bytes);
     s->logits_host = (float *)malloc_check(T * c->vocab_size * sizeof(float));
 }
 
 static void free_run_state(RunState *s) {
     device_free(s->x);
     device_free(s->tokens);
-    device_free(s->mask);
+    free(s->pass_host);
     free(s->logits_host);
 }
 
@@ -2538,20 +2713,81 @@ void free_model(Model *m) {
     m->memory = NULL;
 }
 
-// Uploads this pass's tokens, RoPE offsets and mask (a causal chain when tree is NULL).
+// Uploads this pass's tokens (NULL: keep those on the device), RoPE offsets and mask (a causal
+// chain when tree is NULL) in one copy, from the staging buffer laid out like the device's.
 static void set_pass(Model *m, const int *tokens, int n, const TokenTree *tree) {
     RunState *s = &m->state;
-    int *depth = (int *)malloc_check((size_t)n * sizeof(int));
-    unsigned char *mask = (unsigned char *)malloc_check((size_t)n * n);
+    size_t T = (size_t)s->max_tokens;
+    int *depth = s->pass_host + T;
+    unsigned char *mask = (unsigned char *)(s->pass_host + 2 * T);
     for (int t = 0; t < n; t++) {
         depth[t] = tree ? tree->depth[t] : t;
         for (int u = 0; u < n; u++) { mask[t * n + u] = tree ? tree->mask[t * n + u] : (u <= t); }
     }
-    if (tokens) { copy_to_device(s->tokens, tokens, (size_t)n * sizeof(int)); }
-    copy_to_device(s->depth, depth, (size_t)n * sizeof(int));
-    copy_to_device(s->mask, mask, (size_t)n * n);
-    free(depth);
-    free(mask);
+    if (tokens) {
+        memcpy(s->pass_host, tokens, (size_t)n * sizeof(int));
+        copy_to_device(s->tokens, s->pass_host, 2 * T * sizeof(int) + (size_t)n * n);
+    } else {
+        copy_to_device(s->depth, depth, T * sizeof(int) + (size_t)n * n);
+    }
+}
+
+// Which mappings the launchers run. 0, the CPU's: matmul_kernel (one thread per row: each weight
+// row is loaded once for all the tokens, from cache lines the thread walks alone),
+// rmsnorm_rows_kernel and attention_kernel (one thread per row, vectorized along it). 1, the
+// GPU's: matmul_lanes_kernel + matmul_combine_kernel (one thread per (row, lane): neighbouring
+// threads read neighbouring words), and RMSNorm and attention in stages with one thread per
+// output element. The same arithmetic, bitwise; the CPU tests set it to 1 to run the GPU's
+// kernels through the launch shim and compare.
+#ifdef __CUDACC__
+static int gpu_mapping = 1;
+#else
+static int gpu_mapping = 0;
+#endif
+
+// out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim); with residual, out += that
+// (out is then the residual stream state.x, and state.xb2 the scratch of the CPU's mapping)
+static void matmul_to(RunState *s, float *out, const float *x, const float *w, int n, int in_dim, int out_dim,
+                      int residual) {
+    if (!gpu_mapping) {
+        LAUNCH(matmul_kernel, out_dim, residual ? s->xb2 : out, x, w, n, in_dim, out_dim);
+        if (residual) { LAUNCH(residual_kernel, n * out_dim, out, s->xb2, n * out_dim); }
+        return;
+    }
+    for (int t = 0; t < n; t += MAX_SWEEP_TOKENS) { // part holds 8 tokens' lanes
+        int len = n - t < MAX_SWEEP_TOKENS ? n - t : MAX_SWEEP_TOKENS;
+        LAUNCH(matmul_lanes_kernel, out_dim * LANES, s->part, x + (size_t)t * in_dim, w, len, in_dim, out_dim);
+        LAUNCH(matmul_combine_kernel, len * out_dim, out + (size_t)t * out_dim, s->part, len, out_dim, residual);
+    }
+}
+static void matmul(RunState *s, float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
+    matmul_to(s, out, x, w, n, in_dim, out_dim, 0);
+}
+
+// out (n, dim) = RMSNorm(x) * w
+static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int n, int dim, float eps) {
+    if (!gpu_mapping) {
+        LAUNCH(rmsnorm_rows_kernel, n, out, x, w, n, dim, eps);
+        return;
+    }
+    LAUNCH(rmsnorm_lanes_kernel, n * LANES, s->norm_part, x, n, dim);
+    LAUNCH(rmsnorm_kernel, n * dim, out, x, s->norm_part, w, n, dim, eps);
+}
+
+// out (n, n_heads * head_dim) = softmax(q k^T / sqrt(head_dim)) v for the n tokens of this pass
+// (set_pass done) against the cache of one layer, slots [0, pos + n)
+static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l, int n, int pos,
+                      const Config *c) {
+    if (!gpu_mapping) {
+        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, n, pos, c->n_heads,
+               c->n_kv_heads, c->head_dim, c->seq_len);
+        return;
+    }
+    LAUNCH(attention_scores_kernel, n * c->n_heads * (pos + n), s->att, q, k_l, s->mask, n, pos, c->n_heads,
+           c->n_kv_heads, c->head_dim, c->seq_len);
+    LAUNCH(attention_softmax_kernel, n * c->n_heads, s->att, s->att_sum, s->mask, n, pos, c->n_heads, c->seq_len);
+    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, s->att_sum, v_l, s->mask, n, pos,
+           c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
 }
 
 // Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn).
@@ -2565,18 +2801,16 @@ static void attention_sublayer(Model *m, int l, int n, int pos) {
     int half = c->head_dim / 2;
     float *k_l = s->key_cache + (size_t)l * c->seq_len * kv_dim;
     float *v_l = s->value_cache + (size_t)l * c->seq_len * kv_dim;
-    LAUNCH(rmsnorm_kernel, n, s->xb, s->x, w->rms_att + (size_t)l * dim, n, dim, c->norm_eps);
-    LAUNCH(matmul_kernel, q_dim, s->q, s->xb, w->wq + (size_t)l * q_dim * dim, n, dim, q_dim);
-    LAUNCH(matmul_kernel, kv_dim, k_l + (size_t)pos * kv_dim, s->xb, w->wk + (size_t)l * kv_dim * dim, n, dim, kv_dim);
-    LAUNCH(matmul_kernel, kv_dim, v_l + (size_t)pos * kv_dim, s->xb, w->wv + (size_t)l * kv_dim * dim, n, dim, kv_dim);
+    rmsnorm(s, s->xb, s->x, w->rms_att + (size_t)l * dim, n, dim, c->norm_eps);
+    matmul(s, s->q, s->xb, w->wq + (size_t)l * q_dim * dim, n, dim, q_dim);
+    matmul(s, k_l + (size_t)pos * kv_dim, s->xb, w->wk + (size_t)l * kv_dim * dim, n, dim, kv_dim);
+    matmul(s, v_l + (size_t)pos * kv_dim, s->xb, w->wv + (size_t)l * kv_dim * dim, n, dim, kv_dim);
     LAUNCH(rope_kernel, n * c->n_heads * half, s->q, q_dim, s->depth, pos, w->rope_inv_freq, n,
            c->n_heads, c->head_dim);
     LAUNCH(rope_kernel, n * c->n_kv_heads * half, k_l + (size_t)pos * kv_dim, kv_dim, s->depth, pos,
            w->rope_inv_freq, n, c->n_kv_heads, c->head_dim);
-    LAUNCH(attention_kernel, n * c->n_heads, s->xb, s->att, s->q, k_l, v_l, s->mask, n, pos,
-           c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
-    LAUNCH(matmul_kernel, dim, s->xb2, s->xb, w->wo + (size_t)l * dim * q_dim, n, q_dim, dim);
-    LAUNCH(residual_kernel, n * dim, s->x, s->xb2, n * dim);
+    attention(s, s->xb, s->q, k_l, v_l, n, pos, c);
+    matmul_to(s, s->x, s->xb, w->wo + (size_t)l * dim * q_dim, n, q_dim, dim, 1); // x += o_proj(...)
 }
 
 // MLP sublayer of layer l: x += down(silu(gate(norm(x))) * up(norm(x))).
@@ -2585,21 +2819,22 @@ static void mlp_sublayer(Model *m, int l, int n) {
     const Weights *w = &m->weights;
     RunState *s = &m->state;
     int dim = c->dim, hid = c->hidden_dim;
-    LAUNCH(rmsnorm_kernel, n, s->xb, s->x, w->rms_ffn + (size_t)l * dim, n, dim, c->norm_eps);
-    LAUNCH(matmul_kernel, hid, s->hb, s->xb, w->w_gate + (size_t)l * hid * dim, n, dim, hid);
-    LAUNCH(matmul_kernel, hid, s->hb2, s->xb, w->w_up + (size_t)l * hid * dim, n, dim, hid);
+    rmsnorm(s, s->xb, s->x, w->rms_ffn + (size_t)l * dim, n, dim, c->norm_eps);
+    matmul(s, s->hb, s->xb, w->w_gate + (size_t)l * hid * dim, n, dim, hid);
+    matmul(s, s->hb2, s->xb, w->w_up + (size_t)l * hid * dim, n, dim, hid);
     LAUNCH(swiglu_kernel, n * hid, s->hb2, s->hb, n * hid);
-    LAUNCH(matmul_kernel, dim, s->xb2, s->hb2, w->w_down + (size_t)l * dim * hid, n, hid, dim);
-    LAUNCH(residual_kernel, n * dim, s->x, s->xb2, n * dim);
+    matmul_to(s, s->x, s->hb2, w->w_down + (size_t)l * dim * hid, n, hid, dim, 1); // x += down(...)
 }
 
-// Copies the residual rows of the captured tokens at sublayer boundary b.
+// Copies the residual rows of the captured tokens at sublayer boundary b, one copy per run of
+// consecutive indices (verification captures rows 0..k: one copy).
 static void capture_boundary(const Model *m, Capture *cap, int b) {
     if (cap == NULL) { return; }
     size_t dim = (size_t)m->config.dim;
-    for (int k = 0; k < cap->n_idx; k++) {
+    for (int k = 0, run; k < cap->n_idx; k += run) {
+        for (run = 1; k + run < cap->n_idx && cap->idx[k + run] == cap->idx[k] + run; run++) {}
         copy_to_host(cap->states + ((size_t)b * cap->n_idx + k) * dim, m->state.x + cap->idx[k] * dim,
-                     dim * sizeof(float));
+                     run * dim * sizeof(float));
     }
 }
 
@@ -2620,8 +2855,10 @@ static void kv_slots(Model *m, int slot, int n, float *buf, int save) {
     }
 }
 
-void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, const TokenTree *tree,
-             Capture *capture) {
+// forward, computing and copying back only the logits rows [first_row, n) (first_row = n: none),
+// to the same rows of state.logits_host: a prefill reads only its last row
+static void forward_rows(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, const TokenTree *tree,
+                         Capture *capture, int first_row) {
     const Config *c = &m->config;
     RunState *s = &m->state;
     if (n < 1 || n > s->max_tokens || pos < 0 || pos + n > c->seq_len) {
@@ -2639,18 +2876,26 @@ void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, c
         if (!(skip && skip->mlp[l])) { mlp_sublayer(m, l, n); }
         capture_boundary(m, capture, 2 * l + 2);
     }
-    LAUNCH(rmsnorm_kernel, n, s->xb, s->x, m->weights.rms_final, n, c->dim, c->norm_eps);
-    LAUNCH(matmul_kernel, c->vocab_size, s->logits, s->xb, m->weights.lm_head, n, c->dim, c->vocab_size);
-    copy_to_host(s->logits_host, s->logits, (size_t)n * c->vocab_size * sizeof(float));
+    if (first_row >= n) { return; }
+    size_t f = (size_t)first_row, vocab = (size_t)c->vocab_size;
+    rmsnorm(s, s->xb + f * c->dim, s->x + f * c->dim, m->weights.rms_final, n - first_row, c->dim, c->norm_eps);
+    matmul(s, s->logits + f * vocab, s->xb + f * c->dim, m->weights.lm_head, n - first_row, c->dim, c->vocab_size);
+    copy_to_host(s->logits_host + f * vocab, s->logits + f * vocab, (n - f) * vocab * sizeof(float));
+}
+
+void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, const TokenTree *tree,
+             Capture *capture) {
+    forward_rows(m, tokens, n, pos, skip, tree, capture, 0);
 }
 
 // Runs a prompt through the model under skip (NULL = full) in chunks of state.max_tokens,
 // filling the KV cache at 0..n-1. Chunking does not change a bit: an n-token pass equals n
-// one-token passes. Leaves the last token's logits at row *last_row of state.logits_host.
+// one-token passes. Leaves the last token's logits at row *last_row of state.logits_host (the
+// only row computed and copied back).
 static void prefill(Model *m, const int *tokens, int n, const SkipSet *skip, int *last_row) {
     for (int start = 0; start < n; start += m->state.max_tokens) {
         int len = n - start < m->state.max_tokens ? n - start : m->state.max_tokens;
-        forward(m, tokens + start, len, start, skip, NULL, NULL);
+        forward_rows(m, tokens + start, len, start, skip, NULL, NULL, start + len < n ? len : len - 1);
         *last_row = len - 1;
     }
 }

@@ -82,13 +82,18 @@ typedef struct {
     float *q;            // (max_tokens, q_dim)
     float *hb;           // (max_tokens, hidden_dim) gate
     float *hb2;          // (max_tokens, hidden_dim) up, then silu(gate) * up
-    float *att;          // (max_tokens, n_heads, seq_len) attention scores
+    float *att;          // (max_tokens, n_heads, seq_len) attention scores, then probabilities
+    float *att_sum;      // (max_tokens, n_heads) softmax denominators
     float *logits;       // (max_tokens, vocab_size)
     float *key_cache;    // (n_layers, seq_len, kv_dim)
     float *value_cache;  // (n_layers, seq_len, kv_dim)
-    int *tokens;         // (max_tokens) token ids of this pass
+    float *norm_part;    // (max_tokens, 16) RMSNorm's partial sums of squares
+    float *part;         // (8, max_rows, 16) the matmul's partial sums when it runs one thread
+                         // per (row, lane): the GPU's mapping (max_rows: the largest out_dim)
+    int *tokens;         // (max_tokens) token ids of this pass; then depth and mask, one upload
     int *depth;          // (max_tokens) RoPE offsets of this pass
     unsigned char *mask; // (max_tokens, max_tokens) attention mask within this pass
+    int *pass_host;      // host staging of tokens, depth and mask, uploaded in one copy
     float *logits_host;  // (max_tokens, vocab_size) logits copied back to the host
     uint64_t n_passes;    // forward passes run, for the deterministic cost model
     uint64_t n_sublayers; // sublayers run, summed over passes (a pass streams each weight once)

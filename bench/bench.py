@@ -58,8 +58,11 @@ def bandwidth_gbs(repeats, threads):
     return 2 * a.nbytes / statistics.median(times[1:]) / 1e9  # read + write
 
 
+BINARY = "./selfspec"  # bench_gpu.py sets ./selfspec-cuda
+
+
 def selfspec_json(model, args, env):
-    out = run(["./selfspec", "-m", model, "--json"] + args, env)
+    out = run([BINARY, "-m", model, "--json"] + args, env)
     return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
 
 

@@ -24,6 +24,32 @@ static double median_pass_ms(Model *m, const int *tokens, int k, const SkipSet *
     return t[repeats / 2];
 }
 
+// The bandwidth of one device-to-device copy of 1 GB (256 MB in the CPU build, one thread),
+// counting its reads and writes: what a weight-streaming pass is measured against.
+static double copy_gbs(int repeats) {
+#ifdef __CUDACC__
+    size_t bytes = (size_t)1 << 30;
+#else
+    size_t bytes = (size_t)1 << 28;
+#endif
+    char *a = (char *)device_malloc(2 * bytes), *b = a + bytes;
+    device_memset(a, 1, 2 * bytes);
+    double best = 1e30;
+    for (int r = 0; r < repeats + 1; r++) {
+        device_sync();
+        double t0 = time_ms();
+        copy_on_device(b, a, bytes);
+        device_sync();
+        double t = time_ms() - t0;
+        if (r > 0 && t < best) { best = t; } // the first copy warms up
+        char last;
+        copy_to_host(&last, b + bytes - 1, 1); // read the copy, so no compiler drops it
+        if (last != 1) { die(__FILE__, __LINE__, "copy_gbs: the copy did not arrive"); }
+    }
+    device_free(a);
+    return 2.0 * bytes / (best * 1e-3) / 1e9;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) { fprintf(stderr, "usage: %s MODEL_DIR [repeats]\n", argv[0]); return 1; }
     int repeats = argc > 2 ? atoi(argv[2]) : 15;
@@ -49,6 +75,7 @@ int main(int argc, char **argv) {
     double td = median_pass_ms(&m, tokens + 64, 1, &half, repeats);
     printf("draft pass skipping %d of %d sublayers: %.2f ms = %.2f of a full pass (c in SWIFT Eq. 6)\n",
            skip_count(&half, m.config.n_layers), 2 * m.config.n_layers, td, td / t1);
+    printf("copy bandwidth (device to device, read + write): %.1f GB/s\n", copy_gbs(repeats));
     free_model(&m);
     return 0;
 }

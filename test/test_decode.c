@@ -323,7 +323,7 @@ static void test_edges(const char *dir) {
     SkipSet identity;
     parse_skip_spec("attn:1", m.config.n_layers, &identity, err);
     size_t wo = (size_t)m.config.dim * m.config.n_heads * m.config.head_dim;
-    memset(m.weights.wo + wo, 0, wo * sizeof(float));
+    device_memset(m.weights.wo + wo, 0, wo * sizeof(float)); // weights live in device memory
     int plain[16];
     GenStats gs;
     generate_plain(&m, prompt, 3, 12, NULL, &greedy, plain, NULL, NULL, NULL, &gs);

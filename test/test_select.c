@@ -65,8 +65,8 @@ static void plant(Model *m, const SkipSet *s) {
     const Config *c = &m->config;
     size_t dim = (size_t)c->dim, q_dim = (size_t)c->n_heads * c->head_dim, hid = (size_t)c->hidden_dim;
     for (int l = 0; l < c->n_layers; l++) {
-        if (s->attn[l]) { memset(m->weights.wo + l * dim * q_dim, 0, dim * q_dim * sizeof(float)); }
-        if (s->mlp[l]) { memset(m->weights.w_down + l * dim * hid, 0, dim * hid * sizeof(float)); }
+        if (s->attn[l]) { device_memset(m->weights.wo + l * dim * q_dim, 0, dim * q_dim * sizeof(float)); }
+        if (s->mlp[l]) { device_memset(m->weights.w_down + l * dim * hid, 0, dim * hid * sizeof(float)); }
     }
 }
 
