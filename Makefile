@@ -60,11 +60,11 @@ test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
 	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
 
 # the whole suite on the CPU build: also compiles every test once as C++, so nothing that
-# nvcc rejects creeps in; ends with one line "N passed, M failed". Passive OpenMP waiting, as
-# ./selfspec chooses for itself (see main): spinning threads crawl when other jobs hold the cores.
+# nvcc rejects creeps in; ends with one line "N passed, M failed". libgomp's defaults (one thread
+# per core, spinning): on a busy machine run OMP_NUM_THREADS=1 make test (README, Threads).
 test: selfspec $(TESTS)
 	@for t in $(TESTS); do $(CXX) -x c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Wno-unused-function -I. $$t.c || exit 1; done
-	@OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} sh test/run_tests.sh $(TESTS)
+	@sh test/run_tests.sh $(TESTS)
 
 # the whole suite again with AddressSanitizer and UBSan: the binary and the tests are built in
 # build/asan/ and the tests run the sanitized ./selfspec through SELFSPEC_BIN. Slow (the kernels'

@@ -266,12 +266,11 @@ static inline void copy_on_device(void *dst, const void *src, size_t bytes) { me
 static inline void device_sync(void) {}
 static void copy_to_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static const char *threads_reason = "one per core"; // set by the CLI (choose_threads)
 static const char *device_name(void) {
 #ifdef _OPENMP
-    static char name[64];
-    const char *policy = getenv("OMP_WAIT_POLICY");
-    snprintf(name, sizeof(name), "CPU: %d OpenMP threads, wait policy %.8s", omp_get_max_threads(),
-             policy ? policy : "default");
+    static char name[160];
+    snprintf(name, sizeof(name), "CPU: %d OpenMP threads (%s)", omp_get_max_threads(), threads_reason);
     return name;
 #else
     return "CPU: 1 thread";
@@ -4395,6 +4394,56 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
     fprintf(f, "</g>\n");
 }
 
+// ----------------------------------------------------------------------------
+// threads: how many the CPU build runs on
+
+// The default thread count. OpenMP's threads wait for each other between kernels by spinning
+// for a while (libgomp's default), the fastest wait on an idle machine. But when another process
+// holds a core, a thread spinning for a sibling the OS has descheduled burns its time slice, and
+// speed fell 3-30x on 2 cores; passive waiting (sleeping) avoids that but costs a wake-up per
+// kernel, 2.5-5x slower on an idle machine (README, Threads). So the default spins, on the cores
+// nobody else is using right now: the number of runnable processes is the 4th field of
+// /proc/loadavg ("0.52 0.30 0.20 3/250 1234"), ourselves included. OMP_NUM_THREADS and --threads
+// override it.
+static int runnable_others(const char *loadavg_line) {
+    double l1, l5, l15;
+    int running, total;
+    if (sscanf(loadavg_line, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5) { return 0; }
+    return running > 1 ? running - 1 : 0;
+}
+
+static int default_threads(int n_cores, int busy_others) {
+    int free_cores = n_cores - busy_others;
+    return free_cores > 1 ? free_cores : 1;
+}
+
+// Sets the thread count unless the user chose one; returns a few words on the choice.
+static const char *choose_threads(int threads_flag) {
+#ifdef _OPENMP
+    if (threads_flag > 0) { omp_set_num_threads(threads_flag); return "--threads"; }
+    if (getenv("OMP_NUM_THREADS") != NULL) { return "OMP_NUM_THREADS"; }
+    // the fewest over 5 samples 1 ms apart: a process that is only starting up (the other end of
+    // a pipe) is runnable for a moment, a busy one every time
+    int busy = INT_MAX;
+    for (int k = 0; k < 5 && busy > 0; k++) {
+        char line[128] = "";
+        FILE *f = fopen("/proc/loadavg", "r");
+        if (f == NULL) { return "one per core"; }
+        if (fgets(line, sizeof(line), f) == NULL) { line[0] = '\0'; }
+        fclose(f);
+        int others = runnable_others(line);
+        busy = others < busy ? others : busy;
+        struct timespec ms = {0, 1000000};
+        nanosleep(&ms, NULL);
+    }
+    omp_set_num_threads(default_threads(omp_get_num_procs(), busy));
+    return busy > 0 ? "the cores other processes leave free; --threads N to choose" : "one per core";
+#else
+    (void)threads_flag;
+    return "no OpenMP";
+#endif
+}
+
 #ifndef TESTING
 // ----------------------------------------------------------------------------
 // CLI
@@ -4884,31 +4933,10 @@ static void print_report(const Options *o, const Model *m, const char *text, con
     }
 }
 
-// OpenMP's threads wait for each other between kernels. libgomp's default wait is to spin for a
-// while, which is fastest on an idle machine; but when another process holds a core, a thread
-// spinning for a sibling that the OS has descheduled burns its whole time slice, and speed fell
-// 3-30x on 2 cores (README, Results). Passive waiting (sleep on a futex) avoids that cliff.
-// libgomp reads OMP_WAIT_POLICY once, when it loads, before main runs, so the only way to choose
-// it from inside is to set it and execute this program again. A user's own OMP_WAIT_POLICY or
-// GOMP_SPINCOUNT is kept.
-static void default_wait_policy(char **argv) {
-#if defined(_OPENMP) && defined(__linux__)
-    if (getenv("OMP_WAIT_POLICY") != NULL || getenv("GOMP_SPINCOUNT") != NULL) { return; }
-    setenv("OMP_WAIT_POLICY", "passive", 1);
-    execv("/proc/self/exe", argv); // returns only on failure: then run on with libgomp's default
-    unsetenv("OMP_WAIT_POLICY");
-#else
-    (void)argv;
-#endif
-}
-
 int main(int argc, char **argv) {
-    default_wait_policy(argv);
     Options o;
     parse_options(argc, argv, &o);
-#ifdef _OPENMP
-    if (o.threads > 0) { omp_set_num_threads(o.threads); } // --threads overrides OMP_NUM_THREADS
-#endif
+    threads_reason = choose_threads(o.threads);
     char err[SS_ERR_LEN], path[1200];
     FILE *svg = NULL; // opened first, so an unwritable path stops the run before anything is loaded
     if (o.svg && (svg = fopen(o.svg, "w")) == NULL) {

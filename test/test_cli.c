@@ -59,12 +59,17 @@ static void test_threads(void) {
     rc = run("OMP_NUM_THREADS=1", "-n 4", &out, &err);
     check(rc == 0 && strstr(err, "CPU: 1 OpenMP threads") != NULL, "OMP_NUM_THREADS=1: exit %d, stderr:\n%s", rc, err);
     free(out); free(err);
-    // threads wait passively unless the user chose otherwise
-    rc = run("-u OMP_WAIT_POLICY -u GOMP_SPINCOUNT", "-n 4", &out, &err);
-    check(rc == 0 && strstr(err, "wait policy passive") != NULL, "default wait policy: exit %d, stderr:\n%s", rc, err);
-    free(out); free(err);
-    rc = run("OMP_WAIT_POLICY=active", "-n 4", &out, &err);
-    check(rc == 0 && strstr(err, "wait policy active") != NULL, "OMP_WAIT_POLICY=active: exit %d, stderr:\n%s", rc, err);
+    // the default: one thread per core nobody else is running on, read from /proc/loadavg
+    check(runnable_others("0.52 0.30 0.20 3/250 1234\n") == 2 && runnable_others("0.0 0.0 0.0 1/80 5") == 0 &&
+              runnable_others("garbage") == 0,
+          "runnable_others: the 4th field of /proc/loadavg less this process");
+    check(default_threads(2, 0) == 2 && default_threads(2, 1) == 1 && default_threads(2, 5) == 1 &&
+              default_threads(16, 3) == 13,
+          "default_threads: the cores others leave free, at least 1");
+    rc = run("-u OMP_NUM_THREADS", "-n 4", &out, &err);
+    check(rc == 0 && (strstr(err, "OpenMP threads (one per core)") != NULL ||
+                      strstr(err, "OpenMP threads (the cores other processes leave free") != NULL),
+          "default threads: exit %d, want the reason in the summary line, stderr:\n%s", rc, err);
     free(out); free(err);
     bad_flag("--threads 0", "--threads 0: must be in [1, 1024]");
     bad_flag("--threads -2", "--threads -2: must be in");
