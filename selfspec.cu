@@ -4936,7 +4936,9 @@ static void print_report(const Options *o, const Model *m, const char *text, con
 int main(int argc, char **argv) {
     Options o;
     parse_options(argc, argv, &o);
-    threads_reason = choose_threads(o.threads);
+#ifndef __CUDACC__
+    threads_reason = choose_threads(o.threads); // the CPU build reports it in device_name()
+#endif
     char err[SS_ERR_LEN], path[1200];
     FILE *svg = NULL; // opened first, so an unwritable path stops the run before anything is loaded
     if (o.svg && (svg = fopen(o.svg, "w")) == NULL) {
