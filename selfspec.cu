@@ -4397,6 +4397,7 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
 // ----------------------------------------------------------------------------
 // threads: how many the CPU build runs on
 
+#ifndef __CUDACC__
 // The default thread count. OpenMP's threads wait for each other between kernels by spinning
 // for a while (libgomp's default), the fastest wait on an idle machine. But when another process
 // holds a core, a thread spinning for a sibling the OS has descheduled burns its time slice, and
@@ -4443,6 +4444,7 @@ static const char *choose_threads(int threads_flag) {
     return "no OpenMP";
 #endif
 }
+#endif
 
 #ifndef TESTING
 // ----------------------------------------------------------------------------
