@@ -2,6 +2,8 @@
 CC ?= cc
 CXX ?= c++
 NVCC ?= nvcc
+# the benchmarks' Python (make bench PYTHON=/path/to/venv/bin/python)
+PYTHON ?= python3
 # CPU build: selfspec.cu compiled as C11 with OpenMP; kernels run as a host loop over the grid.
 # -ffp-contract=off: without it gcc fuses a*b+c into an FMA in some vectorized paths and not in
 # their scalar tails, so one element could round differently depending on how many tokens a pass
@@ -117,7 +119,7 @@ bench/%: bench/%.c selfspec.cu selfspec.h
 
 # the benchmark tables of bench/README.md (bench/bench.py; SmolLM2 rows need get_smollm2.sh)
 bench: selfspec $(BENCH)
-	/work/venv/bin/python bench/bench.py 2>/dev/null || python3 bench/bench.py
+	$(PYTHON) bench/bench.py
 
 # the GPU benchmark in one table (see bench/README.md): builds ./selfspec-cuda and
 # bench/verify_cost_cuda, makes a random TinyLlama-shaped model if none is given, and compares
@@ -127,7 +129,7 @@ bench/verify_cost_cuda: bench/verify_cost.c selfspec.cu selfspec.h
 	$(NVCC) $(NVCCFLAGS) -x cu $< -o $@
 
 bench-gpu: selfspec-cuda bench/verify_cost_cuda
-	python3 bench/bench_gpu.py $(BENCH_GPU_ARGS)
+	$(PYTHON) bench/bench_gpu.py $(BENCH_GPU_ARGS)
 
 # self-speculative decoding with the default model (the trained KJV model in tiny_models/),
 # checked against plain decoding in the same run

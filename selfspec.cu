@@ -1615,17 +1615,6 @@ static int merge_rank(const Tokenizer *t, int left, int right) {
     return m->left >= 0 ? m->rank : INT_MAX;
 }
 
-// Id of a token text (a vocab token or an added token), or -1.
-int tokenizer_find(const Tokenizer *t, const char *piece) {
-    size_t n = strlen(piece);
-    int id = vocab_find(t, piece, n);
-    for (int a = 0; a < t->n_added && id < 0; a++) {
-        const TokenText *x = &t->tok[t->added[a]];
-        if ((size_t)x->len == n && memcmp(x->text, piece, n) == 0) { id = t->added[a]; }
-    }
-    return id;
-}
-
 int tokenizer_vocab_size(const Tokenizer *t) { return t->vocab_size; }
 
 // p (np bytes) then s (n bytes), in a new buffer
@@ -2865,7 +2854,6 @@ static void forward_rows(Model *m, const int *tokens, int n, int pos, const Skip
             n, pos, s->max_tokens, c->seq_len);
     }
     set_pass(m, tokens, n, tree);
-    s->n_passes++;
     s->n_sublayers += (uint64_t)(2 * c->n_layers - (skip ? skip_count(skip, c->n_layers) : 0));
     LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
     capture_boundary(m, capture, 0);

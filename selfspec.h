@@ -95,7 +95,6 @@ typedef struct {
     unsigned char *mask; // (max_tokens, max_tokens) attention mask within this pass
     int *pass_host;      // host staging of tokens, depth and mask, uploaded in one copy
     float *logits_host;  // (max_tokens, vocab_size) logits copied back to the host
-    uint64_t n_passes;    // forward passes run, for the deterministic cost model
     uint64_t n_sublayers; // sublayers run, summed over passes (a pass streams each weight once)
 } RunState;
 
