@@ -1133,6 +1133,10 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
 
 static void build_run_state(RunState *s, const Config *c, int max_tokens);
 
+// The most tokens one forward pass runs: longer prompts are prefilled in chunks of this many, and
+// it bounds a draft plus its verification, a SWIFT tree and a CLaSp batch.
+enum { MAX_PASS_TOKENS = 64 };
+
 int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     memset(m, 0, sizeof(*m));
     snprintf(m->dir, sizeof(m->dir), "%s", dir);
@@ -1180,7 +1184,7 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
 #endif
     m->n_floats = n;
     layout_weights(&m->weights, m->memory, c);
-    build_run_state(&m->state, c, c->seq_len < 64 ? c->seq_len : 64);
+    build_run_state(&m->state, c, c->seq_len < MAX_PASS_TOKENS ? c->seq_len : MAX_PASS_TOKENS);
     return 0;
 }
 
@@ -3090,7 +3094,7 @@ static int generate_plain(Model *m, const int *prompt, int n_prompt, int max_new
 // are scratch, written by drafts and verifications, and never read before a pass rewrites them.
 // Rolling back a rejected draft is therefore just not advancing pos: no cache copies.
 
-enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE, MAX_DRAFT = 63 };
+enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE, MAX_DRAFT = MAX_PASS_TOKENS - 1 };
 
 // The draft-exit rule (Self-SD Sec. 3.4): drafting stops after a token whose top-1 draft
 // probability is below gamma. EXIT_ADAPTIVE moves gamma toward the target acceptance rate.
@@ -3224,8 +3228,8 @@ static void selector_add_prefill_capture(Selector *sel, const Capture *cap, cons
 // Prefill that also hands every prompt token's hidden states to the selector (ASD's cosines).
 static void prefill_captured(Model *m, const int *tokens, int n, Selector *sel, int *last_row) {
     const Config *c = &m->config;
-    int T = m->state.max_tokens, idx[64];
-    for (int t = 0; t < T && t < 64; t++) { idx[t] = t; }
+    int T = m->state.max_tokens, idx[MAX_PASS_TOKENS];
+    for (int t = 0; t < T && t < MAX_PASS_TOKENS; t++) { idx[t] = t; }
     float *states = (float *)malloc_check((size_t)(2 * c->n_layers + 1) * T * c->dim * sizeof(float));
     for (int start = 0; start < n; start += T) {
         int len = n - start < T ? n - start : T;
@@ -3245,9 +3249,9 @@ static void prefill_captured(Model *m, const int *tokens, int n, Selector *sel, 
 // itself, with RoPE position pos + j. Returns the tree size n; tokens/depth/mask are filled.
 typedef struct {
     int n;
-    int tokens[64];
-    int depth[64];
-    unsigned char mask[64 * 64];
+    int tokens[MAX_PASS_TOKENS];
+    int depth[MAX_PASS_TOKENS];
+    unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
 } DraftTree;
 
 static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts, int max_n) {
@@ -3810,8 +3814,8 @@ static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *co
 // Runs layer l on n residual rows at position slot (identity mask, RoPE position slot).
 static void run_layer_batch(Model *m, int l, float *rows, int n, int slot) {
     size_t bytes = (size_t)n * m->config.dim * sizeof(float);
-    int depth[64];
-    unsigned char mask[64 * 64];
+    int depth[MAX_PASS_TOKENS];
+    unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
     for (int t = 0; t < n; t++) {
         depth[t] = 0;
         for (int u = 0; u < n; u++) { mask[t * n + u] = t == u; }
