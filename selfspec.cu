@@ -162,123 +162,6 @@ static char *read_file(const char *path, size_t *len_out, char *err) {
 }
 
 // ----------------------------------------------------------------------------
-// the launch shim: one kernel source, two builds
-//
-// nvcc: kernels launch with <<<grid, block>>> and every CUDA call is checked.
-// C compiler: blockIdx/threadIdx are thread-local variables and LAUNCH runs the grid as a host
-// loop, OpenMP over blocks. That is exact because no kernel uses shared memory, __syncthreads,
-// warp functions or atomics, and no thread reads what another thread of the same launch writes.
-// The block size never changes a result (kernels only use the flat index), so each build picks
-// its own. On the CPU a launch of fewer than 64 blocks runs on one thread: opening an OpenMP
-// region costs microseconds, more than a tiny launch's work. launch_reverse runs blocks and
-// threads in reverse order: the tests use it to show that no kernel depends on execution order.
-
-#ifdef __CUDACC__
-enum { BLOCK_SIZE = 128 };
-
-#define cuda_check(call) cuda_check_((call), #call, __FILE__, __LINE__)
-static void cuda_check_(cudaError_t e, const char *what, const char *file, int line) {
-    if (e != cudaSuccess) { die(file, line, "CUDA: %s failed: %s", what, cudaGetErrorString(e)); }
-}
-
-#define LAUNCH(kernel, n_threads, ...)                                                      \
-    do {                                                                                    \
-        int n_ = (n_threads);                                                               \
-        if (n_ > 0) {                                                                       \
-            kernel<<<(n_ + BLOCK_SIZE - 1) / BLOCK_SIZE, BLOCK_SIZE>>>(__VA_ARGS__);        \
-            cuda_check(cudaGetLastError());                                                 \
-        }                                                                                   \
-    } while (0)
-
-static void *device_malloc(size_t bytes) {
-    void *p = NULL;
-    cudaError_t e = cudaMalloc(&p, bytes > 0 ? bytes : 1);
-    if (e != cudaSuccess) {
-        die(__FILE__, __LINE__, "out of GPU memory allocating %zu bytes: %s", bytes, cudaGetErrorString(e));
-    }
-    return p;
-}
-static void device_free(void *p) { cuda_check(cudaFree(p)); }
-// the engine never calls these three (tests and bench tools do): "unused" keeps nvcc from
-// warning about an unused static function (warning 177)
-__attribute__((unused)) static void device_memset(void *dst, int value, size_t bytes) {
-    cuda_check(cudaMemset(dst, value, bytes));
-}
-__attribute__((unused)) static void copy_on_device(void *dst, const void *src, size_t bytes) {
-    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
-}
-__attribute__((unused)) static void device_sync(void) { cuda_check(cudaDeviceSynchronize()); } // for timing
-static void copy_to_device(void *dst, const void *src, size_t bytes) {
-    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
-}
-static void copy_to_host(void *dst, const void *src, size_t bytes) {
-    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
-}
-// The first CUDA call: without a GPU (or with a driver too old for this build) every later call
-// fails with a misleading message, such as "out of GPU memory", so say it plainly here.
-static void device_init(void) {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        die(__FILE__, __LINE__, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs without one",
-            e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
-    }
-}
-static const char *device_name(void) {
-    static char name[300];
-    cudaDeviceProp prop;
-    cuda_check(cudaGetDeviceProperties(&prop, 0));
-    snprintf(name, sizeof(name), "GPU: %s", prop.name);
-    return name;
-}
-#else
-enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64 };
-#define __global__ static
-#define __device__ static inline
-#ifdef __cplusplus
-#define THREAD_LOCAL thread_local
-#else
-#define THREAD_LOCAL _Thread_local
-#endif
-typedef struct { int x; } GridIndex;
-static THREAD_LOCAL GridIndex blockIdx, threadIdx;
-static GridIndex blockDim = {BLOCK_SIZE};
-static int launch_reverse; // 1: run blocks and threads in reverse order (tests)
-
-#define LAUNCH(kernel, n_threads, ...)                                                      \
-    do {                                                                                    \
-        int grid_ = ((n_threads) + BLOCK_SIZE - 1) / BLOCK_SIZE;                            \
-        _Pragma("omp parallel for schedule(static) if (grid_ >= MIN_PARALLEL_BLOCKS)")      \
-        for (int b_ = 0; b_ < grid_; b_++) {                                                \
-            blockIdx.x = launch_reverse ? grid_ - 1 - b_ : b_;                              \
-            for (int t_ = 0; t_ < BLOCK_SIZE; t_++) {                                       \
-                threadIdx.x = launch_reverse ? BLOCK_SIZE - 1 - t_ : t_;                    \
-                kernel(__VA_ARGS__);                                                        \
-            }                                                                               \
-        }                                                                                   \
-    } while (0)
-
-static void device_init(void) {}
-static void *device_malloc(size_t bytes) { return malloc_check(bytes); }
-static void device_free(void *p) { free(p); }
-static inline void device_memset(void *dst, int value, size_t bytes) { memset(dst, value, bytes); }
-static inline void copy_on_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
-static inline void device_sync(void) {}
-static void copy_to_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
-static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
-static const char *threads_reason = "one per core"; // set by the CLI (choose_threads)
-static const char *device_name(void) {
-#ifdef _OPENMP
-    static char name[160];
-    snprintf(name, sizeof(name), "CPU: %d OpenMP threads (%s)", omp_get_max_threads(), threads_reason);
-    return name;
-#else
-    return "CPU: 1 thread";
-#endif
-}
-#endif
-
-// ----------------------------------------------------------------------------
 // JSON: jsmn tokens over a buffer, and the few look-ups the loaders need
 
 typedef struct {
@@ -1131,7 +1014,460 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
     return 0;
 }
 
-static void build_run_state(RunState *s, const Config *c, int max_tokens);
+// ----------------------------------------------------------------------------
+// the launch shim: one kernel source, two builds
+//
+// nvcc: kernels launch with <<<grid, block>>> and every CUDA call is checked.
+// C compiler: blockIdx/threadIdx are thread-local variables and LAUNCH runs the grid as a host
+// loop, OpenMP over blocks. That is exact because no kernel uses shared memory, __syncthreads,
+// warp functions or atomics, and no thread reads what another thread of the same launch writes.
+// The block size never changes a result (kernels only use the flat index), so each build picks
+// its own. On the CPU a launch of fewer than 64 blocks runs on one thread: opening an OpenMP
+// region costs microseconds, more than a tiny launch's work. launch_reverse runs blocks and
+// threads in reverse order: the tests use it to show that no kernel depends on execution order.
+
+#ifdef __CUDACC__
+enum { BLOCK_SIZE = 128 };
+
+#define cuda_check(call) cuda_check_((call), #call, __FILE__, __LINE__)
+static void cuda_check_(cudaError_t e, const char *what, const char *file, int line) {
+    if (e != cudaSuccess) { die(file, line, "CUDA: %s failed: %s", what, cudaGetErrorString(e)); }
+}
+
+#define LAUNCH(kernel, n_threads, ...)                                                      \
+    do {                                                                                    \
+        int n_ = (n_threads);                                                               \
+        if (n_ > 0) {                                                                       \
+            kernel<<<(n_ + BLOCK_SIZE - 1) / BLOCK_SIZE, BLOCK_SIZE>>>(__VA_ARGS__);        \
+            cuda_check(cudaGetLastError());                                                 \
+        }                                                                                   \
+    } while (0)
+
+static void *device_malloc(size_t bytes) {
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, bytes > 0 ? bytes : 1);
+    if (e != cudaSuccess) {
+        die(__FILE__, __LINE__, "out of GPU memory allocating %zu bytes: %s", bytes, cudaGetErrorString(e));
+    }
+    return p;
+}
+static void device_free(void *p) { cuda_check(cudaFree(p)); }
+// the engine never calls these three (tests and bench tools do): "unused" keeps nvcc from
+// warning about an unused static function (warning 177)
+__attribute__((unused)) static void device_memset(void *dst, int value, size_t bytes) {
+    cuda_check(cudaMemset(dst, value, bytes));
+}
+__attribute__((unused)) static void copy_on_device(void *dst, const void *src, size_t bytes) {
+    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
+__attribute__((unused)) static void device_sync(void) { cuda_check(cudaDeviceSynchronize()); } // for timing
+static void copy_to_device(void *dst, const void *src, size_t bytes) {
+    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+}
+static void copy_to_host(void *dst, const void *src, size_t bytes) {
+    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+}
+// The first CUDA call: without a GPU (or with a driver too old for this build) every later call
+// fails with a misleading message, such as "out of GPU memory", so say it plainly here.
+static void device_init(void) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        die(__FILE__, __LINE__, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs without one",
+            e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    }
+}
+static const char *device_name(void) {
+    static char name[300];
+    cudaDeviceProp prop;
+    cuda_check(cudaGetDeviceProperties(&prop, 0));
+    snprintf(name, sizeof(name), "GPU: %s", prop.name);
+    return name;
+}
+#else
+enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64 };
+#define __global__ static
+#define __device__ static inline
+#ifdef __cplusplus
+#define THREAD_LOCAL thread_local
+#else
+#define THREAD_LOCAL _Thread_local
+#endif
+typedef struct { int x; } GridIndex;
+static THREAD_LOCAL GridIndex blockIdx, threadIdx;
+static GridIndex blockDim = {BLOCK_SIZE};
+static int launch_reverse; // 1: run blocks and threads in reverse order (tests)
+
+#define LAUNCH(kernel, n_threads, ...)                                                      \
+    do {                                                                                    \
+        int grid_ = ((n_threads) + BLOCK_SIZE - 1) / BLOCK_SIZE;                            \
+        _Pragma("omp parallel for schedule(static) if (grid_ >= MIN_PARALLEL_BLOCKS)")      \
+        for (int b_ = 0; b_ < grid_; b_++) {                                                \
+            blockIdx.x = launch_reverse ? grid_ - 1 - b_ : b_;                              \
+            for (int t_ = 0; t_ < BLOCK_SIZE; t_++) {                                       \
+                threadIdx.x = launch_reverse ? BLOCK_SIZE - 1 - t_ : t_;                    \
+                kernel(__VA_ARGS__);                                                        \
+            }                                                                               \
+        }                                                                                   \
+    } while (0)
+
+static void device_init(void) {}
+static void *device_malloc(size_t bytes) { return malloc_check(bytes); }
+static void device_free(void *p) { free(p); }
+static inline void device_memset(void *dst, int value, size_t bytes) { memset(dst, value, bytes); }
+static inline void copy_on_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static inline void device_sync(void) {}
+static void copy_to_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static const char *threads_reason = "one per core"; // set by the CLI (choose_threads)
+static const char *device_name(void) {
+#ifdef _OPENMP
+    static char name[160];
+    snprintf(name, sizeof(name), "CPU: %d OpenMP threads (%s)", omp_get_max_threads(), threads_reason);
+    return name;
+#else
+    return "CPU: 1 thread";
+#endif
+}
+#endif
+
+// ----------------------------------------------------------------------------
+// kernels: one thread per output element or row, serial reductions in a fixed order
+
+// one thread per (token, i): x[t] = token_embedding[tokens[t]]
+__global__ void embed_kernel(float *x, const float *token_embedding, const int *tokens, int n, int dim) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * dim) { return; }
+    int t = i / dim, d = i % dim;
+    x[i] = token_embedding[(size_t)tokens[t] * dim + d];
+}
+
+// The fixed tree that adds 16 partial sums: 16 -> 8 -> 4 -> 2 -> 1. Every reduction that runs as
+// 16 interleaved partial sums (the matmul, dot, RMSNorm) ends here, in both builds.
+enum { LANES = 16 };
+__device__ float tree_sum16(float *s) {
+    for (int u = 0; u < 8; u++) { s[u] += s[u + 8]; }
+    for (int u = 0; u < 4; u++) { s[u] += s[u + 4]; }
+    return (s[0] + s[2]) + (s[1] + s[3]);
+}
+
+// RMSNorm on the GPU in two launches, so that no thread walks a whole row (dim is 2048 in a 1B
+// model); rmsnorm_rows_kernel below is the CPU's, with the same arithmetic.
+// one thread per (token, lane u): part[t][u] = sum of x[t][d]^2 over d = u mod 16, in order
+__global__ void rmsnorm_lanes_kernel(float *part, const float *x, int n, int dim) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * LANES) { return; }
+    const float *xt = x + (size_t)(i / LANES) * dim;
+    float ss = 0.0f;
+    for (int d = i % LANES; d < dim; d += LANES) { ss += xt[d] * xt[d]; }
+    part[i] = ss;
+}
+
+// one thread per (token, d): out = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm), the
+// token's 16 partial sums added in the fixed tree (each thread adds them again: 15 adds)
+__global__ void rmsnorm_kernel(float *out, const float *x, const float *part, const float *w, int n, int dim,
+                               float eps) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * dim) { return; }
+    int t = i / dim, d = i % dim;
+    float s[LANES];
+    for (int u = 0; u < LANES; u++) { s[u] = part[t * LANES + u]; }
+    float scale = 1.0f / sqrtf(tree_sum16(s) / dim + eps);
+    out[i] = w[d] * (x[i] * scale);
+}
+
+// The CPU's RMSNorm: one thread per token; the sum of squares is dot(x, x), the 16 interleaved
+// sums of rmsnorm_lanes_kernel added in the same tree, so both give bitwise the same result
+__device__ float dot(const float *a, const float *b, int n);
+__global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, int n, int dim, float eps) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) { return; }
+    const float *xt = x + (size_t)t * dim;
+    float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps);
+    for (int d = 0; d < dim; d++) { out[(size_t)t * dim + d] = w[d] * (xt[d] * scale); }
+}
+
+// Dot products of one weight row wr with n_tok consecutive token vectors (n_tok <= 8),
+// written to out[0], out[out_dim], ... Each dot product keeps 16 interleaved partial sums,
+// s[u] += w[c] x[c] for c = u mod 16, combined in a fixed tree: the order depends only on
+// in_dim, never on how many tokens share the sweep, so an n-token pass gives bitwise the
+// results of n one-token passes. The input index c is the outer loop and the tokens the inner
+// one: each chunk of 16 weights is loaded once and multiplied into every token's sums, which
+// stay in registers when n_tok is a constant. "omp simd" makes the 16-wide chunk the vector
+// (gcc 12 otherwise vectorizes across chunks, 6x slower); nvcc and compilers without OpenMP
+// ignore it.
+enum { MAX_SWEEP_TOKENS = 8 };
+__device__ void dot_row_tokens(float *out, const float *wr, const float *x, int n_tok, int in_dim, int out_dim) {
+    float s[MAX_SWEEP_TOKENS][16];
+    for (int t = 0; t < n_tok; t++) {
+        for (int u = 0; u < 16; u++) { s[t][u] = 0.0f; }
+    }
+    int c = 0;
+    for (; c + 16 <= in_dim; c += 16) {
+        for (int t = 0; t < n_tok; t++) {
+            const float *xt = x + (size_t)t * in_dim;
+#pragma omp simd
+            for (int u = 0; u < 16; u++) { s[t][u] += wr[c + u] * xt[c + u]; }
+        }
+    }
+    for (int t = 0; t < n_tok; t++) {
+        const float *xt = x + (size_t)t * in_dim;
+        for (int cc = c; cc < in_dim; cc++) { s[t][cc % 16] += wr[cc] * xt[cc]; }
+        out[(size_t)t * out_dim] = tree_sum16(s[t]);
+    }
+}
+
+// one thread per output row r, looping over the n tokens: out[t][r] = dot(w[r], x[t]).
+// Each weight row is read from memory once per pass and reused for all n tokens, which is what
+// makes verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Once a pass
+// over several tokens is compute-bound (on the CPU from about 4 tokens), what counts is how
+// often a weight is loaded into a register: the tokens go through dot_row_tokens 8 at a time,
+// then 4, 2 and 1, each sweep a constant count the compiler can keep in registers
+// (8 x 16 sums fill AVX-512's 32 vector registers; with AVX2's 16 the 8-sweep spills a little
+// and is still as fast as the 4-sweep). Four loops rather than one over the counts: gcc 12
+// turned that loop into one generic, unspecialized sweep. bench/README.md has the measurements.
+__global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= out_dim) { return; }
+    const float *wr = w + (size_t)r * in_dim;
+    int t = 0;
+    for (; t + 8 <= n; t += 8) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 8, in_dim, out_dim); }
+    for (; t + 4 <= n; t += 4) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 4, in_dim, out_dim); }
+    for (; t + 2 <= n; t += 2) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 2, in_dim, out_dim); }
+    for (; t < n; t++) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 1, in_dim, out_dim); }
+}
+
+// The GPU's matmul: the same arithmetic as matmul_kernel, mapped so that loads coalesce. There,
+// one thread walks a whole row, and neighbouring threads read rows in_dim floats apart (8 KB in
+// a 1B model): no load coalesces (74 GB/s on an H100, PERFORMANCE_NOTES.md). Here each of
+// matmul_kernel's 16 partial sums becomes a thread: one thread per (row r, lane u) sums
+// w[r][c] x[t][c] over c = u mod 16 in increasing c, so 16 neighbouring threads read 16
+// neighbouring words of a row; then matmul_combine_kernel, one thread per (token, row), adds the
+// 16 lanes in the fixed tree. Each output element sees the same products added in the same
+// order as in matmul_kernel, so both mappings give bitwise the same result (test_forward
+// checks it; nvcc must not fuse multiply-adds: -fmad=false in the Makefile). The tokens go in
+// sweeps of 8, 4, 2, 1 as in matmul_kernel, so a thread's sums stay in registers.
+// part is (n, out_dim, 16), n <= MAX_SWEEP_TOKENS: the launcher runs longer passes in chunks.
+__device__ void lane_sums_tokens(float *part, const float *wr, const float *x, int n_tok, int lane, int in_dim,
+                                 size_t part_stride) {
+    float s[MAX_SWEEP_TOKENS];
+    for (int t = 0; t < n_tok; t++) { s[t] = 0.0f; }
+    for (int c = lane; c < in_dim; c += LANES) {
+        float w = wr[c];
+        for (int t = 0; t < n_tok; t++) { s[t] += w * x[(size_t)t * in_dim + c]; }
+    }
+    for (int t = 0; t < n_tok; t++) { part[(size_t)t * part_stride] = s[t]; }
+}
+
+// one thread per (output row, lane of 16): part[t][r][u] = sum of w[r][c] x[t][c] over c = u mod 16
+__global__ void matmul_lanes_kernel(float *part, const float *x, const float *w, int n, int in_dim, int out_dim) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= out_dim * LANES) { return; }
+    const float *wr = w + (size_t)(i / LANES) * in_dim;
+    size_t stride = (size_t)out_dim * LANES; // from one token's partial sums to the next's
+    int lane = i % LANES, t = 0;
+    for (; t + 8 <= n; t += 8) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 8, lane, in_dim, stride); }
+    for (; t + 4 <= n; t += 4) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 4, lane, in_dim, stride); }
+    for (; t + 2 <= n; t += 2) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 2, lane, in_dim, stride); }
+    for (; t < n; t++) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 1, lane, in_dim, stride); }
+}
+
+// one thread per (token, output row): out[t][r] = the 16 lanes of part[t][r] added in the fixed
+// tree; with residual, out[t][r] += that instead (x + y rounds as residual_kernel's does, and it
+// saves a launch)
+__global__ void matmul_combine_kernel(float *out, const float *part, int n, int out_dim, int residual) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * out_dim) { return; }
+    float s[LANES];
+    for (int u = 0; u < LANES; u++) { s[u] = part[(size_t)i * LANES + u]; }
+    float y = tree_sum16(s);
+    out[i] = residual ? out[i] + y : y;
+}
+
+// dot(a, b) over n elements, in the same fixed order as the matmul
+__device__ float dot(const float *a, const float *b, int n) {
+    float result;
+    dot_row_tokens(&result, a, b, 1, n, 0);
+    return result;
+}
+
+// one thread per (token, head, pair i): rotate (v[i], v[i + half]) by angle (pos + depth[t]) * f_i.
+// HF's rotate_half convention: pairs are the two halves of a head, not adjacent elements.
+// In place is safe here: each thread reads and writes only its own two elements.
+__global__ void rope_kernel(float *v, int stride, const int *depth, int pos, const float *inv_freq,
+                            int n, int n_heads, int head_dim) {
+    int half = head_dim / 2;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * n_heads * half) { return; }
+    int t = i / (n_heads * half), h = (i / half) % n_heads, k = i % half;
+    float angle = (float)(pos + depth[t]) * inv_freq[k];
+    float c = cosf(angle), s = sinf(angle);
+    float *vh = v + (size_t)t * stride + (size_t)h * head_dim;
+    float a = vh[k], b = vh[k + half];
+    vh[k] = a * c - b * s;
+    vh[k + half] = b * c + a * s;
+}
+
+// Attention in three launches, one thread per output element in each, so that no thread loops
+// over an accumulator in global memory: the scores, the softmax of each (token, head) row, and
+// the weighted sum of values. Token t sees every cached slot < pos, and slot pos + u of this pass
+// when mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads). Each element's
+// arithmetic is that of the one-kernel version this replaced, in the same order, so the CPU
+// build's results did not change by a bit.
+__device__ int visible(const unsigned char *mask, int t, int n, int pos, int s) {
+    return s < pos || mask[t * n + (s - pos)];
+}
+
+// one thread per (token, head, slot s < pos + n): att[t][h][s] = q . k_s / sqrt(head_dim), in
+// the matmul's fixed order; slots t does not see are left as they are (no later stage reads them)
+__global__ void attention_scores_kernel(float *att, const float *q, const float *key_cache, const unsigned char *mask,
+                                        int n, int pos, int n_heads, int n_kv_heads, int head_dim, int seq_len) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, span = pos + n;
+    if (i >= n * n_heads * span) { return; }
+    int row = i / span, s = i % span, t = row / n_heads, h = row % n_heads; // row = t * n_heads + h
+    if (!visible(mask, t, n, pos, s)) { return; }
+    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    const float *qt = q + (size_t)row * head_dim;
+    att[(size_t)row * seq_len + s] = dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) *
+                                     (1.0f / sqrtf((float)head_dim));
+}
+
+// one thread per (token, head): its score row becomes exp(score - max) in place, serially over
+// the visible slots, and att_sum gets their sum (each thread reads and writes only its own row)
+__global__ void attention_softmax_kernel(float *att, float *att_sum, const unsigned char *mask, int n, int pos,
+                                         int n_heads, int seq_len) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= n * n_heads) { return; }
+    int t = row / n_heads;
+    float *a = att + (size_t)row * seq_len, max = -FLT_MAX, sum = 0.0f;
+    for (int s = 0; s < pos + n; s++) {
+        if (visible(mask, t, n, pos, s)) { max = a[s] > max ? a[s] : max; }
+    }
+    for (int s = 0; s < pos + n; s++) {
+        if (!visible(mask, t, n, pos, s)) { continue; }
+        a[s] = expf(a[s] - max);
+        sum += a[s];
+    }
+    att_sum[row] = sum;
+}
+
+// one thread per (token, head, d): out[t][h][d] = sum over visible s of p[s] v[s][d], in order of
+// s, divided by the row's sum; neighbouring threads read neighbouring words of a value row
+__global__ void attention_values_kernel(float *out, const float *att, const float *att_sum, const float *value_cache,
+                                        const unsigned char *mask, int n, int pos, int n_heads, int n_kv_heads,
+                                        int head_dim, int seq_len) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * n_heads * head_dim) { return; }
+    int row = i / head_dim, d = i % head_dim, t = row / n_heads, h = row % n_heads;
+    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
+    const float *a = att + (size_t)row * seq_len, *v = value_cache + (size_t)kvh * head_dim + d;
+    float o = 0.0f;
+    for (int s = 0; s < pos + n; s++) {
+        if (visible(mask, t, n, pos, s)) { o += a[s] * v[(size_t)s * kv_dim]; }
+    }
+    out[i] = o / att_sum[row];
+}
+
+// The CPU's attention: one thread per (token, head): softmax(q k^T / sqrt(head_dim)) v over the
+// visible keys, serial over keys, the three stages above in one thread with the same arithmetic
+// in the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output
+// row, which on the CPU is cache and which the key-outer loop walks contiguously (vectorized
+// over d); a GPU runs the stages instead, where such a loop is a chain of global read-modify-writes. Token t sees every cached slot < pos, and slot pos + u of this pass when
+// mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads).
+__global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
+                                 const float *value_cache, const unsigned char *mask, int n, int pos,
+                                 int n_heads, int n_kv_heads, int head_dim, int seq_len) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * n_heads) { return; }
+    int t = i / n_heads, h = i % n_heads, kv_dim = n_kv_heads * head_dim;
+    int kvh = h / (n_heads / n_kv_heads);
+    const float *qt = q + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
+    float *a = att + (size_t)i * seq_len;
+    float scale = 1.0f / sqrtf((float)head_dim), max = -FLT_MAX;
+    for (int s = 0; s < pos + n; s++) {
+        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
+        a[s] = dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) * scale;
+        max = a[s] > max ? a[s] : max;
+    }
+    float sum = 0.0f;
+    for (int s = 0; s < pos + n; s++) {
+        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
+        a[s] = expf(a[s] - max);
+        sum += a[s];
+    }
+    // o[d] = sum_s a[s] v[s][d], summed over s in order for every d; the key loop is the outer
+    // one so that the inner loop walks a contiguous value row (and vectorizes over d)
+    float *o = out + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
+    for (int d = 0; d < head_dim; d++) { o[d] = 0.0f; }
+    for (int s = 0; s < pos + n; s++) {
+        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
+        const float *v = value_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim;
+        for (int d = 0; d < head_dim; d++) { o[d] += a[s] * v[d]; }
+    }
+    for (int d = 0; d < head_dim; d++) { o[d] = o[d] / sum; }
+}
+
+// one thread per element: x += y (the residual add; each thread owns its element)
+__global__ void residual_kernel(float *x, const float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) { return; }
+    x[i] = x[i] + y[i];
+}
+
+// one thread per element: up = silu(gate) * up   (PyTorch: down(silu(gate(x)) * up(x)))
+__global__ void swiglu_kernel(float *up, const float *gate, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) { return; }
+    float g = gate[i];
+    up[i] = g / (1.0f + expf(-g)) * up[i];
+}
+
+// ----------------------------------------------------------------------------
+// forward: one pass over n tokens, any sublayers skipped
+
+static int skip_count(const SkipSet *s, int n_layers) {
+    int k = 0;
+    for (int l = 0; l < n_layers; l++) { k += s->attn[l] + s->mlp[l]; }
+    return k;
+}
+
+// No product here can overflow: read_config bounds every size by 2^24, n_layers by 256 and
+// n_heads * head_dim by 2^24, so the largest, n_layers * seq_len * kv_dim, is below 2^56.
+// Everything a pass needs is allocated here, once: forward allocates nothing.
+static void build_run_state(RunState *s, const Config *c, int max_tokens) {
+    size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
+    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    size_t wide = q_dim > dim ? q_dim : dim, cache = (size_t)c->n_layers * c->seq_len * kv_dim;
+    size_t rows = wide > hid ? wide : hid; // the largest out_dim of a matmul
+    rows = rows > (size_t)c->vocab_size ? rows : (size_t)c->vocab_size;
+    // part: only the lanes mapping of the matmul touches it (the GPU's; the CPU build's tests)
+    size_t sizes[] = {T * dim, T * wide, T * dim, T * q_dim, T * hid, T * hid,
+                      T * c->n_heads * c->seq_len, T * c->n_heads, T * c->vocab_size, cache, cache,
+                      T * LANES, MAX_SWEEP_TOKENS * rows * LANES};
+    float **slots[] = {&s->x, &s->xb, &s->xb2, &s->q, &s->hb, &s->hb2, &s->att, &s->att_sum, &s->logits,
+                       &s->key_cache, &s->value_cache, &s->norm_part, &s->part};
+    enum { N_SLOTS = sizeof(sizes) / sizeof(sizes[0]) };
+    size_t total = 0;
+    for (int k = 0; k < N_SLOTS; k++) { total += sizes[k]; }
+    float *base = (float *)device_malloc(mul_size(total, sizeof(float)));
+    size_t off = 0;
+    for (int k = 0; k < N_SLOTS; k++) { *slots[k] = base + off; off += sizes[k]; }
+    s->max_tokens = max_tokens;
+    // tokens, depth and mask of a pass sit together on both sides, so set_pass uploads them at once
+    size_t pass_bytes = 2 * T * sizeof(int) + T * T;
+    s->tokens = (int *)device_malloc(pass_bytes);
+    s->depth = s->tokens + T;
+    s->mask = (unsigned char *)(s->depth + T);
+    s->pass_host = (int *)malloc_check(pass_bytes);
+    s->logits_host = (float *)malloc_check(T * c->vocab_size * sizeof(float));
+}
+
+static void free_run_state(RunState *s) {
+    device_free(s->x);
+    device_free(s->tokens);
+    free(s->pass_host);
+    free(s->logits_host);
+}
 
 // The most tokens one forward pass runs: longer prompts are prefilled in chunks of this many, and
 // it bounds a draft plus its verification, a SWIFT tree and a CLaSp batch.
@@ -1186,6 +1522,1419 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     layout_weights(&m->weights, m->memory, c);
     build_run_state(&m->state, c, c->seq_len < MAX_PASS_TOKENS ? c->seq_len : MAX_PASS_TOKENS);
     return 0;
+}
+
+void free_model(Model *m) {
+    if (m->memory == NULL) { return; }
+    free_run_state(&m->state);
+    device_free(m->memory);
+    m->memory = NULL;
+}
+
+// Uploads this pass's tokens (NULL: keep those on the device), RoPE offsets and mask (a causal
+// chain when tree is NULL) in one copy, from the staging buffer laid out like the device's.
+static void set_pass(Model *m, const int *tokens, int n, const TokenTree *tree) {
+    RunState *s = &m->state;
+    size_t T = (size_t)s->max_tokens;
+    int *depth = s->pass_host + T;
+    unsigned char *mask = (unsigned char *)(s->pass_host + 2 * T);
+    for (int t = 0; t < n; t++) {
+        depth[t] = tree ? tree->depth[t] : t;
+        for (int u = 0; u < n; u++) { mask[t * n + u] = tree ? tree->mask[t * n + u] : (u <= t); }
+    }
+    if (tokens) {
+        memcpy(s->pass_host, tokens, (size_t)n * sizeof(int));
+        copy_to_device(s->tokens, s->pass_host, 2 * T * sizeof(int) + (size_t)n * n);
+    } else {
+        copy_to_device(s->depth, depth, T * sizeof(int) + (size_t)n * n);
+    }
+}
+
+// Which mappings the launchers run. 0, the CPU's: matmul_kernel (one thread per row: each weight
+// row is loaded once for all the tokens, from cache lines the thread walks alone),
+// rmsnorm_rows_kernel and attention_kernel (one thread per row, vectorized along it). 1, the
+// GPU's: matmul_lanes_kernel + matmul_combine_kernel (one thread per (row, lane): neighbouring
+// threads read neighbouring words), and RMSNorm and attention in stages with one thread per
+// output element. The same arithmetic, bitwise; the CPU tests set it to 1 to run the GPU's
+// kernels through the launch shim and compare.
+#ifdef __CUDACC__
+static int gpu_mapping = 1;
+#else
+static int gpu_mapping = 0;
+#endif
+
+// out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim); with residual, out += that
+// (out is then the residual stream state.x, and state.xb2 the scratch of the CPU's mapping)
+static void matmul_to(RunState *s, float *out, const float *x, const float *w, int n, int in_dim, int out_dim,
+                      int residual) {
+    if (!gpu_mapping) {
+        LAUNCH(matmul_kernel, out_dim, residual ? s->xb2 : out, x, w, n, in_dim, out_dim);
+        if (residual) { LAUNCH(residual_kernel, n * out_dim, out, s->xb2, n * out_dim); }
+        return;
+    }
+    for (int t = 0; t < n; t += MAX_SWEEP_TOKENS) { // part holds 8 tokens' lanes
+        int len = n - t < MAX_SWEEP_TOKENS ? n - t : MAX_SWEEP_TOKENS;
+        LAUNCH(matmul_lanes_kernel, out_dim * LANES, s->part, x + (size_t)t * in_dim, w, len, in_dim, out_dim);
+        LAUNCH(matmul_combine_kernel, len * out_dim, out + (size_t)t * out_dim, s->part, len, out_dim, residual);
+    }
+}
+static void matmul(RunState *s, float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
+    matmul_to(s, out, x, w, n, in_dim, out_dim, 0);
+}
+
+// out (n, dim) = RMSNorm(x) * w
+static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int n, int dim, float eps) {
+    if (!gpu_mapping) {
+        LAUNCH(rmsnorm_rows_kernel, n, out, x, w, n, dim, eps);
+        return;
+    }
+    LAUNCH(rmsnorm_lanes_kernel, n * LANES, s->norm_part, x, n, dim);
+    LAUNCH(rmsnorm_kernel, n * dim, out, x, s->norm_part, w, n, dim, eps);
+}
+
+// out (n, n_heads * head_dim) = softmax(q k^T / sqrt(head_dim)) v for the n tokens of this pass
+// (set_pass done) against the cache of one layer, slots [0, pos + n)
+static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l, int n, int pos,
+                      const Config *c) {
+    if (!gpu_mapping) {
+        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, n, pos, c->n_heads,
+               c->n_kv_heads, c->head_dim, c->seq_len);
+        return;
+    }
+    LAUNCH(attention_scores_kernel, n * c->n_heads * (pos + n), s->att, q, k_l, s->mask, n, pos, c->n_heads,
+           c->n_kv_heads, c->head_dim, c->seq_len);
+    LAUNCH(attention_softmax_kernel, n * c->n_heads, s->att, s->att_sum, s->mask, n, pos, c->n_heads, c->seq_len);
+    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, s->att_sum, v_l, s->mask, n, pos,
+           c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
+}
+
+// Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn).
+// Writes K and V at cache slots pos..pos+n-1. Slots >= pos are scratch: a later pass
+// overwrites them before anything reads them, which is what makes rollback free.
+static void attention_sublayer(Model *m, int l, int n, int pos) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    RunState *s = &m->state;
+    int dim = c->dim, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
+    int half = c->head_dim / 2;
+    float *k_l = s->key_cache + (size_t)l * c->seq_len * kv_dim;
+    float *v_l = s->value_cache + (size_t)l * c->seq_len * kv_dim;
+    rmsnorm(s, s->xb, s->x, w->rms_att + (size_t)l * dim, n, dim, c->norm_eps);
+    matmul(s, s->q, s->xb, w->wq + (size_t)l * q_dim * dim, n, dim, q_dim);
+    matmul(s, k_l + (size_t)pos * kv_dim, s->xb, w->wk + (size_t)l * kv_dim * dim, n, dim, kv_dim);
+    matmul(s, v_l + (size_t)pos * kv_dim, s->xb, w->wv + (size_t)l * kv_dim * dim, n, dim, kv_dim);
+    LAUNCH(rope_kernel, n * c->n_heads * half, s->q, q_dim, s->depth, pos, w->rope_inv_freq, n,
+           c->n_heads, c->head_dim);
+    LAUNCH(rope_kernel, n * c->n_kv_heads * half, k_l + (size_t)pos * kv_dim, kv_dim, s->depth, pos,
+           w->rope_inv_freq, n, c->n_kv_heads, c->head_dim);
+    attention(s, s->xb, s->q, k_l, v_l, n, pos, c);
+    matmul_to(s, s->x, s->xb, w->wo + (size_t)l * dim * q_dim, n, q_dim, dim, 1); // x += o_proj(...)
+}
+
+// MLP sublayer of layer l: x += down(silu(gate(norm(x))) * up(norm(x))).
+static void mlp_sublayer(Model *m, int l, int n) {
+    const Config *c = &m->config;
+    const Weights *w = &m->weights;
+    RunState *s = &m->state;
+    int dim = c->dim, hid = c->hidden_dim;
+    rmsnorm(s, s->xb, s->x, w->rms_ffn + (size_t)l * dim, n, dim, c->norm_eps);
+    matmul(s, s->hb, s->xb, w->w_gate + (size_t)l * hid * dim, n, dim, hid);
+    matmul(s, s->hb2, s->xb, w->w_up + (size_t)l * hid * dim, n, dim, hid);
+    LAUNCH(swiglu_kernel, n * hid, s->hb2, s->hb, n * hid);
+    matmul_to(s, s->x, s->hb2, w->w_down + (size_t)l * dim * hid, n, hid, dim, 1); // x += down(...)
+}
+
+// Copies the residual rows of the captured tokens at sublayer boundary b, one copy per run of
+// consecutive indices (verification captures rows 0..k: one copy).
+static void capture_boundary(const Model *m, Capture *cap, int b) {
+    if (cap == NULL) { return; }
+    size_t dim = (size_t)m->config.dim;
+    for (int k = 0, run; k < cap->n_idx; k += run) {
+        for (run = 1; k + run < cap->n_idx && cap->idx[k + run] == cap->idx[k] + run; run++) {}
+        copy_to_host(cap->states + ((size_t)b * cap->n_idx + k) * dim, m->state.x + cap->idx[k] * dim,
+                     run * dim * sizeof(float));
+    }
+}
+
+// Copies the K and V rows of cache slots [slot, slot + n) of every layer to or from buf
+// (2 * n_layers * n * kv_dim floats). Scoring passes that run at slots holding accepted text
+// (SWIFT's matchness, CLaSp's DP) save those slots first and restore them after.
+static void kv_slots(Model *m, int slot, int n, float *buf, int save) {
+    const Config *c = &m->config;
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, row = (size_t)n * kv_dim;
+    for (int l = 0; l < c->n_layers; l++) {
+        size_t off = ((size_t)l * c->seq_len + slot) * kv_dim;
+        float *caches[2] = {m->state.key_cache + off, m->state.value_cache + off};
+        for (int kv = 0; kv < 2; kv++) {
+            float *b = buf + (2 * (size_t)l + kv) * row;
+            if (save) { copy_to_host(b, caches[kv], row * sizeof(float)); }
+            else { copy_to_device(caches[kv], b, row * sizeof(float)); }
+        }
+    }
+}
+
+// forward, computing and copying back only the logits rows [first_row, n) (first_row = n: none),
+// to the same rows of state.logits_host: a prefill reads only its last row
+static void forward_rows(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, const TokenTree *tree,
+                         Capture *capture, int first_row) {
+    const Config *c = &m->config;
+    RunState *s = &m->state;
+    if (n < 1 || n > s->max_tokens || pos < 0 || pos + n > c->seq_len) {
+        die(__FILE__, __LINE__, "forward: %d tokens at position %d do not fit (max %d per pass, context %d)",
+            n, pos, s->max_tokens, c->seq_len);
+    }
+    set_pass(m, tokens, n, tree);
+    s->n_sublayers += (uint64_t)(2 * c->n_layers - (skip ? skip_count(skip, c->n_layers) : 0));
+    LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
+    capture_boundary(m, capture, 0);
+    for (int l = 0; l < c->n_layers; l++) {
+        if (!(skip && skip->attn[l])) { attention_sublayer(m, l, n, pos); }
+        capture_boundary(m, capture, 2 * l + 1);
+        if (!(skip && skip->mlp[l])) { mlp_sublayer(m, l, n); }
+        capture_boundary(m, capture, 2 * l + 2);
+    }
+    if (first_row >= n) { return; }
+    size_t f = (size_t)first_row, vocab = (size_t)c->vocab_size;
+    rmsnorm(s, s->xb + f * c->dim, s->x + f * c->dim, m->weights.rms_final, n - first_row, c->dim, c->norm_eps);
+    matmul(s, s->logits + f * vocab, s->xb + f * c->dim, m->weights.lm_head, n - first_row, c->dim, c->vocab_size);
+    copy_to_host(s->logits_host + f * vocab, s->logits + f * vocab, (n - f) * vocab * sizeof(float));
+}
+
+void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, const TokenTree *tree,
+             Capture *capture) {
+    forward_rows(m, tokens, n, pos, skip, tree, capture, 0);
+}
+
+// Runs a prompt through the model under skip (NULL = full) in chunks of state.max_tokens,
+// filling the KV cache at 0..n-1. Chunking does not change a bit: an n-token pass equals n
+// one-token passes. Leaves the last token's logits at row *last_row of state.logits_host (the
+// only row computed and copied back).
+static void prefill(Model *m, const int *tokens, int n, const SkipSet *skip, int *last_row) {
+    for (int start = 0; start < n; start += m->state.max_tokens) {
+        int len = n - start < m->state.max_tokens ? n - start : m->state.max_tokens;
+        forward_rows(m, tokens + start, len, start, skip, NULL, NULL, start + len < n ? len : len - 1);
+        *last_row = len - 1;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// sampler: temperature, top-p, and a documented RNG
+
+// xorshift64* (Vigna, "An experimental exploration of Marsaglia's xorshift generators", 2014):
+// 64-bit state, output = state * 2685821657736338717 after three shifts. Seeds are mixed
+// with splitmix64 so that nearby seeds give unrelated streams.
+void rng_seed(Rng *r, uint64_t seed) {
+    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    r->state = (z ^ (z >> 31)) | 1; // never 0
+}
+
+static uint32_t rng_u32(Rng *r) {
+    r->state ^= r->state >> 12;
+    r->state ^= r->state << 25;
+    r->state ^= r->state >> 27;
+    return (uint32_t)((r->state * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+float rng_uniform(Rng *r) { return (float)(rng_u32(r) >> 8) / 16777216.0f; }
+
+typedef struct {
+    float temperature; // 0 = greedy
+    float top_p;       // nucleus mass in (0, 1]; 1 = off
+    Rng rng;
+} Sampler;
+
+typedef struct {
+    float prob;
+    int index;
+} ProbIndex;
+
+// The highest logit; ties go to the lowest id, as torch.argmax does.
+static int argmax(const float *v, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) {
+        if (v[i] > v[best]) { best = i; }
+    }
+    return best;
+}
+
+static int compare_prob_desc(const void *a, const void *b) {
+    const ProbIndex *x = (const ProbIndex *)a, *y = (const ProbIndex *)b;
+    if (x->prob != y->prob) { return x->prob > y->prob ? -1 : 1; }
+    return x->index - y->index;
+}
+
+// The warped distribution that both plain sampling and speculative sampling use:
+// probs = softmax(logits / temperature), then top-p keeps the smallest set of most likely tokens
+// whose mass reaches top_p, and renormalizes. scratch holds n ProbIndex.
+static void warp_probs(const float *logits, int n, float temperature, float top_p, float *probs,
+                       ProbIndex *scratch) {
+    float max = logits[argmax(logits, n)], sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        probs[i] = expf((logits[i] - max) / temperature);
+        sum += probs[i];
+    }
+    for (int i = 0; i < n; i++) { probs[i] /= sum; }
+    if (top_p >= 1.0f) { return; }
+    // a token below (1 - top_p) / (n - 1) can never be in the nucleus: sort only the others
+    float cutoff = (1.0f - top_p) / (float)(n - 1 > 0 ? n - 1 : 1);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        if (probs[i] >= cutoff) { scratch[m].prob = probs[i]; scratch[m].index = i; m++; }
+    }
+    qsort(scratch, (size_t)m, sizeof(ProbIndex), compare_prob_desc);
+    float mass = 0.0f;
+    int keep = m;
+    for (int k = 0; k < m; k++) {
+        mass += scratch[k].prob;
+        if (mass >= top_p) { keep = k + 1; break; }
+    }
+    memset(probs, 0, (size_t)n * sizeof(float));
+    for (int k = 0; k < keep; k++) { probs[scratch[k].index] = scratch[k].prob / mass; }
+}
+
+// Inverse-CDF draw from probs with one uniform u in [0, 1).
+static int sample_probs(const float *probs, int n, float u) {
+    float cdf = 0.0f;
+    int last = 0;
+    for (int i = 0; i < n; i++) {
+        if (probs[i] <= 0.0f) { continue; }
+        cdf += probs[i];
+        last = i;
+        if (u < cdf) { return i; }
+    }
+    return last; // rounding left u above the total mass: the last possible token
+}
+
+// ----------------------------------------------------------------------------
+// decoding: plain autoregressive decoding
+
+typedef struct {
+    int n_prompt;
+    int n_generated;
+    double prefill_ms;
+    double decode_ms;
+} GenStats;
+
+// Called for each generated token, e.g. to stream its text.
+typedef void (*TokenCallback)(void *ctx, int token);
+
+static int is_eos(const Config *c, int token) {
+    for (int k = 0; k < c->n_eos; k++) {
+        if (c->eos_ids[k] == token) { return 1; }
+    }
+    return 0;
+}
+
+// Picks the next token from one row of logits: argmax when greedy, else a draw from the warped p.
+static int sample_next(Sampler *sp, const float *logits, int vocab, float *probs, ProbIndex *scratch) {
+    if (sp->temperature == 0.0f) { return argmax(logits, vocab); }
+    warp_probs(logits, vocab, sp->temperature, sp->top_p, probs, scratch);
+    return sample_probs(probs, vocab, rng_uniform(&sp->rng));
+}
+
+// Plain decoding with the model under skip (NULL = full model): up to max_new tokens after the
+// prompt, stopping after an EOS or at the context limit. Returns the number written to out.
+// logits_out (NULL or (max_new, vocab)) receives the logits row each token came from.
+static int generate_plain(Model *m, const int *prompt, int n_prompt, int max_new, const SkipSet *skip,
+                          Sampler *sp, int *out, float *logits_out, TokenCallback cb, void *ctx,
+                          GenStats *st) {
+    const Config *c = &m->config;
+    float *probs = (float *)malloc_check((size_t)c->vocab_size * sizeof(float));
+    ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)c->vocab_size * sizeof(ProbIndex));
+    double t0 = time_ms();
+    int row = 0, n = 0;
+    prefill(m, prompt, n_prompt, skip, &row);
+    double t1 = time_ms();
+    int pos = n_prompt;
+    while (n < max_new) {
+        const float *logits = m->state.logits_host + (size_t)row * c->vocab_size;
+        if (logits_out) { memcpy(logits_out + (size_t)n * c->vocab_size, logits, c->vocab_size * sizeof(float)); }
+        int next = sample_next(sp, logits, c->vocab_size, probs, scratch);
+        out[n++] = next;
+        if (cb) { cb(ctx, next); }
+        if (is_eos(c, next) || pos >= c->seq_len || n >= max_new) { break; }
+        forward(m, &next, 1, pos++, skip, NULL, NULL);
+        row = 0;
+    }
+    st->n_prompt = n_prompt;
+    st->n_generated = n;
+    st->prefill_ms = t1 - t0;
+    st->decode_ms = time_ms() - t1;
+    free(probs);
+    free(scratch);
+    return n;
+}
+
+// ----------------------------------------------------------------------------
+// decoding: self-speculative decoding (Self-SD Algorithms 2-4)
+//
+// One round: the token x chosen last round sits at cache slot pos (not yet run by the full
+// model). The draft (the model under a skip set) proposes d1..dk one token at a time; the full
+// model then runs [x, d1..dk] in one pass at slots pos..pos+k, whose row j predicts the token
+// after position pos+j. The longest valid prefix d1..dj is accepted, plus one token from the
+// full model (the correction at the first rejection, or the bonus after all k). pos advances
+// by j+1 and that token becomes the next x.
+//
+// KV-cache invariant: slots < pos hold the full model's K/V for the accepted text; slots >= pos
+// are scratch, written by drafts and verifications, and never read before a pass rewrites them.
+// Rolling back a rejected draft is therefore just not advancing pos: no cache copies.
+
+enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE, MAX_DRAFT = MAX_PASS_TOKENS - 1 };
+
+// The draft-exit rule (Self-SD Sec. 3.4): drafting stops after a token whose top-1 draft
+// probability is below gamma. EXIT_ADAPTIVE moves gamma toward the target acceptance rate.
+typedef struct {
+    int mode;        // EXIT_ADAPTIVE, EXIT_FIXED (gamma stays), EXIT_NONE (always K tokens)
+    float gamma;     // the threshold; gamma_0 = 0.6 (Self-SD Table 7)
+    float alpha;     // target acceptance rate, default 0.9
+    float eps;       // step 0.01
+    float beta1;     // smoothing of AR, 0.5
+    float beta2;     // smoothing of gamma, 0.9
+    float ar;        // the running acceptance rate AR
+    int rounds;      // verifications so far (beta1 = 0 for the first)
+} DraftExit;
+
+static DraftExit draft_exit_default(void) {
+    DraftExit d = {EXIT_ADAPTIVE, 0.6f, 0.9f, 0.01f, 0.5f, 0.9f, 0.0f, 0};
+    return d;
+}
+
+// Self-SD Eq. 2-4, after each verification with accepted of drafted tokens:
+//   AR <- beta1 AR + (1 - beta1) AR_e                   (Eq. 2; beta1 = 0 in the first round)
+//   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
+//   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
+// Decisions where the paper is silent: like the official code, gamma stays put when the draft
+// hit K with AR above target (lowering it further could not lengthen drafts, only let it drift);
+// unlike it, AR and gamma both persist across prompts of one run (AR is not reset to 0, which
+// would push gamma up at the start of every prompt).
+static void draft_exit_update(DraftExit *d, int accepted, int drafted, int hit_max) {
+    if (d->mode != EXIT_ADAPTIVE || drafted == 0) { return; }
+    float ar_e = (float)accepted / (float)drafted;
+    float b1 = d->rounds == 0 ? 0.0f : d->beta1;
+    d->ar = b1 * d->ar + (1.0f - b1) * ar_e;
+    float target = d->ar <= d->alpha ? d->gamma + d->eps : d->gamma - d->eps;
+    if (hit_max && d->ar > d->alpha) { target = d->gamma; }
+    d->gamma = d->beta2 * d->gamma + (1.0f - d->beta2) * target;
+    d->rounds++;
+}
+
+// The draft's confidence in its top token: max softmax(logits), whatever the temperature
+// (Self-SD Algorithm 3 compares max p(x | z*, ...) with gamma).
+static float top1_prob(const float *logits, int n) {
+    float max = logits[argmax(logits, n)], sum = 0.0f;
+    for (int i = 0; i < n; i++) { sum += expf(logits[i] - max); }
+    return 1.0f / sum;
+}
+
+// Speculative sampling, one decision (Leviathan et al. 2023, Chen et al. 2023; Self-SD Alg. 4):
+// the draft token d was drawn from q. Keep it with probability min(1, p(d) / q(d)), using a
+// fresh uniform; otherwise draw the replacement from norm(max(0, p - q)). Either way the token
+// that comes out is distributed exactly as p. Returns 1 if d is kept, else 0 and *replacement.
+static int speculative_accept(const float *p, const float *q, int n, int d, Rng *rng, float *residual,
+                              int *replacement) {
+    if (rng_uniform(rng) * q[d] < p[d]) { return 1; } // u < p/q without dividing by q
+    float mass = 0.0f;
+    for (int i = 0; i < n; i++) {
+        residual[i] = p[i] > q[i] ? p[i] - q[i] : 0.0f;
+        mass += residual[i];
+    }
+    // mass == 0 means p == q, where rejection has probability 0; guard rounding anyway
+    const float *from = mass > 0.0f ? residual : p;
+    float u = rng_uniform(rng) * (mass > 0.0f ? mass : 1.0f);
+    *replacement = sample_probs(from, n, u);
+    return 0;
+}
+
+typedef struct {
+    SkipSet skip;    // the draft model: which sublayers it skips
+    int max_draft;   // K, at most MAX_DRAFT (Self-SD Table 7: 12)
+    DraftExit exit;
+} SpecParams;
+
+// What --svg draws (statistics section), recorded as decoding goes: bounded arrays filled in
+// place, no allocation. Rounds or sets past the bounds are counted, not kept.
+enum { HIST_ROUNDS = 1024, HIST_SETS = 96 };
+typedef struct {
+    int n;                                // rounds kept, at most HIST_ROUNDS (SpecStats.rounds counts all)
+    unsigned char drafted[HIST_ROUNDS];   // k of each round (<= MAX_DRAFT)
+    unsigned char accepted[HIST_ROUNDS];  // draft tokens accepted in it
+    float gamma[HIST_ROUNDS];             // the draft-exit threshold it drafted under (Self-SD Eq. 2-4)
+} RoundHistory;
+
+typedef struct {
+    int n, total;              // sets kept (at most HIST_SETS), sets offered
+    SkipSet set[HIST_SETS];    // decoding: each set when it came into use; Self-SD: each search candidate
+    int at[HIST_SETS];         // decoding: the round it was first used in; Self-SD: the iteration
+    float cost[HIST_SETS];     // Self-SD: the objective per token; decoding: -1
+} SetHistory;
+
+static void set_history_add(SetHistory *h, const SkipSet *s, int at, float cost) {
+    if (h->n < HIST_SETS) { h->set[h->n] = *s; h->at[h->n] = at; h->cost[h->n] = cost; h->n++; }
+    h->total++;
+}
+
+typedef struct {
+    GenStats gen;      // prompt/generated counts, prefill and total decode time
+    int rounds;        // verification passes
+    int drafted;       // draft tokens proposed
+    int accepted;      // draft tokens accepted
+    double draft_ms;   // time in draft forwards
+    double verify_ms;  // time in verification forwards
+    double select_ms;  // time choosing layers (layer-selection methods), search_ms included
+    double search_ms;  // of which an offline search before decoding (selfsd, oracle)
+    int leaf_accepts;  // SWIFT tree verification: rounds that accepted a leaf (a next-best token)
+    int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
+    float gamma_first, gamma_last;
+    double gamma_sum;  // over rounds, for the mean
+    RoundHistory hist; // per round, for --svg
+    SetHistory sets;   // the skip sets in the order they were used, for --svg
+    int longest_draft; // the most draft tokens any round proposed
+} SpecStats;
+
+// Keeps the emitted tokens, stops at EOS or max_new. Returns 1 when generation is over.
+static int emit(const Config *c, int token, int *out, int *n, int max_new, TokenCallback cb, void *ctx) {
+    out[(*n)++] = token;
+    if (cb) { cb(ctx, token); }
+    return is_eos(c, token) || *n >= max_new;
+}
+
+// Layer selection (later section) plugs into the engine through these hooks.
+typedef struct Selector Selector;
+static int selector_wants_prefill_capture(const Selector *sel);
+static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *cos_sum);
+static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp);
+static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos, SpecParams *sp);
+static int selector_wants_verify_capture(const Selector *sel);
+static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted, int accepted,
+                                  SpecParams *sp);
+static int selector_uses_tree(const Selector *sel);
+static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c);
+
+// Prefill that also hands every prompt token's hidden states to the selector (ASD's cosines).
+static void prefill_captured(Model *m, const int *tokens, int n, Selector *sel, int *last_row) {
+    const Config *c = &m->config;
+    int T = m->state.max_tokens, idx[MAX_PASS_TOKENS];
+    for (int t = 0; t < T && t < MAX_PASS_TOKENS; t++) { idx[t] = t; }
+    float *states = (float *)malloc_check((size_t)(2 * c->n_layers + 1) * T * c->dim * sizeof(float));
+    for (int start = 0; start < n; start += T) {
+        int len = n - start < T ? n - start : T;
+        Capture cap = {len, idx, states};
+        forward(m, tokens + start, len, start, NULL, NULL, &cap);
+        selector_add_prefill_capture(sel, &cap, c);
+        *last_row = len - 1;
+    }
+    free(states);
+}
+
+// SWIFT's dynamic verification (Sec. 4.2), greedy only: the draft chain d1..dk plus, at each
+// depth j, the draft's next-best tokens as leaves (k_j - 1 of them, k_j by the confidence of
+// step j: 3/5/8/10 above 0.95/0.8/0.5/0, as the official code; the paper's Sec. 4.2 lists
+// 1/3/5/10). Linearized as [x, d1..dk, leaves...]: the chain first, so accepted chain tokens
+// already sit at consecutive cache slots; each leaf at depth j attends x, d1..d_{j-1} and
+// itself, with RoPE position pos + j. Returns the tree size n; tokens/depth/mask are filled.
+typedef struct {
+    int n;
+    int tokens[MAX_PASS_TOKENS];
+    int depth[MAX_PASS_TOKENS];
+    unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
+} DraftTree;
+
+static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts, int max_n) {
+    int n = 0;
+    for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
+    for (int j = 1; j <= k; j++) {
+        for (int a = 0; a < n_alts[j] && n < max_n; a++) { tr->tokens[n] = alts[j * 16 + a]; tr->depth[n] = j; n++; }
+    }
+    tr->n = n;
+    memset(tr->mask, 0, sizeof(tr->mask));
+    for (int t = 0; t < n; t++) {
+        int d = tr->depth[t];
+        for (int u = 0; u < d; u++) { tr->mask[t * n + u] = 1; } // the chain ancestors x, d1..d_{d-1}
+        tr->mask[t * n + t] = 1;
+    }
+}
+
+// The draft's top alternatives to its top-1 token at one step: k - 1 next-best ids.
+static int top_alternatives(const float *logits, int vocab, float confidence, int *alts) {
+    int k = confidence > 0.95f ? 3 : confidence > 0.8f ? 5 : confidence > 0.5f ? 8 : 10;
+    int n = 0, top = argmax(logits, vocab);
+    for (int a = 0; a < k - 1 && a < 16; a++) { // selection by repeated scans: k <= 10
+        int best = -1;
+        for (int i = 0; i < vocab; i++) {
+            int used = i == top;
+            for (int q = 0; q < n && !used; q++) { used = alts[q] == i; }
+            if (!used && (best < 0 || logits[i] > logits[best])) { best = i; }
+        }
+        alts[n++] = best;
+    }
+    return n;
+}
+
+// Greedy verification of a tree pass: walk the chain while the full model's argmax equals it;
+// at the first mismatch, a leaf holding the argmax is accepted too (its K/V row is copied to
+// the next chain slot, one row per layer), and the bonus comes from that leaf's row.
+// Returns the number of accepted draft tokens; *next is the full model's token, *row its row.
+static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *accepted_tokens, int *next, int *rows) {
+    int vocab = m->config.vocab_size, j = 0;
+    for (;;) {
+        int target = argmax(m->state.logits_host + (size_t)j * vocab, vocab);
+        rows[j] = j;
+        if (j < k && target == tr->tokens[j + 1]) { accepted_tokens[j] = target; j++; continue; }
+        int leaf = -1;
+        for (int t = k + 1; t < tr->n && leaf < 0 && j < k; t++) {
+            if (tr->depth[t] == j + 1 && tr->tokens[t] == target) { leaf = t; }
+        }
+        if (leaf < 0) { *next = target; return j; }
+        accepted_tokens[j] = target; // the leaf: move its K/V to slot pos + j + 1
+        const Config *c = &m->config;
+        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim * sizeof(float));
+        kv_slots(m, pos + leaf, 1, row, 1);
+        kv_slots(m, pos + j + 1, 1, row, 0);
+        free(row);
+        rows[j + 1] = leaf;
+        *next = argmax(m->state.logits_host + (size_t)leaf * vocab, vocab);
+        return j + 1;
+    }
+}
+
+// Drafts up to k_max tokens after x at slots pos, pos+1, ... under the skip set; stores the
+// tokens in draft[1..] and, when sampling, each warped draft distribution q in q_rows. With
+// alts (SWIFT's tree), also each step's next-best tokens. Returns how many were drafted.
+static int draft_tokens(Model *m, SpecParams *sp, Sampler *smp, int x, int pos, int k_max, int *draft,
+                        float *q_rows, ProbIndex *scratch, int *alts, int *n_alts) {
+    int vocab = m->config.vocab_size, k = 0;
+    draft[0] = x;
+    while (k < k_max) {
+        forward(m, &draft[k], 1, pos + k, &sp->skip, NULL, NULL);
+        const float *logits = m->state.logits_host;
+        float *q = q_rows + (size_t)k * vocab;
+        draft[k + 1] = sample_next(smp, logits, vocab, q, scratch);
+        float confidence = top1_prob(logits, vocab);
+        k++;
+        if (alts) { n_alts[k] = top_alternatives(logits, vocab, confidence, alts + k * 16); }
+        if (sp->exit.mode != EXIT_NONE && confidence < sp->exit.gamma) { break; }
+    }
+    return k;
+}
+
+// Verification of a chain pass whose row j holds the full model's logits after [x, d1..dj]:
+//   greedy:   keep d_{j+1} while it equals argmax(row j); next = argmax of the first row that
+//             disagrees, or of row k when all k are kept (the bonus token);
+//   sampling: keep d_{j+1} with probability min(1, p_j(d) / q_j(d)) (speculative_accept, a fresh
+//             uniform each time); on the first rejection next is the residual draw; when all k
+//             are kept, next is drawn from the warped p_k.
+// Returns the number of draft tokens kept; rows[t] is the row that emitted token t.
+static int verify_chain(Model *m, Sampler *smp, const int *draft, int k, const float *q_rows, float *p,
+                        float *residual, ProbIndex *scratch, int *accepted_tokens, int *next, int *rows) {
+    int vocab = m->config.vocab_size, j = 0;
+    for (*next = -1; j <= k; j++) {
+        const float *lj = m->state.logits_host + (size_t)j * vocab;
+        rows[j] = j;
+        if (smp->temperature == 0.0f) {
+            int target = argmax(lj, vocab);
+            if (j == k || target != draft[j + 1]) { *next = target; break; }
+        } else {
+            warp_probs(lj, vocab, smp->temperature, smp->top_p, p, scratch);
+            if (j == k) { *next = sample_probs(p, vocab, rng_uniform(&smp->rng)); break; }
+            if (!speculative_accept(p, q_rows + (size_t)j * vocab, vocab, draft[j + 1], &smp->rng, residual, next)) { break; }
+        }
+        accepted_tokens[j] = draft[j + 1];
+    }
+    return j;
+}
+
+// Self-speculative decoding: same contract as generate_plain. sel (NULL = the static skip set
+// in sp) chooses layers on the way. logits_out (NULL or (max_new, vocab)) receives the
+// full-model logits row each emitted token came from, so tests can check they are bitwise
+// those of plain decoding.
+static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new, SpecParams *sp, Selector *sel,
+                         Sampler *smp, int *out, float *logits_out, TokenCallback cb, void *ctx, SpecStats *st) {
+    const Config *c = &m->config;
+    int vocab = c->vocab_size, n = 0, row = 0, L = c->n_layers;
+    int k_cap = sp->max_draft < MAX_DRAFT ? sp->max_draft : MAX_DRAFT;
+    if (k_cap > m->state.max_tokens - 1) { k_cap = m->state.max_tokens - 1; }
+    int draft[MAX_DRAFT + 1], accepted_tokens[MAX_DRAFT + 1], rows[MAX_DRAFT + 2], alts[(MAX_DRAFT + 1) * 16];
+    int n_alts[MAX_DRAFT + 1], capture_idx[MAX_DRAFT + 1];
+    float *p = (float *)malloc_check((size_t)vocab * sizeof(float));
+    float *residual = (float *)malloc_check((size_t)vocab * sizeof(float));
+    float *q_rows = (float *)malloc_check((size_t)(k_cap + 1) * vocab * sizeof(float));
+    ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)vocab * sizeof(ProbIndex));
+    int *seq = (int *)malloc_check((size_t)(n_prompt + max_new + 1) * sizeof(int)); // prompt + emitted
+    float *states = (float *)malloc_check((size_t)(2 * L + 1) * (k_cap + 1) * c->dim * sizeof(float));
+    DraftTree *tree = (DraftTree *)malloc_check(sizeof(DraftTree));
+    memcpy(seq, prompt, (size_t)n_prompt * sizeof(int));
+    memset(st, 0, sizeof(*st));
+    st->gamma_first = sp->exit.gamma;
+    double t0 = time_ms();
+    if (selector_wants_prefill_capture(sel)) { prefill_captured(m, prompt, n_prompt, sel, &row); }
+    else { prefill(m, prompt, n_prompt, NULL, &row); }
+    double t1 = time_ms();
+    selector_after_prefill(sel, m, sp);
+    st->select_ms += time_ms() - t1;
+    const float *row_logits = m->state.logits_host + (size_t)row * vocab;
+    if (logits_out) { memcpy(logits_out, row_logits, (size_t)vocab * sizeof(float)); }
+    int x = sample_next(smp, row_logits, vocab, p, scratch), pos = n_prompt;
+    seq[pos] = x;
+    int done = emit(c, x, out, &n, max_new, cb, ctx);
+    while (!done && pos < c->seq_len) {
+        double ts = time_ms();
+        st->selections += selector_before_round(sel, m, seq, n_prompt, pos, sp);
+        double ta = time_ms();
+        st->select_ms += ta - ts;
+        // draft: no further than the context or the tokens still wanted
+        int k_max = k_cap;
+        if (k_max > c->seq_len - 1 - pos) { k_max = c->seq_len - 1 - pos; }
+        if (k_max > max_new - n - 1) { k_max = max_new - n - 1; }
+        // A draft that skips nothing is the full model: each draft token would cost a full pass
+        // that verification then repeats. Decision: an empty skip set drafts nothing, and the
+        // round is a plain decoding step (so Self-SD's search measures plain decoding for it).
+        if (skip_count(&sp->skip, L) == 0) { k_max = 0; }
+        // Tree verification is greedy only. Sampling keeps the chain: several candidates per
+        // position stay exact only with a recursive rule (each rejected sibling's mass removed
+        // from both p and the without-replacement q before the next is tried), and the official
+        // SWIFT/EAGLE versions of that rule had bugs; the chain rule here is proven exact by
+        // the tests.
+        int use_tree = selector_uses_tree(sel) && smp->temperature == 0.0f;
+        SetHistory *sh = &st->sets;
+        if (sh->total == 0 || memcmp(&sh->set[sh->n - 1], &sp->skip, sizeof(SkipSet)) != 0) {
+            set_history_add(sh, &sp->skip, st->rounds, -1.0f);
+        }
+        int k = draft_tokens(m, sp, smp, x, pos, k_max, draft, q_rows, scratch, use_tree ? alts : NULL, n_alts);
+        double tb = time_ms();
+        // verify [x, d1..dk] (and the tree's leaves) with the full model in one pass
+        int want_h = selector_wants_verify_capture(sel);
+        for (int t = 0; t <= k; t++) { capture_idx[t] = t; }
+        Capture cap = {k + 1, capture_idx, states};
+        int j = 0, next = -1;
+        if (use_tree) {
+            build_tree(tree, draft, k, alts, n_alts, c->seq_len - pos < m->state.max_tokens ? c->seq_len - pos : m->state.max_tokens);
+            TokenTree tt = {tree->depth, tree->mask};
+            forward(m, tree->tokens, tree->n, pos, NULL, &tt, want_h ? &cap : NULL);
+            j = verify_tree(m, tree, k, pos, accepted_tokens, &next, rows);
+            st->leaf_accepts += rows[j] > k;
+        } else {
+            forward(m, draft, k + 1, pos, NULL, NULL, want_h ? &cap : NULL);
+            j = verify_chain(m, smp, draft, k, q_rows, p, residual, scratch, accepted_tokens, &next, rows);
+        }
+        double tc = time_ms();
+        st->draft_ms += tb - ta;
+        st->verify_ms += tc - tb;
+        int accepted = j;
+        if (logits_out) {
+            for (int t = 0; t <= accepted && n + t < max_new; t++) {
+                memcpy(logits_out + (size_t)(n + t) * vocab, m->state.logits_host + (size_t)rows[t] * vocab,
+                       (size_t)vocab * sizeof(float));
+            }
+        }
+        for (int t = 0; t < accepted && !done; t++) {
+            seq[pos + 1 + t] = accepted_tokens[t];
+            done = emit(c, accepted_tokens[t], out, &n, max_new, cb, ctx);
+        }
+        if (!done) { done = emit(c, next, out, &n, max_new, cb, ctx); }
+        // CLaSp: hidden states of the last accepted token, the one whose row produced next.
+        // The capture holds rows 0..k of every boundary; keep row `accepted` as (2L+1, dim).
+        if (want_h) {
+            for (int b = 0; b <= 2 * L; b++) {
+                memmove(states + (size_t)b * c->dim, states + ((size_t)b * (k + 1) + rows[accepted]) * c->dim,
+                        (size_t)c->dim * sizeof(float));
+            }
+        }
+        // No DP after the prompt's last round: its skip set would never draft (the next prompt
+        // starts again from the alternate layers).
+        want_h = want_h && !done;
+        selector_after_verify(sel, m, want_h ? states : NULL, pos + accepted, k, accepted, sp);
+        st->selections += want_h;
+        st->select_ms += time_ms() - tc;
+        pos += accepted + 1;
+        x = next;
+        seq[pos] = x;
+        st->rounds++;
+        st->drafted += k;
+        st->accepted += accepted;
+        if (st->hist.n < HIST_ROUNDS) {
+            st->hist.drafted[st->hist.n] = (unsigned char)k;
+            st->hist.accepted[st->hist.n] = (unsigned char)accepted;
+            st->hist.gamma[st->hist.n++] = sp->exit.gamma;
+        }
+        if (k > st->longest_draft) { st->longest_draft = k; }
+        draft_exit_update(&sp->exit, accepted, k, k == k_cap);
+        st->gamma_sum += sp->exit.gamma;
+    }
+    st->gamma_last = sp->exit.gamma;
+    st->gen.n_prompt = n_prompt;
+    st->gen.n_generated = n;
+    st->gen.prefill_ms = t1 - t0;
+    st->gen.decode_ms = time_ms() - t1;
+    free(p); free(residual); free(q_rows); free(scratch); free(seq); free(states); free(tree);
+    return n;
+}
+
+// ----------------------------------------------------------------------------
+// layer selection: which sublayers the draft skips
+//
+// A skip set z in {0,1}^{2L} (attention and MLP of each layer) is chosen by one of:
+//   static  given by --skip / --skip-file
+//   selfsd  Self-SD Sec. 3.3: Bayesian optimization offline, before decoding
+//   swift   SWIFT Sec. 4: random search + Bayesian optimization on the fly, during decoding
+//   asd     ASD Algorithm 1: a cosine-similarity rule on the prompt, once per prompt
+//   clasp   CLaSp Algorithm 1: dynamic programming after verifications, whole layers
+//   oracle  exhaustive (or sampled) search under the cost model, to see how far the others land
+// The Gaussian process and the cosine similarity are shared helpers, written once.
+
+// Attention and MLP of every odd layer, never the last: SWIFT's starting point (as its code
+// does), CLaSp's draft until its first DP, and the bench's 50% draft.
+static SkipSet alternate_layers(int n_layers) {
+    SkipSet s;
+    memset(&s, 0, sizeof(s));
+    for (int l = 1; l < n_layers - 1; l += 2) { s.attn[l] = s.mlp[l] = 1; }
+    return s;
+}
+
+enum { METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE };
+static const char *method_name(int method) {
+    static const char *names[] = {"none", "static", "selfsd", "swift", "asd", "clasp", "oracle"};
+    return method >= 0 && method <= METHOD_ORACLE ? names[method] : "?";
+}
+
+static double cosine(const float *a, const float *b, int n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++) {
+        ab += (double)a[i] * b[i];
+        aa += (double)a[i] * a[i];
+        bb += (double)b[i] * b[i];
+    }
+    return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
+}
+
+// A skip set as the GP's input vector: attention bits then MLP bits.
+static void skip_to_vector(const SkipSet *s, int n_layers, float *v) {
+    for (int l = 0; l < n_layers; l++) {
+        v[l] = s->attn[l];
+        v[n_layers + l] = s->mlp[l];
+    }
+}
+
+// --- Gaussian process on binary vectors (shared by Self-SD and SWIFT) -------
+// Matern 5/2 kernel k(r) = (1 + sqrt5 r/l + 5r^2/(3l^2)) exp(-sqrt5 r/l) on the Euclidean
+// distance r (sqrt of the Hamming distance), a noise term on the diagonal, targets normalized
+// to zero mean and unit variance, a Cholesky solve. Decision: the length scale is fixed at
+// sqrt(dim)/2 rather than fitted by marginal likelihood (the official code lets sklearn fit it);
+// a fixed scale keeps the code short and deterministic, and the noise 1e-2 follows the code.
+// Only the last GP_WINDOW observations are used, so a fit stays O(GP_WINDOW^3).
+
+enum { GP_WINDOW = 256, GP_MAX_DIM = 2 * SS_MAX_LAYERS };
+
+typedef struct {
+    int dim;         // 2L
+    int n;           // observations in the window
+    int total;       // observations ever added
+    float *x;        // (GP_WINDOW, dim) ring buffer of inputs
+    double *y;       // (GP_WINDOW) targets
+    double *chol;    // (GP_WINDOW, GP_WINDOW) lower Cholesky factor of K + noise I
+    double *alpha;   // (GP_WINDOW) (K + noise I)^-1 (y - mean) / std
+    double y_mean, y_std, lengthscale, noise;
+} Gp;
+
+static void gp_init(Gp *gp, int dim) {
+    memset(gp, 0, sizeof(*gp));
+    gp->dim = dim;
+    gp->x = (float *)calloc_check((size_t)GP_WINDOW * dim, sizeof(float));
+    gp->y = (double *)calloc_check(GP_WINDOW, sizeof(double));
+    gp->chol = (double *)calloc_check((size_t)GP_WINDOW * GP_WINDOW, sizeof(double));
+    gp->alpha = (double *)calloc_check(GP_WINDOW, sizeof(double));
+    gp->lengthscale = sqrt((double)dim) / 2.0;
+    gp->noise = 1e-2;
+}
+
+static void gp_free(Gp *gp) {
+    free(gp->x);
+    free(gp->y);
+    free(gp->chol);
+    free(gp->alpha);
+}
+
+static double gp_kernel(const Gp *gp, const float *a, const float *b) {
+    double d2 = 0;
+    for (int i = 0; i < gp->dim; i++) { d2 += (double)(a[i] - b[i]) * (a[i] - b[i]); }
+    double s = sqrt(5.0 * d2) / gp->lengthscale;
+    return (1.0 + s + s * s / 3.0) * exp(-s);
+}
+
+// Adds one observation and refits: chol = cholesky(K + noise I), alpha = solve(y normalized).
+static void gp_add(Gp *gp, const float *x, double y) {
+    int slot = gp->total % GP_WINDOW, n;
+    memcpy(gp->x + (size_t)slot * gp->dim, x, (size_t)gp->dim * sizeof(float));
+    gp->y[slot] = y;
+    gp->total++;
+    gp->n = n = gp->total < GP_WINDOW ? gp->total : GP_WINDOW;
+    double mean = 0, var = 0;
+    for (int i = 0; i < n; i++) { mean += gp->y[i]; }
+    mean /= n;
+    for (int i = 0; i < n; i++) { var += (gp->y[i] - mean) * (gp->y[i] - mean); }
+    gp->y_mean = mean;
+    gp->y_std = n > 1 && var > 0 ? sqrt(var / n) : 1.0;
+    double *L = gp->chol;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j <= i; j++) {
+            double s = gp_kernel(gp, gp->x + (size_t)i * gp->dim, gp->x + (size_t)j * gp->dim) + (i == j ? gp->noise : 0);
+            for (int k = 0; k < j; k++) { s -= L[i * GP_WINDOW + k] * L[j * GP_WINDOW + k]; }
+            L[i * GP_WINDOW + j] = i == j ? sqrt(s > 1e-12 ? s : 1e-12) : s / L[j * GP_WINDOW + j];
+        }
+    }
+    for (int i = 0; i < n; i++) { // forward then back substitution
+        double s = (gp->y[i] - mean) / gp->y_std;
+        for (int k = 0; k < i; k++) { s -= L[i * GP_WINDOW + k] * gp->alpha[k]; }
+        gp->alpha[i] = s / L[i * GP_WINDOW + i];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double s = gp->alpha[i];
+        for (int k = i + 1; k < n; k++) { s -= L[k * GP_WINDOW + i] * gp->alpha[k]; }
+        gp->alpha[i] = s / L[i * GP_WINDOW + i];
+    }
+}
+
+// Posterior mean and variance at x, in the targets' units.
+static void gp_predict(const Gp *gp, const float *x, double *mean, double *var) {
+    double ks[GP_WINDOW], v[GP_WINDOW], mu = 0, vv = 0;
+    const double *L = gp->chol;
+    for (int i = 0; i < gp->n; i++) {
+        ks[i] = gp_kernel(gp, x, gp->x + (size_t)i * gp->dim);
+        mu += ks[i] * gp->alpha[i];
+    }
+    for (int i = 0; i < gp->n; i++) { // v = L^-1 k*
+        double s = ks[i];
+        for (int k = 0; k < i; k++) { s -= L[i * GP_WINDOW + k] * v[k]; }
+        v[i] = s / L[i * GP_WINDOW + i];
+        vv += v[i] * v[i];
+    }
+    *mean = gp->y_mean + gp->y_std * mu;
+    *var = gp->y_std * gp->y_std * (1.0 - vv > 0 ? 1.0 - vv : 0.0);
+}
+
+// A random candidate: each sublayer skipped with probability p, or, when count > 0, exactly
+// count sublayers skipped among the allowed ones (layers first_layer..last_layer).
+static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_layer, int last_layer, SkipSet *s) {
+    memset(s, 0, sizeof(*s));
+    int slots = 2 * (last_layer - first_layer + 1);
+    if (count <= 0) {
+        for (int l = first_layer; l <= last_layer; l++) {
+            s->attn[l] = rng_uniform(r) < p;
+            s->mlp[l] = rng_uniform(r) < p;
+        }
+        return;
+    }
+    for (int placed = 0; placed < count && placed < slots;) {
+        int k = (int)(rng_u32(r) % (uint32_t)slots), l = first_layer + k / 2;
+        unsigned char *flag = k % 2 ? &s->mlp[l] : &s->attn[l];
+        if (!*flag) { *flag = 1; placed++; }
+    }
+    (void)n_layers;
+}
+
+// UCB acquisition (mean + kappa sd) maximized over n_random candidates drawn like
+// random_skip_set. The best candidate goes to *best. The official codes differ in kappa:
+// Self-SD's uses 2.576, SWIFT's 2.5 (both bayes_opt's UCB with xi = 0); each caller passes its own.
+static const double KAPPA_SELFSD = 2.576, KAPPA_SWIFT = 2.5;
+static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last, int n_random, double kappa,
+                       SkipSet *best) {
+    float v[GP_MAX_DIM];
+    double best_ucb = -INFINITY;
+    for (int k = 0; k < n_random; k++) {
+        SkipSet cand;
+        random_skip_set(r, n_layers, 0.6f * rng_uniform(r), count, first, last, &cand);
+        skip_to_vector(&cand, n_layers, v);
+        double mean, var;
+        gp_predict(gp, v, &mean, &var);
+        double ucb = mean + kappa * sqrt(var);
+        if (ucb > best_ucb) { best_ucb = ucb; *best = cand; }
+    }
+}
+
+// --- the objective: time per verified token ----------------------------------
+
+typedef struct {
+    const int *const *prompts; // dev prompts (token ids)
+    const int *lengths;
+    int n_prompts;
+    int n_new;                 // tokens decoded per prompt
+    int use_cost_model;        // 1: sublayers run per token (deterministic); 0: wall-clock ms per token
+    double (*fake)(void *ctx, const SkipSet *s); // tests: a synthetic objective in place of decoding
+    void *fake_ctx;
+} Objective;
+
+// Set by the CLI's SIGINT handler: the searches stop at the next candidate and return the best
+// set so far.
+static volatile sig_atomic_t search_interrupted;
+
+// Self-SD's objective: decode the dev prompts greedily with skip set s and the adaptive draft
+// exit, and measure the cost per generated token (lower is better). The cost model counts
+// sublayers run: a pass costs its active sublayers whatever its token count, because each
+// weight is streamed once per pass; it is what Eq. 6's cost coefficient assumes.
+static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
+    if (obj->fake) { return obj->fake(obj->fake_ctx, s); }
+    int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
+    uint64_t sub0 = m->state.n_sublayers;
+    double t0 = time_ms(), tokens = 0;
+    for (int k = 0; k < obj->n_prompts; k++) {
+        SpecParams sp;
+        sp.skip = *s;
+        sp.max_draft = 12;
+        sp.exit = draft_exit_default();
+        Sampler greedy = {0.0f, 1.0f, {1}};
+        SpecStats st;
+        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], obj->n_new, &sp, NULL, &greedy, out, NULL,
+                                NULL, NULL, &st);
+    }
+    free(out);
+    double cost = obj->use_cost_model ? (double)(m->state.n_sublayers - sub0) : time_ms() - t0;
+    return cost / (tokens > 0 ? tokens : 1);
+}
+
+// --- Self-SD: Bayesian optimization offline (Self-SD Sec. 3.3) ----------------
+// Maximize -objective over z in {0,1}^{2L}: the first iters/5 candidates are random (skip
+// probability uniform in [0, 0.6]), then each is the UCB maximizer over 2000 random candidates.
+// Decisions: the paper searched 1000 iterations on 8 prompts; a tiny model's landscape is small,
+// so the default is 64 iterations (--iters), on the prompt itself or --dev-prompts. Any layer
+// may be skipped, as in the paper; no skip count is imposed.
+// Wall-clock noise: on a busy machine one measurement can be several times too high or too low,
+// and a single lucky one used to win the search (a set accepting 0 of 35 drafts, 0.59x). So the
+// empty set's cost is the median of 3 measurements, a candidate that looks better than the best
+// so far is measured twice more and keeps the median, and at the end the winner and the empty
+// set are measured 5 times each, alternately: the winner stays only if its median is lower.
+
+static int compare_double_asc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+// The median of n measurements (n <= 5), the first of which is already in first (NAN: none).
+static double measure_median(Model *m, const Objective *obj, const SkipSet *s, int n, double first) {
+    double c[5];
+    for (int k = 0; k < n; k++) { c[k] = k == 0 && !isnan(first) ? first : measure_objective(m, obj, s); }
+    qsort(c, (size_t)n, sizeof(double), compare_double_asc);
+    return c[n / 2];
+}
+
+static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t seed, int verbose, SetHistory *hist) {
+    int L = m->config.n_layers, repeats = obj->use_cost_model ? 1 : 3;
+    const char *unit = obj->use_cost_model ? "sublayers/token" : "ms/token";
+    Gp gp;
+    gp_init(&gp, 2 * L);
+    Rng r;
+    rng_seed(&r, seed);
+    SkipSet best, cand, empty;
+    memset(&empty, 0, sizeof(empty));
+    best = empty;
+    double best_cost = measure_median(m, obj, &best, repeats, NAN); // plain speed as a baseline
+    double t0 = time_ms(); // the iterations' own pace gives the time left
+    float v[GP_MAX_DIM];
+    skip_to_vector(&best, L, v);
+    gp_add(&gp, v, -best_cost);
+    if (hist) { set_history_add(hist, &best, 0, (float)best_cost); }
+    if (verbose) { fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n", best_cost, unit); }
+    int it;
+    for (it = 1; it <= iters && !search_interrupted; it++) {
+        if (it <= iters / 5) { random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand); }
+        else { gp_propose(&gp, &r, L, 0, 0, L - 1, 2000, KAPPA_SELFSD, &cand); }
+        double cost = measure_objective(m, obj, &cand);
+        if (cost < best_cost && repeats > 1) { cost = measure_median(m, obj, &cand, repeats, cost); }
+        skip_to_vector(&cand, L, v);
+        gp_add(&gp, v, -cost);
+        if (cost < best_cost) { best_cost = cost; best = cand; }
+        if (hist) { set_history_add(hist, &cand, it, (float)cost); }
+        if (verbose) {
+            double left_s = (time_ms() - t0) / it * (iters - it) / 1e3;
+            fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, ~%.0f s left\n", it, iters,
+                    cost, unit, best_cost, skip_count(&best, L), 2 * L, left_s);
+        }
+    }
+    if (search_interrupted && verbose) {
+        fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d of %d, cost %.4f %s\n",
+                it - 1, iters, skip_count(&best, L), 2 * L, best_cost, unit);
+    }
+    if (repeats > 1 && skip_count(&best, L) > 0 && !search_interrupted) { // the re-check against plain decoding
+        double cb[5], ce[5];
+        for (int k = 0; k < 5; k++) { cb[k] = measure_objective(m, obj, &best); ce[k] = measure_objective(m, obj, &empty); }
+        qsort(cb, 5, sizeof(double), compare_double_asc);
+        qsort(ce, 5, sizeof(double), compare_double_asc);
+        if (verbose) {
+            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n", cb[2], ce[2], unit,
+                    cb[2] < ce[2] ? "" : ": keeping the empty set");
+        }
+        if (cb[2] >= ce[2]) { best = empty; }
+    }
+    gp_free(&gp);
+    return best;
+}
+
+// --- ASD: the cosine rule (ASD Sec. 3, Algorithm 1, Table 2) -----------------
+// C_l = mean over prompt positions of cos(input, output) of attention sublayer l.
+// Remove attention l when C_l >= alpha (0.985) and l <= L - n; also remove attention and MLP of
+// every m-th layer (l = jm <= L - n); m = 3, n = 2. The paper numbers layers 1..L: layer l here
+// is index l - 1, so "every m-th" is indices m-1, 2m-1, ... and "l <= L - n" is index <= L-n-1.
+static SkipSet select_asd(const double *cos_attn, int n_layers, double alpha, int every_m, int keep_last_n) {
+    SkipSet s;
+    memset(&s, 0, sizeof(s));
+    for (int l = 1; l <= n_layers - keep_last_n; l++) {
+        if (cos_attn[l - 1] >= alpha) { s.attn[l - 1] = 1; }
+        if (l % every_m == 0) { s.attn[l - 1] = s.mlp[l - 1] = 1; }
+    }
+    return s;
+}
+
+// Accumulates sum over tokens of cos(attention input, attention output) per layer from a capture.
+static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *cos_sum) {
+    for (int l = 0; l < n_layers; l++) {
+        for (int k = 0; k < cap->n_idx; k++) {
+            const float *in = cap->states + ((size_t)(2 * l) * cap->n_idx + k) * dim;
+            const float *out = cap->states + ((size_t)(2 * l + 1) * cap->n_idx + k) * dim;
+            cos_sum[l] += cosine(in, out, dim);
+        }
+    }
+}
+
+// --- CLaSp: dynamic programming over layers (CLaSp Eq. 2, Algorithm 1) --------
+// h_0..h_L are the full model's hidden states of the last accepted token (layer inputs and the
+// last output). g(i, j) = the best state after i layers with j of them skipped:
+//   g(i, 0) = h_i
+//   g(i, j) = argmax by cosine to h_i of { g(i-1, j-1) (skip layer i),  f_i(g(i-1, j)) (run it) }
+// and backtracking from (L, M) gives the skipped layers. Decision: "the hidden states of the
+// last accepted token" (Sec. 3.3) are read as the states at that token's own position in the
+// verification pass, the freshest full-model states, whose output chose the next token. All g(i-1, j) of one layer run through
+// f_i as one batch (the paper's "sequence parallel"): each candidate sits at the token's position
+// `slot`, attends the cached prefix plus itself (an identity mask), and writes K/V only at
+// slots slot.. which are saved before and restored after (slot holds the real token's K/V).
+
+// Runs layer l on n residual rows at position slot (identity mask, RoPE position slot).
+static void run_layer_batch(Model *m, int l, float *rows, int n, int slot) {
+    size_t bytes = (size_t)n * m->config.dim * sizeof(float);
+    int depth[MAX_PASS_TOKENS];
+    unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
+    for (int t = 0; t < n; t++) {
+        depth[t] = 0;
+        for (int u = 0; u < n; u++) { mask[t * n + u] = t == u; }
+    }
+    TokenTree tree = {depth, mask};
+    set_pass(m, NULL, n, &tree);
+    copy_to_device(m->state.x, rows, bytes);
+    attention_sublayer(m, l, n, slot);
+    mlp_sublayer(m, l, n);
+    copy_to_host(rows, m->state.x, bytes);
+}
+
+static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
+    const Config *c = &m->config;
+    int L = c->n_layers, dim = c->dim, M = max_skip < L ? max_skip : L;
+    if (M > m->state.max_tokens) { M = m->state.max_tokens; }
+    if (slot + M > c->seq_len) { M = c->seq_len - slot; }
+    size_t row = (size_t)dim;
+    float *g = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));     // g(i-1, .)
+    float *next = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));  // g(i, .)
+    float *batch = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));
+    unsigned char *skipped = (unsigned char *)calloc_check((size_t)(L + 1) * (M + 1), 1); // parent: skip?
+    float *saved = (float *)malloc_check((size_t)2 * L * (M + 1) * c->n_kv_heads * c->head_dim * sizeof(float));
+    kv_slots(m, slot, M > 0 ? M : 1, saved, 1);
+    memcpy(g, h, row * sizeof(float)); // g(0, 0) = h_0
+    for (int i = 1; i <= L; i++) {
+        // Only states that can still end at (L, M) matter: after layer i at most L - i more
+        // layers can be skipped, so j >= M - (L - i). This band saves about a third of the layers
+        // run (M = L / 2) and changes nothing else.
+        int lo = M - (L - i) > 1 ? M - (L - i) : 1;
+        int top = i < M ? i : M;             // j ranges over lo..min(i, M)
+        int run_top = i - 1 < M ? i - 1 : M; // g(i-1, j) exists for j <= min(i-1, M)
+        int n_run = run_top - lo + 1;
+        if (n_run > 0) {                     // f_i on g(i-1, lo..run_top) in one batch
+            memcpy(batch, g + (size_t)lo * row, (size_t)n_run * row * sizeof(float));
+            run_layer_batch(m, i - 1, batch, n_run, slot);
+        }
+        const float *hi = h + (size_t)(2 * i) * row;
+        memcpy(next, hi, row * sizeof(float));
+        for (int j = lo; j <= top; j++) {
+            const float *skip_state = g + (size_t)(j - 1) * row;
+            const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
+            int take_skip = run_state == NULL || cosine(hi, skip_state, dim) > cosine(hi, run_state, dim);
+            memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
+            skipped[i * (M + 1) + j] = (unsigned char)take_skip;
+        }
+        float *tmp = g; g = next; next = tmp;
+    }
+    kv_slots(m, slot, M > 0 ? M : 1, saved, 0);
+    SkipSet s;
+    memset(&s, 0, sizeof(s));
+    for (int i = L, j = M; i > 0 && j > 0; i--) { // backtrack from (L, M)
+        if (skipped[i * (M + 1) + j]) { s.attn[i - 1] = s.mlp[i - 1] = 1; j--; }
+    }
+    free(g); free(next); free(batch); free(skipped); free(saved);
+    return s;
+}
+
+// --- SWIFT: on-the-fly optimization (SWIFT Sec. 4.1, App. B.2) ---------------
+// Matchness (Eq. 3-4): the draft, teacher-forced over the last gamma generated tokens in one
+// pass, predicts each of them; the score is the fraction it gets right. The pass runs at the
+// slots those tokens already occupy, so those slots are saved before and restored after: the
+// real cache is left exactly as it was.
+static double swift_matchness(Model *m, const int *seq, int pos, int window, const SkipSet *s) {
+    const Config *c = &m->config;
+    int start = pos - window - 1; // inputs seq[start .. pos-2] predict seq[start+1 .. pos-1]
+    if (start < 0 || window > m->state.max_tokens) { return 0.0; }
+    float *saved = (float *)malloc_check((size_t)2 * c->n_layers * window * c->n_kv_heads * c->head_dim * sizeof(float));
+    kv_slots(m, start, window, saved, 1);
+    forward(m, seq + start, window, start, s, NULL, NULL);
+    kv_slots(m, start, window, saved, 0);
+    int match = 0;
+    for (int t = 0; t < window; t++) {
+        match += argmax(m->state.logits_host + (size_t)t * c->vocab_size, c->vocab_size) == seq[start + t + 1];
+    }
+    free(saved);
+    return (double)match / window;
+}
+
+typedef struct {
+    int window;          // gamma: context window, 32
+    int max_steps;       // S: 1000
+    float budget;        // optimization time as a share of the decoding time, 0.02
+    int patience;        // stop after this many steps without improvement: 300
+    int bo_every;        // beta: every 25th step is a Bayesian-optimization proposal
+    float target;        // stop once matchness exceeds 0.95
+    float ratio;         // r: fraction of the 2L sublayers skipped, 0.45
+    int steps, since_best, done;
+    double best_score;
+    SkipSet best;
+    Gp gp;
+    Rng rng;
+    int rounds, drafted, accepted; // verifications, and drafts verified since the last ratio check
+    double run_ms, opt_ms, last_ms; // decoding time seen (steps included), time in steps, last round's start
+    double step_ms;                 // the last step's time: what the next one will likely cost
+} Swift;
+
+static void swift_init(Swift *w, int n_layers, uint64_t seed) {
+    memset(w, 0, sizeof(*w));
+    w->window = 32;
+    w->max_steps = 1000;
+    w->budget = 0.02f;
+    w->patience = 300;
+    w->bo_every = 25;
+    w->target = 0.95f;
+    w->ratio = 0.45f;
+    w->best_score = -1.0;
+    w->best = alternate_layers(n_layers); // the starting point
+    gp_init(&w->gp, 2 * n_layers);
+    rng_seed(&w->rng, seed);
+}
+
+// count sublayers spread evenly over layers 1..L-2, attention and MLP alternating: the uniform
+// draft SWIFT starts from (Sec. 4.1.1), here at any skip ratio.
+static SkipSet uniform_skip_set(int n_layers, int count) {
+    SkipSet s;
+    memset(&s, 0, sizeof(s));
+    int slots = 2 * (n_layers - 2); // sublayer k = 2 .. 2L-3: layer k / 2, attention when k is even
+    for (int i = 0; i < count && i < slots; i++) {
+        int k = 2 + (int)((long)i * slots / count);
+        if (k % 2 == 0) { s.attn[k / 2] = 1; } else { s.mlp[k / 2] = 1; }
+    }
+    return s;
+}
+
+// One optimization step before a decoding step: propose a candidate with exactly
+// round(r * 2L) skipped sublayers, never in the first or last layer (random, or the GP's
+// proposal every beta-th step), score it, keep it if it beats the best.
+// Decision on persistence: like the official code, the state lives for the whole run (across
+// the prompts of -f), and once optimization stops it never restarts on a distribution shift;
+// the best set carries over to later prompts. Restarting would need a shift detector the paper
+// does not define.
+// Decision on cost (CPU): the paper runs a step before every decoding step and reports the
+// steps at 0.8% of the time (Fig. 6), amortized over 1000 instances, with one 32-token draft
+// pass costing about one decoding step on a GPU. On the CPU that pass is compute-bound and
+// costs several decoding steps, so a step runs only if the steps so far plus this one (priced
+// at the last step's time) stay within `budget` of the decoding time so far (--swift-budget,
+// default 0.02; 1 restores the paper's schedule). The first step always runs. Fig. 8a's knobs
+// S and beta trade the same optimization against speed.
+// Context accumulation (Sec. 4.1.1): no step until `window` LLM-generated tokens of this prompt
+// sit in the cache (seq[n_prompt .. pos-1]; seq[pos] is not run yet), so Eq. 3 scores generated
+// tokens only, never the prompt; until then the draft is the best set so far (at first the
+// uniform starting point).
+static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos) {
+    double t0 = time_ms();
+    if (w->last_ms > 0) { w->run_ms += t0 - w->last_ms; } // the previous round, its step included
+    w->last_ms = t0;
+    int within_budget = w->budget >= 1.0f || w->opt_ms + w->step_ms <= w->budget * w->run_ms;
+    if (w->done || pos - n_prompt < w->window || !within_budget) { return; }
+    int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
+    SkipSet cand;
+    if (w->best_score < 0) {
+        cand = w->best;           // score the starting point first
+    } else if ((w->steps + 1) % w->bo_every == 0 && w->gp.n > 1) {
+        gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, 1000, KAPPA_SWIFT, &cand);
+    } else {
+        random_skip_set(&w->rng, L, 0, count, 1, L - 2, &cand);
+    }
+    double score = swift_matchness(m, seq, pos, w->window, &cand);
+    float v[GP_MAX_DIM];
+    skip_to_vector(&cand, L, v);
+    gp_add(&w->gp, v, score);
+    w->steps++;
+    if (score > w->best_score) { w->best_score = score; w->best = cand; w->since_best = 0; }
+    else { w->since_best++; }
+    w->done = w->steps >= w->max_steps || w->since_best >= w->patience || w->best_score > w->target;
+    w->step_ms = time_ms() - t0;
+    w->opt_ms += w->step_ms;
+}
+
+// SWIFT App. C.2: r is lowered when the acceptance rate stays below 0.7 (0.5 -> 0.4 for
+// Llama-3-70B). Decision, as the paper gives no schedule: every 50 verifications while
+// optimizing, if the drafts verified meanwhile were accepted below 0.7, r drops by 0.05 (down
+// to 0.05), the draft becomes the uniform set at the new count, and the search restarts there,
+// its GP cleared (the old points had another count). Counting verifications rather than
+// optimization steps keeps the rule working when the budget leaves few steps.
+static void swift_after_verify(Swift *w, int n_layers, int drafted, int accepted) {
+    if (w->done) { return; }
+    w->rounds++;
+    w->drafted += drafted;
+    w->accepted += accepted;
+    if (w->rounds % 50 != 0 || w->drafted == 0) { return; }
+    if ((double)w->accepted / w->drafted < 0.7 && w->ratio > 0.075f) {
+        w->ratio -= 0.05f;
+        w->best = uniform_skip_set(n_layers, (int)lroundf(w->ratio * 2 * n_layers));
+        w->best_score = -1.0;
+        w->gp.n = w->gp.total = 0;
+    }
+    w->drafted = w->accepted = 0;
+}
+
+// --- the oracle (in none of the papers) -----------------------------------------
+// Every skip set with exactly `count` skipped sublayers when there are at most max_sets of them,
+// else max_sets random ones (the count is reported), scored by the objective. Slow by design: it
+// prints its progress every 10 s and stops early on Ctrl-C (search_interrupted).
+static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets, uint64_t seed, long *n_tried) {
+    int L = m->config.n_layers, slots = 2 * L;
+    double total = 1; // C(2L, count)
+    for (int k = 0; k < count; k++) { total = total * (slots - k) / (k + 1); }
+    SkipSet best, cand;
+    memset(&best, 0, sizeof(best));
+    double best_cost = INFINITY;
+    Rng r;
+    rng_seed(&r, seed);
+    int idx[GP_MAX_DIM];
+    for (int k = 0; k < count; k++) { idx[k] = k; }
+    long tried = 0, n_sets;
+    int exhaustive = total <= (double)max_sets;
+    n_sets = exhaustive ? (long)total : max_sets;
+    double t0 = time_ms(), shown = t0;
+    while (tried < n_sets && !search_interrupted) {
+        if (exhaustive) {
+            memset(&cand, 0, sizeof(cand));
+            for (int k = 0; k < count; k++) {
+                if (idx[k] < L) { cand.attn[idx[k]] = 1; } else { cand.mlp[idx[k] - L] = 1; }
+            }
+            int k = count - 1; // next combination in lexicographic order
+            while (k >= 0 && idx[k] == slots - count + k) { k--; }
+            if (k >= 0) { idx[k]++; for (int q = k + 1; q < count; q++) { idx[q] = idx[q - 1] + 1; } }
+        } else {
+            random_skip_set(&r, L, 0, count, 0, L - 1, &cand);
+        }
+        double cost = measure_objective(m, obj, &cand);
+        if (cost < best_cost) { best_cost = cost; best = cand; }
+        tried++;
+        if (time_ms() - shown > 10e3) {
+            shown = time_ms();
+            fprintf(stderr, "oracle: %ld of %ld sets scored, best cost %.4f, ~%.0f s left\n", tried, n_sets, best_cost,
+                    (shown - t0) / tried * (n_sets - tried) / 1e3);
+        }
+    }
+    if (search_interrupted) {
+        fprintf(stderr, "oracle: interrupted after %ld of %ld sets: best so far costs %.4f\n", tried, n_sets, best_cost);
+    }
+    *n_tried = tried;
+    return best;
+}
+
+// --- the selector: what the engine calls -------------------------------------
+
+struct Selector {
+    int method;
+    Swift swift;         // METHOD_SWIFT, persists across prompts
+    double *asd_cos;     // (n_layers) METHOD_ASD: summed cosines over the prompt
+    int asd_tokens;
+    int clasp_interval;  // METHOD_CLASP: run the DP every this many verifications (LOI)
+    int clasp_max_skip;  // M = round(0.5 L)
+    int rounds;          // verifications in this prompt
+};
+
+static void selector_init(Selector *sel, int method, int n_layers, uint64_t seed) {
+    memset(sel, 0, sizeof(*sel));
+    sel->method = method;
+    if (method == METHOD_SWIFT) { swift_init(&sel->swift, n_layers, seed); }
+    sel->asd_cos = (double *)calloc_check((size_t)n_layers, sizeof(double));
+    // LOI: the paper finds speedup rising then falling with the interval (Fig. 4b, Sec. 5.3.2).
+    // Its DP costs about one verification on a GPU (Sec. 5.1); on the CPU the batches are
+    // compute-bound and one DP costs about two (bench/README.md), so every 4th verification
+    // keeps it near a third of the verify time. Default chosen here, set by --loi.
+    sel->clasp_interval = 4;
+    sel->clasp_max_skip = (int)lround(0.5 * n_layers);
+}
+
+static void selector_free(Selector *sel) {
+    if (sel->method == METHOD_SWIFT) { gp_free(&sel->swift.gp); }
+    free(sel->asd_cos);
+}
+
+// Hooks. Prefill: ASD accumulates cosines (it asked for a capture of every prompt token).
+static int selector_wants_prefill_capture(const Selector *sel) { return sel && sel->method == METHOD_ASD; }
+
+static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c) {
+    asd_accumulate(cap, c->n_layers, c->dim, sel->asd_cos);
+    sel->asd_tokens += cap->n_idx;
+}
+
+static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp) {
+    if (sel == NULL) { return; }
+    sel->rounds = 0;
+    if (sel->method == METHOD_ASD) {
+        // C_l is this prompt's mean (ASD Sec. 3.2: "for the current generation task"): average the
+        // sums, then zero them so the next prompt of a -f run starts from nothing.
+        int L = m->config.n_layers;
+        double c_l[SS_MAX_LAYERS];
+        for (int l = 0; l < L; l++) { c_l[l] = sel->asd_cos[l] / (sel->asd_tokens > 0 ? sel->asd_tokens : 1); }
+        sp->skip = select_asd(c_l, L, 0.985, 3, 2);
+        memset(sel->asd_cos, 0, (size_t)L * sizeof(double));
+        sel->asd_tokens = 0;
+    } else if (sel->method == METHOD_SWIFT) {
+        sp->skip = sel->swift.best;
+        sel->swift.last_ms = 0; // the time before this prompt's first round is not decoding
+    } else if (sel->method == METHOD_CLASP) {
+        sp->skip = alternate_layers(m->config.n_layers); // until the first DP
+    }
+}
+
+// Before a round: SWIFT's optimization step while it is optimizing. Returns 1 if it ran one.
+static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos, SpecParams *sp) {
+    if (sel == NULL || sel->method != METHOD_SWIFT || sel->swift.done) { return 0; }
+    int before = sel->swift.steps;
+    swift_step(&sel->swift, m, seq, n_prompt, pos);
+    sp->skip = sel->swift.best;
+    return sel->swift.steps > before;
+}
+
+// After a verification: does CLaSp want this round's hidden states?
+static int selector_wants_verify_capture(const Selector *sel) {
+    return sel && sel->method == METHOD_CLASP && (sel->rounds + 1) % sel->clasp_interval == 0;
+}
+
+static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted, int accepted,
+                                  SpecParams *sp) {
+    if (sel == NULL) { return; }
+    sel->rounds++;
+    if (sel->method == METHOD_SWIFT) { swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted); }
+    if (h_last != NULL) { sp->skip = select_clasp(m, h_last, slot, sel->clasp_max_skip); }
+}
+
+// SWIFT's confidence-aware inference (Sec. 4.2) applies in both phases: footnote 1 of Sec. 4.2
+// says it is also used while optimizing, with the best set so far, and the official code
+// verifies a tree on every step.
+static int selector_uses_tree(const Selector *sel) {
+    return sel && sel->method == METHOD_SWIFT;
 }
 
 // ----------------------------------------------------------------------------
@@ -2352,1796 +4101,6 @@ void free_tokenizer(Tokenizer *t) {
 }
 
 // ----------------------------------------------------------------------------
-// kernels: one thread per output element or row, serial reductions in a fixed order
-
-// one thread per (token, i): x[t] = token_embedding[tokens[t]]
-__global__ void embed_kernel(float *x, const float *token_embedding, const int *tokens, int n, int dim) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * dim) { return; }
-    int t = i / dim, d = i % dim;
-    x[i] = token_embedding[(size_t)tokens[t] * dim + d];
-}
-
-// The fixed tree that adds 16 partial sums: 16 -> 8 -> 4 -> 2 -> 1. Every reduction that runs as
-// 16 interleaved partial sums (the matmul, dot, RMSNorm) ends here, in both builds.
-enum { LANES = 16 };
-__device__ float tree_sum16(float *s) {
-    for (int u = 0; u < 8; u++) { s[u] += s[u + 8]; }
-    for (int u = 0; u < 4; u++) { s[u] += s[u + 4]; }
-    return (s[0] + s[2]) + (s[1] + s[3]);
-}
-
-// RMSNorm on the GPU in two launches, so that no thread walks a whole row (dim is 2048 in a 1B
-// model); rmsnorm_rows_kernel below is the CPU's, with the same arithmetic.
-// one thread per (token, lane u): part[t][u] = sum of x[t][d]^2 over d = u mod 16, in order
-__global__ void rmsnorm_lanes_kernel(float *part, const float *x, int n, int dim) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * LANES) { return; }
-    const float *xt = x + (size_t)(i / LANES) * dim;
-    float ss = 0.0f;
-    for (int d = i % LANES; d < dim; d += LANES) { ss += xt[d] * xt[d]; }
-    part[i] = ss;
-}
-
-// one thread per (token, d): out = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm), the
-// token's 16 partial sums added in the fixed tree (each thread adds them again: 15 adds)
-__global__ void rmsnorm_kernel(float *out, const float *x, const float *part, const float *w, int n, int dim,
-                               float eps) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * dim) { return; }
-    int t = i / dim, d = i % dim;
-    float s[LANES];
-    for (int u = 0; u < LANES; u++) { s[u] = part[t * LANES + u]; }
-    float scale = 1.0f / sqrtf(tree_sum16(s) / dim + eps);
-    out[i] = w[d] * (x[i] * scale);
-}
-
-// The CPU's RMSNorm: one thread per token; the sum of squares is dot(x, x), the 16 interleaved
-// sums of rmsnorm_lanes_kernel added in the same tree, so both give bitwise the same result
-__device__ float dot(const float *a, const float *b, int n);
-__global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, int n, int dim, float eps) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n) { return; }
-    const float *xt = x + (size_t)t * dim;
-    float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps);
-    for (int d = 0; d < dim; d++) { out[(size_t)t * dim + d] = w[d] * (xt[d] * scale); }
-}
-
-// Dot products of one weight row wr with n_tok consecutive token vectors (n_tok <= 8),
-// written to out[0], out[out_dim], ... Each dot product keeps 16 interleaved partial sums,
-// s[u] += w[c] x[c] for c = u mod 16, combined in a fixed tree: the order depends only on
-// in_dim, never on how many tokens share the sweep, so an n-token pass gives bitwise the
-// results of n one-token passes. The input index c is the outer loop and the tokens the inner
-// one: each chunk of 16 weights is loaded once and multiplied into every token's sums, which
-// stay in registers when n_tok is a constant. "omp simd" makes the 16-wide chunk the vector
-// (gcc 12 otherwise vectorizes across chunks, 6x slower); nvcc and compilers without OpenMP
-// ignore it.
-enum { MAX_SWEEP_TOKENS = 8 };
-__device__ void dot_row_tokens(float *out, const float *wr, const float *x, int n_tok, int in_dim, int out_dim) {
-    float s[MAX_SWEEP_TOKENS][16];
-    for (int t = 0; t < n_tok; t++) {
-        for (int u = 0; u < 16; u++) { s[t][u] = 0.0f; }
-    }
-    int c = 0;
-    for (; c + 16 <= in_dim; c += 16) {
-        for (int t = 0; t < n_tok; t++) {
-            const float *xt = x + (size_t)t * in_dim;
-#pragma omp simd
-            for (int u = 0; u < 16; u++) { s[t][u] += wr[c + u] * xt[c + u]; }
-        }
-    }
-    for (int t = 0; t < n_tok; t++) {
-        const float *xt = x + (size_t)t * in_dim;
-        for (int cc = c; cc < in_dim; cc++) { s[t][cc % 16] += wr[cc] * xt[cc]; }
-        out[(size_t)t * out_dim] = tree_sum16(s[t]);
-    }
-}
-
-// one thread per output row r, looping over the n tokens: out[t][r] = dot(w[r], x[t]).
-// Each weight row is read from memory once per pass and reused for all n tokens, which is what
-// makes verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Once a pass
-// over several tokens is compute-bound (on the CPU from about 4 tokens), what counts is how
-// often a weight is loaded into a register: the tokens go through dot_row_tokens 8 at a time,
-// then 4, 2 and 1, each sweep a constant count the compiler can keep in registers
-// (8 x 16 sums fill AVX-512's 32 vector registers; with AVX2's 16 the 8-sweep spills a little
-// and is still as fast as the 4-sweep). Four loops rather than one over the counts: gcc 12
-// turned that loop into one generic, unspecialized sweep. bench/README.md has the measurements.
-__global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= out_dim) { return; }
-    const float *wr = w + (size_t)r * in_dim;
-    int t = 0;
-    for (; t + 8 <= n; t += 8) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 8, in_dim, out_dim); }
-    for (; t + 4 <= n; t += 4) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 4, in_dim, out_dim); }
-    for (; t + 2 <= n; t += 2) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 2, in_dim, out_dim); }
-    for (; t < n; t++) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 1, in_dim, out_dim); }
-}
-
-// The GPU's matmul: the same arithmetic as matmul_kernel, mapped so that loads coalesce. There,
-// one thread walks a whole row, and neighbouring threads read rows in_dim floats apart (8 KB in
-// a 1B model): no load coalesces (74 GB/s on an H100, PERFORMANCE_NOTES.md). Here each of
-// matmul_kernel's 16 partial sums becomes a thread: one thread per (row r, lane u) sums
-// w[r][c] x[t][c] over c = u mod 16 in increasing c, so 16 neighbouring threads read 16
-// neighbouring words of a row; then matmul_combine_kernel, one thread per (token, row), adds the
-// 16 lanes in the fixed tree. Each output element sees the same products added in the same
-// order as in matmul_kernel, so both mappings give bitwise the same result (test_forward
-// checks it; nvcc must not fuse multiply-adds: -fmad=false in the Makefile). The tokens go in
-// sweeps of 8, 4, 2, 1 as in matmul_kernel, so a thread's sums stay in registers.
-// part is (n, out_dim, 16), n <= MAX_SWEEP_TOKENS: the launcher runs longer passes in chunks.
-__device__ void lane_sums_tokens(float *part, const float *wr, const float *x, int n_tok, int lane, int in_dim,
-                                 size_t part_stride) {
-    float s[MAX_SWEEP_TOKENS];
-    for (int t = 0; t < n_tok; t++) { s[t] = 0.0f; }
-    for (int c = lane; c < in_dim; c += LANES) {
-        float w = wr[c];
-        for (int t = 0; t < n_tok; t++) { s[t] += w * x[(size_t)t * in_dim + c]; }
-    }
-    for (int t = 0; t < n_tok; t++) { part[(size_t)t * part_stride] = s[t]; }
-}
-
-// one thread per (output row, lane of 16): part[t][r][u] = sum of w[r][c] x[t][c] over c = u mod 16
-__global__ void matmul_lanes_kernel(float *part, const float *x, const float *w, int n, int in_dim, int out_dim) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= out_dim * LANES) { return; }
-    const float *wr = w + (size_t)(i / LANES) * in_dim;
-    size_t stride = (size_t)out_dim * LANES; // from one token's partial sums to the next's
-    int lane = i % LANES, t = 0;
-    for (; t + 8 <= n; t += 8) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 8, lane, in_dim, stride); }
-    for (; t + 4 <= n; t += 4) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 4, lane, in_dim, stride); }
-    for (; t + 2 <= n; t += 2) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 2, lane, in_dim, stride); }
-    for (; t < n; t++) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 1, lane, in_dim, stride); }
-}
-
-// one thread per (token, output row): out[t][r] = the 16 lanes of part[t][r] added in the fixed
-// tree; with residual, out[t][r] += that instead (x + y rounds as residual_kernel's does, and it
-// saves a launch)
-__global__ void matmul_combine_kernel(float *out, const float *part, int n, int out_dim, int residual) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * out_dim) { return; }
-    float s[LANES];
-    for (int u = 0; u < LANES; u++) { s[u] = part[(size_t)i * LANES + u]; }
-    float y = tree_sum16(s);
-    out[i] = residual ? out[i] + y : y;
-}
-
-// dot(a, b) over n elements, in the same fixed order as the matmul
-__device__ float dot(const float *a, const float *b, int n) {
-    float result;
-    dot_row_tokens(&result, a, b, 1, n, 0);
-    return result;
-}
-
-// one thread per (token, head, pair i): rotate (v[i], v[i + half]) by angle (pos + depth[t]) * f_i.
-// HF's rotate_half convention: pairs are the two halves of a head, not adjacent elements.
-// In place is safe here: each thread reads and writes only its own two elements.
-__global__ void rope_kernel(float *v, int stride, const int *depth, int pos, const float *inv_freq,
-                            int n, int n_heads, int head_dim) {
-    int half = head_dim / 2;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * n_heads * half) { return; }
-    int t = i / (n_heads * half), h = (i / half) % n_heads, k = i % half;
-    float angle = (float)(pos + depth[t]) * inv_freq[k];
-    float c = cosf(angle), s = sinf(angle);
-    float *vh = v + (size_t)t * stride + (size_t)h * head_dim;
-    float a = vh[k], b = vh[k + half];
-    vh[k] = a * c - b * s;
-    vh[k + half] = b * c + a * s;
-}
-
-// Attention in three launches, one thread per output element in each, so that no thread loops
-// over an accumulator in global memory: the scores, the softmax of each (token, head) row, and
-// the weighted sum of values. Token t sees every cached slot < pos, and slot pos + u of this pass
-// when mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads). Each element's
-// arithmetic is that of the one-kernel version this replaced, in the same order, so the CPU
-// build's results did not change by a bit.
-__device__ int visible(const unsigned char *mask, int t, int n, int pos, int s) {
-    return s < pos || mask[t * n + (s - pos)];
-}
-
-// one thread per (token, head, slot s < pos + n): att[t][h][s] = q . k_s / sqrt(head_dim), in
-// the matmul's fixed order; slots t does not see are left as they are (no later stage reads them)
-__global__ void attention_scores_kernel(float *att, const float *q, const float *key_cache, const unsigned char *mask,
-                                        int n, int pos, int n_heads, int n_kv_heads, int head_dim, int seq_len) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x, span = pos + n;
-    if (i >= n * n_heads * span) { return; }
-    int row = i / span, s = i % span, t = row / n_heads, h = row % n_heads; // row = t * n_heads + h
-    if (!visible(mask, t, n, pos, s)) { return; }
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
-    const float *qt = q + (size_t)row * head_dim;
-    att[(size_t)row * seq_len + s] = dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) *
-                                     (1.0f / sqrtf((float)head_dim));
-}
-
-// one thread per (token, head): its score row becomes exp(score - max) in place, serially over
-// the visible slots, and att_sum gets their sum (each thread reads and writes only its own row)
-__global__ void attention_softmax_kernel(float *att, float *att_sum, const unsigned char *mask, int n, int pos,
-                                         int n_heads, int seq_len) {
-    int row = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row >= n * n_heads) { return; }
-    int t = row / n_heads;
-    float *a = att + (size_t)row * seq_len, max = -FLT_MAX, sum = 0.0f;
-    for (int s = 0; s < pos + n; s++) {
-        if (visible(mask, t, n, pos, s)) { max = a[s] > max ? a[s] : max; }
-    }
-    for (int s = 0; s < pos + n; s++) {
-        if (!visible(mask, t, n, pos, s)) { continue; }
-        a[s] = expf(a[s] - max);
-        sum += a[s];
-    }
-    att_sum[row] = sum;
-}
-
-// one thread per (token, head, d): out[t][h][d] = sum over visible s of p[s] v[s][d], in order of
-// s, divided by the row's sum; neighbouring threads read neighbouring words of a value row
-__global__ void attention_values_kernel(float *out, const float *att, const float *att_sum, const float *value_cache,
-                                        const unsigned char *mask, int n, int pos, int n_heads, int n_kv_heads,
-                                        int head_dim, int seq_len) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * n_heads * head_dim) { return; }
-    int row = i / head_dim, d = i % head_dim, t = row / n_heads, h = row % n_heads;
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
-    const float *a = att + (size_t)row * seq_len, *v = value_cache + (size_t)kvh * head_dim + d;
-    float o = 0.0f;
-    for (int s = 0; s < pos + n; s++) {
-        if (visible(mask, t, n, pos, s)) { o += a[s] * v[(size_t)s * kv_dim]; }
-    }
-    out[i] = o / att_sum[row];
-}
-
-// The CPU's attention: one thread per (token, head): softmax(q k^T / sqrt(head_dim)) v over the
-// visible keys, serial over keys, the three stages above in one thread with the same arithmetic
-// in the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output
-// row, which on the CPU is cache and which the key-outer loop walks contiguously (vectorized
-// over d); a GPU runs the stages instead, where such a loop is a chain of global read-modify-writes. Token t sees every cached slot < pos, and slot pos + u of this pass when
-// mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads).
-__global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
-                                 const float *value_cache, const unsigned char *mask, int n, int pos,
-                                 int n_heads, int n_kv_heads, int head_dim, int seq_len) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * n_heads) { return; }
-    int t = i / n_heads, h = i % n_heads, kv_dim = n_kv_heads * head_dim;
-    int kvh = h / (n_heads / n_kv_heads);
-    const float *qt = q + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
-    float *a = att + (size_t)i * seq_len;
-    float scale = 1.0f / sqrtf((float)head_dim), max = -FLT_MAX;
-    for (int s = 0; s < pos + n; s++) {
-        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-        a[s] = dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) * scale;
-        max = a[s] > max ? a[s] : max;
-    }
-    float sum = 0.0f;
-    for (int s = 0; s < pos + n; s++) {
-        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-        a[s] = expf(a[s] - max);
-        sum += a[s];
-    }
-    // o[d] = sum_s a[s] v[s][d], summed over s in order for every d; the key loop is the outer
-    // one so that the inner loop walks a contiguous value row (and vectorizes over d)
-    float *o = out + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
-    for (int d = 0; d < head_dim; d++) { o[d] = 0.0f; }
-    for (int s = 0; s < pos + n; s++) {
-        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-        const float *v = value_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim;
-        for (int d = 0; d < head_dim; d++) { o[d] += a[s] * v[d]; }
-    }
-    for (int d = 0; d < head_dim; d++) { o[d] = o[d] / sum; }
-}
-
-// one thread per element: x += y (the residual add; each thread owns its element)
-__global__ void residual_kernel(float *x, const float *y, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) { return; }
-    x[i] = x[i] + y[i];
-}
-
-// one thread per element: up = silu(gate) * up   (PyTorch: down(silu(gate(x)) * up(x)))
-__global__ void swiglu_kernel(float *up, const float *gate, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) { return; }
-    float g = gate[i];
-    up[i] = g / (1.0f + expf(-g)) * up[i];
-}
-
-// ----------------------------------------------------------------------------
-// forward: one pass over n tokens, any sublayers skipped
-
-static int skip_count(const SkipSet *s, int n_layers) {
-    int k = 0;
-    for (int l = 0; l < n_layers; l++) { k += s->attn[l] + s->mlp[l]; }
-    return k;
-}
-
-// Attention and MLP of every odd layer, never the last: SWIFT's starting point (as its code
-// does), CLaSp's draft until its first DP, and the bench's 50% draft.
-static SkipSet alternate_layers(int n_layers) {
-    SkipSet s;
-    memset(&s, 0, sizeof(s));
-    for (int l = 1; l < n_layers - 1; l += 2) { s.attn[l] = s.mlp[l] = 1; }
-    return s;
-}
-
-// No product here can overflow: read_config bounds every size by 2^24, n_layers by 256 and
-// n_heads * head_dim by 2^24, so the largest, n_layers * seq_len * kv_dim, is below 2^56.
-// Everything a pass needs is allocated here, once: forward allocates nothing.
-static void build_run_state(RunState *s, const Config *c, int max_tokens) {
-    size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
-    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    size_t wide = q_dim > dim ? q_dim : dim, cache = (size_t)c->n_layers * c->seq_len * kv_dim;
-    size_t rows = wide > hid ? wide : hid; // the largest out_dim of a matmul
-    rows = rows > (size_t)c->vocab_size ? rows : (size_t)c->vocab_size;
-    // part: only the lanes mapping of the matmul touches it (the GPU's; the CPU build's tests)
-    size_t sizes[] = {T * dim, T * wide, T * dim, T * q_dim, T * hid, T * hid,
-                      T * c->n_heads * c->seq_len, T * c->n_heads, T * c->vocab_size, cache, cache,
-                      T * LANES, MAX_SWEEP_TOKENS * rows * LANES};
-    float **slots[] = {&s->x, &s->xb, &s->xb2, &s->q, &s->hb, &s->hb2, &s->att, &s->att_sum, &s->logits,
-                       &s->key_cache, &s->value_cache, &s->norm_part, &s->part};
-    enum { N_SLOTS = sizeof(sizes) / sizeof(sizes[0]) };
-    size_t total = 0;
-    for (int k = 0; k < N_SLOTS; k++) { total += sizes[k]; }
-    float *base = (float *)device_malloc(mul_size(total, sizeof(float)));
-    size_t off = 0;
-    for (int k = 0; k < N_SLOTS; k++) { *slots[k] = base + off; off += sizes[k]; }
-    s->max_tokens = max_tokens;
-    // tokens, depth and mask of a pass sit together on both sides, so set_pass uploads them at once
-    size_t pass_bytes = 2 * T * sizeof(int) + T * T;
-    s->tokens = (int *)device_malloc(pass_bytes);
-    s->depth = s->tokens + T;
-    s->mask = (unsigned char *)(s->depth + T);
-    s->pass_host = (int *)malloc_check(pass_bytes);
-    s->logits_host = (float *)malloc_check(T * c->vocab_size * sizeof(float));
-}
-
-static void free_run_state(RunState *s) {
-    device_free(s->x);
-    device_free(s->tokens);
-    free(s->pass_host);
-    free(s->logits_host);
-}
-
-void free_model(Model *m) {
-    if (m->memory == NULL) { return; }
-    free_run_state(&m->state);
-    device_free(m->memory);
-    m->memory = NULL;
-}
-
-// Uploads this pass's tokens (NULL: keep those on the device), RoPE offsets and mask (a causal
-// chain when tree is NULL) in one copy, from the staging buffer laid out like the device's.
-static void set_pass(Model *m, const int *tokens, int n, const TokenTree *tree) {
-    RunState *s = &m->state;
-    size_t T = (size_t)s->max_tokens;
-    int *depth = s->pass_host + T;
-    unsigned char *mask = (unsigned char *)(s->pass_host + 2 * T);
-    for (int t = 0; t < n; t++) {
-        depth[t] = tree ? tree->depth[t] : t;
-        for (int u = 0; u < n; u++) { mask[t * n + u] = tree ? tree->mask[t * n + u] : (u <= t); }
-    }
-    if (tokens) {
-        memcpy(s->pass_host, tokens, (size_t)n * sizeof(int));
-        copy_to_device(s->tokens, s->pass_host, 2 * T * sizeof(int) + (size_t)n * n);
-    } else {
-        copy_to_device(s->depth, depth, T * sizeof(int) + (size_t)n * n);
-    }
-}
-
-// Which mappings the launchers run. 0, the CPU's: matmul_kernel (one thread per row: each weight
-// row is loaded once for all the tokens, from cache lines the thread walks alone),
-// rmsnorm_rows_kernel and attention_kernel (one thread per row, vectorized along it). 1, the
-// GPU's: matmul_lanes_kernel + matmul_combine_kernel (one thread per (row, lane): neighbouring
-// threads read neighbouring words), and RMSNorm and attention in stages with one thread per
-// output element. The same arithmetic, bitwise; the CPU tests set it to 1 to run the GPU's
-// kernels through the launch shim and compare.
-#ifdef __CUDACC__
-static int gpu_mapping = 1;
-#else
-static int gpu_mapping = 0;
-#endif
-
-// out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim); with residual, out += that
-// (out is then the residual stream state.x, and state.xb2 the scratch of the CPU's mapping)
-static void matmul_to(RunState *s, float *out, const float *x, const float *w, int n, int in_dim, int out_dim,
-                      int residual) {
-    if (!gpu_mapping) {
-        LAUNCH(matmul_kernel, out_dim, residual ? s->xb2 : out, x, w, n, in_dim, out_dim);
-        if (residual) { LAUNCH(residual_kernel, n * out_dim, out, s->xb2, n * out_dim); }
-        return;
-    }
-    for (int t = 0; t < n; t += MAX_SWEEP_TOKENS) { // part holds 8 tokens' lanes
-        int len = n - t < MAX_SWEEP_TOKENS ? n - t : MAX_SWEEP_TOKENS;
-        LAUNCH(matmul_lanes_kernel, out_dim * LANES, s->part, x + (size_t)t * in_dim, w, len, in_dim, out_dim);
-        LAUNCH(matmul_combine_kernel, len * out_dim, out + (size_t)t * out_dim, s->part, len, out_dim, residual);
-    }
-}
-static void matmul(RunState *s, float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
-    matmul_to(s, out, x, w, n, in_dim, out_dim, 0);
-}
-
-// out (n, dim) = RMSNorm(x) * w
-static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int n, int dim, float eps) {
-    if (!gpu_mapping) {
-        LAUNCH(rmsnorm_rows_kernel, n, out, x, w, n, dim, eps);
-        return;
-    }
-    LAUNCH(rmsnorm_lanes_kernel, n * LANES, s->norm_part, x, n, dim);
-    LAUNCH(rmsnorm_kernel, n * dim, out, x, s->norm_part, w, n, dim, eps);
-}
-
-// out (n, n_heads * head_dim) = softmax(q k^T / sqrt(head_dim)) v for the n tokens of this pass
-// (set_pass done) against the cache of one layer, slots [0, pos + n)
-static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l, int n, int pos,
-                      const Config *c) {
-    if (!gpu_mapping) {
-        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, n, pos, c->n_heads,
-               c->n_kv_heads, c->head_dim, c->seq_len);
-        return;
-    }
-    LAUNCH(attention_scores_kernel, n * c->n_heads * (pos + n), s->att, q, k_l, s->mask, n, pos, c->n_heads,
-           c->n_kv_heads, c->head_dim, c->seq_len);
-    LAUNCH(attention_softmax_kernel, n * c->n_heads, s->att, s->att_sum, s->mask, n, pos, c->n_heads, c->seq_len);
-    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, s->att_sum, v_l, s->mask, n, pos,
-           c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
-}
-
-// Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn).
-// Writes K and V at cache slots pos..pos+n-1. Slots >= pos are scratch: a later pass
-// overwrites them before anything reads them, which is what makes rollback free.
-static void attention_sublayer(Model *m, int l, int n, int pos) {
-    const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    RunState *s = &m->state;
-    int dim = c->dim, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    int half = c->head_dim / 2;
-    float *k_l = s->key_cache + (size_t)l * c->seq_len * kv_dim;
-    float *v_l = s->value_cache + (size_t)l * c->seq_len * kv_dim;
-    rmsnorm(s, s->xb, s->x, w->rms_att + (size_t)l * dim, n, dim, c->norm_eps);
-    matmul(s, s->q, s->xb, w->wq + (size_t)l * q_dim * dim, n, dim, q_dim);
-    matmul(s, k_l + (size_t)pos * kv_dim, s->xb, w->wk + (size_t)l * kv_dim * dim, n, dim, kv_dim);
-    matmul(s, v_l + (size_t)pos * kv_dim, s->xb, w->wv + (size_t)l * kv_dim * dim, n, dim, kv_dim);
-    LAUNCH(rope_kernel, n * c->n_heads * half, s->q, q_dim, s->depth, pos, w->rope_inv_freq, n,
-           c->n_heads, c->head_dim);
-    LAUNCH(rope_kernel, n * c->n_kv_heads * half, k_l + (size_t)pos * kv_dim, kv_dim, s->depth, pos,
-           w->rope_inv_freq, n, c->n_kv_heads, c->head_dim);
-    attention(s, s->xb, s->q, k_l, v_l, n, pos, c);
-    matmul_to(s, s->x, s->xb, w->wo + (size_t)l * dim * q_dim, n, q_dim, dim, 1); // x += o_proj(...)
-}
-
-// MLP sublayer of layer l: x += down(silu(gate(norm(x))) * up(norm(x))).
-static void mlp_sublayer(Model *m, int l, int n) {
-    const Config *c = &m->config;
-    const Weights *w = &m->weights;
-    RunState *s = &m->state;
-    int dim = c->dim, hid = c->hidden_dim;
-    rmsnorm(s, s->xb, s->x, w->rms_ffn + (size_t)l * dim, n, dim, c->norm_eps);
-    matmul(s, s->hb, s->xb, w->w_gate + (size_t)l * hid * dim, n, dim, hid);
-    matmul(s, s->hb2, s->xb, w->w_up + (size_t)l * hid * dim, n, dim, hid);
-    LAUNCH(swiglu_kernel, n * hid, s->hb2, s->hb, n * hid);
-    matmul_to(s, s->x, s->hb2, w->w_down + (size_t)l * dim * hid, n, hid, dim, 1); // x += down(...)
-}
-
-// Copies the residual rows of the captured tokens at sublayer boundary b, one copy per run of
-// consecutive indices (verification captures rows 0..k: one copy).
-static void capture_boundary(const Model *m, Capture *cap, int b) {
-    if (cap == NULL) { return; }
-    size_t dim = (size_t)m->config.dim;
-    for (int k = 0, run; k < cap->n_idx; k += run) {
-        for (run = 1; k + run < cap->n_idx && cap->idx[k + run] == cap->idx[k] + run; run++) {}
-        copy_to_host(cap->states + ((size_t)b * cap->n_idx + k) * dim, m->state.x + cap->idx[k] * dim,
-                     run * dim * sizeof(float));
-    }
-}
-
-// Copies the K and V rows of cache slots [slot, slot + n) of every layer to or from buf
-// (2 * n_layers * n * kv_dim floats). Scoring passes that run at slots holding accepted text
-// (SWIFT's matchness, CLaSp's DP) save those slots first and restore them after.
-static void kv_slots(Model *m, int slot, int n, float *buf, int save) {
-    const Config *c = &m->config;
-    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, row = (size_t)n * kv_dim;
-    for (int l = 0; l < c->n_layers; l++) {
-        size_t off = ((size_t)l * c->seq_len + slot) * kv_dim;
-        float *caches[2] = {m->state.key_cache + off, m->state.value_cache + off};
-        for (int kv = 0; kv < 2; kv++) {
-            float *b = buf + (2 * (size_t)l + kv) * row;
-            if (save) { copy_to_host(b, caches[kv], row * sizeof(float)); }
-            else { copy_to_device(caches[kv], b, row * sizeof(float)); }
-        }
-    }
-}
-
-// forward, computing and copying back only the logits rows [first_row, n) (first_row = n: none),
-// to the same rows of state.logits_host: a prefill reads only its last row
-static void forward_rows(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, const TokenTree *tree,
-                         Capture *capture, int first_row) {
-    const Config *c = &m->config;
-    RunState *s = &m->state;
-    if (n < 1 || n > s->max_tokens || pos < 0 || pos + n > c->seq_len) {
-        die(__FILE__, __LINE__, "forward: %d tokens at position %d do not fit (max %d per pass, context %d)",
-            n, pos, s->max_tokens, c->seq_len);
-    }
-    set_pass(m, tokens, n, tree);
-    s->n_sublayers += (uint64_t)(2 * c->n_layers - (skip ? skip_count(skip, c->n_layers) : 0));
-    LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
-    capture_boundary(m, capture, 0);
-    for (int l = 0; l < c->n_layers; l++) {
-        if (!(skip && skip->attn[l])) { attention_sublayer(m, l, n, pos); }
-        capture_boundary(m, capture, 2 * l + 1);
-        if (!(skip && skip->mlp[l])) { mlp_sublayer(m, l, n); }
-        capture_boundary(m, capture, 2 * l + 2);
-    }
-    if (first_row >= n) { return; }
-    size_t f = (size_t)first_row, vocab = (size_t)c->vocab_size;
-    rmsnorm(s, s->xb + f * c->dim, s->x + f * c->dim, m->weights.rms_final, n - first_row, c->dim, c->norm_eps);
-    matmul(s, s->logits + f * vocab, s->xb + f * c->dim, m->weights.lm_head, n - first_row, c->dim, c->vocab_size);
-    copy_to_host(s->logits_host + f * vocab, s->logits + f * vocab, (n - f) * vocab * sizeof(float));
-}
-
-void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, const TokenTree *tree,
-             Capture *capture) {
-    forward_rows(m, tokens, n, pos, skip, tree, capture, 0);
-}
-
-// Runs a prompt through the model under skip (NULL = full) in chunks of state.max_tokens,
-// filling the KV cache at 0..n-1. Chunking does not change a bit: an n-token pass equals n
-// one-token passes. Leaves the last token's logits at row *last_row of state.logits_host (the
-// only row computed and copied back).
-static void prefill(Model *m, const int *tokens, int n, const SkipSet *skip, int *last_row) {
-    for (int start = 0; start < n; start += m->state.max_tokens) {
-        int len = n - start < m->state.max_tokens ? n - start : m->state.max_tokens;
-        forward_rows(m, tokens + start, len, start, skip, NULL, NULL, start + len < n ? len : len - 1);
-        *last_row = len - 1;
-    }
-}
-
-// Parses a skip spec such as "attn:3,5,7 mlp:6" or "attn:1-4;mlp:0,2" (0-based layers; "" or
-// "none" or "-" = skip nothing) into s. Returns 0, or -1 with err naming the problem.
-static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err) {
-    memset(s, 0, sizeof(*s));
-    const char *p = spec;
-    if (strcmp(spec, "none") == 0 || strcmp(spec, "-") == 0) { return 0; }
-    while (*p) {
-        while (*p == ' ' || *p == ';') { p++; }
-        if (*p == '\0') { break; }
-        unsigned char *flags;
-        if (strncmp(p, "attn:", 5) == 0) { flags = s->attn; }
-        else if (strncmp(p, "mlp:", 4) == 0) { flags = s->mlp; }
-        else { return fail(err, "--skip \"%s\": expected attn:LIST or mlp:LIST at \"%s\"", spec, p); }
-        p = strchr(p, ':') + 1;
-        do {
-            char *end;
-            long lo = strtol(p, &end, 10), hi = lo;
-            if (end == p || !isdigit((unsigned char)*p)) {
-                return fail(err, "--skip \"%s\": expected a layer number at \"%s\"", spec, p);
-            }
-            p = end;
-            if (*p == '-') {
-                hi = strtol(p + 1, &end, 10);
-                if (end == p + 1 || hi < lo) { return fail(err, "--skip \"%s\": bad range", spec); }
-                p = end;
-            }
-            if (hi >= n_layers) {
-                return fail(err, "--skip \"%s\": layer %ld is out of range (the model has %d layers, 0..%d)",
-                            spec, hi, n_layers, n_layers - 1);
-            }
-            for (long l = lo; l <= hi; l++) { flags[l] = 1; }
-        } while (*p == ',' && *++p);
-        if (*p != '\0' && *p != ' ' && *p != ';') {
-            return fail(err, "--skip \"%s\": unexpected \"%s\"", spec, p);
-        }
-    }
-    return 0;
-}
-
-// ----------------------------------------------------------------------------
-// sampler: temperature, top-p, and a documented RNG
-
-// xorshift64* (Vigna, "An experimental exploration of Marsaglia's xorshift generators", 2014):
-// 64-bit state, output = state * 2685821657736338717 after three shifts. Seeds are mixed
-// with splitmix64 so that nearby seeds give unrelated streams.
-void rng_seed(Rng *r, uint64_t seed) {
-    uint64_t z = seed + 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    r->state = (z ^ (z >> 31)) | 1; // never 0
-}
-
-static uint32_t rng_u32(Rng *r) {
-    r->state ^= r->state >> 12;
-    r->state ^= r->state << 25;
-    r->state ^= r->state >> 27;
-    return (uint32_t)((r->state * 0x2545F4914F6CDD1Dull) >> 32);
-}
-
-float rng_uniform(Rng *r) { return (float)(rng_u32(r) >> 8) / 16777216.0f; }
-
-typedef struct {
-    float temperature; // 0 = greedy
-    float top_p;       // nucleus mass in (0, 1]; 1 = off
-    Rng rng;
-} Sampler;
-
-typedef struct {
-    float prob;
-    int index;
-} ProbIndex;
-
-// The highest logit; ties go to the lowest id, as torch.argmax does.
-static int argmax(const float *v, int n) {
-    int best = 0;
-    for (int i = 1; i < n; i++) {
-        if (v[i] > v[best]) { best = i; }
-    }
-    return best;
-}
-
-static int compare_prob_desc(const void *a, const void *b) {
-    const ProbIndex *x = (const ProbIndex *)a, *y = (const ProbIndex *)b;
-    if (x->prob != y->prob) { return x->prob > y->prob ? -1 : 1; }
-    return x->index - y->index;
-}
-
-// The warped distribution that both plain sampling and speculative sampling use:
-// probs = softmax(logits / temperature), then top-p keeps the smallest set of most likely tokens
-// whose mass reaches top_p, and renormalizes. scratch holds n ProbIndex.
-static void warp_probs(const float *logits, int n, float temperature, float top_p, float *probs,
-                       ProbIndex *scratch) {
-    float max = logits[argmax(logits, n)], sum = 0.0f;
-    for (int i = 0; i < n; i++) {
-        probs[i] = expf((logits[i] - max) / temperature);
-        sum += probs[i];
-    }
-    for (int i = 0; i < n; i++) { probs[i] /= sum; }
-    if (top_p >= 1.0f) { return; }
-    // a token below (1 - top_p) / (n - 1) can never be in the nucleus: sort only the others
-    float cutoff = (1.0f - top_p) / (float)(n - 1 > 0 ? n - 1 : 1);
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        if (probs[i] >= cutoff) { scratch[m].prob = probs[i]; scratch[m].index = i; m++; }
-    }
-    qsort(scratch, (size_t)m, sizeof(ProbIndex), compare_prob_desc);
-    float mass = 0.0f;
-    int keep = m;
-    for (int k = 0; k < m; k++) {
-        mass += scratch[k].prob;
-        if (mass >= top_p) { keep = k + 1; break; }
-    }
-    memset(probs, 0, (size_t)n * sizeof(float));
-    for (int k = 0; k < keep; k++) { probs[scratch[k].index] = scratch[k].prob / mass; }
-}
-
-// Inverse-CDF draw from probs with one uniform u in [0, 1).
-static int sample_probs(const float *probs, int n, float u) {
-    float cdf = 0.0f;
-    int last = 0;
-    for (int i = 0; i < n; i++) {
-        if (probs[i] <= 0.0f) { continue; }
-        cdf += probs[i];
-        last = i;
-        if (u < cdf) { return i; }
-    }
-    return last; // rounding left u above the total mass: the last possible token
-}
-
-// ----------------------------------------------------------------------------
-// decoding: plain autoregressive decoding
-
-typedef struct {
-    int n_prompt;
-    int n_generated;
-    double prefill_ms;
-    double decode_ms;
-} GenStats;
-
-// Called for each generated token, e.g. to stream its text.
-typedef void (*TokenCallback)(void *ctx, int token);
-
-static int is_eos(const Config *c, int token) {
-    for (int k = 0; k < c->n_eos; k++) {
-        if (c->eos_ids[k] == token) { return 1; }
-    }
-    return 0;
-}
-
-// Picks the next token from one row of logits: argmax when greedy, else a draw from the warped p.
-static int sample_next(Sampler *sp, const float *logits, int vocab, float *probs, ProbIndex *scratch) {
-    if (sp->temperature == 0.0f) { return argmax(logits, vocab); }
-    warp_probs(logits, vocab, sp->temperature, sp->top_p, probs, scratch);
-    return sample_probs(probs, vocab, rng_uniform(&sp->rng));
-}
-
-// Plain decoding with the model under skip (NULL = full model): up to max_new tokens after the
-// prompt, stopping after an EOS or at the context limit. Returns the number written to out.
-// logits_out (NULL or (max_new, vocab)) receives the logits row each token came from.
-static int generate_plain(Model *m, const int *prompt, int n_prompt, int max_new, const SkipSet *skip,
-                          Sampler *sp, int *out, float *logits_out, TokenCallback cb, void *ctx,
-                          GenStats *st) {
-    const Config *c = &m->config;
-    float *probs = (float *)malloc_check((size_t)c->vocab_size * sizeof(float));
-    ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)c->vocab_size * sizeof(ProbIndex));
-    double t0 = time_ms();
-    int row = 0, n = 0;
-    prefill(m, prompt, n_prompt, skip, &row);
-    double t1 = time_ms();
-    int pos = n_prompt;
-    while (n < max_new) {
-        const float *logits = m->state.logits_host + (size_t)row * c->vocab_size;
-        if (logits_out) { memcpy(logits_out + (size_t)n * c->vocab_size, logits, c->vocab_size * sizeof(float)); }
-        int next = sample_next(sp, logits, c->vocab_size, probs, scratch);
-        out[n++] = next;
-        if (cb) { cb(ctx, next); }
-        if (is_eos(c, next) || pos >= c->seq_len || n >= max_new) { break; }
-        forward(m, &next, 1, pos++, skip, NULL, NULL);
-        row = 0;
-    }
-    st->n_prompt = n_prompt;
-    st->n_generated = n;
-    st->prefill_ms = t1 - t0;
-    st->decode_ms = time_ms() - t1;
-    free(probs);
-    free(scratch);
-    return n;
-}
-
-// ----------------------------------------------------------------------------
-// decoding: self-speculative decoding (Self-SD Algorithms 2-4)
-//
-// One round: the token x chosen last round sits at cache slot pos (not yet run by the full
-// model). The draft (the model under a skip set) proposes d1..dk one token at a time; the full
-// model then runs [x, d1..dk] in one pass at slots pos..pos+k, whose row j predicts the token
-// after position pos+j. The longest valid prefix d1..dj is accepted, plus one token from the
-// full model (the correction at the first rejection, or the bonus after all k). pos advances
-// by j+1 and that token becomes the next x.
-//
-// KV-cache invariant: slots < pos hold the full model's K/V for the accepted text; slots >= pos
-// are scratch, written by drafts and verifications, and never read before a pass rewrites them.
-// Rolling back a rejected draft is therefore just not advancing pos: no cache copies.
-
-enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE, MAX_DRAFT = MAX_PASS_TOKENS - 1 };
-
-// The draft-exit rule (Self-SD Sec. 3.4): drafting stops after a token whose top-1 draft
-// probability is below gamma. EXIT_ADAPTIVE moves gamma toward the target acceptance rate.
-typedef struct {
-    int mode;        // EXIT_ADAPTIVE, EXIT_FIXED (gamma stays), EXIT_NONE (always K tokens)
-    float gamma;     // the threshold; gamma_0 = 0.6 (Self-SD Table 7)
-    float alpha;     // target acceptance rate, default 0.9
-    float eps;       // step 0.01
-    float beta1;     // smoothing of AR, 0.5
-    float beta2;     // smoothing of gamma, 0.9
-    float ar;        // the running acceptance rate AR
-    int rounds;      // verifications so far (beta1 = 0 for the first)
-} DraftExit;
-
-static DraftExit draft_exit_default(void) {
-    DraftExit d = {EXIT_ADAPTIVE, 0.6f, 0.9f, 0.01f, 0.5f, 0.9f, 0.0f, 0};
-    return d;
-}
-
-// Self-SD Eq. 2-4, after each verification with accepted of drafted tokens:
-//   AR <- beta1 AR + (1 - beta1) AR_e                   (Eq. 2; beta1 = 0 in the first round)
-//   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
-//   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
-// Decisions where the paper is silent: like the official code, gamma stays put when the draft
-// hit K with AR above target (lowering it further could not lengthen drafts, only let it drift);
-// unlike it, AR and gamma both persist across prompts of one run (AR is not reset to 0, which
-// would push gamma up at the start of every prompt).
-static void draft_exit_update(DraftExit *d, int accepted, int drafted, int hit_max) {
-    if (d->mode != EXIT_ADAPTIVE || drafted == 0) { return; }
-    float ar_e = (float)accepted / (float)drafted;
-    float b1 = d->rounds == 0 ? 0.0f : d->beta1;
-    d->ar = b1 * d->ar + (1.0f - b1) * ar_e;
-    float target = d->ar <= d->alpha ? d->gamma + d->eps : d->gamma - d->eps;
-    if (hit_max && d->ar > d->alpha) { target = d->gamma; }
-    d->gamma = d->beta2 * d->gamma + (1.0f - d->beta2) * target;
-    d->rounds++;
-}
-
-// The draft's confidence in its top token: max softmax(logits), whatever the temperature
-// (Self-SD Algorithm 3 compares max p(x | z*, ...) with gamma).
-static float top1_prob(const float *logits, int n) {
-    float max = logits[argmax(logits, n)], sum = 0.0f;
-    for (int i = 0; i < n; i++) { sum += expf(logits[i] - max); }
-    return 1.0f / sum;
-}
-
-// Speculative sampling, one decision (Leviathan et al. 2023, Chen et al. 2023; Self-SD Alg. 4):
-// the draft token d was drawn from q. Keep it with probability min(1, p(d) / q(d)), using a
-// fresh uniform; otherwise draw the replacement from norm(max(0, p - q)). Either way the token
-// that comes out is distributed exactly as p. Returns 1 if d is kept, else 0 and *replacement.
-static int speculative_accept(const float *p, const float *q, int n, int d, Rng *rng, float *residual,
-                              int *replacement) {
-    if (rng_uniform(rng) * q[d] < p[d]) { return 1; } // u < p/q without dividing by q
-    float mass = 0.0f;
-    for (int i = 0; i < n; i++) {
-        residual[i] = p[i] > q[i] ? p[i] - q[i] : 0.0f;
-        mass += residual[i];
-    }
-    // mass == 0 means p == q, where rejection has probability 0; guard rounding anyway
-    const float *from = mass > 0.0f ? residual : p;
-    float u = rng_uniform(rng) * (mass > 0.0f ? mass : 1.0f);
-    *replacement = sample_probs(from, n, u);
-    return 0;
-}
-
-typedef struct {
-    SkipSet skip;    // the draft model: which sublayers it skips
-    int max_draft;   // K, at most MAX_DRAFT (Self-SD Table 7: 12)
-    DraftExit exit;
-} SpecParams;
-
-// What --svg draws (statistics section), recorded as decoding goes: bounded arrays filled in
-// place, no allocation. Rounds or sets past the bounds are counted, not kept.
-enum { HIST_ROUNDS = 1024, HIST_SETS = 96 };
-typedef struct {
-    int n;                                // rounds kept, at most HIST_ROUNDS (SpecStats.rounds counts all)
-    unsigned char drafted[HIST_ROUNDS];   // k of each round (<= MAX_DRAFT)
-    unsigned char accepted[HIST_ROUNDS];  // draft tokens accepted in it
-    float gamma[HIST_ROUNDS];             // the draft-exit threshold it drafted under (Self-SD Eq. 2-4)
-} RoundHistory;
-
-typedef struct {
-    int n, total;              // sets kept (at most HIST_SETS), sets offered
-    SkipSet set[HIST_SETS];    // decoding: each set when it came into use; Self-SD: each search candidate
-    int at[HIST_SETS];         // decoding: the round it was first used in; Self-SD: the iteration
-    float cost[HIST_SETS];     // Self-SD: the objective per token; decoding: -1
-} SetHistory;
-
-static void set_history_add(SetHistory *h, const SkipSet *s, int at, float cost) {
-    if (h->n < HIST_SETS) { h->set[h->n] = *s; h->at[h->n] = at; h->cost[h->n] = cost; h->n++; }
-    h->total++;
-}
-
-typedef struct {
-    GenStats gen;      // prompt/generated counts, prefill and total decode time
-    int rounds;        // verification passes
-    int drafted;       // draft tokens proposed
-    int accepted;      // draft tokens accepted
-    double draft_ms;   // time in draft forwards
-    double verify_ms;  // time in verification forwards
-    double select_ms;  // time choosing layers (layer-selection methods), search_ms included
-    double search_ms;  // of which an offline search before decoding (selfsd, oracle)
-    int leaf_accepts;  // SWIFT tree verification: rounds that accepted a leaf (a next-best token)
-    int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
-    float gamma_first, gamma_last;
-    double gamma_sum;  // over rounds, for the mean
-    RoundHistory hist; // per round, for --svg
-    SetHistory sets;   // the skip sets in the order they were used, for --svg
-    int longest_draft; // the most draft tokens any round proposed
-} SpecStats;
-
-// Keeps the emitted tokens, stops at EOS or max_new. Returns 1 when generation is over.
-static int emit(const Config *c, int token, int *out, int *n, int max_new, TokenCallback cb, void *ctx) {
-    out[(*n)++] = token;
-    if (cb) { cb(ctx, token); }
-    return is_eos(c, token) || *n >= max_new;
-}
-
-// Layer selection (later section) plugs into the engine through these hooks.
-typedef struct Selector Selector;
-static int selector_wants_prefill_capture(const Selector *sel);
-static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *cos_sum);
-static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp);
-static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos, SpecParams *sp);
-static int selector_wants_verify_capture(const Selector *sel);
-static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted, int accepted,
-                                  SpecParams *sp);
-static int selector_uses_tree(const Selector *sel);
-static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c);
-
-// Prefill that also hands every prompt token's hidden states to the selector (ASD's cosines).
-static void prefill_captured(Model *m, const int *tokens, int n, Selector *sel, int *last_row) {
-    const Config *c = &m->config;
-    int T = m->state.max_tokens, idx[MAX_PASS_TOKENS];
-    for (int t = 0; t < T && t < MAX_PASS_TOKENS; t++) { idx[t] = t; }
-    float *states = (float *)malloc_check((size_t)(2 * c->n_layers + 1) * T * c->dim * sizeof(float));
-    for (int start = 0; start < n; start += T) {
-        int len = n - start < T ? n - start : T;
-        Capture cap = {len, idx, states};
-        forward(m, tokens + start, len, start, NULL, NULL, &cap);
-        selector_add_prefill_capture(sel, &cap, c);
-        *last_row = len - 1;
-    }
-    free(states);
-}
-
-// SWIFT's dynamic verification (Sec. 4.2), greedy only: the draft chain d1..dk plus, at each
-// depth j, the draft's next-best tokens as leaves (k_j - 1 of them, k_j by the confidence of
-// step j: 3/5/8/10 above 0.95/0.8/0.5/0, as the official code; the paper's Sec. 4.2 lists
-// 1/3/5/10). Linearized as [x, d1..dk, leaves...]: the chain first, so accepted chain tokens
-// already sit at consecutive cache slots; each leaf at depth j attends x, d1..d_{j-1} and
-// itself, with RoPE position pos + j. Returns the tree size n; tokens/depth/mask are filled.
-typedef struct {
-    int n;
-    int tokens[MAX_PASS_TOKENS];
-    int depth[MAX_PASS_TOKENS];
-    unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
-} DraftTree;
-
-static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts, int max_n) {
-    int n = 0;
-    for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
-    for (int j = 1; j <= k; j++) {
-        for (int a = 0; a < n_alts[j] && n < max_n; a++) { tr->tokens[n] = alts[j * 16 + a]; tr->depth[n] = j; n++; }
-    }
-    tr->n = n;
-    memset(tr->mask, 0, sizeof(tr->mask));
-    for (int t = 0; t < n; t++) {
-        int d = tr->depth[t];
-        for (int u = 0; u < d; u++) { tr->mask[t * n + u] = 1; } // the chain ancestors x, d1..d_{d-1}
-        tr->mask[t * n + t] = 1;
-    }
-}
-
-// The draft's top alternatives to its top-1 token at one step: k - 1 next-best ids.
-static int top_alternatives(const float *logits, int vocab, float confidence, int *alts) {
-    int k = confidence > 0.95f ? 3 : confidence > 0.8f ? 5 : confidence > 0.5f ? 8 : 10;
-    int n = 0, top = argmax(logits, vocab);
-    for (int a = 0; a < k - 1 && a < 16; a++) { // selection by repeated scans: k <= 10
-        int best = -1;
-        for (int i = 0; i < vocab; i++) {
-            int used = i == top;
-            for (int q = 0; q < n && !used; q++) { used = alts[q] == i; }
-            if (!used && (best < 0 || logits[i] > logits[best])) { best = i; }
-        }
-        alts[n++] = best;
-    }
-    return n;
-}
-
-// Greedy verification of a tree pass: walk the chain while the full model's argmax equals it;
-// at the first mismatch, a leaf holding the argmax is accepted too (its K/V row is copied to
-// the next chain slot, one row per layer), and the bonus comes from that leaf's row.
-// Returns the number of accepted draft tokens; *next is the full model's token, *row its row.
-static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *accepted_tokens, int *next, int *rows) {
-    int vocab = m->config.vocab_size, j = 0;
-    for (;;) {
-        int target = argmax(m->state.logits_host + (size_t)j * vocab, vocab);
-        rows[j] = j;
-        if (j < k && target == tr->tokens[j + 1]) { accepted_tokens[j] = target; j++; continue; }
-        int leaf = -1;
-        for (int t = k + 1; t < tr->n && leaf < 0 && j < k; t++) {
-            if (tr->depth[t] == j + 1 && tr->tokens[t] == target) { leaf = t; }
-        }
-        if (leaf < 0) { *next = target; return j; }
-        accepted_tokens[j] = target; // the leaf: move its K/V to slot pos + j + 1
-        const Config *c = &m->config;
-        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim * sizeof(float));
-        kv_slots(m, pos + leaf, 1, row, 1);
-        kv_slots(m, pos + j + 1, 1, row, 0);
-        free(row);
-        rows[j + 1] = leaf;
-        *next = argmax(m->state.logits_host + (size_t)leaf * vocab, vocab);
-        return j + 1;
-    }
-}
-
-// Drafts up to k_max tokens after x at slots pos, pos+1, ... under the skip set; stores the
-// tokens in draft[1..] and, when sampling, each warped draft distribution q in q_rows. With
-// alts (SWIFT's tree), also each step's next-best tokens. Returns how many were drafted.
-static int draft_tokens(Model *m, SpecParams *sp, Sampler *smp, int x, int pos, int k_max, int *draft,
-                        float *q_rows, ProbIndex *scratch, int *alts, int *n_alts) {
-    int vocab = m->config.vocab_size, k = 0;
-    draft[0] = x;
-    while (k < k_max) {
-        forward(m, &draft[k], 1, pos + k, &sp->skip, NULL, NULL);
-        const float *logits = m->state.logits_host;
-        float *q = q_rows + (size_t)k * vocab;
-        draft[k + 1] = sample_next(smp, logits, vocab, q, scratch);
-        float confidence = top1_prob(logits, vocab);
-        k++;
-        if (alts) { n_alts[k] = top_alternatives(logits, vocab, confidence, alts + k * 16); }
-        if (sp->exit.mode != EXIT_NONE && confidence < sp->exit.gamma) { break; }
-    }
-    return k;
-}
-
-// Verification of a chain pass whose row j holds the full model's logits after [x, d1..dj]:
-//   greedy:   keep d_{j+1} while it equals argmax(row j); next = argmax of the first row that
-//             disagrees, or of row k when all k are kept (the bonus token);
-//   sampling: keep d_{j+1} with probability min(1, p_j(d) / q_j(d)) (speculative_accept, a fresh
-//             uniform each time); on the first rejection next is the residual draw; when all k
-//             are kept, next is drawn from the warped p_k.
-// Returns the number of draft tokens kept; rows[t] is the row that emitted token t.
-static int verify_chain(Model *m, Sampler *smp, const int *draft, int k, const float *q_rows, float *p,
-                        float *residual, ProbIndex *scratch, int *accepted_tokens, int *next, int *rows) {
-    int vocab = m->config.vocab_size, j = 0;
-    for (*next = -1; j <= k; j++) {
-        const float *lj = m->state.logits_host + (size_t)j * vocab;
-        rows[j] = j;
-        if (smp->temperature == 0.0f) {
-            int target = argmax(lj, vocab);
-            if (j == k || target != draft[j + 1]) { *next = target; break; }
-        } else {
-            warp_probs(lj, vocab, smp->temperature, smp->top_p, p, scratch);
-            if (j == k) { *next = sample_probs(p, vocab, rng_uniform(&smp->rng)); break; }
-            if (!speculative_accept(p, q_rows + (size_t)j * vocab, vocab, draft[j + 1], &smp->rng, residual, next)) { break; }
-        }
-        accepted_tokens[j] = draft[j + 1];
-    }
-    return j;
-}
-
-// Self-speculative decoding: same contract as generate_plain. sel (NULL = the static skip set
-// in sp) chooses layers on the way. logits_out (NULL or (max_new, vocab)) receives the
-// full-model logits row each emitted token came from, so tests can check they are bitwise
-// those of plain decoding.
-static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new, SpecParams *sp, Selector *sel,
-                         Sampler *smp, int *out, float *logits_out, TokenCallback cb, void *ctx, SpecStats *st) {
-    const Config *c = &m->config;
-    int vocab = c->vocab_size, n = 0, row = 0, L = c->n_layers;
-    int k_cap = sp->max_draft < MAX_DRAFT ? sp->max_draft : MAX_DRAFT;
-    if (k_cap > m->state.max_tokens - 1) { k_cap = m->state.max_tokens - 1; }
-    int draft[MAX_DRAFT + 1], accepted_tokens[MAX_DRAFT + 1], rows[MAX_DRAFT + 2], alts[(MAX_DRAFT + 1) * 16];
-    int n_alts[MAX_DRAFT + 1], capture_idx[MAX_DRAFT + 1];
-    float *p = (float *)malloc_check((size_t)vocab * sizeof(float));
-    float *residual = (float *)malloc_check((size_t)vocab * sizeof(float));
-    float *q_rows = (float *)malloc_check((size_t)(k_cap + 1) * vocab * sizeof(float));
-    ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)vocab * sizeof(ProbIndex));
-    int *seq = (int *)malloc_check((size_t)(n_prompt + max_new + 1) * sizeof(int)); // prompt + emitted
-    float *states = (float *)malloc_check((size_t)(2 * L + 1) * (k_cap + 1) * c->dim * sizeof(float));
-    DraftTree *tree = (DraftTree *)malloc_check(sizeof(DraftTree));
-    memcpy(seq, prompt, (size_t)n_prompt * sizeof(int));
-    memset(st, 0, sizeof(*st));
-    st->gamma_first = sp->exit.gamma;
-    double t0 = time_ms();
-    if (selector_wants_prefill_capture(sel)) { prefill_captured(m, prompt, n_prompt, sel, &row); }
-    else { prefill(m, prompt, n_prompt, NULL, &row); }
-    double t1 = time_ms();
-    selector_after_prefill(sel, m, sp);
-    st->select_ms += time_ms() - t1;
-    const float *row_logits = m->state.logits_host + (size_t)row * vocab;
-    if (logits_out) { memcpy(logits_out, row_logits, (size_t)vocab * sizeof(float)); }
-    int x = sample_next(smp, row_logits, vocab, p, scratch), pos = n_prompt;
-    seq[pos] = x;
-    int done = emit(c, x, out, &n, max_new, cb, ctx);
-    while (!done && pos < c->seq_len) {
-        double ts = time_ms();
-        st->selections += selector_before_round(sel, m, seq, n_prompt, pos, sp);
-        double ta = time_ms();
-        st->select_ms += ta - ts;
-        // draft: no further than the context or the tokens still wanted
-        int k_max = k_cap;
-        if (k_max > c->seq_len - 1 - pos) { k_max = c->seq_len - 1 - pos; }
-        if (k_max > max_new - n - 1) { k_max = max_new - n - 1; }
-        // A draft that skips nothing is the full model: each draft token would cost a full pass
-        // that verification then repeats. Decision: an empty skip set drafts nothing, and the
-        // round is a plain decoding step (so Self-SD's search measures plain decoding for it).
-        if (skip_count(&sp->skip, L) == 0) { k_max = 0; }
-        // Tree verification is greedy only. Sampling keeps the chain: several candidates per
-        // position stay exact only with a recursive rule (each rejected sibling's mass removed
-        // from both p and the without-replacement q before the next is tried), and the official
-        // SWIFT/EAGLE versions of that rule had bugs; the chain rule here is proven exact by
-        // the tests.
-        int use_tree = selector_uses_tree(sel) && smp->temperature == 0.0f;
-        SetHistory *sh = &st->sets;
-        if (sh->total == 0 || memcmp(&sh->set[sh->n - 1], &sp->skip, sizeof(SkipSet)) != 0) {
-            set_history_add(sh, &sp->skip, st->rounds, -1.0f);
-        }
-        int k = draft_tokens(m, sp, smp, x, pos, k_max, draft, q_rows, scratch, use_tree ? alts : NULL, n_alts);
-        double tb = time_ms();
-        // verify [x, d1..dk] (and the tree's leaves) with the full model in one pass
-        int want_h = selector_wants_verify_capture(sel);
-        for (int t = 0; t <= k; t++) { capture_idx[t] = t; }
-        Capture cap = {k + 1, capture_idx, states};
-        int j = 0, next = -1;
-        if (use_tree) {
-            build_tree(tree, draft, k, alts, n_alts, c->seq_len - pos < m->state.max_tokens ? c->seq_len - pos : m->state.max_tokens);
-            TokenTree tt = {tree->depth, tree->mask};
-            forward(m, tree->tokens, tree->n, pos, NULL, &tt, want_h ? &cap : NULL);
-            j = verify_tree(m, tree, k, pos, accepted_tokens, &next, rows);
-            st->leaf_accepts += rows[j] > k;
-        } else {
-            forward(m, draft, k + 1, pos, NULL, NULL, want_h ? &cap : NULL);
-            j = verify_chain(m, smp, draft, k, q_rows, p, residual, scratch, accepted_tokens, &next, rows);
-        }
-        double tc = time_ms();
-        st->draft_ms += tb - ta;
-        st->verify_ms += tc - tb;
-        int accepted = j;
-        if (logits_out) {
-            for (int t = 0; t <= accepted && n + t < max_new; t++) {
-                memcpy(logits_out + (size_t)(n + t) * vocab, m->state.logits_host + (size_t)rows[t] * vocab,
-                       (size_t)vocab * sizeof(float));
-            }
-        }
-        for (int t = 0; t < accepted && !done; t++) {
-            seq[pos + 1 + t] = accepted_tokens[t];
-            done = emit(c, accepted_tokens[t], out, &n, max_new, cb, ctx);
-        }
-        if (!done) { done = emit(c, next, out, &n, max_new, cb, ctx); }
-        // CLaSp: hidden states of the last accepted token, the one whose row produced next.
-        // The capture holds rows 0..k of every boundary; keep row `accepted` as (2L+1, dim).
-        if (want_h) {
-            for (int b = 0; b <= 2 * L; b++) {
-                memmove(states + (size_t)b * c->dim, states + ((size_t)b * (k + 1) + rows[accepted]) * c->dim,
-                        (size_t)c->dim * sizeof(float));
-            }
-        }
-        // No DP after the prompt's last round: its skip set would never draft (the next prompt
-        // starts again from the alternate layers).
-        want_h = want_h && !done;
-        selector_after_verify(sel, m, want_h ? states : NULL, pos + accepted, k, accepted, sp);
-        st->selections += want_h;
-        st->select_ms += time_ms() - tc;
-        pos += accepted + 1;
-        x = next;
-        seq[pos] = x;
-        st->rounds++;
-        st->drafted += k;
-        st->accepted += accepted;
-        if (st->hist.n < HIST_ROUNDS) {
-            st->hist.drafted[st->hist.n] = (unsigned char)k;
-            st->hist.accepted[st->hist.n] = (unsigned char)accepted;
-            st->hist.gamma[st->hist.n++] = sp->exit.gamma;
-        }
-        if (k > st->longest_draft) { st->longest_draft = k; }
-        draft_exit_update(&sp->exit, accepted, k, k == k_cap);
-        st->gamma_sum += sp->exit.gamma;
-    }
-    st->gamma_last = sp->exit.gamma;
-    st->gen.n_prompt = n_prompt;
-    st->gen.n_generated = n;
-    st->gen.prefill_ms = t1 - t0;
-    st->gen.decode_ms = time_ms() - t1;
-    free(p); free(residual); free(q_rows); free(scratch); free(seq); free(states); free(tree);
-    return n;
-}
-
-// ----------------------------------------------------------------------------
-// layer selection: which sublayers the draft skips
-//
-// A skip set z in {0,1}^{2L} (attention and MLP of each layer) is chosen by one of:
-//   static  given by --skip / --skip-file
-//   selfsd  Self-SD Sec. 3.3: Bayesian optimization offline, before decoding
-//   swift   SWIFT Sec. 4: random search + Bayesian optimization on the fly, during decoding
-//   asd     ASD Algorithm 1: a cosine-similarity rule on the prompt, once per prompt
-//   clasp   CLaSp Algorithm 1: dynamic programming after verifications, whole layers
-//   oracle  exhaustive (or sampled) search under the cost model, to see how far the others land
-// The Gaussian process and the cosine similarity are shared helpers, written once.
-
-enum { METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE };
-static const char *method_name(int method) {
-    static const char *names[] = {"none", "static", "selfsd", "swift", "asd", "clasp", "oracle"};
-    return method >= 0 && method <= METHOD_ORACLE ? names[method] : "?";
-}
-
-static double cosine(const float *a, const float *b, int n) {
-    double ab = 0, aa = 0, bb = 0;
-    for (int i = 0; i < n; i++) {
-        ab += (double)a[i] * b[i];
-        aa += (double)a[i] * a[i];
-        bb += (double)b[i] * b[i];
-    }
-    return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
-}
-
-// A skip set as the GP's input vector: attention bits then MLP bits.
-static void skip_to_vector(const SkipSet *s, int n_layers, float *v) {
-    for (int l = 0; l < n_layers; l++) {
-        v[l] = s->attn[l];
-        v[n_layers + l] = s->mlp[l];
-    }
-}
-
-// --- Gaussian process on binary vectors (shared by Self-SD and SWIFT) -------
-// Matern 5/2 kernel k(r) = (1 + sqrt5 r/l + 5r^2/(3l^2)) exp(-sqrt5 r/l) on the Euclidean
-// distance r (sqrt of the Hamming distance), a noise term on the diagonal, targets normalized
-// to zero mean and unit variance, a Cholesky solve. Decision: the length scale is fixed at
-// sqrt(dim)/2 rather than fitted by marginal likelihood (the official code lets sklearn fit it);
-// a fixed scale keeps the code short and deterministic, and the noise 1e-2 follows the code.
-// Only the last GP_WINDOW observations are used, so a fit stays O(GP_WINDOW^3).
-
-enum { GP_WINDOW = 256, GP_MAX_DIM = 2 * SS_MAX_LAYERS };
-
-typedef struct {
-    int dim;         // 2L
-    int n;           // observations in the window
-    int total;       // observations ever added
-    float *x;        // (GP_WINDOW, dim) ring buffer of inputs
-    double *y;       // (GP_WINDOW) targets
-    double *chol;    // (GP_WINDOW, GP_WINDOW) lower Cholesky factor of K + noise I
-    double *alpha;   // (GP_WINDOW) (K + noise I)^-1 (y - mean) / std
-    double y_mean, y_std, lengthscale, noise;
-} Gp;
-
-static void gp_init(Gp *gp, int dim) {
-    memset(gp, 0, sizeof(*gp));
-    gp->dim = dim;
-    gp->x = (float *)calloc_check((size_t)GP_WINDOW * dim, sizeof(float));
-    gp->y = (double *)calloc_check(GP_WINDOW, sizeof(double));
-    gp->chol = (double *)calloc_check((size_t)GP_WINDOW * GP_WINDOW, sizeof(double));
-    gp->alpha = (double *)calloc_check(GP_WINDOW, sizeof(double));
-    gp->lengthscale = sqrt((double)dim) / 2.0;
-    gp->noise = 1e-2;
-}
-
-static void gp_free(Gp *gp) {
-    free(gp->x);
-    free(gp->y);
-    free(gp->chol);
-    free(gp->alpha);
-}
-
-static double gp_kernel(const Gp *gp, const float *a, const float *b) {
-    double d2 = 0;
-    for (int i = 0; i < gp->dim; i++) { d2 += (double)(a[i] - b[i]) * (a[i] - b[i]); }
-    double s = sqrt(5.0 * d2) / gp->lengthscale;
-    return (1.0 + s + s * s / 3.0) * exp(-s);
-}
-
-// Adds one observation and refits: chol = cholesky(K + noise I), alpha = solve(y normalized).
-static void gp_add(Gp *gp, const float *x, double y) {
-    int slot = gp->total % GP_WINDOW, n;
-    memcpy(gp->x + (size_t)slot * gp->dim, x, (size_t)gp->dim * sizeof(float));
-    gp->y[slot] = y;
-    gp->total++;
-    gp->n = n = gp->total < GP_WINDOW ? gp->total : GP_WINDOW;
-    double mean = 0, var = 0;
-    for (int i = 0; i < n; i++) { mean += gp->y[i]; }
-    mean /= n;
-    for (int i = 0; i < n; i++) { var += (gp->y[i] - mean) * (gp->y[i] - mean); }
-    gp->y_mean = mean;
-    gp->y_std = n > 1 && var > 0 ? sqrt(var / n) : 1.0;
-    double *L = gp->chol;
-    for (int i = 0; i < n; i++) {
-        for (int j = 0; j <= i; j++) {
-            double s = gp_kernel(gp, gp->x + (size_t)i * gp->dim, gp->x + (size_t)j * gp->dim) + (i == j ? gp->noise : 0);
-            for (int k = 0; k < j; k++) { s -= L[i * GP_WINDOW + k] * L[j * GP_WINDOW + k]; }
-            L[i * GP_WINDOW + j] = i == j ? sqrt(s > 1e-12 ? s : 1e-12) : s / L[j * GP_WINDOW + j];
-        }
-    }
-    for (int i = 0; i < n; i++) { // forward then back substitution
-        double s = (gp->y[i] - mean) / gp->y_std;
-        for (int k = 0; k < i; k++) { s -= L[i * GP_WINDOW + k] * gp->alpha[k]; }
-        gp->alpha[i] = s / L[i * GP_WINDOW + i];
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        double s = gp->alpha[i];
-        for (int k = i + 1; k < n; k++) { s -= L[k * GP_WINDOW + i] * gp->alpha[k]; }
-        gp->alpha[i] = s / L[i * GP_WINDOW + i];
-    }
-}
-
-// Posterior mean and variance at x, in the targets' units.
-static void gp_predict(const Gp *gp, const float *x, double *mean, double *var) {
-    double ks[GP_WINDOW], v[GP_WINDOW], mu = 0, vv = 0;
-    const double *L = gp->chol;
-    for (int i = 0; i < gp->n; i++) {
-        ks[i] = gp_kernel(gp, x, gp->x + (size_t)i * gp->dim);
-        mu += ks[i] * gp->alpha[i];
-    }
-    for (int i = 0; i < gp->n; i++) { // v = L^-1 k*
-        double s = ks[i];
-        for (int k = 0; k < i; k++) { s -= L[i * GP_WINDOW + k] * v[k]; }
-        v[i] = s / L[i * GP_WINDOW + i];
-        vv += v[i] * v[i];
-    }
-    *mean = gp->y_mean + gp->y_std * mu;
-    *var = gp->y_std * gp->y_std * (1.0 - vv > 0 ? 1.0 - vv : 0.0);
-}
-
-// A random candidate: each sublayer skipped with probability p, or, when count > 0, exactly
-// count sublayers skipped among the allowed ones (layers first_layer..last_layer).
-static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_layer, int last_layer, SkipSet *s) {
-    memset(s, 0, sizeof(*s));
-    int slots = 2 * (last_layer - first_layer + 1);
-    if (count <= 0) {
-        for (int l = first_layer; l <= last_layer; l++) {
-            s->attn[l] = rng_uniform(r) < p;
-            s->mlp[l] = rng_uniform(r) < p;
-        }
-        return;
-    }
-    for (int placed = 0; placed < count && placed < slots;) {
-        int k = (int)(rng_u32(r) % (uint32_t)slots), l = first_layer + k / 2;
-        unsigned char *flag = k % 2 ? &s->mlp[l] : &s->attn[l];
-        if (!*flag) { *flag = 1; placed++; }
-    }
-    (void)n_layers;
-}
-
-// UCB acquisition (mean + kappa sd) maximized over n_random candidates drawn like
-// random_skip_set. The best candidate goes to *best. The official codes differ in kappa:
-// Self-SD's uses 2.576, SWIFT's 2.5 (both bayes_opt's UCB with xi = 0); each caller passes its own.
-static const double KAPPA_SELFSD = 2.576, KAPPA_SWIFT = 2.5;
-static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last, int n_random, double kappa,
-                       SkipSet *best) {
-    float v[GP_MAX_DIM];
-    double best_ucb = -INFINITY;
-    for (int k = 0; k < n_random; k++) {
-        SkipSet cand;
-        random_skip_set(r, n_layers, 0.6f * rng_uniform(r), count, first, last, &cand);
-        skip_to_vector(&cand, n_layers, v);
-        double mean, var;
-        gp_predict(gp, v, &mean, &var);
-        double ucb = mean + kappa * sqrt(var);
-        if (ucb > best_ucb) { best_ucb = ucb; *best = cand; }
-    }
-}
-
-// --- the objective: time per verified token ----------------------------------
-
-typedef struct {
-    const int *const *prompts; // dev prompts (token ids)
-    const int *lengths;
-    int n_prompts;
-    int n_new;                 // tokens decoded per prompt
-    int use_cost_model;        // 1: sublayers run per token (deterministic); 0: wall-clock ms per token
-    double (*fake)(void *ctx, const SkipSet *s); // tests: a synthetic objective in place of decoding
-    void *fake_ctx;
-} Objective;
-
-// Set by the CLI's SIGINT handler: the searches stop at the next candidate and return the best
-// set so far.
-static volatile sig_atomic_t search_interrupted;
-
-// Self-SD's objective: decode the dev prompts greedily with skip set s and the adaptive draft
-// exit, and measure the cost per generated token (lower is better). The cost model counts
-// sublayers run: a pass costs its active sublayers whatever its token count, because each
-// weight is streamed once per pass; it is what Eq. 6's cost coefficient assumes.
-static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
-    if (obj->fake) { return obj->fake(obj->fake_ctx, s); }
-    int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
-    uint64_t sub0 = m->state.n_sublayers;
-    double t0 = time_ms(), tokens = 0;
-    for (int k = 0; k < obj->n_prompts; k++) {
-        SpecParams sp;
-        sp.skip = *s;
-        sp.max_draft = 12;
-        sp.exit = draft_exit_default();
-        Sampler greedy = {0.0f, 1.0f, {1}};
-        SpecStats st;
-        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], obj->n_new, &sp, NULL, &greedy, out, NULL,
-                                NULL, NULL, &st);
-    }
-    free(out);
-    double cost = obj->use_cost_model ? (double)(m->state.n_sublayers - sub0) : time_ms() - t0;
-    return cost / (tokens > 0 ? tokens : 1);
-}
-
-// --- Self-SD: Bayesian optimization offline (Self-SD Sec. 3.3) ----------------
-// Maximize -objective over z in {0,1}^{2L}: the first iters/5 candidates are random (skip
-// probability uniform in [0, 0.6]), then each is the UCB maximizer over 2000 random candidates.
-// Decisions: the paper searched 1000 iterations on 8 prompts; a tiny model's landscape is small,
-// so the default is 64 iterations (--iters), on the prompt itself or --dev-prompts. Any layer
-// may be skipped, as in the paper; no skip count is imposed.
-// Wall-clock noise: on a busy machine one measurement can be several times too high or too low,
-// and a single lucky one used to win the search (a set accepting 0 of 35 drafts, 0.59x). So the
-// empty set's cost is the median of 3 measurements, a candidate that looks better than the best
-// so far is measured twice more and keeps the median, and at the end the winner and the empty
-// set are measured 5 times each, alternately: the winner stays only if its median is lower.
-
-static int compare_double_asc(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-// The median of n measurements (n <= 5), the first of which is already in first (NAN: none).
-static double measure_median(Model *m, const Objective *obj, const SkipSet *s, int n, double first) {
-    double c[5];
-    for (int k = 0; k < n; k++) { c[k] = k == 0 && !isnan(first) ? first : measure_objective(m, obj, s); }
-    qsort(c, (size_t)n, sizeof(double), compare_double_asc);
-    return c[n / 2];
-}
-
-static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t seed, int verbose, SetHistory *hist) {
-    int L = m->config.n_layers, repeats = obj->use_cost_model ? 1 : 3;
-    const char *unit = obj->use_cost_model ? "sublayers/token" : "ms/token";
-    Gp gp;
-    gp_init(&gp, 2 * L);
-    Rng r;
-    rng_seed(&r, seed);
-    SkipSet best, cand, empty;
-    memset(&empty, 0, sizeof(empty));
-    best = empty;
-    double best_cost = measure_median(m, obj, &best, repeats, NAN); // plain speed as a baseline
-    double t0 = time_ms(); // the iterations' own pace gives the time left
-    float v[GP_MAX_DIM];
-    skip_to_vector(&best, L, v);
-    gp_add(&gp, v, -best_cost);
-    if (hist) { set_history_add(hist, &best, 0, (float)best_cost); }
-    if (verbose) { fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n", best_cost, unit); }
-    int it;
-    for (it = 1; it <= iters && !search_interrupted; it++) {
-        if (it <= iters / 5) { random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand); }
-        else { gp_propose(&gp, &r, L, 0, 0, L - 1, 2000, KAPPA_SELFSD, &cand); }
-        double cost = measure_objective(m, obj, &cand);
-        if (cost < best_cost && repeats > 1) { cost = measure_median(m, obj, &cand, repeats, cost); }
-        skip_to_vector(&cand, L, v);
-        gp_add(&gp, v, -cost);
-        if (cost < best_cost) { best_cost = cost; best = cand; }
-        if (hist) { set_history_add(hist, &cand, it, (float)cost); }
-        if (verbose) {
-            double left_s = (time_ms() - t0) / it * (iters - it) / 1e3;
-            fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, ~%.0f s left\n", it, iters,
-                    cost, unit, best_cost, skip_count(&best, L), 2 * L, left_s);
-        }
-    }
-    if (search_interrupted && verbose) {
-        fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d of %d, cost %.4f %s\n",
-                it - 1, iters, skip_count(&best, L), 2 * L, best_cost, unit);
-    }
-    if (repeats > 1 && skip_count(&best, L) > 0 && !search_interrupted) { // the re-check against plain decoding
-        double cb[5], ce[5];
-        for (int k = 0; k < 5; k++) { cb[k] = measure_objective(m, obj, &best); ce[k] = measure_objective(m, obj, &empty); }
-        qsort(cb, 5, sizeof(double), compare_double_asc);
-        qsort(ce, 5, sizeof(double), compare_double_asc);
-        if (verbose) {
-            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n", cb[2], ce[2], unit,
-                    cb[2] < ce[2] ? "" : ": keeping the empty set");
-        }
-        if (cb[2] >= ce[2]) { best = empty; }
-    }
-    gp_free(&gp);
-    return best;
-}
-
-// --- ASD: the cosine rule (ASD Sec. 3, Algorithm 1, Table 2) -----------------
-// C_l = mean over prompt positions of cos(input, output) of attention sublayer l.
-// Remove attention l when C_l >= alpha (0.985) and l <= L - n; also remove attention and MLP of
-// every m-th layer (l = jm <= L - n); m = 3, n = 2. The paper numbers layers 1..L: layer l here
-// is index l - 1, so "every m-th" is indices m-1, 2m-1, ... and "l <= L - n" is index <= L-n-1.
-static SkipSet select_asd(const double *cos_attn, int n_layers, double alpha, int every_m, int keep_last_n) {
-    SkipSet s;
-    memset(&s, 0, sizeof(s));
-    for (int l = 1; l <= n_layers - keep_last_n; l++) {
-        if (cos_attn[l - 1] >= alpha) { s.attn[l - 1] = 1; }
-        if (l % every_m == 0) { s.attn[l - 1] = s.mlp[l - 1] = 1; }
-    }
-    return s;
-}
-
-// Accumulates sum over tokens of cos(attention input, attention output) per layer from a capture.
-static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *cos_sum) {
-    for (int l = 0; l < n_layers; l++) {
-        for (int k = 0; k < cap->n_idx; k++) {
-            const float *in = cap->states + ((size_t)(2 * l) * cap->n_idx + k) * dim;
-            const float *out = cap->states + ((size_t)(2 * l + 1) * cap->n_idx + k) * dim;
-            cos_sum[l] += cosine(in, out, dim);
-        }
-    }
-}
-
-// --- CLaSp: dynamic programming over layers (CLaSp Eq. 2, Algorithm 1) --------
-// h_0..h_L are the full model's hidden states of the last accepted token (layer inputs and the
-// last output). g(i, j) = the best state after i layers with j of them skipped:
-//   g(i, 0) = h_i
-//   g(i, j) = argmax by cosine to h_i of { g(i-1, j-1) (skip layer i),  f_i(g(i-1, j)) (run it) }
-// and backtracking from (L, M) gives the skipped layers. Decision: "the hidden states of the
-// last accepted token" (Sec. 3.3) are read as the states at that token's own position in the
-// verification pass, the freshest full-model states, whose output chose the next token. All g(i-1, j) of one layer run through
-// f_i as one batch (the paper's "sequence parallel"): each candidate sits at the token's position
-// `slot`, attends the cached prefix plus itself (an identity mask), and writes K/V only at
-// slots slot.. which are saved before and restored after (slot holds the real token's K/V).
-
-// Runs layer l on n residual rows at position slot (identity mask, RoPE position slot).
-static void run_layer_batch(Model *m, int l, float *rows, int n, int slot) {
-    size_t bytes = (size_t)n * m->config.dim * sizeof(float);
-    int depth[MAX_PASS_TOKENS];
-    unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
-    for (int t = 0; t < n; t++) {
-        depth[t] = 0;
-        for (int u = 0; u < n; u++) { mask[t * n + u] = t == u; }
-    }
-    TokenTree tree = {depth, mask};
-    set_pass(m, NULL, n, &tree);
-    copy_to_device(m->state.x, rows, bytes);
-    attention_sublayer(m, l, n, slot);
-    mlp_sublayer(m, l, n);
-    copy_to_host(rows, m->state.x, bytes);
-}
-
-static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
-    const Config *c = &m->config;
-    int L = c->n_layers, dim = c->dim, M = max_skip < L ? max_skip : L;
-    if (M > m->state.max_tokens) { M = m->state.max_tokens; }
-    if (slot + M > c->seq_len) { M = c->seq_len - slot; }
-    size_t row = (size_t)dim;
-    float *g = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));     // g(i-1, .)
-    float *next = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));  // g(i, .)
-    float *batch = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));
-    unsigned char *skipped = (unsigned char *)calloc_check((size_t)(L + 1) * (M + 1), 1); // parent: skip?
-    float *saved = (float *)malloc_check((size_t)2 * L * (M + 1) * c->n_kv_heads * c->head_dim * sizeof(float));
-    kv_slots(m, slot, M > 0 ? M : 1, saved, 1);
-    memcpy(g, h, row * sizeof(float)); // g(0, 0) = h_0
-    for (int i = 1; i <= L; i++) {
-        // Only states that can still end at (L, M) matter: after layer i at most L - i more
-        // layers can be skipped, so j >= M - (L - i). This band saves about a third of the layers
-        // run (M = L / 2) and changes nothing else.
-        int lo = M - (L - i) > 1 ? M - (L - i) : 1;
-        int top = i < M ? i : M;             // j ranges over lo..min(i, M)
-        int run_top = i - 1 < M ? i - 1 : M; // g(i-1, j) exists for j <= min(i-1, M)
-        int n_run = run_top - lo + 1;
-        if (n_run > 0) {                     // f_i on g(i-1, lo..run_top) in one batch
-            memcpy(batch, g + (size_t)lo * row, (size_t)n_run * row * sizeof(float));
-            run_layer_batch(m, i - 1, batch, n_run, slot);
-        }
-        const float *hi = h + (size_t)(2 * i) * row;
-        memcpy(next, hi, row * sizeof(float));
-        for (int j = lo; j <= top; j++) {
-            const float *skip_state = g + (size_t)(j - 1) * row;
-            const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
-            int take_skip = run_state == NULL || cosine(hi, skip_state, dim) > cosine(hi, run_state, dim);
-            memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
-            skipped[i * (M + 1) + j] = (unsigned char)take_skip;
-        }
-        float *tmp = g; g = next; next = tmp;
-    }
-    kv_slots(m, slot, M > 0 ? M : 1, saved, 0);
-    SkipSet s;
-    memset(&s, 0, sizeof(s));
-    for (int i = L, j = M; i > 0 && j > 0; i--) { // backtrack from (L, M)
-        if (skipped[i * (M + 1) + j]) { s.attn[i - 1] = s.mlp[i - 1] = 1; j--; }
-    }
-    free(g); free(next); free(batch); free(skipped); free(saved);
-    return s;
-}
-
-// --- SWIFT: on-the-fly optimization (SWIFT Sec. 4.1, App. B.2) ---------------
-// Matchness (Eq. 3-4): the draft, teacher-forced over the last gamma generated tokens in one
-// pass, predicts each of them; the score is the fraction it gets right. The pass runs at the
-// slots those tokens already occupy, so those slots are saved before and restored after: the
-// real cache is left exactly as it was.
-static double swift_matchness(Model *m, const int *seq, int pos, int window, const SkipSet *s) {
-    const Config *c = &m->config;
-    int start = pos - window - 1; // inputs seq[start .. pos-2] predict seq[start+1 .. pos-1]
-    if (start < 0 || window > m->state.max_tokens) { return 0.0; }
-    float *saved = (float *)malloc_check((size_t)2 * c->n_layers * window * c->n_kv_heads * c->head_dim * sizeof(float));
-    kv_slots(m, start, window, saved, 1);
-    forward(m, seq + start, window, start, s, NULL, NULL);
-    kv_slots(m, start, window, saved, 0);
-    int match = 0;
-    for (int t = 0; t < window; t++) {
-        match += argmax(m->state.logits_host + (size_t)t * c->vocab_size, c->vocab_size) == seq[start + t + 1];
-    }
-    free(saved);
-    return (double)match / window;
-}
-
-typedef struct {
-    int window;          // gamma: context window, 32
-    int max_steps;       // S: 1000
-    float budget;        // optimization time as a share of the decoding time, 0.02
-    int patience;        // stop after this many steps without improvement: 300
-    int bo_every;        // beta: every 25th step is a Bayesian-optimization proposal
-    float target;        // stop once matchness exceeds 0.95
-    float ratio;         // r: fraction of the 2L sublayers skipped, 0.45
-    int steps, since_best, done;
-    double best_score;
-    SkipSet best;
-    Gp gp;
-    Rng rng;
-    int rounds, drafted, accepted; // verifications, and drafts verified since the last ratio check
-    double run_ms, opt_ms, last_ms; // decoding time seen (steps included), time in steps, last round's start
-    double step_ms;                 // the last step's time: what the next one will likely cost
-} Swift;
-
-static void swift_init(Swift *w, int n_layers, uint64_t seed) {
-    memset(w, 0, sizeof(*w));
-    w->window = 32;
-    w->max_steps = 1000;
-    w->budget = 0.02f;
-    w->patience = 300;
-    w->bo_every = 25;
-    w->target = 0.95f;
-    w->ratio = 0.45f;
-    w->best_score = -1.0;
-    w->best = alternate_layers(n_layers); // the starting point
-    gp_init(&w->gp, 2 * n_layers);
-    rng_seed(&w->rng, seed);
-}
-
-// count sublayers spread evenly over layers 1..L-2, attention and MLP alternating: the uniform
-// draft SWIFT starts from (Sec. 4.1.1), here at any skip ratio.
-static SkipSet uniform_skip_set(int n_layers, int count) {
-    SkipSet s;
-    memset(&s, 0, sizeof(s));
-    int slots = 2 * (n_layers - 2); // sublayer k = 2 .. 2L-3: layer k / 2, attention when k is even
-    for (int i = 0; i < count && i < slots; i++) {
-        int k = 2 + (int)((long)i * slots / count);
-        if (k % 2 == 0) { s.attn[k / 2] = 1; } else { s.mlp[k / 2] = 1; }
-    }
-    return s;
-}
-
-// One optimization step before a decoding step: propose a candidate with exactly
-// round(r * 2L) skipped sublayers, never in the first or last layer (random, or the GP's
-// proposal every beta-th step), score it, keep it if it beats the best.
-// Decision on persistence: like the official code, the state lives for the whole run (across
-// the prompts of -f), and once optimization stops it never restarts on a distribution shift;
-// the best set carries over to later prompts. Restarting would need a shift detector the paper
-// does not define.
-// Decision on cost (CPU): the paper runs a step before every decoding step and reports the
-// steps at 0.8% of the time (Fig. 6), amortized over 1000 instances, with one 32-token draft
-// pass costing about one decoding step on a GPU. On the CPU that pass is compute-bound and
-// costs several decoding steps, so a step runs only if the steps so far plus this one (priced
-// at the last step's time) stay within `budget` of the decoding time so far (--swift-budget,
-// default 0.02; 1 restores the paper's schedule). The first step always runs. Fig. 8a's knobs
-// S and beta trade the same optimization against speed.
-// Context accumulation (Sec. 4.1.1): no step until `window` LLM-generated tokens of this prompt
-// sit in the cache (seq[n_prompt .. pos-1]; seq[pos] is not run yet), so Eq. 3 scores generated
-// tokens only, never the prompt; until then the draft is the best set so far (at first the
-// uniform starting point).
-static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos) {
-    double t0 = time_ms();
-    if (w->last_ms > 0) { w->run_ms += t0 - w->last_ms; } // the previous round, its step included
-    w->last_ms = t0;
-    int within_budget = w->budget >= 1.0f || w->opt_ms + w->step_ms <= w->budget * w->run_ms;
-    if (w->done || pos - n_prompt < w->window || !within_budget) { return; }
-    int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
-    SkipSet cand;
-    if (w->best_score < 0) {
-        cand = w->best;           // score the starting point first
-    } else if ((w->steps + 1) % w->bo_every == 0 && w->gp.n > 1) {
-        gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, 1000, KAPPA_SWIFT, &cand);
-    } else {
-        random_skip_set(&w->rng, L, 0, count, 1, L - 2, &cand);
-    }
-    double score = swift_matchness(m, seq, pos, w->window, &cand);
-    float v[GP_MAX_DIM];
-    skip_to_vector(&cand, L, v);
-    gp_add(&w->gp, v, score);
-    w->steps++;
-    if (score > w->best_score) { w->best_score = score; w->best = cand; w->since_best = 0; }
-    else { w->since_best++; }
-    w->done = w->steps >= w->max_steps || w->since_best >= w->patience || w->best_score > w->target;
-    w->step_ms = time_ms() - t0;
-    w->opt_ms += w->step_ms;
-}
-
-// SWIFT App. C.2: r is lowered when the acceptance rate stays below 0.7 (0.5 -> 0.4 for
-// Llama-3-70B). Decision, as the paper gives no schedule: every 50 verifications while
-// optimizing, if the drafts verified meanwhile were accepted below 0.7, r drops by 0.05 (down
-// to 0.05), the draft becomes the uniform set at the new count, and the search restarts there,
-// its GP cleared (the old points had another count). Counting verifications rather than
-// optimization steps keeps the rule working when the budget leaves few steps.
-static void swift_after_verify(Swift *w, int n_layers, int drafted, int accepted) {
-    if (w->done) { return; }
-    w->rounds++;
-    w->drafted += drafted;
-    w->accepted += accepted;
-    if (w->rounds % 50 != 0 || w->drafted == 0) { return; }
-    if ((double)w->accepted / w->drafted < 0.7 && w->ratio > 0.075f) {
-        w->ratio -= 0.05f;
-        w->best = uniform_skip_set(n_layers, (int)lroundf(w->ratio * 2 * n_layers));
-        w->best_score = -1.0;
-        w->gp.n = w->gp.total = 0;
-    }
-    w->drafted = w->accepted = 0;
-}
-
-// --- the oracle (in none of the papers) -----------------------------------------
-// Every skip set with exactly `count` skipped sublayers when there are at most max_sets of them,
-// else max_sets random ones (the count is reported), scored by the objective. Slow by design: it
-// prints its progress every 10 s and stops early on Ctrl-C (search_interrupted).
-static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets, uint64_t seed, long *n_tried) {
-    int L = m->config.n_layers, slots = 2 * L;
-    double total = 1; // C(2L, count)
-    for (int k = 0; k < count; k++) { total = total * (slots - k) / (k + 1); }
-    SkipSet best, cand;
-    memset(&best, 0, sizeof(best));
-    double best_cost = INFINITY;
-    Rng r;
-    rng_seed(&r, seed);
-    int idx[GP_MAX_DIM];
-    for (int k = 0; k < count; k++) { idx[k] = k; }
-    long tried = 0, n_sets;
-    int exhaustive = total <= (double)max_sets;
-    n_sets = exhaustive ? (long)total : max_sets;
-    double t0 = time_ms(), shown = t0;
-    while (tried < n_sets && !search_interrupted) {
-        if (exhaustive) {
-            memset(&cand, 0, sizeof(cand));
-            for (int k = 0; k < count; k++) {
-                if (idx[k] < L) { cand.attn[idx[k]] = 1; } else { cand.mlp[idx[k] - L] = 1; }
-            }
-            int k = count - 1; // next combination in lexicographic order
-            while (k >= 0 && idx[k] == slots - count + k) { k--; }
-            if (k >= 0) { idx[k]++; for (int q = k + 1; q < count; q++) { idx[q] = idx[q - 1] + 1; } }
-        } else {
-            random_skip_set(&r, L, 0, count, 0, L - 1, &cand);
-        }
-        double cost = measure_objective(m, obj, &cand);
-        if (cost < best_cost) { best_cost = cost; best = cand; }
-        tried++;
-        if (time_ms() - shown > 10e3) {
-            shown = time_ms();
-            fprintf(stderr, "oracle: %ld of %ld sets scored, best cost %.4f, ~%.0f s left\n", tried, n_sets, best_cost,
-                    (shown - t0) / tried * (n_sets - tried) / 1e3);
-        }
-    }
-    if (search_interrupted) {
-        fprintf(stderr, "oracle: interrupted after %ld of %ld sets: best so far costs %.4f\n", tried, n_sets, best_cost);
-    }
-    *n_tried = tried;
-    return best;
-}
-
-// --- the selector: what the engine calls -------------------------------------
-
-struct Selector {
-    int method;
-    Swift swift;         // METHOD_SWIFT, persists across prompts
-    double *asd_cos;     // (n_layers) METHOD_ASD: summed cosines over the prompt
-    int asd_tokens;
-    int clasp_interval;  // METHOD_CLASP: run the DP every this many verifications (LOI)
-    int clasp_max_skip;  // M = round(0.5 L)
-    int rounds;          // verifications in this prompt
-};
-
-static void selector_init(Selector *sel, int method, int n_layers, uint64_t seed) {
-    memset(sel, 0, sizeof(*sel));
-    sel->method = method;
-    if (method == METHOD_SWIFT) { swift_init(&sel->swift, n_layers, seed); }
-    sel->asd_cos = (double *)calloc_check((size_t)n_layers, sizeof(double));
-    // LOI: the paper finds speedup rising then falling with the interval (Fig. 4b, Sec. 5.3.2).
-    // Its DP costs about one verification on a GPU (Sec. 5.1); on the CPU the batches are
-    // compute-bound and one DP costs about two (bench/README.md), so every 4th verification
-    // keeps it near a third of the verify time. Default chosen here, set by --loi.
-    sel->clasp_interval = 4;
-    sel->clasp_max_skip = (int)lround(0.5 * n_layers);
-}
-
-static void selector_free(Selector *sel) {
-    if (sel->method == METHOD_SWIFT) { gp_free(&sel->swift.gp); }
-    free(sel->asd_cos);
-}
-
-// Hooks. Prefill: ASD accumulates cosines (it asked for a capture of every prompt token).
-static int selector_wants_prefill_capture(const Selector *sel) { return sel && sel->method == METHOD_ASD; }
-
-static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c) {
-    asd_accumulate(cap, c->n_layers, c->dim, sel->asd_cos);
-    sel->asd_tokens += cap->n_idx;
-}
-
-static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp) {
-    if (sel == NULL) { return; }
-    sel->rounds = 0;
-    if (sel->method == METHOD_ASD) {
-        // C_l is this prompt's mean (ASD Sec. 3.2: "for the current generation task"): average the
-        // sums, then zero them so the next prompt of a -f run starts from nothing.
-        int L = m->config.n_layers;
-        double c_l[SS_MAX_LAYERS];
-        for (int l = 0; l < L; l++) { c_l[l] = sel->asd_cos[l] / (sel->asd_tokens > 0 ? sel->asd_tokens : 1); }
-        sp->skip = select_asd(c_l, L, 0.985, 3, 2);
-        memset(sel->asd_cos, 0, (size_t)L * sizeof(double));
-        sel->asd_tokens = 0;
-    } else if (sel->method == METHOD_SWIFT) {
-        sp->skip = sel->swift.best;
-        sel->swift.last_ms = 0; // the time before this prompt's first round is not decoding
-    } else if (sel->method == METHOD_CLASP) {
-        sp->skip = alternate_layers(m->config.n_layers); // until the first DP
-    }
-}
-
-// Before a round: SWIFT's optimization step while it is optimizing. Returns 1 if it ran one.
-static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos, SpecParams *sp) {
-    if (sel == NULL || sel->method != METHOD_SWIFT || sel->swift.done) { return 0; }
-    int before = sel->swift.steps;
-    swift_step(&sel->swift, m, seq, n_prompt, pos);
-    sp->skip = sel->swift.best;
-    return sel->swift.steps > before;
-}
-
-// After a verification: does CLaSp want this round's hidden states?
-static int selector_wants_verify_capture(const Selector *sel) {
-    return sel && sel->method == METHOD_CLASP && (sel->rounds + 1) % sel->clasp_interval == 0;
-}
-
-static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted, int accepted,
-                                  SpecParams *sp) {
-    if (sel == NULL) { return; }
-    sel->rounds++;
-    if (sel->method == METHOD_SWIFT) { swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted); }
-    if (h_last != NULL) { sp->skip = select_clasp(m, h_last, slot, sel->clasp_max_skip); }
-}
-
-// SWIFT's confidence-aware inference (Sec. 4.2) applies in both phases: footnote 1 of Sec. 4.2
-// says it is also used while optimizing, with the best set so far, and the official code
-// verifies a tree on every step.
-static int selector_uses_tree(const Selector *sel) {
-    return sel && sel->method == METHOD_SWIFT;
-}
-
-// ----------------------------------------------------------------------------
 // statistics and reporting
 
 // The skip set as the papers draw it: one row per sublayer kind, X = skipped.
@@ -4438,9 +4397,49 @@ static const char *choose_threads(int threads_flag) {
 }
 #endif
 
-#ifndef TESTING
 // ----------------------------------------------------------------------------
 // CLI
+
+// Parses a skip spec such as "attn:3,5,7 mlp:6" or "attn:1-4;mlp:0,2" (0-based layers; "" or
+// "none" or "-" = skip nothing) into s. Returns 0, or -1 with err naming the problem.
+static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err) {
+    memset(s, 0, sizeof(*s));
+    const char *p = spec;
+    if (strcmp(spec, "none") == 0 || strcmp(spec, "-") == 0) { return 0; }
+    while (*p) {
+        while (*p == ' ' || *p == ';') { p++; }
+        if (*p == '\0') { break; }
+        unsigned char *flags;
+        if (strncmp(p, "attn:", 5) == 0) { flags = s->attn; }
+        else if (strncmp(p, "mlp:", 4) == 0) { flags = s->mlp; }
+        else { return fail(err, "--skip \"%s\": expected attn:LIST or mlp:LIST at \"%s\"", spec, p); }
+        p = strchr(p, ':') + 1;
+        do {
+            char *end;
+            long lo = strtol(p, &end, 10), hi = lo;
+            if (end == p || !isdigit((unsigned char)*p)) {
+                return fail(err, "--skip \"%s\": expected a layer number at \"%s\"", spec, p);
+            }
+            p = end;
+            if (*p == '-') {
+                hi = strtol(p + 1, &end, 10);
+                if (end == p + 1 || hi < lo) { return fail(err, "--skip \"%s\": bad range", spec); }
+                p = end;
+            }
+            if (hi >= n_layers) {
+                return fail(err, "--skip \"%s\": layer %ld is out of range (the model has %d layers, 0..%d)",
+                            spec, hi, n_layers, n_layers - 1);
+            }
+            for (long l = lo; l <= hi; l++) { flags[l] = 1; }
+        } while (*p == ',' && *++p);
+        if (*p != '\0' && *p != ' ' && *p != ';') {
+            return fail(err, "--skip \"%s\": unexpected \"%s\"", spec, p);
+        }
+    }
+    return 0;
+}
+
+#ifndef TESTING
 
 typedef struct {
     const char *model_dir, *prompt, *prompt_file, *skip_spec, *skip_file, *dev_prompts, *save_skip;
