@@ -8,20 +8,11 @@
 #include "../selfspec.cu"
 #include "testing.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-static const char *bin = "./selfspec";
 static char tmp[64];          // the test's folder, removed at the end
 static const char *SRC = "tiny_models/llama2-tiny-random";
 static int n_cases;
-
-static char *slurp(const char *path, size_t *len) {
-    char err[SS_ERR_LEN];
-    char *s = read_file(path, len, err);
-    if (s == NULL) { fprintf(stderr, "test_bad_inputs: %s\n", err); exit(2); }
-    return s;
-}
 
 static void spit(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
@@ -33,7 +24,7 @@ static void spit(const char *path, const void *data, size_t len) {
 
 static void copy_file(const char *from, const char *to) {
     size_t len;
-    char *s = slurp(from, &len);
+    char *s = read_or_exit(from, &len);
     spit(to, s, len);
     free(s);
 }
@@ -62,7 +53,7 @@ static void edit_text(const char *dir, const char *file, const char *from, const
     char path[512];
     size_t len;
     path_in(path, sizeof(path), dir, file);
-    char *s = slurp(path, &len);
+    char *s = read_or_exit(path, &len);
     char *at = strstr(s, from);
     if (at == NULL) { fprintf(stderr, "test_bad_inputs: \"%s\" not in %s\n", from, path); exit(2); }
     size_t nf = strlen(from), nt = strlen(to), head = (size_t)(at - s);
@@ -92,7 +83,7 @@ static void edit_header(const char *dir, const char *from, const char *to, uint6
     char path[512];
     size_t len;
     path_in(path, sizeof(path), dir, "model.safetensors");
-    char *s = slurp(path, &len);
+    char *s = read_or_exit(path, &len);
     uint64_t n = 0;
     for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)s[k]; }
     char *header = (char *)malloc_check(n + 1);
@@ -133,14 +124,13 @@ enum { CASE_SECONDS = 60, OK_CASE_SECONDS = 300 };
 // Runs `bin args`, and checks: a non-zero exit, one line on stderr that starts with
 // "selfspec: error: " and holds want1 and want2 (NULL: not checked), and no sanitizer report.
 static void run_case(const char *name, const char *args, const char *want1, const char *want2) {
-    char cmd[4096], err_path[256];
-    size_t len;
-    snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp);
-    snprintf(cmd, sizeof(cmd), "timeout -s KILL %d %s %s >/dev/null 2>%s </dev/null", CASE_SECONDS, bin, args, err_path);
-    int status = system(cmd);
-    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    char timeout[64], err_path[256];
+    size_t len; // stderr's length in bytes, NULs included
+    snprintf(timeout, sizeof(timeout), "timeout -s KILL %d", CASE_SECONDS);
+    int rc = run_selfspec(tmp, timeout, args, NULL, NULL);
     check(rc != 137, "%s: still running after %d s, killed (a hang?) (%s)", name, CASE_SECONDS, args);
-    char *e = slurp(err_path, &len);
+    snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp); // where run_selfspec put it
+    char *e = read_or_exit(err_path, &len);
     int lines = 0;
     for (size_t i = 0; i < len; i++) { lines += e[i] == '\n'; }
     n_cases++;
@@ -165,14 +155,9 @@ static void run_file_case(const char *name, const char *flags, const char *file,
 // Runs `bin args` on an input that is odd but fine, and checks: exit 0 and no sanitizer report
 // (under make test-asan, LeakSanitizer speaks of what the run did not free).
 static void run_ok_case(const char *name, const char *args) {
-    char cmd[4096], err_path[256];
-    size_t len;
-    snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp);
-    snprintf(cmd, sizeof(cmd), "OMP_NUM_THREADS=1 timeout -s KILL %d %s %s >/dev/null 2>%s </dev/null", OK_CASE_SECONDS,
-             bin, args, err_path);
-    int status = system(cmd);
-    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    char *e = slurp(err_path, &len);
+    char prefix[64], *e;
+    snprintf(prefix, sizeof(prefix), "OMP_NUM_THREADS=1 timeout -s KILL %d", OK_CASE_SECONDS);
+    int rc = run_selfspec(tmp, prefix, args, NULL, &e);
     n_cases++;
     check(rc == 0, "%s: exit status %d, want 0 (%s):\n%s", name, rc, args, e);
     check(strstr(e, "Sanitizer") == NULL && strstr(e, "runtime error") == NULL, "%s: sanitizer report:\n%s", name, e);
@@ -187,7 +172,6 @@ static void run_model_case(const char *name, const char *dir, const char *extra,
 }
 
 int main(void) {
-    if (getenv("SELFSPEC_BIN") != NULL) { bin = getenv("SELFSPEC_BIN"); }
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-bad-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_bad_inputs: mkdtemp failed\n"); return 2; }
     const char *d;
@@ -654,6 +638,6 @@ int main(void) {
 
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
     if (system(buf) != 0) { fprintf(stderr, "test_bad_inputs: could not remove %s\n", tmp); }
-    printf("test_bad_inputs: %d cases against %s\n", n_cases, bin);
+    printf("test_bad_inputs: %d cases against %s\n", n_cases, selfspec_bin());
     return test_summary("test_bad_inputs");
 }

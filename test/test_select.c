@@ -482,22 +482,6 @@ static void test_swift_budget(const char *dir) {
 
 // ---------------------------------------------------------------------------- the CLI's per-method choices
 
-// Runs the selfspec binary ($SELFSPEC_BIN, else ./selfspec) with args; its stdout and stderr
-// come back in *out and *err (the caller frees them). Returns the exit status of the shell.
-static int run_selfspec(const char *dir, const char *args, char **out, char **err) {
-    const char *bin = getenv("SELFSPEC_BIN") ? getenv("SELFSPEC_BIN") : "./selfspec";
-    char cmd[1024], o_path[300], e_path[300], msg[SS_ERR_LEN];
-    size_t len;
-    snprintf(o_path, sizeof(o_path), "%s/out.txt", dir);
-    snprintf(e_path, sizeof(e_path), "%s/err.txt", dir);
-    snprintf(cmd, sizeof(cmd), "%s %s >%s 2>%s", bin, args, o_path, e_path);
-    int status = system(cmd);
-    *out = read_file(o_path, &len, msg);
-    *err = read_file(e_path, &len, msg);
-    if (*out == NULL || *err == NULL) { fprintf(stderr, "test_select: %s\n", msg); exit(2); }
-    return status;
-}
-
 // CLaSp Sec. 5.3.3 finds a fixed draft-exiting threshold near 0.7 best: --method clasp uses
 // fixed:0.7 unless --exit is given. Self-SD Sec. 3.3 searches on a separate development set:
 // the output says whether the search ran on the prompt itself or on --dev-prompts.
@@ -508,16 +492,16 @@ static void test_cli_method_defaults(void) {
     const char *model = "-m tiny_models/llama2-tiny-random -n 8 --json";
     char args[512];
     snprintf(args, sizeof(args), "%s --method clasp", model);
-    int rc = run_selfspec(tmp, args, &out, &err);
+    int rc = run_selfspec(tmp, "", args, &out, &err);
     check(rc == 0 && strstr(out, "\"gamma_first\": 0.7000, \"gamma_last\": 0.7000") != NULL,
           "--method clasp: want the fixed exit threshold 0.7 of CLaSp Sec. 5.3.3 (exit %d): %.300s", rc, out);
     free(out); free(err);
     snprintf(args, sizeof(args), "%s --method clasp --exit adaptive", model);
-    rc = run_selfspec(tmp, args, &out, &err);
+    rc = run_selfspec(tmp, "", args, &out, &err);
     check(rc == 0 && strstr(out, "\"gamma_first\": 0.6000") != NULL, "--method clasp --exit adaptive: %.300s", out);
     free(out); free(err);
     snprintf(args, sizeof(args), "%s --method selfsd --iters 2", model);
-    rc = run_selfspec(tmp, args, &out, &err);
+    rc = run_selfspec(tmp, "", args, &out, &err);
     check(rc == 0 && strstr(err, "searched on the first prompt itself") && strstr(out, "\"search_on\": \"prompt\""),
           "--method selfsd without --dev-prompts does not say it searched on the prompt: %s%.300s", err, out);
     free(out); free(err);
@@ -527,7 +511,7 @@ static void test_cli_method_defaults(void) {
     fprintf(f, "And God said\nIn the beginning\n");
     fclose(f);
     snprintf(args, sizeof(args), "%s --method selfsd --iters 2 --dev-prompts %s", model, path);
-    rc = run_selfspec(tmp, args, &out, &err);
+    rc = run_selfspec(tmp, "", args, &out, &err);
     check(rc == 0 && strstr(err, "searched on 2 prompts of --dev-prompts") && strstr(out, "\"search_on\": \"dev-prompts\""),
           "--method selfsd --dev-prompts does not say it searched on them: %s%.300s", err, out);
     free(out); free(err);
