@@ -92,7 +92,7 @@ FUZZ_RUNS ?= 10000000
 FUZZ_TARGETS = safetensors config tokenizer_json encode_decode
 FUZZ_CFLAGS = -g -O1 -std=gnu11 -ffp-contract=off -Wall -Wextra -Wno-unused-function -Wno-unknown-pragmas \
               -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -I.
-test/fuzz/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz_util.h selfspec.cu selfspec.h
+test/fuzz/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz_util.h test/fuzz/fuzz_main.h selfspec.cu selfspec.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -x c $< -o $@ -lm
 fuzz: $(FUZZ_TARGETS:%=test/fuzz/fuzz_%)
 	@for t in $(FUZZ_TARGETS); do sh test/fuzz/run_fuzz.sh $$t $(FUZZ_SECONDS) $(FUZZ_RUNS) || exit 1; done

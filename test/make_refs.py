@@ -44,17 +44,12 @@ KJV_PROMPTS = [
     "Blessed are the meek: for they shall inherit",
 ]
 
+# The two random tiny models have the same 6 layers: the same skip sets for both.
+TINY_SKIPS = ["attn:1,3", "mlp:2,4", "attn:0,2,4;mlp:1,2,5"]
+
 TARGETS = {
-    "llama2-tiny": dict(
-        model="tiny_models/llama2-tiny-random",
-        prompts=KJV_PROMPTS,
-        skips=["attn:1,3", "mlp:2,4", "attn:0,2,4;mlp:1,2,5"],
-    ),
-    "llama3-tiny": dict(
-        model="tiny_models/llama3-tiny-random",
-        prompts=KJV_PROMPTS,
-        skips=["attn:1,3", "mlp:2,4", "attn:0,2,4;mlp:1,2,5"],
-    ),
+    "llama2-tiny": dict(model="tiny_models/llama2-tiny-random", prompts=KJV_PROMPTS, skips=TINY_SKIPS),
+    "llama3-tiny": dict(model="tiny_models/llama3-tiny-random", prompts=KJV_PROMPTS, skips=TINY_SKIPS),
     "tok-metaspace": dict(model="tiny_models/tokenizers/metaspace", tokens_only=True),
     "tok-gpt2-digits": dict(model="tiny_models/tokenizers/gpt2-digits", tokens_only=True),
     "tok-stories260k": dict(model="../shared/models/stories260K", tokens_only=True),

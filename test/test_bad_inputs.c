@@ -8,20 +8,11 @@
 #include "../selfspec.cu"
 #include "testing.h"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
-static const char *bin = "./selfspec";
 static char tmp[64];          // the test's folder, removed at the end
 static const char *SRC = "tiny_models/llama2-tiny-random";
 static int n_cases;
-
-static char *slurp(const char *path, size_t *len) {
-    char err[SS_ERR_LEN];
-    char *s = read_file(path, len, err);
-    if (s == NULL) { fprintf(stderr, "test_bad_inputs: %s\n", err); exit(2); }
-    return s;
-}
 
 static void spit(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
@@ -33,7 +24,7 @@ static void spit(const char *path, const void *data, size_t len) {
 
 static void copy_file(const char *from, const char *to) {
     size_t len;
-    char *s = slurp(from, &len);
+    char *s = read_or_exit(from, &len);
     spit(to, s, len);
     free(s);
 }
@@ -62,7 +53,7 @@ static void edit_text(const char *dir, const char *file, const char *from, const
     char path[512];
     size_t len;
     path_in(path, sizeof(path), dir, file);
-    char *s = slurp(path, &len);
+    char *s = read_or_exit(path, &len);
     char *at = strstr(s, from);
     if (at == NULL) { fprintf(stderr, "test_bad_inputs: \"%s\" not in %s\n", from, path); exit(2); }
     size_t nf = strlen(from), nt = strlen(to), head = (size_t)(at - s);
@@ -92,7 +83,7 @@ static void edit_header(const char *dir, const char *from, const char *to, uint6
     char path[512];
     size_t len;
     path_in(path, sizeof(path), dir, "model.safetensors");
-    char *s = slurp(path, &len);
+    char *s = read_or_exit(path, &len);
     uint64_t n = 0;
     for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)s[k]; }
     char *header = (char *)malloc_check(n + 1);
@@ -133,14 +124,13 @@ enum { CASE_SECONDS = 60, OK_CASE_SECONDS = 300 };
 // Runs `bin args`, and checks: a non-zero exit, one line on stderr that starts with
 // "selfspec: error: " and holds want1 and want2 (NULL: not checked), and no sanitizer report.
 static void run_case(const char *name, const char *args, const char *want1, const char *want2) {
-    char cmd[4096], err_path[256];
-    size_t len;
-    snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp);
-    snprintf(cmd, sizeof(cmd), "timeout -s KILL %d %s %s >/dev/null 2>%s </dev/null", CASE_SECONDS, bin, args, err_path);
-    int status = system(cmd);
-    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    char timeout[64], err_path[256];
+    size_t len; // stderr's length in bytes, NULs included
+    snprintf(timeout, sizeof(timeout), "timeout -s KILL %d", CASE_SECONDS);
+    int rc = run_selfspec(tmp, timeout, args, NULL, NULL);
     check(rc != 137, "%s: still running after %d s, killed (a hang?) (%s)", name, CASE_SECONDS, args);
-    char *e = slurp(err_path, &len);
+    snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp); // where run_selfspec put it
+    char *e = read_or_exit(err_path, &len);
     int lines = 0;
     for (size_t i = 0; i < len; i++) { lines += e[i] == '\n'; }
     n_cases++;
@@ -165,14 +155,9 @@ static void run_file_case(const char *name, const char *flags, const char *file,
 // Runs `bin args` on an input that is odd but fine, and checks: exit 0 and no sanitizer report
 // (under make test-asan, LeakSanitizer speaks of what the run did not free).
 static void run_ok_case(const char *name, const char *args) {
-    char cmd[4096], err_path[256];
-    size_t len;
-    snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp);
-    snprintf(cmd, sizeof(cmd), "OMP_NUM_THREADS=1 timeout -s KILL %d %s %s >/dev/null 2>%s </dev/null", OK_CASE_SECONDS,
-             bin, args, err_path);
-    int status = system(cmd);
-    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    char *e = slurp(err_path, &len);
+    char prefix[64], *e;
+    snprintf(prefix, sizeof(prefix), "OMP_NUM_THREADS=1 timeout -s KILL %d", OK_CASE_SECONDS);
+    int rc = run_selfspec(tmp, prefix, args, NULL, &e);
     n_cases++;
     check(rc == 0, "%s: exit status %d, want 0 (%s):\n%s", name, rc, args, e);
     check(strstr(e, "Sanitizer") == NULL && strstr(e, "runtime error") == NULL, "%s: sanitizer report:\n%s", name, e);
@@ -186,103 +171,124 @@ static void run_model_case(const char *name, const char *dir, const char *extra,
     run_case(name, args, want1, want2);
 }
 
+// The cases on one broken copy of the tiny model, one call each. The copy is tmp/broken-N (the
+// case's name says what it is); the checks are run_model_case's, with no extra flags.
+static const char *broken_copy(void) {
+    static int n;
+    char name[32];
+    snprintf(name, sizeof(name), "broken-%d", ++n);
+    return model_copy(name);
+}
+
+// The first `from` of file replaced by `to`.
+static void text_case(const char *name, const char *file, const char *from, const char *to, const char *want1,
+                      const char *want2) {
+    const char *d = broken_copy();
+    edit_text(d, file, from, to);
+    run_model_case(name, d, "", want1, want2);
+}
+
+// model.safetensors' header edited as edit_header does it.
+static void header_case(const char *name, const char *from, const char *to, uint64_t length, const char *want1,
+                        const char *want2) {
+    const char *d = broken_copy();
+    edit_header(d, from, to, length);
+    run_model_case(name, d, "", want1, want2);
+}
+
+// file cut to its first `keep` bytes.
+static void truncated_case(const char *name, const char *file, size_t keep, const char *want1, const char *want2) {
+    const char *d = broken_copy();
+    truncate_file(d, file, keep);
+    run_model_case(name, d, "", want1, want2);
+}
+
+// file's whole text replaced by text.
+static void written_case(const char *name, const char *file, const char *text, const char *want1, const char *want2) {
+    const char *d = broken_copy();
+    write_text(d, file, text);
+    run_model_case(name, d, "", want1, want2);
+}
+
+// file removed, or a FIFO or a folder put in its place (what fopen would block on or misread).
+enum Swap { GONE, FIFO, FOLDER };
+static void swapped_file_case(const char *name, const char *file, enum Swap swap, const char *want1,
+                              const char *want2) {
+    const char *d = broken_copy();
+    char path[512];
+    path_in(path, sizeof(path), d, file);
+    remove(path);
+    if (swap == FIFO) { mkfifo(path, 0600); }
+    if (swap == FOLDER) { mkdir(path, 0700); }
+    run_model_case(name, d, "", want1, want2);
+}
+
+// A case on the unbroken tiny model: `-m SRC` and the flags that fmt and what follows make
+// (the wants come first, as fmt's arguments must come last).
+static void flag_case(const char *name, const char *want1, const char *want2, const char *fmt, ...) {
+    char flags[1024], args[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(flags, sizeof(flags), fmt, ap);
+    va_end(ap);
+    snprintf(args, sizeof(args), "-m %s %s", SRC, flags);
+    run_case(name, args, want1, want2);
+}
+
 int main(void) {
-    if (getenv("SELFSPEC_BIN") != NULL) { bin = getenv("SELFSPEC_BIN"); }
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-bad-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_bad_inputs: mkdtemp failed\n"); return 2; }
     const char *d;
     char buf[1024];
 
     // ---- model.safetensors
-    d = model_copy("trunc8");
-    truncate_file(d, "model.safetensors", 5);
-    run_model_case("truncated before the header length", d, "", "model.safetensors", "truncated");
-    d = model_copy("trunc-half");
-    truncate_file(d, "model.safetensors", 700000);
-    run_model_case("truncated in the data", d, "", "model.safetensors", "past the end of the file");
-    d = model_copy("trunc-header");
-    truncate_file(d, "model.safetensors", 3000);
-    run_model_case("truncated in the header", d, "", "model.safetensors", "header length");
-    d = model_copy("header0");
-    edit_header(d, NULL, "", 0);
-    run_model_case("header length 0", d, "", "model.safetensors", "header length 0");
-    d = model_copy("header-huge");
-    edit_header(d, "{", "{", 0xFFFFFFFFFFFFFFF0ull);
-    run_model_case("header length huge", d, "", "model.safetensors", "header length");
-    d = model_copy("header-past-end");
-    edit_header(d, "{", "{", 1475608 - 8 + 1);
-    run_model_case("header length past the end of the file", d, "", "model.safetensors", "runs past the end");
-    d = model_copy("header-not-json");
-    edit_header(d, "{\"__metadata__\"", "[\"__metadata__\"", 0);
-    run_model_case("header not JSON", d, "", "model.safetensors", "not valid JSON");
-    d = model_copy("header-runs-into-data");
-    edit_header(d, "{", "{", 5904 + 16);
-    run_model_case("header length runs into the data", d, "", "model.safetensors", "runs past the end of the JSON header");
-    d = model_copy("header-short");
-    edit_header(d, "{", "{", 5904 - 16);
-    run_model_case("header length cuts the JSON off", d, "", "model.safetensors", "cuts off the JSON header");
-    d = model_copy("header-double-comma");
-    edit_header(d, "{\"format\":\"pt\"},", "{\"format\":\"pt\"},,", 0);
-    run_model_case("header with ',,'", d, "", "model.safetensors", "a ',' with no value before it");
-    d = model_copy("header-missing-comma");
-    edit_header(d, "\"shape\":[512,64]", "\"shape\":[512 64]", 0);
-    run_model_case("header with [512 64]", d, "", "model.safetensors", "no ',' between them");
-    d = model_copy("header-nested");
+    truncated_case("truncated before the header length", "model.safetensors", 5, "model.safetensors", "truncated");
+    truncated_case("truncated in the data", "model.safetensors", 700000, "model.safetensors",
+                   "past the end of the file");
+    truncated_case("truncated in the header", "model.safetensors", 3000, "model.safetensors", "header length");
+    header_case("header length 0", NULL, "", 0, "model.safetensors", "header length 0");
+    header_case("header length huge", "{", "{", 0xFFFFFFFFFFFFFFF0ull, "model.safetensors", "header length");
+    header_case("header length past the end of the file", "{", "{", 1475608 - 8 + 1, "model.safetensors",
+                "runs past the end");
+    header_case("header not JSON", "{\"__metadata__\"", "[\"__metadata__\"", 0, "model.safetensors", "not valid JSON");
+    header_case("header length runs into the data", "{", "{", 5904 + 16, "model.safetensors",
+                "runs past the end of the JSON header");
+    header_case("header length cuts the JSON off", "{", "{", 5904 - 16, "model.safetensors",
+                "cuts off the JSON header");
+    header_case("header with ',,'", "{\"format\":\"pt\"},", "{\"format\":\"pt\"},,", 0, "model.safetensors",
+                "a ',' with no value before it");
+    header_case("header with [512 64]", "\"shape\":[512,64]", "\"shape\":[512 64]", 0, "model.safetensors",
+                "no ',' between them");
     {
         char nested[512] = "{\"x\":";
         for (int k = 0; k < 100; k++) { strcat(nested, "["); }
         for (int k = 0; k < 100; k++) { strcat(nested, "]"); }
         strcat(nested, ",");
-        edit_header(d, "{", nested, 0);
+        header_case("header nested 100 deep", "{", nested, 0, "model.safetensors", "nested deeper");
     }
-    run_model_case("header nested 100 deep", d, "", "model.safetensors", "nested deeper");
-    d = model_copy("header-array");
-    edit_header(d, NULL, "[1, 2, 3]", 0);
-    run_model_case("header a JSON array", d, "", "model.safetensors", "not a JSON object");
-    d = model_copy("dtype");
-    edit_header(d, "\"F32\"", "\"I8\"", 0);
-    run_model_case("unknown dtype", d, "", "lm_head.weight", "unsupported dtype I8");
-    d = model_copy("shape");
-    edit_header(d, "\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[32,2],\"data_offsets\":[1469440", 0);
-    run_model_case("shape disagrees with config", d, "", "model.norm.weight has shape [32, 2]", "config.json implies [64]");
-    d = model_copy("config-shape");
-    edit_text(d, "config.json", "\"intermediate_size\": 176", "\"intermediate_size\": 170");
-    run_model_case("config disagrees with the shapes", d, "", "mlp.gate_proj.weight", "config.json implies");
-    d = model_copy("missing-tensor");
-    edit_header(d, "\"model.norm.weight\"", "\"model.norm.weigxx\"", 0);
-    run_model_case("missing tensor", d, "", "model.norm.weight", "missing tensor");
-    d = model_copy("duplicate-tensor");
-    edit_header(d, "\"model.layers.0.input_layernorm.weight\"", "\"model.norm.weight\"", 0);
-    run_model_case("duplicated tensor", d, "", "model.norm.weight", "appears twice");
-    d = model_copy("overlap");
-    edit_header(d, "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[0,256]", 0);
-    run_model_case("data offsets overlap", d, "", "model.norm.weight", "overlap");
-    d = model_copy("past-end");
-    edit_header(d, "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469696,1469952]", 0);
-    run_model_case("data offsets past the end", d, "", "model.norm.weight", "past the end of the file");
-    d = model_copy("offsets-size");
-    edit_header(d, "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469440,1469568]", 0);
-    run_model_case("data offsets disagree with the shape", d, "", "model.norm.weight", "the shape needs 256");
-    d = model_copy("safetensors-folder");
-    path_in(buf, sizeof(buf), d, "model.safetensors");
-    remove(buf);
-    mkdir(buf, 0700);
-    run_model_case("model.safetensors is a folder", d, "", "model.safetensors", "not a regular file");
-    d = model_copy("safetensors-fifo");
-    path_in(buf, sizeof(buf), d, "model.safetensors");
-    remove(buf);
-    mkfifo(buf, 0600);
-    run_model_case("model.safetensors is a FIFO", d, "", "model.safetensors", "not a regular file");
-    d = model_copy("config-fifo");
-    path_in(buf, sizeof(buf), d, "config.json");
-    remove(buf);
-    mkfifo(buf, 0600);
-    run_model_case("config.json is a FIFO", d, "", "config.json", "not a regular file");
-    d = model_copy("tokenizer-fifo");
-    path_in(buf, sizeof(buf), d, "tokenizer.json");
-    remove(buf);
-    mkfifo(buf, 0600);
-    run_model_case("tokenizer.json is a FIFO", d, "", "tokenizer.json", "not a regular file");
+    header_case("header a JSON array", NULL, "[1, 2, 3]", 0, "model.safetensors", "not a JSON object");
+    header_case("unknown dtype", "\"F32\"", "\"I8\"", 0, "lm_head.weight", "unsupported dtype I8");
+    header_case("shape disagrees with config", "\"shape\":[64],\"data_offsets\":[1469440",
+                "\"shape\":[32,2],\"data_offsets\":[1469440", 0, "model.norm.weight has shape [32, 2]",
+                "config.json implies [64]");
+    text_case("config disagrees with the shapes", "config.json", "\"intermediate_size\": 176",
+              "\"intermediate_size\": 170", "mlp.gate_proj.weight", "config.json implies");
+    header_case("missing tensor", "\"model.norm.weight\"", "\"model.norm.weigxx\"", 0, "model.norm.weight",
+                "missing tensor");
+    header_case("duplicated tensor", "\"model.layers.0.input_layernorm.weight\"", "\"model.norm.weight\"", 0,
+                "model.norm.weight", "appears twice");
+    header_case("data offsets overlap", "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[0,256]", 0,
+                "model.norm.weight", "overlap");
+    header_case("data offsets past the end", "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469696,1469952]",
+                0, "model.norm.weight", "past the end of the file");
+    header_case("data offsets disagree with the shape", "\"data_offsets\":[1469440,1469696]",
+                "\"data_offsets\":[1469440,1469568]", 0, "model.norm.weight", "the shape needs 256");
+    swapped_file_case("model.safetensors is a folder", "model.safetensors", FOLDER, "model.safetensors",
+                      "not a regular file");
+    swapped_file_case("model.safetensors is a FIFO", "model.safetensors", FIFO, "model.safetensors",
+                      "not a regular file");
+    swapped_file_case("config.json is a FIFO", "config.json", FIFO, "config.json", "not a regular file");
+    swapped_file_case("tokenizer.json is a FIFO", "tokenizer.json", FIFO, "tokenizer.json", "not a regular file");
 
     // ---- sharded index
     d = model_copy("shard-missing");
@@ -296,106 +302,69 @@ int main(void) {
     remove(buf);
     write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": \"../x.safetensors\"}}");
     run_model_case("index names a path", d, "", "model.safetensors.index.json", "not a plain file name");
-    d = model_copy("no-weights");
-    path_in(buf, sizeof(buf), d, "model.safetensors");
-    remove(buf);
-    run_model_case("no safetensors at all", d, "", "model.safetensors.index.json", NULL);
+    swapped_file_case("no safetensors at all", "model.safetensors", GONE, "model.safetensors.index.json", NULL);
 
     // ---- config.json
-    d = model_copy("config-missing");
-    path_in(buf, sizeof(buf), d, "config.json");
-    remove(buf);
-    run_model_case("config.json missing", d, "", "config.json", "cannot open");
-    d = model_copy("config-not-json");
-    write_text(d, "config.json", "{\"hidden_size\": 64,");
-    run_model_case("config.json not JSON", d, "", "config.json", "not valid JSON");
-    d = model_copy("config-key-no-value");
-    edit_text(d, "config.json", "\"attention_dropout\": 0.0", "\"attention_dropout\":, 0.0");
-    run_model_case("config.json key without a value", d, "", "config.json", "not valid JSON");
-    d = model_copy("config-double-comma");
-    edit_text(d, "config.json", "\"silu\",", "\"silu\",,");
-    run_model_case("config.json with \"silu\",,", d, "", "config.json", "line 10: a ',' with no value before it");
-    d = model_copy("config-trailing-comma");
-    edit_text(d, "config.json", "\"silu\",", "[\"silu\",],");
-    run_model_case("config.json with [\"silu\",]", d, "", "config.json", "a ',' before ']'");
-    d = model_copy("config-leading-comma");
-    edit_text(d, "config.json", "{", "{,");
-    run_model_case("config.json with {,", d, "", "config.json", "a ',' with no value before it");
-    d = model_copy("config-object-trailing-comma");
-    edit_text(d, "config.json", "\"silu\",", "{\"a\": 1,},");
-    run_model_case("config.json with {\"a\": 1,}", d, "", "config.json", "a ',' before '}'");
-    d = model_copy("config-bom");
-    edit_text(d, "config.json", "{", "\xEF\xBB\xBF{");
-    run_model_case("config.json with a UTF-8 BOM", d, "", "config.json", "byte order mark");
-    d = model_copy("config-nested");
+    swapped_file_case("config.json missing", "config.json", GONE, "config.json", "cannot open");
+    written_case("config.json not JSON", "config.json", "{\"hidden_size\": 64,", "config.json", "not valid JSON");
+    text_case("config.json key without a value", "config.json", "\"attention_dropout\": 0.0",
+              "\"attention_dropout\":, 0.0", "config.json", "not valid JSON");
+    text_case("config.json with \"silu\",,", "config.json", "\"silu\",", "\"silu\",,", "config.json",
+              "line 10: a ',' with no value before it");
+    text_case("config.json with [\"silu\",]", "config.json", "\"silu\",", "[\"silu\",],", "config.json",
+              "a ',' before ']'");
+    text_case("config.json with {,", "config.json", "{", "{,", "config.json", "a ',' with no value before it");
+    text_case("config.json with {\"a\": 1,}", "config.json", "\"silu\",", "{\"a\": 1,},", "config.json",
+              "a ',' before '}'");
+    text_case("config.json with a UTF-8 BOM", "config.json", "{", "\xEF\xBB\xBF{", "config.json", "byte order mark");
     {
         char nested[512] = "{\"x\": ";
         for (int k = 0; k < 80; k++) { strcat(nested, "["); }
         for (int k = 0; k < 80; k++) { strcat(nested, "]"); }
         strcat(nested, ",");
-        edit_text(d, "config.json", "{", nested);
+        text_case("config.json nested 80 deep", "config.json", "{", nested, "config.json", "nested deeper");
     }
-    run_model_case("config.json nested 80 deep", d, "", "config.json", "nested deeper");
-    d = model_copy("hidden0");
-    edit_text(d, "config.json", "\"hidden_size\": 64", "\"hidden_size\": 0");
-    run_model_case("hidden_size 0", d, "", "config.json", "hidden_size");
-    d = model_copy("layers-negative");
-    edit_text(d, "config.json", "\"num_hidden_layers\": 6", "\"num_hidden_layers\": -6");
-    run_model_case("num_hidden_layers negative", d, "", "config.json", "num_hidden_layers");
-    d = model_copy("vocab-float");
-    edit_text(d, "config.json", "\"vocab_size\": 512", "\"vocab_size\": 512.5");
-    run_model_case("vocab_size not an integer", d, "", "config.json", "vocab_size");
-    d = model_copy("kv-heads");
-    edit_text(d, "config.json", "\"num_key_value_heads\": 4", "\"num_key_value_heads\": 3");
-    run_model_case("heads not divisible by kv heads", d, "", "config.json", "not a multiple of num_key_value_heads");
-    d = model_copy("config-huge");
-    edit_text(d, "config.json", "\"hidden_size\": 64", "\"hidden_size\": 16000000");
-    run_model_case("sizes far beyond the checkpoint", d, "", "config.json", "does not match the checkpoint");
-    d = model_copy("rope-theta");
-    edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e300");
-    run_model_case("rope_theta beyond float", d, "", "config.json", "rope_theta");
-    d = model_copy("eos-list");
-    edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": [2, 3, 4, 5, 6]");
-    run_model_case("eos_token_id lists too many", d, "", "config.json", "eos_token_id");
-    d = model_copy("eos-twice");
-    edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": 2, \"eos_token_id\": [2]");
-    run_model_case("eos_token_id twice", d, "", "config.json", "appears twice");
-    d = model_copy("layers-fewer");
-    edit_text(d, "config.json", "\"num_hidden_layers\": 6", "\"num_hidden_layers\": 3");
-    run_model_case("num_hidden_layers 3 on 6 layers", d, "", "model.layers.3.input_layernorm.weight", "is not used");
-    d = model_copy("untied-no-head");
-    edit_header(d, "\"lm_head.weight\"", "\"lm_head.weigxx\"", 0);
-    run_model_case("tie_word_embeddings false, no lm_head", d, "", "missing tensor lm_head.weight", "tie_word_embeddings false");
+    text_case("hidden_size 0", "config.json", "\"hidden_size\": 64", "\"hidden_size\": 0", "config.json",
+              "hidden_size");
+    text_case("num_hidden_layers negative", "config.json", "\"num_hidden_layers\": 6", "\"num_hidden_layers\": -6",
+              "config.json", "num_hidden_layers");
+    text_case("vocab_size not an integer", "config.json", "\"vocab_size\": 512", "\"vocab_size\": 512.5", "config.json",
+              "vocab_size");
+    text_case("heads not divisible by kv heads", "config.json", "\"num_key_value_heads\": 4",
+              "\"num_key_value_heads\": 3", "config.json", "not a multiple of num_key_value_heads");
+    text_case("sizes far beyond the checkpoint", "config.json", "\"hidden_size\": 64", "\"hidden_size\": 16000000",
+              "config.json", "does not match the checkpoint");
+    text_case("rope_theta beyond float", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e300",
+              "config.json", "rope_theta");
+    text_case("eos_token_id lists too many", "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": [2, 3, 4, 5, 6]",
+              "config.json", "eos_token_id");
+    text_case("eos_token_id twice", "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": 2, \"eos_token_id\": [2]",
+              "config.json", "appears twice");
+    text_case("num_hidden_layers 3 on 6 layers", "config.json", "\"num_hidden_layers\": 6", "\"num_hidden_layers\": 3",
+              "model.layers.3.input_layernorm.weight", "is not used");
+    header_case("tie_word_embeddings false, no lm_head", "\"lm_head.weight\"", "\"lm_head.weigxx\"", 0,
+                "missing tensor lm_head.weight", "tie_word_embeddings false");
     d = model_copy("tied-with-head");
     edit_text(d, "config.json", "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true");
     snprintf(buf, sizeof(buf), "-m %s -n 2", d);
     run_ok_case("tie_word_embeddings true, lm_head.weight present", buf);
-    d = model_copy("arch");
-    edit_text(d, "config.json", "\"LlamaForCausalLM\"", "\"MistralForCausalLM\"");
-    run_model_case("not a LLaMA", d, "", "config.json", "architectures");
+    text_case("not a LLaMA", "config.json", "\"LlamaForCausalLM\"", "\"MistralForCausalLM\"", "config.json",
+              "architectures");
 
     // ---- tokenizer.json
-    d = model_copy("tokenizer-missing");
-    path_in(buf, sizeof(buf), d, "tokenizer.json");
-    remove(buf);
-    run_model_case("tokenizer.json missing", d, "", "tokenizer.json", "cannot open");
-    d = model_copy("tokenizer-type");
-    edit_text(d, "tokenizer.json", "\"type\": \"BPE\"", "\"type\": \"WordPiece\"");
-    run_model_case("unsupported tokenizer model", d, "", "tokenizer.json", "unsupported model type WordPiece");
-    d = model_copy("tokenizer-vocab");
-    edit_text(d, "tokenizer.json", "\"id\": 2,", "\"id\": 600,");
-    run_model_case("tokenizer vocab larger than the config's", d, "", "tokenizer.json", "vocab_size 512");
-    d = model_copy("tokenizer-truncated");
-    truncate_file(d, "tokenizer.json", 5000);
-    run_model_case("tokenizer.json truncated", d, "", "tokenizer.json", "not valid JSON");
-    d = model_copy("tokenizer-trailing-comma");
-    edit_text(d, "tokenizer.json", "\"special\": true\n    }", "\"special\": true,\n    }");
-    run_model_case("tokenizer.json with a ',' before '}'", d, "", "tokenizer.json", "line 14: a ',' before '}'");
+    swapped_file_case("tokenizer.json missing", "tokenizer.json", GONE, "tokenizer.json", "cannot open");
+    text_case("unsupported tokenizer model", "tokenizer.json", "\"type\": \"BPE\"", "\"type\": \"WordPiece\"",
+              "tokenizer.json", "unsupported model type WordPiece");
+    text_case("tokenizer vocab larger than the config's", "tokenizer.json", "\"id\": 2,", "\"id\": 600,",
+              "tokenizer.json", "vocab_size 512");
+    truncated_case("tokenizer.json truncated", "tokenizer.json", 5000, "tokenizer.json", "not valid JSON");
+    text_case("tokenizer.json with a ',' before '}'", "tokenizer.json", "\"special\": true\n    }",
+              "\"special\": true,\n    }", "tokenizer.json", "line 14: a ',' before '}'");
 
     // ---- flags (on the unbroken tiny model)
     const char *m = "-m tiny_models/llama2-tiny-random";
-    snprintf(buf, sizeof(buf), "%s -c 8 -p 'a prompt much longer than eight tokens of context'", m);
-    run_case("prompt longer than the context", buf, "-p", "context");
+    flag_case("prompt longer than the context", "-p", "context",
+              "-c 8 -p 'a prompt much longer than eight tokens of context'");
     d = model_copy("empty-vocab");
     write_text(d, "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {}, \"merges\": []}, \"decoder\": "
                "{\"type\": \"ByteLevel\"}, \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false}}");
@@ -407,8 +376,7 @@ int main(void) {
         char path[512];
         path_in(path, sizeof(path), tmp, "nul.txt");
         spit(path, "one\ntwo\0three\nfour\n", 19);
-        snprintf(buf, sizeof(buf), "%s -f %s", m, path);
-        run_case("-f with a NUL byte", buf, "nul.txt line 2", "NUL byte");
+        flag_case("-f with a NUL byte", "nul.txt line 2", "NUL byte", "-f %s", path);
     }
     { // 65 dev prompts (the old limit was 64): all of them are used and freed, and each is checked
         char path[512], text[4096] = "";
@@ -419,11 +387,11 @@ int main(void) {
         run_ok_case("--dev-prompts with 65 lines", buf);
         strcat(text, "And God said, Let there be light: and there was light. And God saw the light, that it was good\n");
         write_text(tmp, "dev66.txt", text);
-        snprintf(buf, sizeof(buf), "%s -c 48 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev66.txt", m, tmp);
-        run_case("--dev-prompts line 66 too long", buf, "--dev-prompts", "dev66.txt line 66");
+        flag_case("--dev-prompts line 66 too long", "--dev-prompts", "dev66.txt line 66",
+                  "-c 48 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev66.txt", tmp);
         write_text(tmp, "dev-short.txt", "And God said, Let there be light\n");
-        snprintf(buf, sizeof(buf), "%s -c 24 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev-short.txt", m, tmp);
-        run_case("--dev-prompts line + 32 tokens past -c", buf, "dev-short.txt line 1", "32 tokens the search scores");
+        flag_case("--dev-prompts line + 32 tokens past -c", "dev-short.txt line 1", "32 tokens the search scores",
+                  "-c 24 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev-short.txt", tmp);
     }
     { // flags the chosen method never reads
         static const char *const conflicts[][3] = { // flags, the flag named, the problem
@@ -444,22 +412,17 @@ int main(void) {
             {"--top-p 0.9", "--top-p", "greedy decoding"},
         };
         for (size_t k = 0; k < sizeof(conflicts) / sizeof(conflicts[0]); k++) {
-            snprintf(buf, sizeof(buf), "%s %s", m, conflicts[k][0]);
-            run_case(conflicts[k][0], buf, conflicts[k][1], conflicts[k][2]);
+            flag_case(conflicts[k][0], conflicts[k][1], conflicts[k][2], "%s", conflicts[k][0]);
         }
     }
-    snprintf(buf, sizeof(buf), "%s --method selfsd --save-skip %s/no-such-folder/skip.json", m, tmp);
-    run_case("--save-skip into a missing folder", buf, "no-such-folder/skip.json", "its folder does not exist");
-    snprintf(buf, sizeof(buf), "%s --method selfsd --save-skip %s", m, tmp);
-    run_case("--save-skip a folder", buf, "--save-skip", "not a regular file");
-    snprintf(buf, sizeof(buf), "%s -c 1000000", m);
-    run_case("-c above max_position_embeddings", buf, "-c 1000000", "max_position_embeddings 256");
-    snprintf(buf, sizeof(buf), "%s -c 257", m);
-    run_case("-c one above max_position_embeddings", buf, "-c 257", "max_position_embeddings 256");
+    flag_case("--save-skip into a missing folder", "no-such-folder/skip.json", "its folder does not exist",
+              "--method selfsd --save-skip %s/no-such-folder/skip.json", tmp);
+    flag_case("--save-skip a folder", "--save-skip", "not a regular file", "--method selfsd --save-skip %s", tmp);
+    flag_case("-c above max_position_embeddings", "-c 1000000", "max_position_embeddings 256", "-c 1000000");
+    flag_case("-c one above max_position_embeddings", "-c 257", "max_position_embeddings 256", "-c 257");
     snprintf(buf, sizeof(buf), "%s -c 256 -n 2", m);
     run_ok_case("-c at max_position_embeddings", buf);
-    snprintf(buf, sizeof(buf), "%s -p hello -f %s/dev65.txt", m, tmp);
-    run_case("-p and -f", buf, "-p", "not both");
+    flag_case("-p and -f", "-p", "not both", "-p hello -f %s/dev65.txt", tmp);
     { // one 1 MB line: one BPE word on kjv-12l (no pre-tokenizer), which once took 14 minutes
         size_t n = 1 << 20;
         char *line = (char *)malloc_check(n + 2), path[512];
@@ -471,48 +434,30 @@ int main(void) {
         run_case("-f with a 1 MB line on kjv-12l", buf, "long-line.txt line 1", "context");
         path_in(path, sizeof(path), tmp, "long-line-64k.txt");
         spit(path, line, 1 << 16);
-        snprintf(buf, sizeof(buf), "%s -f %s", m, path);
-        run_case("-f with a 64 KB line", buf, "long-line-64k.txt line 1", "context");
+        flag_case("-f with a 64 KB line", "long-line-64k.txt line 1", "context", "-f %s", path);
         free(line);
     }
-    snprintf(buf, sizeof(buf), "%s -n 0", m);
-    run_case("-n 0", buf, "-n 0", "must be in");
-    snprintf(buf, sizeof(buf), "%s -n -3", m);
-    run_case("-n negative", buf, "-n -3", "must be in");
-    snprintf(buf, sizeof(buf), "%s -n 99999999999", m);
-    run_case("-n huge", buf, "-n 99999999999", NULL);
-    snprintf(buf, sizeof(buf), "%s -n 1000", m);
-    run_case("-n past the context", buf, "-n 1000", "context");
-    snprintf(buf, sizeof(buf), "%s -t -0.5", m);
-    run_case("-t negative", buf, "-t -0.5", "must be in");
-    snprintf(buf, sizeof(buf), "%s -t nan", m);
-    run_case("-t nan", buf, "-t nan", "not a number");
-    snprintf(buf, sizeof(buf), "%s --top-p 0", m);
-    run_case("--top-p 0", buf, "--top-p 0", "must be in (0");
-    snprintf(buf, sizeof(buf), "%s --top-p 1.5", m);
-    run_case("--top-p above 1", buf, "--top-p 1.5", "must be in (0");
-    snprintf(buf, sizeof(buf), "%s --skip 'attn:1,x'", m);
-    run_case("--skip malformed list", buf, "--skip", "expected a layer number");
-    snprintf(buf, sizeof(buf), "%s --skip 'ffn:1'", m);
-    run_case("--skip unknown sublayer", buf, "--skip", "expected attn:LIST or mlp:LIST");
-    snprintf(buf, sizeof(buf), "%s --skip 'attn:3-1'", m);
-    run_case("--skip backwards range", buf, "--skip", "bad range");
-    snprintf(buf, sizeof(buf), "%s --skip 'mlp:6'", m);
-    run_case("--skip layer out of range", buf, "--skip", "out of range");
-    snprintf(buf, sizeof(buf), "%s --method bogus --skip attn:1", m);
-    run_case("--method unknown", buf, "--method bogus", "unknown method");
-    snprintf(buf, sizeof(buf), "%s --skip-file %s/no-such-file.json", m, tmp);
-    run_case("--skip-file unreadable", buf, "no-such-file.json", "cannot open");
-    snprintf(buf, sizeof(buf), "%s --skip-file %s", m, tmp);
-    run_case("--skip-file a folder", buf, "--skip-file", "not a regular file");
+    flag_case("-n 0", "-n 0", "must be in", "-n 0");
+    flag_case("-n negative", "-n -3", "must be in", "-n -3");
+    flag_case("-n huge", "-n 99999999999", NULL, "-n 99999999999");
+    flag_case("-n past the context", "-n 1000", "context", "-n 1000");
+    flag_case("-t negative", "-t -0.5", "must be in", "-t -0.5");
+    flag_case("-t nan", "-t nan", "not a number", "-t nan");
+    flag_case("--top-p 0", "--top-p 0", "must be in (0", "--top-p 0");
+    flag_case("--top-p above 1", "--top-p 1.5", "must be in (0", "--top-p 1.5");
+    flag_case("--skip malformed list", "--skip", "expected a layer number", "--skip 'attn:1,x'");
+    flag_case("--skip unknown sublayer", "--skip", "expected attn:LIST or mlp:LIST", "--skip 'ffn:1'");
+    flag_case("--skip backwards range", "--skip", "bad range", "--skip 'attn:3-1'");
+    flag_case("--skip layer out of range", "--skip", "out of range", "--skip 'mlp:6'");
+    flag_case("--method unknown", "--method bogus", "unknown method", "--method bogus --skip attn:1");
+    flag_case("--skip-file unreadable", "no-such-file.json", "cannot open", "--skip-file %s/no-such-file.json", tmp);
+    flag_case("--skip-file a folder", "--skip-file", "not a regular file", "--skip-file %s", tmp);
     path_in(buf, sizeof(buf), tmp, "skip.json");
     spit(buf, "{\"attn\": [1, 40]}", 17);
-    snprintf(buf, sizeof(buf), "%s --skip-file %s/skip.json", m, tmp);
-    run_case("--skip-file layer out of range", buf, "skip.json", "not a layer in [0, 5]");
+    flag_case("--skip-file layer out of range", "skip.json", "not a layer in [0, 5]", "--skip-file %s/skip.json", tmp);
     path_in(buf, sizeof(buf), tmp, "skip-bad.json");
     spit(buf, "{\"attn\": [1,", 12);
-    snprintf(buf, sizeof(buf), "%s --skip-file %s/skip-bad.json", m, tmp);
-    run_case("--skip-file not JSON", buf, "skip-bad.json", "not valid JSON");
+    flag_case("--skip-file not JSON", "skip-bad.json", "not valid JSON", "--skip-file %s/skip-bad.json", tmp);
     snprintf(buf, sizeof(buf), "%s --skip-file", m);
     run_file_case("--skip-file [1 2]", buf, "skip-a.json", "{\"attn\": [1 2]}", "skip-a.json", "no ',' between them");
     run_file_case("--skip-file [1,,2]", buf, "skip-b.json", "{\"attn\": [1,,2]}", "skip-b.json", "a ',' with no value");
@@ -522,35 +467,24 @@ int main(void) {
     run_file_case("--skip-file {\"atn\": ..}", buf, "skip-f.json", "{\"atn\": [1, 2]}", "skip-f.json", "unknown key \"atn\"");
     run_file_case("--skip-file attn twice", buf, "skip-g.json", "{\"attn\": [1], \"attn\": [2]}", "skip-g.json",
                   "\"attn\" appears twice");
-    snprintf(buf, sizeof(buf), "%s --bogus 1", m);
-    run_case("unknown flag", buf, "--bogus", "unknown flag");
-    snprintf(buf, sizeof(buf), "%s -c 1", m);
-    run_case("-c 1", buf, "-c 1", "must be in");
-    snprintf(buf, sizeof(buf), "%s -K 0", m);
-    run_case("-K 0", buf, "-K 0", "must be in");
-    snprintf(buf, sizeof(buf), "%s --exit fixed:2", m);
-    run_case("--exit gamma above 1", buf, "--exit", "must be in");
-    snprintf(buf, sizeof(buf), "%s --method static", m);
-    run_case("--method static without a skip set", buf, "--method static", "needs --skip");
-    snprintf(buf, sizeof(buf), "%s --method swift --swift-budget 0", m);
-    run_case("--swift-budget 0", buf, "--swift-budget 0", "must be in (0");
-    snprintf(buf, sizeof(buf), "%s --method swift --swift-budget 1.5", m);
-    run_case("--swift-budget above 1", buf, "--swift-budget 1.5", "must be in (0");
-    snprintf(buf, sizeof(buf), "%s --method swift --swift-budget 2%%", m);
-    run_case("--swift-budget not a number", buf, "--swift-budget 2%", "not a number");
-    snprintf(buf, sizeof(buf), "%s -f %s/no-prompts.txt", m, tmp);
-    run_case("-f unreadable", buf, "no-prompts.txt", "cannot open");
+    flag_case("unknown flag", "--bogus", "unknown flag", "--bogus 1");
+    flag_case("-c 1", "-c 1", "must be in", "-c 1");
+    flag_case("-K 0", "-K 0", "must be in", "-K 0");
+    flag_case("--exit gamma above 1", "--exit", "must be in", "--exit fixed:2");
+    flag_case("--method static without a skip set", "--method static", "needs --skip", "--method static");
+    flag_case("--swift-budget 0", "--swift-budget 0", "must be in (0", "--method swift --swift-budget 0");
+    flag_case("--swift-budget above 1", "--swift-budget 1.5", "must be in (0", "--method swift --swift-budget 1.5");
+    flag_case("--swift-budget not a number", "--swift-budget 2%", "not a number", "--method swift --swift-budget 2%%");
+    flag_case("-f unreadable", "no-prompts.txt", "cannot open", "-f %s/no-prompts.txt", tmp);
     path_in(buf, sizeof(buf), tmp, "empty.txt");
     spit(buf, "\n\n", 2);
-    snprintf(buf, sizeof(buf), "%s -f %s/empty.txt", m, tmp);
-    run_case("-f with no prompts", buf, "empty.txt", "no prompts");
+    flag_case("-f with no prompts", "empty.txt", "no prompts", "-f %s/empty.txt", tmp);
     snprintf(buf, sizeof(buf), "-m %s/no-such-model", tmp);
     run_case("-m names no folder", buf, "no-such-model/config.json", "cannot open");
     // --svg is opened before the model loads: a bad path is the error even with a bad model
-    snprintf(buf, sizeof(buf), "%s --skip attn:1 --svg %s/no-such-dir/out.svg", m, tmp);
-    run_case("--svg into a missing folder", buf, "--svg", "no-such-dir/out.svg: cannot write: No such file or directory");
-    snprintf(buf, sizeof(buf), "%s --svg %s", m, tmp);
-    run_case("--svg a folder", buf, "--svg", "cannot write: Is a directory");
+    flag_case("--svg into a missing folder", "--svg", "no-such-dir/out.svg: cannot write: No such file or directory",
+              "--skip attn:1 --svg %s/no-such-dir/out.svg", tmp);
+    flag_case("--svg a folder", "--svg", "cannot write: Is a directory", "--svg %s", tmp);
     snprintf(buf, sizeof(buf), "-m %s/no-such-model --svg %s/no-such-dir/out.svg", tmp, tmp);
     run_case("--svg unwritable, checked before the model", buf, "--svg", "No such file or directory");
 
@@ -558,17 +492,10 @@ int main(void) {
     path_in(buf, sizeof(buf), tmp, "fifo");
     mkfifo(buf, 0600);
     static const char *const fifo_flags[] = {"-f", "--skip-file", "--method selfsd --dev-prompts"};
-    for (int k = 0; k < 3; k++) {
-        char args[2200];
-        snprintf(args, sizeof(args), "%s %s %s", m, fifo_flags[k], buf);
-        run_case(fifo_flags[k], args, "fifo", "not a regular file");
-    }
-    snprintf(buf, sizeof(buf), "%s --method selfsd --save-skip %s/fifo", m, tmp);
-    run_case("--save-skip a FIFO", buf, "--save-skip", "not a regular file");
-    snprintf(buf, sizeof(buf), "%s -f /dev/null", m);
-    run_case("-f a character device", buf, "/dev/null", "not a regular file");
-    snprintf(buf, sizeof(buf), "%s -f %s", m, tmp);
-    run_case("-f a folder", buf, "-f", "not a regular file");
+    for (int k = 0; k < 3; k++) { flag_case(fifo_flags[k], "fifo", "not a regular file", "%s %s", fifo_flags[k], buf); }
+    flag_case("--save-skip a FIFO", "--save-skip", "not a regular file", "--method selfsd --save-skip %s/fifo", tmp);
+    flag_case("-f a character device", "/dev/null", "not a regular file", "-f /dev/null");
+    flag_case("-f a folder", "-f", "not a regular file", "-f %s", tmp);
     d = model_copy("shard-fifo");
     path_in(buf, sizeof(buf), d, "model.safetensors");
     remove(buf);
@@ -584,48 +511,31 @@ int main(void) {
     run_model_case("model.safetensors.index.json is a FIFO", d, "", "model.safetensors.index.json", NULL);
     snprintf(buf, sizeof(buf), "-m tiny_models/llama2-tiny-random/config.json");
     run_case("-m names a file", buf, "config.json/config.json", "cannot open");
-    d = model_copy("config-empty");
-    write_text(d, "config.json", "");
-    run_model_case("config.json empty", d, "", "config.json", "empty (no JSON value)");
-    d = model_copy("config-blank");
-    write_text(d, "config.json", " \n\t\n");
-    run_model_case("config.json only whitespace", d, "", "config.json", "empty (no JSON value)");
-    d = model_copy("config-null");
-    write_text(d, "config.json", "null");
-    run_model_case("config.json null", d, "", "config.json", "not a JSON object");
-    d = model_copy("config-tab");
-    edit_text(d, "config.json", "\"silu\"", "\"si\tlu\"");
-    run_model_case("config.json with a raw tab in a string", d, "", "config.json", "line 10: a control character");
-    d = model_copy("config-dup-float");
-    edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 10000.0, \"rope_theta\": 500000.0");
-    run_model_case("config.json rope_theta twice", d, "", "config.json", "\"rope_theta\" appears twice");
-    d = model_copy("config-dup-bool");
-    edit_text(d, "config.json", "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": false, \"tie_word_embeddings\": true");
-    run_model_case("config.json tie_word_embeddings twice", d, "", "config.json", "\"tie_word_embeddings\" appears twice");
-    d = model_copy("header-dup-dtype");
-    edit_header(d, "{\"dtype\":\"F32\"", "{\"dtype\":\"F32\",\"dtype\":\"F16\"", 0);
-    run_model_case("header dtype twice", d, "", "model.safetensors", "appears twice");
-    d = model_copy("tokenizer-bom");
-    edit_text(d, "tokenizer.json", "{", "\xEF\xBB\xBF{");
-    run_model_case("tokenizer.json with a UTF-8 BOM", d, "", "tokenizer.json", "byte order mark");
+    written_case("config.json empty", "config.json", "", "config.json", "empty (no JSON value)");
+    written_case("config.json only whitespace", "config.json", " \n\t\n", "config.json", "empty (no JSON value)");
+    written_case("config.json null", "config.json", "null", "config.json", "not a JSON object");
+    text_case("config.json with a raw tab in a string", "config.json", "\"silu\"", "\"si\tlu\"", "config.json",
+              "line 10: a control character");
+    text_case("config.json rope_theta twice", "config.json", "\"rope_theta\": 10000.0",
+              "\"rope_theta\": 10000.0, \"rope_theta\": 500000.0", "config.json", "\"rope_theta\" appears twice");
+    text_case("config.json tie_word_embeddings twice", "config.json", "\"tie_word_embeddings\": false",
+              "\"tie_word_embeddings\": false, \"tie_word_embeddings\": true", "config.json",
+              "\"tie_word_embeddings\" appears twice");
+    header_case("header dtype twice", "{\"dtype\":\"F32\"", "{\"dtype\":\"F32\",\"dtype\":\"F16\"", 0,
+                "model.safetensors", "appears twice");
+    text_case("tokenizer.json with a UTF-8 BOM", "tokenizer.json", "{", "\xEF\xBB\xBF{", "tokenizer.json",
+              "byte order mark");
     snprintf(buf, sizeof(buf), "%s --skip-file", m);
     run_file_case("--skip-file only whitespace", buf, "skip-h.json", "  \n", "skip-h.json", "empty (no JSON value)");
     run_file_case("--skip-file with a BOM", buf, "skip-i.json", "\xEF\xBB\xBF{}", "skip-i.json", "byte order mark");
     run_file_case("--skip-file a string", buf, "skip-j.json", "\"attn:1\"", "skip-j.json", "not a JSON object");
-    snprintf(buf, sizeof(buf), "%s -n 4 -n 5", m);
-    run_case("-n twice", buf, "-n", "given twice");
-    snprintf(buf, sizeof(buf), "%s -p a --json -p b", m);
-    run_case("-p twice", buf, "-p", "given twice");
-    snprintf(buf, sizeof(buf), "%s --skip attn:1 --exit fixed:nan", m);
-    run_case("--exit fixed:nan", buf, "--exit fixed:nan", "not a number");
-    snprintf(buf, sizeof(buf), "%s --skip attn:1 -K 64", m);
-    run_case("-K 64", buf, "-K 64", "must be in [1, 63]");
-    snprintf(buf, sizeof(buf), "%s --method selfsd --iters 100001", m);
-    run_case("--iters 100001", buf, "--iters 100001", "must be in");
-    snprintf(buf, sizeof(buf), "%s -t 0 --top-p 1", m);
-    run_case("--top-p 1 with -t 0", buf, "--top-p", "greedy decoding");
-    snprintf(buf, sizeof(buf), "%s --objective cost", m);
-    run_case("--objective with --method none", buf, "--objective", "only --method selfsd or oracle");
+    flag_case("-n twice", "-n", "given twice", "-n 4 -n 5");
+    flag_case("-p twice", "-p", "given twice", "-p a --json -p b");
+    flag_case("--exit fixed:nan", "--exit fixed:nan", "not a number", "--skip attn:1 --exit fixed:nan");
+    flag_case("-K 64", "-K 64", "must be in [1, 63]", "--skip attn:1 -K 64");
+    flag_case("--iters 100001", "--iters 100001", "must be in", "--method selfsd --iters 100001");
+    flag_case("--top-p 1 with -t 0", "--top-p", "greedy decoding", "-t 0 --top-p 1");
+    flag_case("--objective with --method none", "--objective", "only --method selfsd or oracle", "--objective cost");
     { // -n at the context's edge: prompt + n - 1 tokens fit exactly, one more does not
         char err[SS_ERR_LEN];
         int ids[64];
@@ -635,8 +545,7 @@ int main(void) {
         check(n > 0 && n < 20, "encoding the edge prompt gave %d tokens", n);
         snprintf(buf, sizeof(buf), "%s -c 24 -p 'In the beginning' -n %d", m, 24 - n + 1);
         run_ok_case("-n exactly filling -c", buf);
-        snprintf(buf, sizeof(buf), "%s -c 24 -p 'In the beginning' -n %d", m, 24 - n + 2);
-        run_case("-n one past -c", buf, "exceed the context of 24", NULL);
+        flag_case("-n one past -c", "exceed the context of 24", NULL, "-c 24 -p 'In the beginning' -n %d", 24 - n + 2);
     }
     snprintf(buf, sizeof(buf), "%s -c 16 -n 2 -f", m);
     run_file_case("-f CRLF and blank lines, line 5 too long", buf, "crlf.txt", "a\r\n\r\n\n b\r\nAnd God said, Let there be "
@@ -648,12 +557,12 @@ int main(void) {
         char path[512];
         path_in(path, sizeof(path), tmp, "dev-nul.txt");
         spit(path, "one\n\ntwo\0", 9);
-        snprintf(buf, sizeof(buf), "%s --method selfsd --dev-prompts %s", m, path);
-        run_case("--dev-prompts with a NUL byte", buf, "dev-nul.txt line 3", "NUL byte");
+        flag_case("--dev-prompts with a NUL byte", "dev-nul.txt line 3", "NUL byte", "--method selfsd --dev-prompts %s",
+                  path);
     }
 
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
     if (system(buf) != 0) { fprintf(stderr, "test_bad_inputs: could not remove %s\n", tmp); }
-    printf("test_bad_inputs: %d cases against %s\n", n_cases, bin);
+    printf("test_bad_inputs: %d cases against %s\n", n_cases, selfspec_bin());
     return test_summary("test_bad_inputs");
 }

@@ -10,28 +10,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *bin = "./selfspec";
 static char tmp[64]; // the test's folder
 static const char *RANDOM_MODEL = "tiny_models/llama2-tiny-random";
 
-static char *slurp(const char *path) {
-    char err[SS_ERR_LEN];
-    size_t len;
-    char *s = read_file(path, &len, err);
-    if (s == NULL) { fprintf(stderr, "test_cli: %s\n", err); exit(2); }
-    return s;
-}
-
-// Runs `env bin args` with stdout and stderr in files; returns the exit status (128 + signal).
+// Runs `env <env> selfspec args`; *out and *err get its stdout and stderr.
 static int run(const char *env, const char *args, char **out, char **err) {
-    char cmd[4096], o[128], e[128];
-    snprintf(o, sizeof(o), "%s/stdout.txt", tmp);
-    snprintf(e, sizeof(e), "%s/stderr.txt", tmp);
-    snprintf(cmd, sizeof(cmd), "env %s %s %s >%s 2>%s", env, bin, args, o, e);
-    int status = system(cmd);
-    *out = slurp(o);
-    *err = slurp(e);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return run_selfspec(tmp, env, args, out, err);
 }
 
 // A bad flag: exit 1 and one line "selfspec: error: " naming it.
@@ -193,7 +177,7 @@ static int interrupt_run(const char *args, const char *ready, char **err) {
     snprintf(o, sizeof(o), "%s/int_stdout.txt", tmp);
     pid_t pid = fork();
     if (pid == 0) {
-        snprintf(cmd, sizeof(cmd), "exec %s %s >%s 2>%s", bin, args, o, e);
+        snprintf(cmd, sizeof(cmd), "exec %s %s >%s 2>%s", selfspec_bin(), args, o, e);
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
@@ -212,7 +196,7 @@ static int interrupt_run(const char *args, const char *ready, char **err) {
     kill(pid, SIGINT);
     int status;
     waitpid(pid, &status, 0);
-    *err = slurp(e);
+    *err = read_or_exit(e, NULL);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -252,7 +236,6 @@ static void test_ctrl_c(void) {
 }
 
 int main(void) {
-    if (getenv("SELFSPEC_BIN") != NULL) { bin = getenv("SELFSPEC_BIN"); }
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-cli-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_cli: mkdtemp failed\n"); return 2; }
     test_threads();

@@ -10,6 +10,21 @@
 #include "../selfspec.cu"
 #include "testing.h"
 
+// Loads dir's model at its full context; a failure is a failed check that says why.
+static int load_model(Model *m, const char *dir) {
+    char err[SS_ERR_LEN];
+    return check(build_model(m, dir, 0, err) == 0, "%s", err);
+}
+
+// The parameters of a run whose selector chooses every skip set: it starts from none.
+static SpecParams selector_params(int max_draft, DraftExit exit) {
+    SpecParams sp;
+    memset(&sp.skip, 0, sizeof(sp.skip));
+    sp.max_draft = max_draft;
+    sp.exit = exit;
+    return sp;
+}
+
 // ---------------------------------------------------------------------------- units
 
 // GP posterior against a 3-point example computed independently in closed form (numpy):
@@ -83,7 +98,7 @@ static int contains(const SkipSet *a, const SkipSet *b, int L) { // a contains b
 static void test_planted(const char *dir) {
     Model m;
     char err[SS_ERR_LEN], a_map[SS_MAX_LAYERS + 1], m_map[SS_MAX_LAYERS + 1];
-    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    if (!load_model(&m, dir)) { return; }
     int L = m.config.n_layers, dim = m.config.dim;
     SkipSet planted, whole;
     parse_skip_spec("attn:1,3,4 mlp:3,4", L, &planted, err); // layers 3 and 4 are whole identities
@@ -151,7 +166,7 @@ static void test_planted(const char *dir) {
 static void test_asd_per_prompt(const char *dir) {
     Model m;
     char err[SS_ERR_LEN], a_map[SS_MAX_LAYERS + 1], m_map[SS_MAX_LAYERS + 1];
-    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    if (!load_model(&m, dir)) { return; }
     int L = m.config.n_layers, prompt[12] = {1, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50}, out[16];
     SkipSet planted, first;
     parse_skip_spec("attn:0,1", L, &planted, err); // not every-3rd layers: only the cosine rule skips them
@@ -161,10 +176,7 @@ static void test_asd_per_prompt(const char *dir) {
     for (int k = 0; k < 3; k++) {
         Sampler greedy = {0.0f, 1.0f, {1}};
         SpecStats st;
-        SpecParams sp;
-        memset(&sp.skip, 0, sizeof(sp.skip));
-        sp.max_draft = 4;
-        sp.exit = draft_exit_default();
+        SpecParams sp = selector_params(4, draft_exit_default());
         generate_spec(&m, prompt, 12, 8, &sp, &sel, &greedy, out, NULL, NULL, NULL, &st);
         if (k == 0) { first = sp.skip; }
         layer_map(&sp.skip, L, a_map, m_map);
@@ -181,8 +193,7 @@ static void test_asd_per_prompt(const char *dir) {
 // test asserts only that the DP's final cosine beats the median skip set's every time.
 static void test_dp_vs_brute_force(const char *dir) {
     Model m;
-    char err[SS_ERR_LEN];
-    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    if (!load_model(&m, dir)) { return; }
     int L = m.config.n_layers, dim = m.config.dim, M = 3, agree = 0, beat_median = 0, cases = 20;
     int prompt[40];
     for (int t = 0; t < 40; t++) { prompt[t] = 3 + 7 * t; }
@@ -264,8 +275,7 @@ static SkipSet clasp_full_table(Model *m, const float *h, int slot, int M) {
 
 static void test_dp_band(const char *dir) {
     Model m;
-    char err[SS_ERR_LEN];
-    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    if (!load_model(&m, dir)) { return; }
     int L = m.config.n_layers, dim = m.config.dim, prompt[40], same = 0, cases = 0;
     for (int t = 0; t < 40; t++) { prompt[t] = 5 + 11 * t; }
     float *h = (float *)malloc_check((size_t)(2 * L + 1) * dim * sizeof(float));
@@ -290,8 +300,7 @@ static void test_dp_band(const char *dir) {
 
 static void test_methods_lossless(const char *dir) {
     Model m;
-    char err[SS_ERR_LEN];
-    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    if (!load_model(&m, dir)) { return; }
     int L = m.config.n_layers, vocab = m.config.vocab_size, runs = 0, ok = 0, leaves = 0;
     const int methods[3] = {METHOD_SWIFT, METHOD_ASD, METHOD_CLASP};
     for (int mi = 0; mi < 3; mi++) {
@@ -308,10 +317,7 @@ static void test_methods_lossless(const char *dir) {
             Sampler greedy = {0.0f, 1.0f, {1}};
             GenStats gs;
             SpecStats st;
-            SpecParams sp;
-            memset(&sp.skip, 0, sizeof(sp.skip));
-            sp.max_draft = methods[mi] == METHOD_SWIFT ? 25 : 12;
-            sp.exit = exit;
+            SpecParams sp = selector_params(methods[mi] == METHOD_SWIFT ? 25 : 12, exit);
             if (methods[mi] == METHOD_SWIFT) { sp.exit.mode = EXIT_FIXED; sp.exit.gamma = 0.8f; }
             int na = generate_plain(&m, prompt, 4 + pi, 60, NULL, &greedy, a, NULL, NULL, NULL, &gs);
             int nb = generate_spec(&m, prompt, 4 + pi, 60, &sp, &sel, &greedy, b, NULL, NULL, NULL, &st);
@@ -339,8 +345,7 @@ static void test_methods_lossless(const char *dir) {
 // come down from 0.45 within a few hundred optimization steps, and the output stays lossless.
 static void test_swift_ratio(const char *dir) {
     Model m;
-    char err[SS_ERR_LEN];
-    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    if (!load_model(&m, dir)) { return; }
     Selector sel;
     selector_init(&sel, METHOD_SWIFT, m.config.n_layers, 5);
     sel.swift.budget = 1.0f; // a step before every round, as in the paper: no timing in the test
@@ -350,10 +355,7 @@ static void test_swift_ratio(const char *dir) {
         Sampler greedy = {0.0f, 1.0f, {1}};
         GenStats gs;
         SpecStats st;
-        SpecParams sp;
-        memset(&sp.skip, 0, sizeof(sp.skip));
-        sp.max_draft = 25;
-        sp.exit = draft_exit_default();
+        SpecParams sp = selector_params(25, draft_exit_default());
         m.config.n_eos = 0; // run the full 60 tokens
         int na = generate_plain(&m, prompt, 4, 60, NULL, &greedy, a, NULL, NULL, NULL, &gs);
         int nb = generate_spec(&m, prompt, 4, 60, &sp, &sel, &greedy, b, NULL, NULL, NULL, &st);
@@ -371,8 +373,7 @@ static void test_swift_ratio(const char *dir) {
 // must run no step (the prompt alone is longer than the window); 48 new tokens must run some.
 static void test_swift_window(const char *dir) {
     Model m;
-    char err[SS_ERR_LEN];
-    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    if (!load_model(&m, dir)) { return; }
     m.config.n_eos = 0;
     int prompt[60], out[64];
     for (int t = 0; t < 60; t++) { prompt[t] = (13 * t + 7) % m.config.vocab_size; }
@@ -383,10 +384,7 @@ static void test_swift_window(const char *dir) {
         sel.swift.budget = 1.0f; // a step before every round once allowed: no timing
         Sampler greedy = {0.0f, 1.0f, {1}};
         SpecStats st;
-        SpecParams sp;
-        memset(&sp.skip, 0, sizeof(sp.skip));
-        sp.max_draft = 25;
-        sp.exit = draft_exit_default();
+        SpecParams sp = selector_params(25, draft_exit_default());
         int n = generate_spec(&m, prompt, 60, n_new[k], &sp, &sel, &greedy, out, NULL, NULL, NULL, &st);
         if (k == 0) {
             check(st.selections == 0 && sel.swift.best_score < 0,
@@ -409,8 +407,7 @@ static void test_swift_window(const char *dir) {
 // constants are pinned, and kappa 0 against 50 shows gp_propose uses the one it is given.
 static void test_swift_kappa(const char *dir) {
     Model m;
-    char err[SS_ERR_LEN];
-    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    if (!load_model(&m, dir)) { return; }
     m.config.n_eos = 0;
     int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, seq[64], out[48], same = 0, differs = 0, seeds = 3;
     Sampler greedy = {0.0f, 1.0f, {1}};
@@ -453,8 +450,7 @@ static void test_swift_kappa(const char *dir) {
 // time in steps exceeds 2% of the decoding time by about the last step at most.
 static void test_swift_budget(const char *dir) {
     Model m;
-    char err[SS_ERR_LEN];
-    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    if (!load_model(&m, dir)) { return; }
     Selector sel;
     selector_init(&sel, METHOD_SWIFT, m.config.n_layers, 5);
     m.config.n_eos = 0;
@@ -463,10 +459,7 @@ static void test_swift_budget(const char *dir) {
         int prompt[4] = {1, 3 + pi, 9, 11}, b[64];
         Sampler greedy = {0.0f, 1.0f, {1}};
         SpecStats st;
-        SpecParams sp;
-        memset(&sp.skip, 0, sizeof(sp.skip));
-        sp.max_draft = 25;
-        sp.exit = draft_exit_default();
+        SpecParams sp = selector_params(25, draft_exit_default());
         generate_spec(&m, prompt, 4, 60, &sp, &sel, &greedy, b, NULL, NULL, NULL, &st);
         rounds += st.rounds;
     }
@@ -482,22 +475,6 @@ static void test_swift_budget(const char *dir) {
 
 // ---------------------------------------------------------------------------- the CLI's per-method choices
 
-// Runs the selfspec binary ($SELFSPEC_BIN, else ./selfspec) with args; its stdout and stderr
-// come back in *out and *err (the caller frees them). Returns the exit status of the shell.
-static int run_selfspec(const char *dir, const char *args, char **out, char **err) {
-    const char *bin = getenv("SELFSPEC_BIN") ? getenv("SELFSPEC_BIN") : "./selfspec";
-    char cmd[1024], o_path[300], e_path[300], msg[SS_ERR_LEN];
-    size_t len;
-    snprintf(o_path, sizeof(o_path), "%s/out.txt", dir);
-    snprintf(e_path, sizeof(e_path), "%s/err.txt", dir);
-    snprintf(cmd, sizeof(cmd), "%s %s >%s 2>%s", bin, args, o_path, e_path);
-    int status = system(cmd);
-    *out = read_file(o_path, &len, msg);
-    *err = read_file(e_path, &len, msg);
-    if (*out == NULL || *err == NULL) { fprintf(stderr, "test_select: %s\n", msg); exit(2); }
-    return status;
-}
-
 // CLaSp Sec. 5.3.3 finds a fixed draft-exiting threshold near 0.7 best: --method clasp uses
 // fixed:0.7 unless --exit is given. Self-SD Sec. 3.3 searches on a separate development set:
 // the output says whether the search ran on the prompt itself or on --dev-prompts.
@@ -508,16 +485,16 @@ static void test_cli_method_defaults(void) {
     const char *model = "-m tiny_models/llama2-tiny-random -n 8 --json";
     char args[512];
     snprintf(args, sizeof(args), "%s --method clasp", model);
-    int rc = run_selfspec(tmp, args, &out, &err);
+    int rc = run_selfspec(tmp, "", args, &out, &err);
     check(rc == 0 && strstr(out, "\"gamma_first\": 0.7000, \"gamma_last\": 0.7000") != NULL,
           "--method clasp: want the fixed exit threshold 0.7 of CLaSp Sec. 5.3.3 (exit %d): %.300s", rc, out);
     free(out); free(err);
     snprintf(args, sizeof(args), "%s --method clasp --exit adaptive", model);
-    rc = run_selfspec(tmp, args, &out, &err);
+    rc = run_selfspec(tmp, "", args, &out, &err);
     check(rc == 0 && strstr(out, "\"gamma_first\": 0.6000") != NULL, "--method clasp --exit adaptive: %.300s", out);
     free(out); free(err);
     snprintf(args, sizeof(args), "%s --method selfsd --iters 2", model);
-    rc = run_selfspec(tmp, args, &out, &err);
+    rc = run_selfspec(tmp, "", args, &out, &err);
     check(rc == 0 && strstr(err, "searched on the first prompt itself") && strstr(out, "\"search_on\": \"prompt\""),
           "--method selfsd without --dev-prompts does not say it searched on the prompt: %s%.300s", err, out);
     free(out); free(err);
@@ -527,7 +504,7 @@ static void test_cli_method_defaults(void) {
     fprintf(f, "And God said\nIn the beginning\n");
     fclose(f);
     snprintf(args, sizeof(args), "%s --method selfsd --iters 2 --dev-prompts %s", model, path);
-    rc = run_selfspec(tmp, args, &out, &err);
+    rc = run_selfspec(tmp, "", args, &out, &err);
     check(rc == 0 && strstr(err, "searched on 2 prompts of --dev-prompts") && strstr(out, "\"search_on\": \"dev-prompts\""),
           "--method selfsd --dev-prompts does not say it searched on them: %s%.300s", err, out);
     free(out); free(err);

@@ -137,14 +137,6 @@ static int count(const char *name, const char *cls, const char *parent_cls) {
     return n;
 }
 
-static char *read_all(const char *path) {
-    char err[SS_ERR_LEN];
-    size_t len;
-    char *s = read_file(path, &len, err);
-    if (s == NULL) { fprintf(stderr, "test_svg: %s\n", err); exit(2); }
-    return s;
-}
-
 // Draws one panel into path and parses it; returns the text (the caller frees it), NULL if malformed.
 static char *draw_and_parse(const char *path, const char *prompt, const char *model, int method, const SkipSet *skip,
                             int L, const SpecStats *st, const SetHistory *sets, double plain_tps) {
@@ -155,7 +147,7 @@ static char *draw_and_parse(const char *path, const char *prompt, const char *mo
     svg_time_series(f, SVG_HEAD, method, sets, &st->hist, st->rounds, L);
     svg_end(f);
     fclose(f);
-    char *s = read_all(path), err[SS_ERR_LEN];
+    char *s = read_or_exit(path, NULL), err[SS_ERR_LEN];
     if (!check(xml_check(s, err) == 0, "%s: not well-formed XML: %s", path, err)) { free(s); return NULL; }
     check(count("svg", NULL, NULL) == 1 && elems[0].parent == -1 && strcmp(elems[0].name, "svg") == 0,
           "%s: the root is not one <svg>", path);
@@ -298,18 +290,20 @@ static void test_escaping(const char *tmp) {
 
 // The CLI: two prompts, one file, two panels, sized for two.
 static void test_cli(const char *tmp) {
-    char cmd[1024], path[256], prompts[256];
+    char args[1024], path[256], prompts[256];
     snprintf(prompts, sizeof(prompts), "%s/prompts.txt", tmp);
     FILE *f = fopen(prompts, "w");
     if (f == NULL) { fprintf(stderr, "test_svg: cannot write %s\n", prompts); exit(2); }
     fprintf(f, "And the LORD said unto Moses,\nIn the beginning\n");
     fclose(f);
     snprintf(path, sizeof(path), "%s/cli.svg", tmp);
-    const char *bin = getenv("SELFSPEC_BIN") ? getenv("SELFSPEC_BIN") : "./selfspec";
-    snprintf(cmd, sizeof(cmd), "OMP_NUM_THREADS=1 %s -m tiny_models/kjv-12l -f %s -n 12 --skip \"attn:3 mlp:5\" --svg %s "
-             ">/dev/null 2>&1", bin, prompts, path);
-    if (!check(system(cmd) == 0, "cli: %s failed", cmd)) { return; }
-    char *s = read_all(path), err[SS_ERR_LEN], want[64];
+    snprintf(args, sizeof(args), "-m tiny_models/kjv-12l -f %s -n 12 --skip \"attn:3 mlp:5\" --svg %s", prompts, path);
+    char *err_text;
+    int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", args, NULL, &err_text);
+    check(rc == 0, "cli: selfspec %s: exit %d:\n%s", args, rc, err_text);
+    free(err_text);
+    if (rc != 0) { return; }
+    char *s = read_or_exit(path, NULL), err[SS_ERR_LEN], want[64];
     if (check(xml_check(s, err) == 0, "cli: not well-formed XML: %s", err)) {
         check(count("g", "panel", NULL) == 2 && count("g", "series", NULL) == 2, "cli: %d panels, want 2",
               count("g", "panel", NULL));

@@ -237,21 +237,21 @@ static Tokenizer *load_edited(const char *text, const char *from, const char *to
 static void test_loader(int *ids, char *text) {
     static const char *const files[] = {"tiny_models/llama2-tiny-random/tokenizer.json",
                                         "tiny_models/llama3-tiny-random/tokenizer.json"};
-    static const char *const cases[][4] = { // file, text to replace, replacement, expected error
-        {"0", "\"pre_tokenizer\": null", "\"pre_tokenizer\": {\"type\": \"Whitespace\"}",
+    static const struct { int file; const char *from, *to, *want; } cases[] = { // file: index in files
+        {0, "\"pre_tokenizer\": null", "\"pre_tokenizer\": {\"type\": \"Whitespace\"}",
          "unsupported pre_tokenizer type Whitespace"},
-        {"0", "\"type\": \"BPE\"", "\"type\": \"WordPiece\"", "unsupported model type WordPiece"},
-        {"0", "\"type\": \"Prepend\"", "\"type\": \"NFKC\"", "unsupported normalizer type NFKC"},
-        {"0", "\"type\": \"Fuse\"", "\"type\": \"CTC\"", "unsupported decoder Sequence"},
-        {"0", "\"dropout\": null", "\"dropout\": 0.1", "unsupported model.dropout"},
-        {"0", "\"end_of_word_suffix\": null", "\"end_of_word_suffix\": \"</w>\"",
+        {0, "\"type\": \"BPE\"", "\"type\": \"WordPiece\"", "unsupported model type WordPiece"},
+        {0, "\"type\": \"Prepend\"", "\"type\": \"NFKC\"", "unsupported normalizer type NFKC"},
+        {0, "\"type\": \"Fuse\"", "\"type\": \"CTC\"", "unsupported decoder Sequence"},
+        {0, "\"dropout\": null", "\"dropout\": 0.1", "unsupported model.dropout"},
+        {0, "\"end_of_word_suffix\": null", "\"end_of_word_suffix\": \"</w>\"",
          "unsupported model.continuing"},
-        {"0", "\"single_word\": false", "\"single_word\": true", "added_tokens[0]: unsupported"},
-        {"0", "\"rstrip\": false", "\"rstrip\": true", "added_tokens[0]: unsupported"},
-        {"0", "\"truncation\": null", "\"truncation\": null, \"truncation\": null", "appears twice"},
-        {"1", "\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"", "unsupported pre_tokenizer Split"},
-        {"1", "(?i:'s|", "(?i:'S|", "unsupported pre_tokenizer Split"},
-        {"1", "\"use_regex\": false\n      }", "\"use_regex\": false}, {\"type\": \"Digits\"}",
+        {0, "\"single_word\": false", "\"single_word\": true", "added_tokens[0]: unsupported"},
+        {0, "\"rstrip\": false", "\"rstrip\": true", "added_tokens[0]: unsupported"},
+        {0, "\"truncation\": null", "\"truncation\": null, \"truncation\": null", "appears twice"},
+        {1, "\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"", "unsupported pre_tokenizer Split"},
+        {1, "(?i:'s|", "(?i:'S|", "unsupported pre_tokenizer Split"},
+        {1, "\"use_regex\": false\n      }", "\"use_regex\": false}, {\"type\": \"Digits\"}",
          "a step after ByteLevel"},
     };
     char err[SS_ERR_LEN];
@@ -262,12 +262,12 @@ static void test_loader(int *ids, char *text) {
         if (!check(json[f] != NULL, "%s", err)) { return; }
     }
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
-        const char *base = json[cases[k][0][0] - '0'];
-        check(strstr(base, cases[k][1]) != NULL, "loader case %zu: \"%s\" not in the file", k, cases[k][1]);
-        Tokenizer *t = load_edited(base, cases[k][1], cases[k][2], err);
+        const char *base = json[cases[k].file];
+        check(strstr(base, cases[k].from) != NULL, "loader case %zu: \"%s\" not in the file", k, cases[k].from);
+        Tokenizer *t = load_edited(base, cases[k].from, cases[k].to, err);
         int named = strncmp(err, "test/test_tokenizer_tmp.json: ", 30) == 0; // the error names the file
-        check(t == NULL && named && strstr(err, cases[k][3]) != NULL,
-              "edit %s: expected \"%s\", got \"%s\"", cases[k][2], cases[k][3], t == NULL ? err : "(loaded)");
+        check(t == NULL && named && strstr(err, cases[k].want) != NULL,
+              "edit %s: expected \"%s\", got \"%s\"", cases[k].to, cases[k].want, t == NULL ? err : "(loaded)");
         free_tokenizer(t);
     }
     Rng rng;

@@ -4,11 +4,14 @@
 //   #include "testing.h"
 // so it reaches every internal function, counts checks with check(), and ends main with
 // `return test_summary("name");`, which prints "N passed, M failed" and returns non-zero on failure.
+// The tests that run the selfspec binary share selfspec_bin, read_or_exit and run_selfspec.
 #ifndef SELFSPEC_TESTING_H
 #define SELFSPEC_TESTING_H
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
 
 static int tests_passed, tests_failed;
 
@@ -31,6 +34,42 @@ static int check(int ok, const char *fmt, ...) {
 static int test_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, tests_passed, tests_failed);
     return tests_failed == 0 ? 0 : 1;
+}
+
+// The binary the CLI tests run: $SELFSPEC_BIN (make test-asan sets it to the sanitized build),
+// else ./selfspec.
+static const char *selfspec_bin(void) {
+    const char *bin = getenv("SELFSPEC_BIN");
+    return bin != NULL ? bin : "./selfspec";
+}
+
+// The whole of a file the test wrote or needs (len may be NULL). Without it the test cannot go
+// on, so it ends the program with exit 2 and the reason, which run_tests.sh reports as a crash.
+static char *read_or_exit(const char *path, size_t *len) {
+    char err[SS_ERR_LEN];
+    size_t n;
+    char *s = read_file(path, len != NULL ? len : &n, err);
+    if (s == NULL) {
+        fprintf(stderr, "test: %s\n", err);
+        exit(2);
+    }
+    return s;
+}
+
+// Runs `env <prefix> <selfspec_bin()> <args>` through the shell with stdin from /dev/null and
+// stdout and stderr into dir/stdout.txt and dir/stderr.txt. prefix sets the environment or
+// wraps the binary ("OMP_NUM_THREADS=1", "-u OMP_NUM_THREADS", "timeout -s KILL 60"; "" for
+// none). *out and *err get the two texts when not NULL (the caller frees them). Returns the
+// exit status, or 128 + the signal that ended the shell.
+static int run_selfspec(const char *dir, const char *prefix, const char *args, char **out, char **err) {
+    char cmd[8192], o[256], e[256];
+    snprintf(o, sizeof(o), "%s/stdout.txt", dir);
+    snprintf(e, sizeof(e), "%s/stderr.txt", dir);
+    snprintf(cmd, sizeof(cmd), "env %s %s %s >%s 2>%s </dev/null", prefix, selfspec_bin(), args, o, e);
+    int status = system(cmd);
+    if (out != NULL) { *out = read_or_exit(o, NULL); }
+    if (err != NULL) { *err = read_or_exit(e, NULL); }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 #endif

@@ -142,29 +142,31 @@ def bos_template(bos, bos_id):
                                          special_tokens=[(bos, bos_id)])
 
 
-def make_llama2_tokenizer(vocab, merges):
-    """Legacy Llama-2 / TinyLlama tokenizer.json shape."""
+def make_spm_tokenizer(vocab, merges, normalizer, pre_tokenizer):
+    """SentencePiece-style byte-fallback BPE with BOS; the two shapes differ only in how the
+    space marker gets in (normalizer or pre-tokenizer). The decoder turns the marker back into
+    spaces and strips the leading one (a bare Metaspace decoder would not undo the byte
+    fallback: decode would give "<0xE4>...")."""
     tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
-    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
-    tok.pre_tokenizer = None
+    tok.normalizer = normalizer
+    tok.pre_tokenizer = pre_tokenizer
     tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
                                      decoders.Strip(" ", 1, 0)])
     tok.post_processor = bos_template("<s>", 1)
     spm_added_tokens(tok)
     return tok
+
+
+def make_llama2_tokenizer(vocab, merges):
+    """Legacy Llama-2 / TinyLlama tokenizer.json shape."""
+    return make_spm_tokenizer(vocab, merges, normalizers.Sequence([normalizers.Prepend("▁"),
+                                                                   normalizers.Replace(" ", "▁")]), None)
 
 
 def make_metaspace_tokenizer(vocab, merges):
     """Non-legacy SentencePiece-style shape (Metaspace pre-tokenizer, prepend_scheme "first")."""
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>", byte_fallback=True, fuse_unk=True))
-    tok.normalizer = None
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False)
-    # (a bare Metaspace decoder would not undo the byte fallback: decode would give "<0xE4>...")
-    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
-                                     decoders.Strip(" ", 1, 0)])
-    tok.post_processor = bos_template("<s>", 1)
-    spm_added_tokens(tok)
-    return tok
+    return make_spm_tokenizer(vocab, merges, None,
+                              pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="first", split=False))
 
 
 def make_llama3_tokenizer(lines, n_regular):

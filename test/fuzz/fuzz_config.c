@@ -12,17 +12,9 @@ static void config_init(void) {
     write_micro_safetensors();
 }
 
-static int config_one(const uint8_t *data, size_t size) {
-    fuzz_write("config.json", data, size);
-    fuzz_load_and_forward();
-    return 0;
-}
+static int config_one(const uint8_t *data, size_t size) { return fuzz_model_file("config.json", data, size); }
 
 #ifndef FUZZ_NO_ENTRY
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc, (void)argv;
-    config_init();
-    return 0;
-}
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return config_one(data, size); }
+static const FuzzTarget fuzz_this = {config_init, config_one};
+#include "fuzz_main.h"
 #endif

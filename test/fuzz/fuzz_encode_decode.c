@@ -87,10 +87,6 @@ static int encode_decode_one(const uint8_t *data, size_t size) {
 }
 
 #ifndef FUZZ_NO_ENTRY
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc, (void)argv;
-    encode_decode_init();
-    return 0;
-}
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return encode_decode_one(data, size); }
+static const FuzzTarget fuzz_this = {encode_decode_init, encode_decode_one};
+#include "fuzz_main.h"
 #endif

@@ -13,17 +13,9 @@ static void safetensors_init(void) {
     fuzz_write("config.json", MICRO_CONFIG, sizeof(MICRO_CONFIG) - 1);
 }
 
-static int safetensors_one(const uint8_t *data, size_t size) {
-    fuzz_write("model.safetensors", data, size);
-    fuzz_load_and_forward();
-    return 0;
-}
+static int safetensors_one(const uint8_t *data, size_t size) { return fuzz_model_file("model.safetensors", data, size); }
 
 #ifndef FUZZ_NO_ENTRY
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc, (void)argv;
-    safetensors_init();
-    return 0;
-}
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return safetensors_one(data, size); }
+static const FuzzTarget fuzz_this = {safetensors_init, safetensors_one};
+#include "fuzz_main.h"
 #endif

@@ -30,10 +30,6 @@ static int tokenizer_json_one(const uint8_t *data, size_t size) {
 }
 
 #ifndef FUZZ_NO_ENTRY
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc, (void)argv;
-    tokenizer_json_init();
-    return 0;
-}
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { return tokenizer_json_one(data, size); }
+static const FuzzTarget fuzz_this = {tokenizer_json_init, tokenizer_json_one};
+#include "fuzz_main.h"
 #endif

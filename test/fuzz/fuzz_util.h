@@ -13,6 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+// A target: what it writes once before the first input, and what it does with each input
+// (fuzz_main.h turns one into libFuzzer's entry points).
+typedef struct {
+    void (*init)(void);
+    int (*one)(const uint8_t *data, size_t size);
+} FuzzTarget;
+
 static char fuzz_dir_path[128];
 
 static void fuzz_cleanup(void) {
@@ -50,16 +57,18 @@ static const char *fuzz_write(const char *name, const void *data, size_t size) {
     return path;
 }
 
-// Loads the model folder fuzz_dir() and, if it loads, runs a 2-token forward pass (unless a
-// fuzzed config leaves fewer than 2 slots of context): what the config and safetensors
-// targets do after writing their input.
-static void fuzz_load_and_forward(void) {
+// Writes one input to fuzz_dir()/name, loads the model folder fuzz_dir() and, if it loads, runs
+// a 2-token forward pass (unless a fuzzed config leaves fewer than 2 slots of context): what
+// the config and safetensors targets do with each input.
+static int fuzz_model_file(const char *name, const uint8_t *data, size_t size) {
+    fuzz_write(name, data, size);
     Model m;
     char err[SS_ERR_LEN];
-    if (build_model(&m, fuzz_dir(), 0, err) != 0) { return; }
+    if (build_model(&m, fuzz_dir(), 0, err) != 0) { return 0; }
     int tokens[2] = {1, 2};
     if (m.config.seq_len >= 2) { forward(&m, tokens, 2, 0, NULL, NULL, NULL); }
     free_model(&m);
+    return 0;
 }
 
 // The micro model the safetensors and config targets pair their input with: Llama 2 layout,
