@@ -9,7 +9,8 @@
 // Papers (see README.md):
 //   Self-SD  Zhang et al., Draft & Verify: Lossless LLM Acceleration via Self-Speculative Decoding
 //   SWIFT    Xia et al., SWIFT: On-the-Fly Self-Speculative Decoding
-//   ASD      Metel et al., Draft on the Fly: Adaptive Self-Speculative Decoding using Cosine Similarity
+//   ASD      Metel et al., Draft on the Fly: Adaptive Self-Speculative Decoding using Cosine
+//            Similarity
 //   CLaSp    CLaSp: In-Context Layer Skip for Self-Speculative Decoding
 //   Leviathan et al. 2023 / Chen et al. 2023 for speculative sampling.
 //
@@ -114,6 +115,13 @@ static double time_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+// Milliseconds since *t, which moves to now: consecutive laps time consecutive steps.
+static double lap_ms(double *t) {
+    double now = time_ms(), elapsed = now - *t;
+    *t = now;
+    return elapsed;
 }
 
 // Reads a whole file into a NUL-terminated buffer. Returns NULL with err set.
@@ -953,15 +961,15 @@ static void rope_frequencies(const Config *c, float *inv_freq) {
 // Carves the Weights pointers out of one buffer; returns the number of floats used. With
 // base == NULL it only counts (size_t arithmetic throughout, overflow-checked by the caller).
 static size_t layout_weights(Weights *w, float *base, const Config *c) {
-    size_t L = (size_t)c->n_layers, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
+    size_t n_layers = (size_t)c->n_layers, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     size_t off = 0;
     float **slots[] = {&w->token_embedding, &w->rms_att, &w->wq, &w->wk, &w->wv, &w->wo,
                        &w->rms_ffn, &w->w_gate, &w->w_up, &w->w_down, &w->rms_final,
                        &w->lm_head, &w->rope_inv_freq};
-    size_t vocab = (size_t)c->vocab_size, attn = mul_size(L, mul_size(q_dim, dim));
-    size_t kv = mul_size(L, mul_size(kv_dim, dim)), mlp = mul_size(L, mul_size(hid, dim));
-    size_t sizes[] = {mul_size(vocab, dim), L * dim, attn, kv, kv, attn, L * dim, mlp, mlp, mlp, dim,
+    size_t vocab = (size_t)c->vocab_size, attn = mul_size(n_layers, mul_size(q_dim, dim));
+    size_t kv = mul_size(n_layers, mul_size(kv_dim, dim)), mlp = mul_size(n_layers, mul_size(hid, dim));
+    size_t sizes[] = {mul_size(vocab, dim), n_layers * dim, attn, kv, kv, attn, n_layers * dim, mlp, mlp, mlp, dim,
                       c->tied ? 0 : mul_size(vocab, dim), (size_t)c->head_dim / 2};
     for (int k = 0; k < 13; k++) { // SIZE_MAX if the config's sizes overflow: build_model refuses it
         *slots[k] = base ? base + off : NULL;
@@ -1194,7 +1202,7 @@ __global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, 
 // results of n one-token passes. The input index c is the outer loop and the tokens the inner
 // one: each chunk of 16 weights is loaded once and multiplied into every token's sums, which
 // stay in registers when n_tok is a constant. "omp simd" makes the 16-wide chunk the vector
-// (gcc 12 otherwise vectorizes across chunks, 6x slower); nvcc and compilers without OpenMP
+// (gcc otherwise vectorizes across chunks: bench/README.md); nvcc and compilers without OpenMP
 // ignore it.
 enum { MAX_SWEEP_TOKENS = 8 };
 __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int n_tok, int in_dim, int out_dim) {
@@ -1222,10 +1230,9 @@ __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int 
 // makes verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Once a pass
 // over several tokens is compute-bound (on the CPU from about 4 tokens), what counts is how
 // often a weight is loaded into a register: the tokens go through dot_row_tokens 8 at a time,
-// then 4, 2 and 1, each sweep a constant count the compiler can keep in registers
-// (8 x 16 sums fill AVX-512's 32 vector registers; with AVX2's 16 the 8-sweep spills a little
-// and is still as fast as the 4-sweep). Four loops rather than one over the counts: gcc 12
-// turned that loop into one generic, unspecialized sweep. bench/README.md has the measurements.
+// then 4, 2 and 1, each sweep a constant count the compiler can keep in registers. Four loops
+// rather than one over the counts, so that the compiler specializes each (bench/README.md has
+// the measurements).
 __global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= out_dim) { return; }
@@ -1369,11 +1376,12 @@ __global__ void attention_values_kernel(float *out, const float *att, const floa
 }
 
 // The CPU's attention: one thread per (token, head): softmax(q k^T / sqrt(head_dim)) v over the
-// visible keys, serial over keys, the three stages above in one thread with the same arithmetic
-// in the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output
-// row, which on the CPU is cache and which the key-outer loop walks contiguously (vectorized
-// over d); a GPU runs the stages instead, where such a loop is a chain of global read-modify-writes. Token t sees every cached slot < pos, and slot pos + u of this pass when
-// mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads).
+// visible keys, serial over keys, the three stages above in one thread with the same arithmetic in
+// the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output row,
+// which on the CPU is cache and which the key-outer loop walks contiguously (vectorized over d); a
+// GPU runs the stages instead, where such a loop is a chain of global read-modify-writes. Token t
+// sees every cached slot < pos, and slot pos + u of this pass when mask[t * n + u]. GQA: head h
+// reads kv head h / (n_heads / n_kv_heads).
 __global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
                                  const float *value_cache, const unsigned char *mask, int n, int pos,
                                  int n_heads, int n_kv_heads, int head_dim, int seq_len) {
@@ -1673,48 +1681,48 @@ static void kv_slots(Model *m, int slot, int n, float *buf, int save) {
     }
 }
 
+// Layers [first, last) on the n residual rows in state.x (set_pass done), under skip (NULL = run
+// every sublayer), capturing the rows at each sublayer boundary. forward runs all the layers;
+// CLaSp's DP runs one layer at a time on a batch of candidate states.
+static void forward_layers(Model *m, int n, int pos, const SkipSet *skip, int first, int last,
+                           Capture *capture) {
+    for (int l = first; l < last; l++) {
+        int run_attn = !(skip && skip->attn[l]), run_mlp = !(skip && skip->mlp[l]);
+        if (run_attn) { attention_sublayer(m, l, n, pos); }
+        capture_boundary(m, capture, 2 * l + 1);
+        if (run_mlp) { mlp_sublayer(m, l, n); }
+        capture_boundary(m, capture, 2 * l + 2);
+        m->state.n_sublayers += (uint64_t)(run_attn + run_mlp);
+    }
+}
+
 // forward, computing and copying back only the logits rows [first_row, n) (first_row = n: none),
 // to the same rows of state.logits_host: a prefill reads only its last row
-static void forward_rows(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, const TokenTree *tree,
-                         Capture *capture, int first_row) {
+static void forward_rows(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
+                         const TokenTree *tree, Capture *capture, int first_row) {
     const Config *c = &m->config;
     RunState *s = &m->state;
     if (n < 1 || n > s->max_tokens || pos < 0 || pos + n > c->seq_len) {
-        die(__FILE__, __LINE__, "forward: %d tokens at position %d do not fit (max %d per pass, context %d)",
-            n, pos, s->max_tokens, c->seq_len);
+        die(__FILE__, __LINE__, "forward: %d tokens at position %d do not fit (max %d per pass, "
+            "context %d)", n, pos, s->max_tokens, c->seq_len);
     }
     set_pass(m, tokens, n, tree);
-    s->n_sublayers += (uint64_t)(2 * c->n_layers - (skip ? skip_count(skip, c->n_layers) : 0));
     LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
     capture_boundary(m, capture, 0);
-    for (int l = 0; l < c->n_layers; l++) {
-        if (!(skip && skip->attn[l])) { attention_sublayer(m, l, n, pos); }
-        capture_boundary(m, capture, 2 * l + 1);
-        if (!(skip && skip->mlp[l])) { mlp_sublayer(m, l, n); }
-        capture_boundary(m, capture, 2 * l + 2);
-    }
+    forward_layers(m, n, pos, skip, 0, c->n_layers, capture);
     if (first_row >= n) { return; }
-    size_t f = (size_t)first_row, vocab = (size_t)c->vocab_size;
-    rmsnorm(s, s->xb + f * c->dim, s->x + f * c->dim, m->weights.rms_final, n - first_row, c->dim, c->norm_eps);
-    matmul(s, s->logits + f * vocab, s->xb + f * c->dim, m->weights.lm_head, n - first_row, c->dim, c->vocab_size);
-    copy_to_host(s->logits_host + f * vocab, s->logits + f * vocab, (n - f) * vocab * sizeof(float));
+    size_t f = (size_t)first_row, dim = (size_t)c->dim, vocab = (size_t)c->vocab_size;
+    rmsnorm(s, s->xb + f * dim, s->x + f * dim, m->weights.rms_final, n - first_row, c->dim,
+            c->norm_eps);
+    matmul(s, s->logits + f * vocab, s->xb + f * dim, m->weights.lm_head, n - first_row, c->dim,
+           c->vocab_size);
+    copy_to_host(s->logits_host + f * vocab, s->logits + f * vocab,
+                 (n - f) * vocab * sizeof(float));
 }
 
-void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip, const TokenTree *tree,
-             Capture *capture) {
+void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
+             const TokenTree *tree, Capture *capture) {
     forward_rows(m, tokens, n, pos, skip, tree, capture, 0);
-}
-
-// Runs a prompt through the model under skip (NULL = full) in chunks of state.max_tokens,
-// filling the KV cache at 0..n-1. Chunking does not change a bit: an n-token pass equals n
-// one-token passes. Leaves the last token's logits at row *last_row of state.logits_host (the
-// only row computed and copied back).
-static void prefill(Model *m, const int *tokens, int n, const SkipSet *skip, int *last_row) {
-    for (int start = 0; start < n; start += m->state.max_tokens) {
-        int len = n - start < m->state.max_tokens ? n - start : m->state.max_tokens;
-        forward_rows(m, tokens + start, len, start, skip, NULL, NULL, start + len < n ? len : len - 1);
-        *last_row = len - 1;
-    }
 }
 
 // ----------------------------------------------------------------------------
@@ -1808,470 +1816,6 @@ static int sample_probs(const float *probs, int n, float u) {
 }
 
 // ----------------------------------------------------------------------------
-// decoding: plain autoregressive decoding
-
-typedef struct {
-    int n_prompt;
-    int n_generated;
-    double prefill_ms;
-    double decode_ms;
-} GenStats;
-
-// Called for each generated token, e.g. to stream its text.
-typedef void (*TokenCallback)(void *ctx, int token);
-
-static int is_eos(const Config *c, int token) {
-    for (int k = 0; k < c->n_eos; k++) {
-        if (c->eos_ids[k] == token) { return 1; }
-    }
-    return 0;
-}
-
-// Picks the next token from one row of logits: argmax when greedy, else a draw from the warped p.
-static int sample_next(Sampler *sp, const float *logits, int vocab, float *probs, ProbIndex *scratch) {
-    if (sp->temperature == 0.0f) { return argmax(logits, vocab); }
-    warp_probs(logits, vocab, sp->temperature, sp->top_p, probs, scratch);
-    return sample_probs(probs, vocab, rng_uniform(&sp->rng));
-}
-
-// Plain decoding with the model under skip (NULL = full model): up to max_new tokens after the
-// prompt, stopping after an EOS or at the context limit. Returns the number written to out.
-// logits_out (NULL or (max_new, vocab)) receives the logits row each token came from.
-static int generate_plain(Model *m, const int *prompt, int n_prompt, int max_new, const SkipSet *skip,
-                          Sampler *sp, int *out, float *logits_out, TokenCallback cb, void *ctx,
-                          GenStats *st) {
-    const Config *c = &m->config;
-    float *probs = (float *)malloc_check((size_t)c->vocab_size * sizeof(float));
-    ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)c->vocab_size * sizeof(ProbIndex));
-    double t0 = time_ms();
-    int row = 0, n = 0;
-    prefill(m, prompt, n_prompt, skip, &row);
-    double t1 = time_ms();
-    int pos = n_prompt;
-    while (n < max_new) {
-        const float *logits = m->state.logits_host + (size_t)row * c->vocab_size;
-        if (logits_out) { memcpy(logits_out + (size_t)n * c->vocab_size, logits, c->vocab_size * sizeof(float)); }
-        int next = sample_next(sp, logits, c->vocab_size, probs, scratch);
-        out[n++] = next;
-        if (cb) { cb(ctx, next); }
-        if (is_eos(c, next) || pos >= c->seq_len || n >= max_new) { break; }
-        forward(m, &next, 1, pos++, skip, NULL, NULL);
-        row = 0;
-    }
-    st->n_prompt = n_prompt;
-    st->n_generated = n;
-    st->prefill_ms = t1 - t0;
-    st->decode_ms = time_ms() - t1;
-    free(probs);
-    free(scratch);
-    return n;
-}
-
-// ----------------------------------------------------------------------------
-// decoding: self-speculative decoding (Self-SD Algorithms 2-4)
-//
-// One round: the token x chosen last round sits at cache slot pos (not yet run by the full
-// model). The draft (the model under a skip set) proposes d1..dk one token at a time; the full
-// model then runs [x, d1..dk] in one pass at slots pos..pos+k, whose row j predicts the token
-// after position pos+j. The longest valid prefix d1..dj is accepted, plus one token from the
-// full model (the correction at the first rejection, or the bonus after all k). pos advances
-// by j+1 and that token becomes the next x.
-//
-// KV-cache invariant: slots < pos hold the full model's K/V for the accepted text; slots >= pos
-// are scratch, written by drafts and verifications, and never read before a pass rewrites them.
-// Rolling back a rejected draft is therefore just not advancing pos: no cache copies.
-
-enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE, MAX_DRAFT = MAX_PASS_TOKENS - 1 };
-
-// The draft-exit rule (Self-SD Sec. 3.4): drafting stops after a token whose top-1 draft
-// probability is below gamma. EXIT_ADAPTIVE moves gamma toward the target acceptance rate.
-typedef struct {
-    int mode;        // EXIT_ADAPTIVE, EXIT_FIXED (gamma stays), EXIT_NONE (always K tokens)
-    float gamma;     // the threshold; gamma_0 = 0.6 (Self-SD Table 7)
-    float alpha;     // target acceptance rate, default 0.9
-    float eps;       // step 0.01
-    float beta1;     // smoothing of AR, 0.5
-    float beta2;     // smoothing of gamma, 0.9
-    float ar;        // the running acceptance rate AR
-    int rounds;      // verifications so far (beta1 = 0 for the first)
-} DraftExit;
-
-static DraftExit draft_exit_default(void) {
-    DraftExit d = {EXIT_ADAPTIVE, 0.6f, 0.9f, 0.01f, 0.5f, 0.9f, 0.0f, 0};
-    return d;
-}
-
-// Self-SD Eq. 2-4, after each verification with accepted of drafted tokens:
-//   AR <- beta1 AR + (1 - beta1) AR_e                   (Eq. 2; beta1 = 0 in the first round)
-//   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
-//   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
-// Decisions where the paper is silent: like the official code, gamma stays put when the draft
-// hit K with AR above target (lowering it further could not lengthen drafts, only let it drift);
-// unlike it, AR and gamma both persist across prompts of one run (AR is not reset to 0, which
-// would push gamma up at the start of every prompt).
-static void draft_exit_update(DraftExit *d, int accepted, int drafted, int hit_max) {
-    if (d->mode != EXIT_ADAPTIVE || drafted == 0) { return; }
-    float ar_e = (float)accepted / (float)drafted;
-    float b1 = d->rounds == 0 ? 0.0f : d->beta1;
-    d->ar = b1 * d->ar + (1.0f - b1) * ar_e;
-    float target = d->ar <= d->alpha ? d->gamma + d->eps : d->gamma - d->eps;
-    if (hit_max && d->ar > d->alpha) { target = d->gamma; }
-    d->gamma = d->beta2 * d->gamma + (1.0f - d->beta2) * target;
-    d->rounds++;
-}
-
-// The draft's confidence in its top token: max softmax(logits), whatever the temperature
-// (Self-SD Algorithm 3 compares max p(x | z*, ...) with gamma).
-static float top1_prob(const float *logits, int n) {
-    float max = logits[argmax(logits, n)], sum = 0.0f;
-    for (int i = 0; i < n; i++) { sum += expf(logits[i] - max); }
-    return 1.0f / sum;
-}
-
-// Speculative sampling, one decision (Leviathan et al. 2023, Chen et al. 2023; Self-SD Alg. 4):
-// the draft token d was drawn from q. Keep it with probability min(1, p(d) / q(d)), using a
-// fresh uniform; otherwise draw the replacement from norm(max(0, p - q)). Either way the token
-// that comes out is distributed exactly as p. Returns 1 if d is kept, else 0 and *replacement.
-static int speculative_accept(const float *p, const float *q, int n, int d, Rng *rng, float *residual,
-                              int *replacement) {
-    if (rng_uniform(rng) * q[d] < p[d]) { return 1; } // u < p/q without dividing by q
-    float mass = 0.0f;
-    for (int i = 0; i < n; i++) {
-        residual[i] = p[i] > q[i] ? p[i] - q[i] : 0.0f;
-        mass += residual[i];
-    }
-    // mass == 0 means p == q, where rejection has probability 0; guard rounding anyway
-    const float *from = mass > 0.0f ? residual : p;
-    float u = rng_uniform(rng) * (mass > 0.0f ? mass : 1.0f);
-    *replacement = sample_probs(from, n, u);
-    return 0;
-}
-
-typedef struct {
-    SkipSet skip;    // the draft model: which sublayers it skips
-    int max_draft;   // K, at most MAX_DRAFT (Self-SD Table 7: 12)
-    DraftExit exit;
-} SpecParams;
-
-// What --svg draws (statistics section), recorded as decoding goes: bounded arrays filled in
-// place, no allocation. Rounds or sets past the bounds are counted, not kept.
-enum { HIST_ROUNDS = 1024, HIST_SETS = 96 };
-typedef struct {
-    int n;                                // rounds kept, at most HIST_ROUNDS (SpecStats.rounds counts all)
-    unsigned char drafted[HIST_ROUNDS];   // k of each round (<= MAX_DRAFT)
-    unsigned char accepted[HIST_ROUNDS];  // draft tokens accepted in it
-    float gamma[HIST_ROUNDS];             // the draft-exit threshold it drafted under (Self-SD Eq. 2-4)
-} RoundHistory;
-
-typedef struct {
-    int n, total;              // sets kept (at most HIST_SETS), sets offered
-    SkipSet set[HIST_SETS];    // decoding: each set when it came into use; Self-SD: each search candidate
-    int at[HIST_SETS];         // decoding: the round it was first used in; Self-SD: the iteration
-    float cost[HIST_SETS];     // Self-SD: the objective per token; decoding: -1
-} SetHistory;
-
-static void set_history_add(SetHistory *h, const SkipSet *s, int at, float cost) {
-    if (h->n < HIST_SETS) { h->set[h->n] = *s; h->at[h->n] = at; h->cost[h->n] = cost; h->n++; }
-    h->total++;
-}
-
-typedef struct {
-    GenStats gen;      // prompt/generated counts, prefill and total decode time
-    int rounds;        // verification passes
-    int drafted;       // draft tokens proposed
-    int accepted;      // draft tokens accepted
-    double draft_ms;   // time in draft forwards
-    double verify_ms;  // time in verification forwards
-    double select_ms;  // time choosing layers (layer-selection methods), search_ms included
-    double search_ms;  // of which an offline search before decoding (selfsd, oracle)
-    int leaf_accepts;  // SWIFT tree verification: rounds that accepted a leaf (a next-best token)
-    int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
-    float gamma_first, gamma_last;
-    double gamma_sum;  // over rounds, for the mean
-    RoundHistory hist; // per round, for --svg
-    SetHistory sets;   // the skip sets in the order they were used, for --svg
-    int longest_draft; // the most draft tokens any round proposed
-} SpecStats;
-
-// Keeps the emitted tokens, stops at EOS or max_new. Returns 1 when generation is over.
-static int emit(const Config *c, int token, int *out, int *n, int max_new, TokenCallback cb, void *ctx) {
-    out[(*n)++] = token;
-    if (cb) { cb(ctx, token); }
-    return is_eos(c, token) || *n >= max_new;
-}
-
-// Layer selection (later section) plugs into the engine through these hooks.
-typedef struct Selector Selector;
-static int selector_wants_prefill_capture(const Selector *sel);
-static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *cos_sum);
-static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp);
-static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos, SpecParams *sp);
-static int selector_wants_verify_capture(const Selector *sel);
-static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted, int accepted,
-                                  SpecParams *sp);
-static int selector_uses_tree(const Selector *sel);
-static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c);
-
-// Prefill that also hands every prompt token's hidden states to the selector (ASD's cosines).
-static void prefill_captured(Model *m, const int *tokens, int n, Selector *sel, int *last_row) {
-    const Config *c = &m->config;
-    int T = m->state.max_tokens, idx[MAX_PASS_TOKENS];
-    for (int t = 0; t < T && t < MAX_PASS_TOKENS; t++) { idx[t] = t; }
-    float *states = (float *)malloc_check((size_t)(2 * c->n_layers + 1) * T * c->dim * sizeof(float));
-    for (int start = 0; start < n; start += T) {
-        int len = n - start < T ? n - start : T;
-        Capture cap = {len, idx, states};
-        forward(m, tokens + start, len, start, NULL, NULL, &cap);
-        selector_add_prefill_capture(sel, &cap, c);
-        *last_row = len - 1;
-    }
-    free(states);
-}
-
-// SWIFT's dynamic verification (Sec. 4.2), greedy only: the draft chain d1..dk plus, at each
-// depth j, the draft's next-best tokens as leaves (k_j - 1 of them, k_j by the confidence of
-// step j: 3/5/8/10 above 0.95/0.8/0.5/0, as the official code; the paper's Sec. 4.2 lists
-// 1/3/5/10). Linearized as [x, d1..dk, leaves...]: the chain first, so accepted chain tokens
-// already sit at consecutive cache slots; each leaf at depth j attends x, d1..d_{j-1} and
-// itself, with RoPE position pos + j. Returns the tree size n; tokens/depth/mask are filled.
-typedef struct {
-    int n;
-    int tokens[MAX_PASS_TOKENS];
-    int depth[MAX_PASS_TOKENS];
-    unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
-} DraftTree;
-
-static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts, int max_n) {
-    int n = 0;
-    for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
-    for (int j = 1; j <= k; j++) {
-        for (int a = 0; a < n_alts[j] && n < max_n; a++) { tr->tokens[n] = alts[j * 16 + a]; tr->depth[n] = j; n++; }
-    }
-    tr->n = n;
-    memset(tr->mask, 0, sizeof(tr->mask));
-    for (int t = 0; t < n; t++) {
-        int d = tr->depth[t];
-        for (int u = 0; u < d; u++) { tr->mask[t * n + u] = 1; } // the chain ancestors x, d1..d_{d-1}
-        tr->mask[t * n + t] = 1;
-    }
-}
-
-// The draft's top alternatives to its top-1 token at one step: k - 1 next-best ids.
-static int top_alternatives(const float *logits, int vocab, float confidence, int *alts) {
-    int k = confidence > 0.95f ? 3 : confidence > 0.8f ? 5 : confidence > 0.5f ? 8 : 10;
-    int n = 0, top = argmax(logits, vocab);
-    for (int a = 0; a < k - 1 && a < 16; a++) { // selection by repeated scans: k <= 10
-        int best = -1;
-        for (int i = 0; i < vocab; i++) {
-            int used = i == top;
-            for (int q = 0; q < n && !used; q++) { used = alts[q] == i; }
-            if (!used && (best < 0 || logits[i] > logits[best])) { best = i; }
-        }
-        alts[n++] = best;
-    }
-    return n;
-}
-
-// Greedy verification of a tree pass: walk the chain while the full model's argmax equals it;
-// at the first mismatch, a leaf holding the argmax is accepted too (its K/V row is copied to
-// the next chain slot, one row per layer), and the bonus comes from that leaf's row.
-// Returns the number of accepted draft tokens; *next is the full model's token, *row its row.
-static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *accepted_tokens, int *next, int *rows) {
-    int vocab = m->config.vocab_size, j = 0;
-    for (;;) {
-        int target = argmax(m->state.logits_host + (size_t)j * vocab, vocab);
-        rows[j] = j;
-        if (j < k && target == tr->tokens[j + 1]) { accepted_tokens[j] = target; j++; continue; }
-        int leaf = -1;
-        for (int t = k + 1; t < tr->n && leaf < 0 && j < k; t++) {
-            if (tr->depth[t] == j + 1 && tr->tokens[t] == target) { leaf = t; }
-        }
-        if (leaf < 0) { *next = target; return j; }
-        accepted_tokens[j] = target; // the leaf: move its K/V to slot pos + j + 1
-        const Config *c = &m->config;
-        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim * sizeof(float));
-        kv_slots(m, pos + leaf, 1, row, 1);
-        kv_slots(m, pos + j + 1, 1, row, 0);
-        free(row);
-        rows[j + 1] = leaf;
-        *next = argmax(m->state.logits_host + (size_t)leaf * vocab, vocab);
-        return j + 1;
-    }
-}
-
-// Drafts up to k_max tokens after x at slots pos, pos+1, ... under the skip set; stores the
-// tokens in draft[1..] and, when sampling, each warped draft distribution q in q_rows. With
-// alts (SWIFT's tree), also each step's next-best tokens. Returns how many were drafted.
-static int draft_tokens(Model *m, SpecParams *sp, Sampler *smp, int x, int pos, int k_max, int *draft,
-                        float *q_rows, ProbIndex *scratch, int *alts, int *n_alts) {
-    int vocab = m->config.vocab_size, k = 0;
-    draft[0] = x;
-    while (k < k_max) {
-        forward(m, &draft[k], 1, pos + k, &sp->skip, NULL, NULL);
-        const float *logits = m->state.logits_host;
-        float *q = q_rows + (size_t)k * vocab;
-        draft[k + 1] = sample_next(smp, logits, vocab, q, scratch);
-        float confidence = top1_prob(logits, vocab);
-        k++;
-        if (alts) { n_alts[k] = top_alternatives(logits, vocab, confidence, alts + k * 16); }
-        if (sp->exit.mode != EXIT_NONE && confidence < sp->exit.gamma) { break; }
-    }
-    return k;
-}
-
-// Verification of a chain pass whose row j holds the full model's logits after [x, d1..dj]:
-//   greedy:   keep d_{j+1} while it equals argmax(row j); next = argmax of the first row that
-//             disagrees, or of row k when all k are kept (the bonus token);
-//   sampling: keep d_{j+1} with probability min(1, p_j(d) / q_j(d)) (speculative_accept, a fresh
-//             uniform each time); on the first rejection next is the residual draw; when all k
-//             are kept, next is drawn from the warped p_k.
-// Returns the number of draft tokens kept; rows[t] is the row that emitted token t.
-static int verify_chain(Model *m, Sampler *smp, const int *draft, int k, const float *q_rows, float *p,
-                        float *residual, ProbIndex *scratch, int *accepted_tokens, int *next, int *rows) {
-    int vocab = m->config.vocab_size, j = 0;
-    for (*next = -1; j <= k; j++) {
-        const float *lj = m->state.logits_host + (size_t)j * vocab;
-        rows[j] = j;
-        if (smp->temperature == 0.0f) {
-            int target = argmax(lj, vocab);
-            if (j == k || target != draft[j + 1]) { *next = target; break; }
-        } else {
-            warp_probs(lj, vocab, smp->temperature, smp->top_p, p, scratch);
-            if (j == k) { *next = sample_probs(p, vocab, rng_uniform(&smp->rng)); break; }
-            if (!speculative_accept(p, q_rows + (size_t)j * vocab, vocab, draft[j + 1], &smp->rng, residual, next)) { break; }
-        }
-        accepted_tokens[j] = draft[j + 1];
-    }
-    return j;
-}
-
-// Self-speculative decoding: same contract as generate_plain. sel (NULL = the static skip set
-// in sp) chooses layers on the way. logits_out (NULL or (max_new, vocab)) receives the
-// full-model logits row each emitted token came from, so tests can check they are bitwise
-// those of plain decoding.
-static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new, SpecParams *sp, Selector *sel,
-                         Sampler *smp, int *out, float *logits_out, TokenCallback cb, void *ctx, SpecStats *st) {
-    const Config *c = &m->config;
-    int vocab = c->vocab_size, n = 0, row = 0, L = c->n_layers;
-    int k_cap = sp->max_draft < MAX_DRAFT ? sp->max_draft : MAX_DRAFT;
-    if (k_cap > m->state.max_tokens - 1) { k_cap = m->state.max_tokens - 1; }
-    int draft[MAX_DRAFT + 1], accepted_tokens[MAX_DRAFT + 1], rows[MAX_DRAFT + 2], alts[(MAX_DRAFT + 1) * 16];
-    int n_alts[MAX_DRAFT + 1], capture_idx[MAX_DRAFT + 1];
-    float *p = (float *)malloc_check((size_t)vocab * sizeof(float));
-    float *residual = (float *)malloc_check((size_t)vocab * sizeof(float));
-    float *q_rows = (float *)malloc_check((size_t)(k_cap + 1) * vocab * sizeof(float));
-    ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)vocab * sizeof(ProbIndex));
-    int *seq = (int *)malloc_check((size_t)(n_prompt + max_new + 1) * sizeof(int)); // prompt + emitted
-    float *states = (float *)malloc_check((size_t)(2 * L + 1) * (k_cap + 1) * c->dim * sizeof(float));
-    DraftTree *tree = (DraftTree *)malloc_check(sizeof(DraftTree));
-    memcpy(seq, prompt, (size_t)n_prompt * sizeof(int));
-    memset(st, 0, sizeof(*st));
-    st->gamma_first = sp->exit.gamma;
-    double t0 = time_ms();
-    if (selector_wants_prefill_capture(sel)) { prefill_captured(m, prompt, n_prompt, sel, &row); }
-    else { prefill(m, prompt, n_prompt, NULL, &row); }
-    double t1 = time_ms();
-    selector_after_prefill(sel, m, sp);
-    st->select_ms += time_ms() - t1;
-    const float *row_logits = m->state.logits_host + (size_t)row * vocab;
-    if (logits_out) { memcpy(logits_out, row_logits, (size_t)vocab * sizeof(float)); }
-    int x = sample_next(smp, row_logits, vocab, p, scratch), pos = n_prompt;
-    seq[pos] = x;
-    int done = emit(c, x, out, &n, max_new, cb, ctx);
-    while (!done && pos < c->seq_len) {
-        double ts = time_ms();
-        st->selections += selector_before_round(sel, m, seq, n_prompt, pos, sp);
-        double ta = time_ms();
-        st->select_ms += ta - ts;
-        // draft: no further than the context or the tokens still wanted
-        int k_max = k_cap;
-        if (k_max > c->seq_len - 1 - pos) { k_max = c->seq_len - 1 - pos; }
-        if (k_max > max_new - n - 1) { k_max = max_new - n - 1; }
-        // A draft that skips nothing is the full model: each draft token would cost a full pass
-        // that verification then repeats. Decision: an empty skip set drafts nothing, and the
-        // round is a plain decoding step (so Self-SD's search measures plain decoding for it).
-        if (skip_count(&sp->skip, L) == 0) { k_max = 0; }
-        // Tree verification is greedy only. Sampling keeps the chain: several candidates per
-        // position stay exact only with a recursive rule (each rejected sibling's mass removed
-        // from both p and the without-replacement q before the next is tried), and the official
-        // SWIFT/EAGLE versions of that rule had bugs; the chain rule here is proven exact by
-        // the tests.
-        int use_tree = selector_uses_tree(sel) && smp->temperature == 0.0f;
-        SetHistory *sh = &st->sets;
-        if (sh->total == 0 || memcmp(&sh->set[sh->n - 1], &sp->skip, sizeof(SkipSet)) != 0) {
-            set_history_add(sh, &sp->skip, st->rounds, -1.0f);
-        }
-        int k = draft_tokens(m, sp, smp, x, pos, k_max, draft, q_rows, scratch, use_tree ? alts : NULL, n_alts);
-        double tb = time_ms();
-        // verify [x, d1..dk] (and the tree's leaves) with the full model in one pass
-        int want_h = selector_wants_verify_capture(sel);
-        for (int t = 0; t <= k; t++) { capture_idx[t] = t; }
-        Capture cap = {k + 1, capture_idx, states};
-        int j = 0, next = -1;
-        if (use_tree) {
-            build_tree(tree, draft, k, alts, n_alts, c->seq_len - pos < m->state.max_tokens ? c->seq_len - pos : m->state.max_tokens);
-            TokenTree tt = {tree->depth, tree->mask};
-            forward(m, tree->tokens, tree->n, pos, NULL, &tt, want_h ? &cap : NULL);
-            j = verify_tree(m, tree, k, pos, accepted_tokens, &next, rows);
-            st->leaf_accepts += rows[j] > k;
-        } else {
-            forward(m, draft, k + 1, pos, NULL, NULL, want_h ? &cap : NULL);
-            j = verify_chain(m, smp, draft, k, q_rows, p, residual, scratch, accepted_tokens, &next, rows);
-        }
-        double tc = time_ms();
-        st->draft_ms += tb - ta;
-        st->verify_ms += tc - tb;
-        int accepted = j;
-        if (logits_out) {
-            for (int t = 0; t <= accepted && n + t < max_new; t++) {
-                memcpy(logits_out + (size_t)(n + t) * vocab, m->state.logits_host + (size_t)rows[t] * vocab,
-                       (size_t)vocab * sizeof(float));
-            }
-        }
-        for (int t = 0; t < accepted && !done; t++) {
-            seq[pos + 1 + t] = accepted_tokens[t];
-            done = emit(c, accepted_tokens[t], out, &n, max_new, cb, ctx);
-        }
-        if (!done) { done = emit(c, next, out, &n, max_new, cb, ctx); }
-        // CLaSp: hidden states of the last accepted token, the one whose row produced next.
-        // The capture holds rows 0..k of every boundary; keep row `accepted` as (2L+1, dim).
-        if (want_h) {
-            for (int b = 0; b <= 2 * L; b++) {
-                memmove(states + (size_t)b * c->dim, states + ((size_t)b * (k + 1) + rows[accepted]) * c->dim,
-                        (size_t)c->dim * sizeof(float));
-            }
-        }
-        // No DP after the prompt's last round: its skip set would never draft (the next prompt
-        // starts again from the alternate layers).
-        want_h = want_h && !done;
-        selector_after_verify(sel, m, want_h ? states : NULL, pos + accepted, k, accepted, sp);
-        st->selections += want_h;
-        st->select_ms += time_ms() - tc;
-        pos += accepted + 1;
-        x = next;
-        seq[pos] = x;
-        st->rounds++;
-        st->drafted += k;
-        st->accepted += accepted;
-        if (st->hist.n < HIST_ROUNDS) {
-            st->hist.drafted[st->hist.n] = (unsigned char)k;
-            st->hist.accepted[st->hist.n] = (unsigned char)accepted;
-            st->hist.gamma[st->hist.n++] = sp->exit.gamma;
-        }
-        if (k > st->longest_draft) { st->longest_draft = k; }
-        draft_exit_update(&sp->exit, accepted, k, k == k_cap);
-        st->gamma_sum += sp->exit.gamma;
-    }
-    st->gamma_last = sp->exit.gamma;
-    st->gen.n_prompt = n_prompt;
-    st->gen.n_generated = n;
-    st->gen.prefill_ms = t1 - t0;
-    st->gen.decode_ms = time_ms() - t1;
-    free(p); free(residual); free(q_rows); free(scratch); free(seq); free(states); free(tree);
-    return n;
-}
-
-// ----------------------------------------------------------------------------
 // layer selection: which sublayers the draft skips
 //
 // A skip set z in {0,1}^{2L} (attention and MLP of each layer) is chosen by one of:
@@ -2281,7 +1825,134 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, int max_new,
 //   asd     ASD Algorithm 1: a cosine-similarity rule on the prompt, once per prompt
 //   clasp   CLaSp Algorithm 1: dynamic programming after verifications, whole layers
 //   oracle  exhaustive (or sampled) search under the cost model, to see how far the others land
-// The Gaussian process and the cosine similarity are shared helpers, written once.
+// The Gaussian process and the cosine similarity are shared helpers, written once. The methods
+// that choose during decoding (ASD, CLaSp, SWIFT) come here, before the decoding loop that calls
+// them through the selector hooks; the searches that score a set by decoding with it (Self-SD,
+// the oracle) come after it.
+
+enum { METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE };
+static const char *method_name(int method) {
+    static const char *names[] = {"none", "static", "selfsd", "swift", "asd", "clasp", "oracle"};
+    return method >= 0 && method <= METHOD_ORACLE ? names[method] : "?";
+}
+
+// Each method's settings, in one place: method_params_default() fills them with the papers'
+// values (or says why not), the CLI's flags change some, the help text prints them. Every
+// method also has its own draft length K and exit rule (exit_threshold < 0: Self-SD's adaptive
+// rule, Sec. 3.4; else drafting stops below that fixed confidence).
+typedef struct {
+    int iters;            // Bayesian-optimization iterations (the paper: 1000 on 8 prompts)
+    int n_candidates;     // the UCB maximum is taken over this many random candidates
+    double kappa;         // UCB exploration weight, mean + kappa sd
+    int dev_tokens;       // tokens decoded per prompt to score a candidate
+    int max_draft;        // K (Table 7)
+    float exit_threshold; // adaptive (Sec. 3.4, Eq. 2-4)
+} SelfSdParams;
+
+typedef struct {
+    int window;           // gamma (Sec. 4.1.1): generated tokens needed before optimizing, and
+                          // the tokens Eq. 3 scores
+    int max_steps;        // S: optimization steps at most (App. B.2)
+    int patience;         // steps without a better set before optimization stops
+    int bo_every;         // beta: every beta-th step is a Bayesian-optimization proposal
+    int n_candidates;     // the UCB maximum is taken over this many random candidates
+    double kappa;         // UCB exploration weight
+    float target;         // optimization stops once the matchness exceeds this
+    float skip_ratio;     // r: fraction of the 2L sublayers skipped (App. B.2); lowered while
+                          // acceptance stays below 0.7 (App. C.2)
+    float budget;         // not in the paper: optimization time as a share of decoding time
+    int max_draft;        // N_D (App. B.2)
+    float exit_threshold; // epsilon: drafting stops below this confidence (App. B.2)
+    float tree_confidence[3]; // dynamic verification (Sec. 4.2): a draft step whose confidence
+    int tree_width[4];        // is above tree_confidence[i] (the first such i; else i = 3) puts
+                              // its tree_width[i] - 1 next-best tokens into the tree
+} SwiftParams;
+
+typedef struct {
+    double cos_threshold; // alpha (Table 2): skip attention l when C_l >= this
+    int every_m;          // m: also skip attention and MLP of every m-th layer
+    int keep_last_n;      // n: never skip the last n layers
+    int max_draft;
+    float exit_threshold;
+} AsdParams;
+
+typedef struct {
+    int interval;         // LOI: a DP every this many verifications (Sec. 5.3.2)
+    float max_skip_ratio; // M = round(max_skip_ratio * L) layers skipped (Sec. 5.1)
+    int max_draft;
+    float exit_threshold; // a fixed exit threshold (Sec. 5.3.3)
+} ClaspParams;
+
+typedef struct {
+    float skip_ratio;     // sets of round(skip_ratio * 2L) skipped sublayers are scored
+    long max_sets;        // all of them when there are at most this many, else this many at random
+} OracleParams;
+
+typedef struct {
+    SelfSdParams selfsd;
+    SwiftParams swift;
+    AsdParams asd;
+    ClaspParams clasp;
+    OracleParams oracle;
+} MethodParams;
+
+static MethodParams method_params_default(void) {
+    MethodParams p;
+    memset(&p, 0, sizeof(p));
+    // Self-SD: 64 iterations, not 1000: a tiny model's landscape is small (Sec. 3.3's other
+    // settings, and kappa 2.576 and the 2000 candidates, as in the official code)
+    p.selfsd.iters = 64;
+    p.selfsd.n_candidates = 2000;
+    p.selfsd.kappa = 2.576;
+    p.selfsd.dev_tokens = 32;
+    p.selfsd.max_draft = 12;
+    p.selfsd.exit_threshold = -1;
+    // SWIFT App. B.2 (kappa 2.5 and the 1000 candidates as in the official code). The budget is
+    // ours: on the CPU a step costs several decoding steps (swift_step says why); 1 = the paper.
+    p.swift.window = 32;
+    p.swift.max_steps = 1000;
+    p.swift.patience = 300;
+    p.swift.bo_every = 25;
+    p.swift.n_candidates = 1000;
+    p.swift.kappa = 2.5;
+    p.swift.target = 0.95f;
+    p.swift.skip_ratio = 0.45f;
+    p.swift.budget = 0.02f;
+    p.swift.max_draft = 25;
+    p.swift.exit_threshold = 0.8f;
+    // tree widths 3/5/8/10 above confidence 0.95/0.8/0.5/0, as the official code (the paper's
+    // Sec. 4.2 lists 1/3/5/10)
+    float confidence[3] = {0.95f, 0.8f, 0.5f};
+    int width[4] = {3, 5, 8, 10};
+    memcpy(p.swift.tree_confidence, confidence, sizeof(confidence));
+    memcpy(p.swift.tree_width, width, sizeof(width));
+    // ASD Table 2; it keeps Self-SD's drafting
+    p.asd.cos_threshold = 0.985;
+    p.asd.every_m = 3;
+    p.asd.keep_last_n = 2;
+    p.asd.max_draft = 12;
+    p.asd.exit_threshold = -1;
+    // CLaSp: the paper finds the speedup rising then falling with the LOI (Fig. 4b); its DP costs
+    // about one verification on a GPU (Sec. 5.1), on the CPU about two (bench/README.md), so a DP
+    // every 4th verification keeps it near a third of the verify time. Decision: 4. The exit
+    // threshold 0.7 is Sec. 5.3.3's best (Fig. 4c).
+    p.clasp.interval = 4;
+    p.clasp.max_skip_ratio = 0.5f;
+    p.clasp.max_draft = 12;
+    p.clasp.exit_threshold = 0.7f;
+    p.oracle.skip_ratio = 0.45f; // SWIFT's r, so the oracle bounds what a set of that size can do
+    p.oracle.max_sets = 20000;
+    return p;
+}
+
+// The draft length K and exit threshold a method drafts with (static and none: Self-SD's).
+static void method_drafting(const MethodParams *p, int method, int *max_draft, float *exit_threshold) {
+    *max_draft = p->selfsd.max_draft;
+    *exit_threshold = p->selfsd.exit_threshold;
+    if (method == METHOD_SWIFT) { *max_draft = p->swift.max_draft; *exit_threshold = p->swift.exit_threshold; }
+    if (method == METHOD_ASD) { *max_draft = p->asd.max_draft; *exit_threshold = p->asd.exit_threshold; }
+    if (method == METHOD_CLASP) { *max_draft = p->clasp.max_draft; *exit_threshold = p->clasp.exit_threshold; }
+}
 
 // Attention and MLP of every odd layer, never the last: SWIFT's starting point (as its code
 // does), CLaSp's draft until its first DP, and the bench's 50% draft.
@@ -2290,12 +1961,6 @@ static SkipSet alternate_layers(int n_layers) {
     memset(&s, 0, sizeof(s));
     for (int l = 1; l < n_layers - 1; l += 2) { s.attn[l] = s.mlp[l] = 1; }
     return s;
-}
-
-enum { METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE };
-static const char *method_name(int method) {
-    static const char *names[] = {"none", "static", "selfsd", "swift", "asd", "clasp", "oracle"};
-    return method >= 0 && method <= METHOD_ORACLE ? names[method] : "?";
 }
 
 static double cosine(const float *a, const float *b, int n) {
@@ -2333,7 +1998,7 @@ typedef struct {
     float *x;        // (GP_WINDOW, dim) ring buffer of inputs
     double *y;       // (GP_WINDOW) targets
     double *chol;    // (GP_WINDOW, GP_WINDOW) lower Cholesky factor of K + noise I
-    double *alpha;   // (GP_WINDOW) (K + noise I)^-1 (y - mean) / std
+    double *weights; // (GP_WINDOW) (K + noise I)^-1 (y - mean) / std
     double y_mean, y_std, lengthscale, noise;
 } Gp;
 
@@ -2343,7 +2008,7 @@ static void gp_init(Gp *gp, int dim) {
     gp->x = (float *)calloc_check((size_t)GP_WINDOW * dim, sizeof(float));
     gp->y = (double *)calloc_check(GP_WINDOW, sizeof(double));
     gp->chol = (double *)calloc_check((size_t)GP_WINDOW * GP_WINDOW, sizeof(double));
-    gp->alpha = (double *)calloc_check(GP_WINDOW, sizeof(double));
+    gp->weights = (double *)calloc_check(GP_WINDOW, sizeof(double));
     gp->lengthscale = sqrt((double)dim) / 2.0;
     gp->noise = 1e-2;
 }
@@ -2352,7 +2017,7 @@ static void gp_free(Gp *gp) {
     free(gp->x);
     free(gp->y);
     free(gp->chol);
-    free(gp->alpha);
+    free(gp->weights);
 }
 
 static double gp_kernel(const Gp *gp, const float *a, const float *b) {
@@ -2362,7 +2027,7 @@ static double gp_kernel(const Gp *gp, const float *a, const float *b) {
     return (1.0 + s + s * s / 3.0) * exp(-s);
 }
 
-// Adds one observation and refits: chol = cholesky(K + noise I), alpha = solve(y normalized).
+// Adds one observation and refits: chol = cholesky(K + noise I), weights = solve(y normalized).
 static void gp_add(Gp *gp, const float *x, double y) {
     int slot = gp->total % GP_WINDOW, n;
     memcpy(gp->x + (size_t)slot * gp->dim, x, (size_t)gp->dim * sizeof(float));
@@ -2375,38 +2040,38 @@ static void gp_add(Gp *gp, const float *x, double y) {
     for (int i = 0; i < n; i++) { var += (gp->y[i] - mean) * (gp->y[i] - mean); }
     gp->y_mean = mean;
     gp->y_std = n > 1 && var > 0 ? sqrt(var / n) : 1.0;
-    double *L = gp->chol;
+    double *chol = gp->chol;
     for (int i = 0; i < n; i++) {
         for (int j = 0; j <= i; j++) {
             double s = gp_kernel(gp, gp->x + (size_t)i * gp->dim, gp->x + (size_t)j * gp->dim) + (i == j ? gp->noise : 0);
-            for (int k = 0; k < j; k++) { s -= L[i * GP_WINDOW + k] * L[j * GP_WINDOW + k]; }
-            L[i * GP_WINDOW + j] = i == j ? sqrt(s > 1e-12 ? s : 1e-12) : s / L[j * GP_WINDOW + j];
+            for (int k = 0; k < j; k++) { s -= chol[i * GP_WINDOW + k] * chol[j * GP_WINDOW + k]; }
+            chol[i * GP_WINDOW + j] = i == j ? sqrt(s > 1e-12 ? s : 1e-12) : s / chol[j * GP_WINDOW + j];
         }
     }
     for (int i = 0; i < n; i++) { // forward then back substitution
         double s = (gp->y[i] - mean) / gp->y_std;
-        for (int k = 0; k < i; k++) { s -= L[i * GP_WINDOW + k] * gp->alpha[k]; }
-        gp->alpha[i] = s / L[i * GP_WINDOW + i];
+        for (int k = 0; k < i; k++) { s -= chol[i * GP_WINDOW + k] * gp->weights[k]; }
+        gp->weights[i] = s / chol[i * GP_WINDOW + i];
     }
     for (int i = n - 1; i >= 0; i--) {
-        double s = gp->alpha[i];
-        for (int k = i + 1; k < n; k++) { s -= L[k * GP_WINDOW + i] * gp->alpha[k]; }
-        gp->alpha[i] = s / L[i * GP_WINDOW + i];
+        double s = gp->weights[i];
+        for (int k = i + 1; k < n; k++) { s -= chol[k * GP_WINDOW + i] * gp->weights[k]; }
+        gp->weights[i] = s / chol[i * GP_WINDOW + i];
     }
 }
 
 // Posterior mean and variance at x, in the targets' units.
 static void gp_predict(const Gp *gp, const float *x, double *mean, double *var) {
     double ks[GP_WINDOW], v[GP_WINDOW], mu = 0, vv = 0;
-    const double *L = gp->chol;
+    const double *chol = gp->chol;
     for (int i = 0; i < gp->n; i++) {
         ks[i] = gp_kernel(gp, x, gp->x + (size_t)i * gp->dim);
-        mu += ks[i] * gp->alpha[i];
+        mu += ks[i] * gp->weights[i];
     }
     for (int i = 0; i < gp->n; i++) { // v = L^-1 k*
         double s = ks[i];
-        for (int k = 0; k < i; k++) { s -= L[i * GP_WINDOW + k] * v[k]; }
-        v[i] = s / L[i * GP_WINDOW + i];
+        for (int k = 0; k < i; k++) { s -= chol[i * GP_WINDOW + k] * v[k]; }
+        v[i] = s / chol[i * GP_WINDOW + i];
         vv += v[i] * v[i];
     }
     *mean = gp->y_mean + gp->y_std * mu;
@@ -2435,8 +2100,8 @@ static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_
 
 // UCB acquisition (mean + kappa sd) maximized over n_random candidates drawn like
 // random_skip_set. The best candidate goes to *best. The official codes differ in kappa:
-// Self-SD's uses 2.576, SWIFT's 2.5 (both bayes_opt's UCB with xi = 0); each caller passes its own.
-static const double KAPPA_SELFSD = 2.576, KAPPA_SWIFT = 2.5;
+// Self-SD's uses 2.576, SWIFT's 2.5 (both bayes_opt's UCB with xi = 0); each method's params
+// hold its own.
 static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last, int n_random, double kappa,
                        SkipSet *best) {
     float v[GP_MAX_DIM];
@@ -2452,134 +2117,18 @@ static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first,
     }
 }
 
-// --- the objective: time per verified token ----------------------------------
-
-typedef struct {
-    const int *const *prompts; // dev prompts (token ids)
-    const int *lengths;
-    int n_prompts;
-    int n_new;                 // tokens decoded per prompt
-    int use_cost_model;        // 1: sublayers run per token (deterministic); 0: wall-clock ms per token
-    double (*fake)(void *ctx, const SkipSet *s); // tests: a synthetic objective in place of decoding
-    void *fake_ctx;
-} Objective;
-
-// Set by the CLI's SIGINT handler: the searches stop at the next candidate and return the best
-// set so far.
-static volatile sig_atomic_t search_interrupted;
-
-// Self-SD's objective: decode the dev prompts greedily with skip set s and the adaptive draft
-// exit, and measure the cost per generated token (lower is better). The cost model counts
-// sublayers run: a pass costs its active sublayers whatever its token count, because each
-// weight is streamed once per pass; it is what Eq. 6's cost coefficient assumes.
-static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
-    if (obj->fake) { return obj->fake(obj->fake_ctx, s); }
-    int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
-    uint64_t sub0 = m->state.n_sublayers;
-    double t0 = time_ms(), tokens = 0;
-    for (int k = 0; k < obj->n_prompts; k++) {
-        SpecParams sp;
-        sp.skip = *s;
-        sp.max_draft = 12;
-        sp.exit = draft_exit_default();
-        Sampler greedy = {0.0f, 1.0f, {1}};
-        SpecStats st;
-        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], obj->n_new, &sp, NULL, &greedy, out, NULL,
-                                NULL, NULL, &st);
-    }
-    free(out);
-    double cost = obj->use_cost_model ? (double)(m->state.n_sublayers - sub0) : time_ms() - t0;
-    return cost / (tokens > 0 ? tokens : 1);
-}
-
-// --- Self-SD: Bayesian optimization offline (Self-SD Sec. 3.3) ----------------
-// Maximize -objective over z in {0,1}^{2L}: the first iters/5 candidates are random (skip
-// probability uniform in [0, 0.6]), then each is the UCB maximizer over 2000 random candidates.
-// Decisions: the paper searched 1000 iterations on 8 prompts; a tiny model's landscape is small,
-// so the default is 64 iterations (--iters), on the prompt itself or --dev-prompts. Any layer
-// may be skipped, as in the paper; no skip count is imposed.
-// Wall-clock noise: on a busy machine one measurement can be several times too high or too low,
-// and a single lucky one used to win the search (a set accepting 0 of 35 drafts, 0.59x). So the
-// empty set's cost is the median of 3 measurements, a candidate that looks better than the best
-// so far is measured twice more and keeps the median, and at the end the winner and the empty
-// set are measured 5 times each, alternately: the winner stays only if its median is lower.
-
-static int compare_double_asc(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-// The median of n measurements (n <= 5), the first of which is already in first (NAN: none).
-static double measure_median(Model *m, const Objective *obj, const SkipSet *s, int n, double first) {
-    double c[5];
-    for (int k = 0; k < n; k++) { c[k] = k == 0 && !isnan(first) ? first : measure_objective(m, obj, s); }
-    qsort(c, (size_t)n, sizeof(double), compare_double_asc);
-    return c[n / 2];
-}
-
-static SkipSet select_selfsd(Model *m, const Objective *obj, int iters, uint64_t seed, int verbose, SetHistory *hist) {
-    int L = m->config.n_layers, repeats = obj->use_cost_model ? 1 : 3;
-    const char *unit = obj->use_cost_model ? "sublayers/token" : "ms/token";
-    Gp gp;
-    gp_init(&gp, 2 * L);
-    Rng r;
-    rng_seed(&r, seed);
-    SkipSet best, cand, empty;
-    memset(&empty, 0, sizeof(empty));
-    best = empty;
-    double best_cost = measure_median(m, obj, &best, repeats, NAN); // plain speed as a baseline
-    double t0 = time_ms(); // the iterations' own pace gives the time left
-    float v[GP_MAX_DIM];
-    skip_to_vector(&best, L, v);
-    gp_add(&gp, v, -best_cost);
-    if (hist) { set_history_add(hist, &best, 0, (float)best_cost); }
-    if (verbose) { fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n", best_cost, unit); }
-    int it;
-    for (it = 1; it <= iters && !search_interrupted; it++) {
-        if (it <= iters / 5) { random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand); }
-        else { gp_propose(&gp, &r, L, 0, 0, L - 1, 2000, KAPPA_SELFSD, &cand); }
-        double cost = measure_objective(m, obj, &cand);
-        if (cost < best_cost && repeats > 1) { cost = measure_median(m, obj, &cand, repeats, cost); }
-        skip_to_vector(&cand, L, v);
-        gp_add(&gp, v, -cost);
-        if (cost < best_cost) { best_cost = cost; best = cand; }
-        if (hist) { set_history_add(hist, &cand, it, (float)cost); }
-        if (verbose) {
-            double left_s = (time_ms() - t0) / it * (iters - it) / 1e3;
-            fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, ~%.0f s left\n", it, iters,
-                    cost, unit, best_cost, skip_count(&best, L), 2 * L, left_s);
-        }
-    }
-    if (search_interrupted && verbose) {
-        fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d of %d, cost %.4f %s\n",
-                it - 1, iters, skip_count(&best, L), 2 * L, best_cost, unit);
-    }
-    if (repeats > 1 && skip_count(&best, L) > 0 && !search_interrupted) { // the re-check against plain decoding
-        double cb[5], ce[5];
-        for (int k = 0; k < 5; k++) { cb[k] = measure_objective(m, obj, &best); ce[k] = measure_objective(m, obj, &empty); }
-        qsort(cb, 5, sizeof(double), compare_double_asc);
-        qsort(ce, 5, sizeof(double), compare_double_asc);
-        if (verbose) {
-            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n", cb[2], ce[2], unit,
-                    cb[2] < ce[2] ? "" : ": keeping the empty set");
-        }
-        if (cb[2] >= ce[2]) { best = empty; }
-    }
-    gp_free(&gp);
-    return best;
-}
-
 // --- ASD: the cosine rule (ASD Sec. 3, Algorithm 1, Table 2) -----------------
 // C_l = mean over prompt positions of cos(input, output) of attention sublayer l.
-// Remove attention l when C_l >= alpha (0.985) and l <= L - n; also remove attention and MLP of
-// every m-th layer (l = jm <= L - n); m = 3, n = 2. The paper numbers layers 1..L: layer l here
-// is index l - 1, so "every m-th" is indices m-1, 2m-1, ... and "l <= L - n" is index <= L-n-1.
-static SkipSet select_asd(const double *cos_attn, int n_layers, double alpha, int every_m, int keep_last_n) {
+// Remove attention l when C_l >= alpha and l <= L - n; also remove attention and MLP of every
+// m-th layer (l = jm <= L - n); alpha, m, n = 0.985, 3, 2 (AsdParams). The paper numbers layers
+// 1..L: layer l here is index l - 1, so "every m-th" is indices m-1, 2m-1, ... and "l <= L - n"
+// is index <= L-n-1.
+static SkipSet select_asd(const double *cos_attn, int n_layers, const AsdParams *p) {
     SkipSet s;
     memset(&s, 0, sizeof(s));
-    for (int l = 1; l <= n_layers - keep_last_n; l++) {
-        if (cos_attn[l - 1] >= alpha) { s.attn[l - 1] = 1; }
-        if (l % every_m == 0) { s.attn[l - 1] = s.mlp[l - 1] = 1; }
+    for (int l = 1; l <= n_layers - p->keep_last_n; l++) {
+        if (cos_attn[l - 1] >= p->cos_threshold) { s.attn[l - 1] = 1; }
+        if (l % p->every_m == 0) { s.attn[l - 1] = s.mlp[l - 1] = 1; }
     }
     return s;
 }
@@ -2600,14 +2149,16 @@ static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *co
 // last output). g(i, j) = the best state after i layers with j of them skipped:
 //   g(i, 0) = h_i
 //   g(i, j) = argmax by cosine to h_i of { g(i-1, j-1) (skip layer i),  f_i(g(i-1, j)) (run it) }
-// and backtracking from (L, M) gives the skipped layers. Decision: "the hidden states of the
-// last accepted token" (Sec. 3.3) are read as the states at that token's own position in the
-// verification pass, the freshest full-model states, whose output chose the next token. All g(i-1, j) of one layer run through
-// f_i as one batch (the paper's "sequence parallel"): each candidate sits at the token's position
-// `slot`, attends the cached prefix plus itself (an identity mask), and writes K/V only at
-// slots slot.. which are saved before and restored after (slot holds the real token's K/V).
+// and backtracking from (L, M) gives the skipped layers. Decision: "the hidden states of the last
+// accepted token" (Sec. 3.3) are read as the states at that token's own position in the
+// verification pass, the freshest full-model states, whose output chose the next token. All g(i-1,
+// j) of one layer run through f_i as one batch (the paper's "sequence parallel"): each candidate
+// sits at the token's position `slot`, attends the cached prefix plus itself (an identity mask),
+// and writes K/V only at slots slot.. which are saved before and restored after (slot holds the
+// real token's K/V).
 
-// Runs layer l on n residual rows at position slot (identity mask, RoPE position slot).
+// Runs layer l on n residual rows at position slot (identity mask, RoPE position slot), through
+// the forward pass's own forward_layers: each candidate state is one token of the batch.
 static void run_layer_batch(Model *m, int l, float *rows, int n, int slot) {
     size_t bytes = (size_t)n * m->config.dim * sizeof(float);
     int depth[MAX_PASS_TOKENS];
@@ -2619,8 +2170,7 @@ static void run_layer_batch(Model *m, int l, float *rows, int n, int slot) {
     TokenTree tree = {depth, mask};
     set_pass(m, NULL, n, &tree);
     copy_to_device(m->state.x, rows, bytes);
-    attention_sublayer(m, l, n, slot);
-    mlp_sublayer(m, l, n);
+    forward_layers(m, n, slot, NULL, l, l + 1, NULL);
     copy_to_host(rows, m->state.x, bytes);
 }
 
@@ -2691,33 +2241,24 @@ static double swift_matchness(Model *m, const int *seq, int pos, int window, con
     return (double)match / window;
 }
 
+// SWIFT's state, which persists across the prompts of a run.
 typedef struct {
-    int window;          // gamma: context window, 32
-    int max_steps;       // S: 1000
-    float budget;        // optimization time as a share of the decoding time, 0.02
-    int patience;        // stop after this many steps without improvement: 300
-    int bo_every;        // beta: every 25th step is a Bayesian-optimization proposal
-    float target;        // stop once matchness exceeds 0.95
-    float ratio;         // r: fraction of the 2L sublayers skipped, 0.45
-    int steps, since_best, done;
-    double best_score;
+    SwiftParams p;
+    float ratio;                    // r now: p.skip_ratio, lowered by swift_after_verify
+    int steps, since_best, done;    // optimization steps, steps since the best improved, stopped
+    double best_score;              // the best set's matchness (-1: not scored yet)
     SkipSet best;
     Gp gp;
     Rng rng;
-    int rounds, drafted, accepted; // verifications, and drafts verified since the last ratio check
+    int rounds, drafted, accepted;  // verifications, and drafts verified since the last ratio check
     double run_ms, opt_ms, last_ms; // decoding time seen (steps included), time in steps, last round's start
     double step_ms;                 // the last step's time: what the next one will likely cost
 } Swift;
 
-static void swift_init(Swift *w, int n_layers, uint64_t seed) {
+static void swift_init(Swift *w, const SwiftParams *p, int n_layers, uint64_t seed) {
     memset(w, 0, sizeof(*w));
-    w->window = 32;
-    w->max_steps = 1000;
-    w->budget = 0.02f;
-    w->patience = 300;
-    w->bo_every = 25;
-    w->target = 0.95f;
-    w->ratio = 0.45f;
+    w->p = *p;
+    w->ratio = p->skip_ratio;
     w->best_score = -1.0;
     w->best = alternate_layers(n_layers); // the starting point
     gp_init(&w->gp, 2 * n_layers);
@@ -2748,36 +2289,36 @@ static SkipSet uniform_skip_set(int n_layers, int count) {
 // steps at 0.8% of the time (Fig. 6), amortized over 1000 instances, with one 32-token draft
 // pass costing about one decoding step on a GPU. On the CPU that pass is compute-bound and
 // costs several decoding steps, so a step runs only if the steps so far plus this one (priced
-// at the last step's time) stay within `budget` of the decoding time so far (--swift-budget,
+// at the last step's time) stay within `p.budget` of the decoding time so far (--swift-budget,
 // default 0.02; 1 restores the paper's schedule). The first step always runs. Fig. 8a's knobs
 // S and beta trade the same optimization against speed.
-// Context accumulation (Sec. 4.1.1): no step until `window` LLM-generated tokens of this prompt
-// sit in the cache (seq[n_prompt .. pos-1]; seq[pos] is not run yet), so Eq. 3 scores generated
-// tokens only, never the prompt; until then the draft is the best set so far (at first the
-// uniform starting point).
+// Context accumulation (Sec. 4.1.1): no step until gamma = `p.window` LLM-generated tokens of this
+// prompt sit in the cache (seq[n_prompt .. pos-1]; seq[pos] is not run yet), so Eq. 3 scores
+// generated tokens only, never the prompt; until then the draft is the best set so far (at first
+// the uniform starting point).
 static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos) {
     double t0 = time_ms();
     if (w->last_ms > 0) { w->run_ms += t0 - w->last_ms; } // the previous round, its step included
     w->last_ms = t0;
-    int within_budget = w->budget >= 1.0f || w->opt_ms + w->step_ms <= w->budget * w->run_ms;
-    if (w->done || pos - n_prompt < w->window || !within_budget) { return; }
+    int within_budget = w->p.budget >= 1.0f || w->opt_ms + w->step_ms <= w->p.budget * w->run_ms;
+    if (w->done || pos - n_prompt < w->p.window || !within_budget) { return; }
     int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
     SkipSet cand;
     if (w->best_score < 0) {
         cand = w->best;           // score the starting point first
-    } else if ((w->steps + 1) % w->bo_every == 0 && w->gp.n > 1) {
-        gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, 1000, KAPPA_SWIFT, &cand);
+    } else if ((w->steps + 1) % w->p.bo_every == 0 && w->gp.n > 1) {
+        gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, w->p.n_candidates, w->p.kappa, &cand);
     } else {
         random_skip_set(&w->rng, L, 0, count, 1, L - 2, &cand);
     }
-    double score = swift_matchness(m, seq, pos, w->window, &cand);
+    double score = swift_matchness(m, seq, pos, w->p.window, &cand);
     float v[GP_MAX_DIM];
     skip_to_vector(&cand, L, v);
     gp_add(&w->gp, v, score);
     w->steps++;
     if (score > w->best_score) { w->best_score = score; w->best = cand; w->since_best = 0; }
     else { w->since_best++; }
-    w->done = w->steps >= w->max_steps || w->since_best >= w->patience || w->best_score > w->target;
+    w->done = w->steps >= w->p.max_steps || w->since_best >= w->p.patience || w->best_score > w->p.target;
     w->step_ms = time_ms() - t0;
     w->opt_ms += w->step_ms;
 }
@@ -2801,6 +2342,762 @@ static void swift_after_verify(Swift *w, int n_layers, int drafted, int accepted
         w->gp.n = w->gp.total = 0;
     }
     w->drafted = w->accepted = 0;
+}
+
+// SWIFT's dynamic verification (Sec. 4.2), greedy only: the draft chain d1..dk plus, at each depth
+// j, the draft's next-best tokens as leaves (k_j - 1 of them, k_j by the confidence of step j:
+// SwiftParams.tree_width). Linearized as [x, d1..dk, leaves...]: the chain first, so accepted chain
+// tokens already sit at consecutive cache slots; each leaf at depth j attends x, d1..d_{j-1} and
+// itself, with RoPE position pos + j. Returns the tree size n; tokens/depth/mask are filled.
+enum { MAX_ALTS = 16 }; // next-best tokens kept per draft step, at most
+typedef struct {
+    int n;
+    int tokens[MAX_PASS_TOKENS];
+    int depth[MAX_PASS_TOKENS];
+    unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
+} DraftTree;
+
+static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts, int max_n) {
+    int n = 0;
+    for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
+    for (int j = 1; j <= k; j++) {
+        for (int a = 0; a < n_alts[j] && n < max_n; a++) { tr->tokens[n] = alts[j * MAX_ALTS + a]; tr->depth[n] = j; n++; }
+    }
+    tr->n = n;
+    memset(tr->mask, 0, sizeof(tr->mask));
+    for (int t = 0; t < n; t++) {
+        int d = tr->depth[t];
+        for (int u = 0; u < d; u++) { tr->mask[t * n + u] = 1; } // the chain ancestors x, d1..d_{d-1}
+        tr->mask[t * n + t] = 1;
+    }
+}
+
+// The draft's top alternatives to its top-1 token at one step: k - 1 next-best ids, k the tree
+// width of the first confidence level the step's confidence is above.
+static int top_alternatives(const float *logits, int vocab, float confidence, const SwiftParams *p,
+                            int *alts) {
+    int level = 0;
+    while (level < 3 && confidence <= p->tree_confidence[level]) { level++; }
+    int k = p->tree_width[level];
+    int n = 0, top = argmax(logits, vocab);
+    for (int a = 0; a < k - 1 && a < MAX_ALTS; a++) { // selection by repeated scans: k <= 10
+        int best = -1;
+        for (int i = 0; i < vocab; i++) {
+            int used = i == top;
+            for (int q = 0; q < n && !used; q++) { used = alts[q] == i; }
+            if (!used && (best < 0 || logits[i] > logits[best])) { best = i; }
+        }
+        alts[n++] = best;
+    }
+    return n;
+}
+
+// Greedy verification of a tree pass: walk the chain while the full model's argmax equals it;
+// at the first mismatch, a leaf holding the argmax is accepted too (its K/V row is copied to
+// the next chain slot, one row per layer), and the bonus comes from that leaf's row.
+// Returns the number of accepted draft tokens; *next is the full model's token, *row its row.
+static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *accepted_tokens, int *next, int *rows) {
+    int vocab = m->config.vocab_size, j = 0;
+    for (;;) {
+        int target = argmax(m->state.logits_host + (size_t)j * vocab, vocab);
+        rows[j] = j;
+        if (j < k && target == tr->tokens[j + 1]) { accepted_tokens[j] = target; j++; continue; }
+        int leaf = -1;
+        for (int t = k + 1; t < tr->n && leaf < 0 && j < k; t++) {
+            if (tr->depth[t] == j + 1 && tr->tokens[t] == target) { leaf = t; }
+        }
+        if (leaf < 0) { *next = target; return j; }
+        accepted_tokens[j] = target; // the leaf: move its K/V to slot pos + j + 1
+        const Config *c = &m->config;
+        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim * sizeof(float));
+        kv_slots(m, pos + leaf, 1, row, 1);
+        kv_slots(m, pos + j + 1, 1, row, 0);
+        free(row);
+        rows[j + 1] = leaf;
+        *next = argmax(m->state.logits_host + (size_t)leaf * vocab, vocab);
+        return j + 1;
+    }
+}
+
+// --- the selector: what the decoding loop calls -------------------------------
+// The hooks below are the only places the decoding loop meets a method: each may change the
+// draft's skip set. A NULL selector is the static set (or plain Self-SD drafting).
+
+typedef struct {
+    int method;
+    AsdParams asd;
+    ClaspParams clasp;
+    Swift swift;         // METHOD_SWIFT, persists across prompts
+    double *asd_cos;     // (n_layers) METHOD_ASD: this prompt's summed cosines
+    int asd_tokens;      // the prompt tokens summed
+    int clasp_max_skip;  // M = round(max_skip_ratio * L)
+    int rounds;          // verifications in this prompt
+} Selector;
+
+static void selector_init(Selector *sel, int method, const MethodParams *p, int n_layers, uint64_t seed) {
+    memset(sel, 0, sizeof(*sel));
+    sel->method = method;
+    sel->asd = p->asd;
+    sel->clasp = p->clasp;
+    if (method == METHOD_SWIFT) { swift_init(&sel->swift, &p->swift, n_layers, seed); }
+    sel->asd_cos = (double *)calloc_check((size_t)n_layers, sizeof(double));
+    sel->clasp_max_skip = (int)lround(p->clasp.max_skip_ratio * n_layers);
+}
+
+static void selector_free(Selector *sel) {
+    if (sel->method == METHOD_SWIFT) { gp_free(&sel->swift.gp); }
+    free(sel->asd_cos);
+}
+
+// Prefill: ASD wants every prompt token's hidden states, handed over a chunk at a time.
+static int selector_wants_prefill_capture(const Selector *sel) {
+    return sel && sel->method == METHOD_ASD;
+}
+
+static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c) {
+    asd_accumulate(cap, c->n_layers, c->dim, sel->asd_cos);
+    sel->asd_tokens += cap->n_idx;
+}
+
+// After the prefill: the first draft of this prompt.
+static void selector_after_prefill(Selector *sel, Model *m, SkipSet *skip) {
+    if (sel == NULL) { return; }
+    int L = m->config.n_layers;
+    sel->rounds = 0;
+    if (sel->method == METHOD_ASD) {
+        // C_l is this prompt's mean (ASD Sec. 3.2: "for the current generation task"): average the
+        // sums, then zero them so the next prompt of a -f run starts from nothing.
+        double c_l[SS_MAX_LAYERS];
+        int tokens = sel->asd_tokens > 0 ? sel->asd_tokens : 1;
+        for (int l = 0; l < L; l++) { c_l[l] = sel->asd_cos[l] / tokens; }
+        *skip = select_asd(c_l, L, &sel->asd);
+        memset(sel->asd_cos, 0, (size_t)L * sizeof(double));
+        sel->asd_tokens = 0;
+    } else if (sel->method == METHOD_SWIFT) {
+        *skip = sel->swift.best;
+        sel->swift.last_ms = 0; // the time before this prompt's first round is not decoding
+    } else if (sel->method == METHOD_CLASP) {
+        *skip = alternate_layers(L); // until the first DP
+    }
+}
+
+// Before a round: SWIFT's optimization step while it is optimizing. Returns 1 if it ran one.
+static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos,
+                                 SkipSet *skip) {
+    if (sel == NULL || sel->method != METHOD_SWIFT || sel->swift.done) { return 0; }
+    int before = sel->swift.steps;
+    swift_step(&sel->swift, m, seq, n_prompt, pos);
+    *skip = sel->swift.best;
+    return sel->swift.steps > before;
+}
+
+// SWIFT's confidence-aware inference (Sec. 4.2) applies in both phases: footnote 1 of Sec. 4.2
+// says it is also used while optimizing, with the best set so far, and the official code
+// verifies a tree on every step. Returns SWIFT's params, or NULL: no tree.
+static const SwiftParams *selector_tree(const Selector *sel) {
+    return sel && sel->method == METHOD_SWIFT ? &sel->swift.p : NULL;
+}
+
+// Does CLaSp want this round's hidden states (a DP every `interval` verifications)?
+static int selector_wants_verify_capture(const Selector *sel) {
+    return sel && sel->method == METHOD_CLASP && (sel->rounds + 1) % sel->clasp.interval == 0;
+}
+
+// After a verification: SWIFT's skip-ratio rule, and CLaSp's DP on the hidden states h_last of
+// the last accepted token (NULL: none this round). Returns 1 if a DP ran.
+static int selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted,
+                                 int accepted, SkipSet *skip) {
+    if (sel == NULL) { return 0; }
+    sel->rounds++;
+    if (sel->method == METHOD_SWIFT) { swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted); }
+    if (h_last == NULL) { return 0; }
+    *skip = select_clasp(m, h_last, slot, sel->clasp_max_skip);
+    return 1;
+}
+
+// ----------------------------------------------------------------------------
+// decoding: plain autoregressive decoding
+
+typedef struct {
+    int n_prompt;
+    int n_generated;
+    double prefill_ms;
+    double decode_ms;
+} GenStats;
+
+// Called for each generated token, e.g. to stream its text.
+typedef void (*TokenCallback)(void *ctx, int token);
+
+// Where the generated tokens go.
+typedef struct {
+    int *tokens;      // (max_new) the generated ids, n so far
+    int n, max_new;
+    float *logits;    // NULL, or (max_new, vocab): the full model's logits row each token came
+                      // from (the tests check they are bitwise those of plain decoding)
+    TokenCallback cb; // NULL, or called with each token (the CLI streams its text)
+    void *ctx;
+} Output;
+
+static Output output(int *tokens, int max_new, float *logits, TokenCallback cb, void *ctx) {
+    Output out = {tokens, 0, max_new, logits, cb, ctx};
+    return out;
+}
+
+static int is_eos(const Config *c, int token) {
+    for (int k = 0; k < c->n_eos; k++) {
+        if (c->eos_ids[k] == token) { return 1; }
+    }
+    return 0;
+}
+
+// Keeps one generated token, which came from the logits row `logits`. Returns 1 when generation
+// is over: after an EOS, or at max_new tokens.
+static int emit(const Config *c, Output *out, int token, const float *logits) {
+    if (out->logits) {
+        memcpy(out->logits + (size_t)out->n * c->vocab_size, logits, (size_t)c->vocab_size * sizeof(float));
+    }
+    out->tokens[out->n++] = token;
+    if (out->cb) { out->cb(out->ctx, token); }
+    return is_eos(c, token) || out->n >= out->max_new;
+}
+
+// Picks the next token from one row of logits: argmax when greedy, else a draw from the warped p.
+static int sample_next(Sampler *sp, const float *logits, int vocab, float *probs, ProbIndex *scratch) {
+    if (sp->temperature == 0.0f) { return argmax(logits, vocab); }
+    warp_probs(logits, vocab, sp->temperature, sp->top_p, probs, scratch);
+    return sample_probs(probs, vocab, rng_uniform(&sp->rng));
+}
+
+// Runs a prompt through the model under skip (NULL = full) in chunks of state.max_tokens,
+// filling the KV cache at 0..n-1. Chunking does not change a bit: an n-token pass equals n
+// one-token passes. Leaves the last token's logits at row *last_row of state.logits_host (the
+// only row computed and copied back). A selector that asks for them (ASD) gets every prompt
+// token's hidden states, a chunk at a time.
+static void prefill(Model *m, const int *tokens, int n, const SkipSet *skip, Selector *sel,
+                    int *last_row) {
+    const Config *c = &m->config;
+    int T = m->state.max_tokens, idx[MAX_PASS_TOKENS];
+    for (int t = 0; t < T; t++) { idx[t] = t; }
+    float *states = NULL; // (2L + 1, T, dim)
+    if (selector_wants_prefill_capture(sel)) {
+        states = (float *)malloc_check((size_t)(2 * c->n_layers + 1) * T * c->dim * sizeof(float));
+    }
+    for (int start = 0; start < n; start += T) {
+        int len = n - start < T ? n - start : T;
+        Capture cap = {len, idx, states};
+        forward_rows(m, tokens + start, len, start, skip, NULL, states ? &cap : NULL,
+                     start + len < n ? len : len - 1);
+        if (states) { selector_add_prefill_capture(sel, &cap, c); }
+        *last_row = len - 1;
+    }
+    free(states);
+}
+
+// Plain decoding with the model under skip (NULL = full model): up to out->max_new tokens after
+// the prompt, stopping after an EOS or at the context limit. Returns the number generated.
+static int generate_plain(Model *m, const int *prompt, int n_prompt, const SkipSet *skip, Sampler *sp,
+                          Output *out, GenStats *st) {
+    const Config *c = &m->config;
+    float *probs = (float *)malloc_check((size_t)c->vocab_size * sizeof(float));
+    ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)c->vocab_size * sizeof(ProbIndex));
+    double t0 = time_ms();
+    int row = 0, pos = n_prompt;
+    prefill(m, prompt, n_prompt, skip, NULL, &row);
+    double t1 = time_ms();
+    while (out->n < out->max_new) {
+        const float *logits = m->state.logits_host + (size_t)row * c->vocab_size;
+        int next = sample_next(sp, logits, c->vocab_size, probs, scratch);
+        if (emit(c, out, next, logits) || pos >= c->seq_len) { break; }
+        forward(m, &next, 1, pos++, skip, NULL, NULL);
+        row = 0;
+    }
+    st->n_prompt = n_prompt;
+    st->n_generated = out->n;
+    st->prefill_ms = t1 - t0;
+    st->decode_ms = time_ms() - t1;
+    free(probs);
+    free(scratch);
+    return out->n;
+}
+
+// ----------------------------------------------------------------------------
+// decoding: self-speculative decoding (Self-SD Algorithms 2-4)
+//
+// One round: the token x chosen last round sits at cache slot pos (not yet run by the full
+// model). The draft (the model under a skip set) proposes d1..dk one token at a time; the full
+// model then runs [x, d1..dk] in one pass at slots pos..pos+k, whose row j predicts the token
+// after position pos+j. The longest valid prefix d1..dj is accepted, plus one token from the
+// full model (the correction at the first rejection, or the bonus after all k). pos advances
+// by j+1 and that token becomes the next x.
+//
+// KV-cache invariant: slots < pos hold the full model's K/V for the accepted text; slots >= pos
+// are scratch, written by drafts and verifications, and never read before a pass rewrites them.
+// Rolling back a rejected draft is therefore just not advancing pos: no cache copies.
+
+enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE, MAX_DRAFT = MAX_PASS_TOKENS - 1 };
+
+// The draft-exit rule (Self-SD Sec. 3.4): drafting stops after a token whose top-1 draft
+// probability is below the threshold gamma. EXIT_ADAPTIVE moves gamma toward the target
+// acceptance rate alpha. SWIFT's epsilon and CLaSp's threshold are the same rule, fixed.
+typedef struct {
+    int mode;        // EXIT_ADAPTIVE, EXIT_FIXED (the threshold stays), EXIT_NONE (always K tokens)
+    float threshold; // gamma; gamma_0 = 0.6 (Self-SD Table 7)
+    float target;    // alpha: the target acceptance rate, 0.9
+    float step;      // epsilon: the step of Eq. 3, 0.01
+    float beta1;     // smoothing of AR, 0.5
+    float beta2;     // smoothing of gamma, 0.9
+    float ar;        // the running acceptance rate AR
+    int rounds;      // verifications so far (beta1 = 0 for the first)
+} DraftExit;
+
+static DraftExit draft_exit_default(void) {
+    DraftExit d = {EXIT_ADAPTIVE, 0.6f, 0.9f, 0.01f, 0.5f, 0.9f, 0.0f, 0};
+    return d;
+}
+
+// Self-SD Eq. 2-4, after each verification with accepted of drafted tokens:
+//   AR <- beta1 AR + (1 - beta1) AR_e                   (Eq. 2; beta1 = 0 in the first round)
+//   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
+//   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
+// Decisions where the paper is silent: like the official code, gamma stays put when the draft
+// hit K with AR above target (lowering it further could not lengthen drafts, only let it drift);
+// unlike it, AR and gamma both persist across prompts of one run (AR is not reset to 0, which
+// would push gamma up at the start of every prompt).
+static void draft_exit_update(DraftExit *d, int accepted, int drafted, int hit_max) {
+    if (d->mode != EXIT_ADAPTIVE || drafted == 0) { return; }
+    float ar_e = (float)accepted / (float)drafted;
+    float b1 = d->rounds == 0 ? 0.0f : d->beta1;
+    d->ar = b1 * d->ar + (1.0f - b1) * ar_e;
+    float moved = d->ar <= d->target ? d->threshold + d->step : d->threshold - d->step;
+    if (hit_max && d->ar > d->target) { moved = d->threshold; }
+    d->threshold = d->beta2 * d->threshold + (1.0f - d->beta2) * moved;
+    d->rounds++;
+}
+
+// The draft's confidence in its top token: max softmax(logits), whatever the temperature
+// (Self-SD Algorithm 3 compares max p(x | z*, ...) with gamma).
+static float top1_prob(const float *logits, int n) {
+    float max = logits[argmax(logits, n)], sum = 0.0f;
+    for (int i = 0; i < n; i++) { sum += expf(logits[i] - max); }
+    return 1.0f / sum;
+}
+
+// Speculative sampling, one decision (Leviathan et al. 2023, Chen et al. 2023; Self-SD Alg. 4):
+// the draft token d was drawn from q. Keep it with probability min(1, p(d) / q(d)), using a
+// fresh uniform; otherwise draw the replacement from norm(max(0, p - q)). Either way the token
+// that comes out is distributed exactly as p. Returns 1 if d is kept, else 0 and *replacement.
+static int speculative_accept(const float *p, const float *q, int n, int d, Rng *rng, float *residual,
+                              int *replacement) {
+    if (rng_uniform(rng) * q[d] < p[d]) { return 1; } // u < p/q without dividing by q
+    float mass = 0.0f;
+    for (int i = 0; i < n; i++) {
+        residual[i] = p[i] > q[i] ? p[i] - q[i] : 0.0f;
+        mass += residual[i];
+    }
+    // mass == 0 means p == q, where rejection has probability 0; guard rounding anyway
+    const float *from = mass > 0.0f ? residual : p;
+    float u = rng_uniform(rng) * (mass > 0.0f ? mass : 1.0f);
+    *replacement = sample_probs(from, n, u);
+    return 0;
+}
+
+typedef struct {
+    SkipSet skip;    // the draft model: which sublayers it skips
+    int max_draft;   // K, at most MAX_DRAFT (Self-SD Table 7: 12)
+    DraftExit exit;
+} SpecParams;
+
+// What --svg draws (statistics section), recorded as decoding goes: bounded arrays filled in
+// place, no allocation. Rounds or sets past the bounds are counted, not kept.
+enum { HIST_ROUNDS = 1024, HIST_SETS = 96 };
+typedef struct {
+    int n;                                // rounds kept, at most HIST_ROUNDS (SpecStats.rounds counts all)
+    unsigned char drafted[HIST_ROUNDS];   // k of each round (<= MAX_DRAFT)
+    unsigned char accepted[HIST_ROUNDS];  // draft tokens accepted in it
+    float threshold[HIST_ROUNDS];         // the draft-exit threshold it drafted under
+} RoundHistory;
+
+typedef struct {
+    int n, total;              // sets kept (at most HIST_SETS), sets offered
+    SkipSet set[HIST_SETS];    // decoding: each set when it came into use; Self-SD: each search candidate
+    int at[HIST_SETS];         // decoding: the round it was first used in; Self-SD: the iteration
+    float cost[HIST_SETS];     // Self-SD: the objective per token; decoding: -1
+} SetHistory;
+
+static void set_history_add(SetHistory *h, const SkipSet *s, int at, float cost) {
+    if (h->n < HIST_SETS) {
+        h->set[h->n] = *s;
+        h->at[h->n] = at;
+        h->cost[h->n] = cost;
+        h->n++;
+    }
+    h->total++;
+}
+
+typedef struct {
+    GenStats gen;      // prompt/generated counts, prefill and total decode time
+    int rounds;        // verification passes
+    int drafted;       // draft tokens proposed
+    int accepted;      // draft tokens accepted
+    double draft_ms;   // time in draft forwards
+    double verify_ms;  // time in verification forwards
+    double select_ms;  // time choosing layers (layer-selection methods), search_ms included
+    double search_ms;  // of which an offline search before decoding (selfsd, oracle)
+    int leaf_accepts;  // SWIFT tree verification: rounds that accepted a leaf (a next-best token)
+    int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
+    float threshold_first, threshold_last; // the draft-exit threshold (gamma) before and after
+    double threshold_sum;                  // over rounds, after each update, for the mean
+    RoundHistory hist; // per round, for --svg
+    SetHistory sets;   // the skip sets in the order they were used, for --svg
+    int longest_draft; // the most draft tokens any round proposed
+} SpecStats;
+
+// One round into the statistics: k drafted, accepted of them, under the exit threshold
+// drafted_under, which the round's update moved to threshold.
+static void record_round(SpecStats *st, int k, int accepted, float drafted_under, float threshold) {
+    st->rounds++;
+    st->drafted += k;
+    st->accepted += accepted;
+    st->threshold_sum += threshold;
+    if (k > st->longest_draft) { st->longest_draft = k; }
+    RoundHistory *h = &st->hist;
+    if (h->n < HIST_ROUNDS) {
+        h->drafted[h->n] = (unsigned char)k;
+        h->accepted[h->n] = (unsigned char)accepted;
+        h->threshold[h->n++] = drafted_under;
+    }
+}
+
+// The skip set a round drafts with, kept when it differs from the last one (for --svg).
+static void record_skip_set(SpecStats *st, const SkipSet *skip) {
+    SetHistory *h = &st->sets;
+    if (h->total == 0 || memcmp(&h->set[h->n - 1], skip, sizeof(SkipSet)) != 0) {
+        set_history_add(h, skip, st->rounds, -1.0f);
+    }
+}
+
+// What one generate_spec call works in, allocated once.
+typedef struct {
+    int draft[MAX_DRAFT + 1];                // x, d1..dk
+    int kept[MAX_DRAFT + 1];                 // the draft tokens the verification kept
+    int rows[MAX_DRAFT + 2];                 // the logits row each emitted token came from
+    int n_alts[MAX_DRAFT + 1];               // SWIFT's tree: next-best tokens of draft step j
+    int alts[(MAX_DRAFT + 1) * MAX_ALTS];    // (MAX_DRAFT + 1, MAX_ALTS) those tokens
+    int capture_idx[MAX_DRAFT + 1];          // 0..k: the verification rows CLaSp captures
+    DraftTree tree;                          // SWIFT's tree pass
+    float *p, *residual;                     // (vocab) the target's warped p, and max(0, p - q)
+    float *q_rows;                           // (K + 1, vocab) the draft's warped distributions q
+    float *states;                           // (2L + 1, K + 1, dim) hidden states of a verification
+    ProbIndex *sort;                         // (vocab) top-p's sort
+    int *seq;                                // (n_prompt + max_new + 1) the prompt, then the output
+} SpecScratch;
+
+static SpecScratch *build_spec_scratch(const Config *c, int k_cap, int seq_len) {
+    SpecScratch *s = (SpecScratch *)malloc_check(sizeof(SpecScratch));
+    size_t vocab = (size_t)c->vocab_size, states = (size_t)(2 * c->n_layers + 1) * (k_cap + 1) * c->dim;
+    s->p = (float *)malloc_check((2 * vocab + (size_t)(k_cap + 1) * vocab + states) * sizeof(float));
+    s->residual = s->p + vocab;
+    s->q_rows = s->residual + vocab;
+    s->states = s->q_rows + (size_t)(k_cap + 1) * vocab;
+    s->sort = (ProbIndex *)malloc_check(vocab * sizeof(ProbIndex));
+    s->seq = (int *)malloc_check((size_t)seq_len * sizeof(int));
+    return s;
+}
+
+static void free_spec_scratch(SpecScratch *s) {
+    free(s->p);
+    free(s->sort);
+    free(s->seq);
+    free(s);
+}
+
+// How many tokens this round may draft: K, but no further than the context or the tokens still
+// wanted. A draft that skips nothing is the full model: each draft token would cost a full pass
+// that verification then repeats. Decision: an empty skip set drafts nothing, and the round is
+// a plain decoding step (so Self-SD's search measures plain decoding for it).
+static int draft_limit(const Model *m, const SpecParams *sp, int k_cap, int pos, const Output *out) {
+    int k_max = k_cap;
+    if (k_max > m->config.seq_len - 1 - pos) { k_max = m->config.seq_len - 1 - pos; }
+    if (k_max > out->max_new - out->n - 1) { k_max = out->max_new - out->n - 1; }
+    return skip_count(&sp->skip, m->config.n_layers) == 0 ? 0 : k_max;
+}
+
+// Drafting (Self-SD Algorithm 3): up to k_max tokens after x at slots pos, pos+1, ... under the
+// skip set, stopping after a token whose confidence is below the exit threshold. The tokens go
+// to s->draft[1..], and, when sampling, each warped draft distribution q to s->q_rows. With a
+// tree (SWIFT), also each step's next-best tokens. Returns how many were drafted.
+static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int pos, int k_max,
+                        const SwiftParams *tree, SpecScratch *s) {
+    int vocab = m->config.vocab_size, k = 0;
+    s->draft[0] = x;
+    while (k < k_max) {
+        forward(m, &s->draft[k], 1, pos + k, &sp->skip, NULL, NULL);
+        const float *logits = m->state.logits_host;
+        s->draft[k + 1] = sample_next(smp, logits, vocab, s->q_rows + (size_t)k * vocab, s->sort);
+        float confidence = top1_prob(logits, vocab);
+        k++;
+        if (tree) { s->n_alts[k] = top_alternatives(logits, vocab, confidence, tree, s->alts + k * MAX_ALTS); }
+        if (sp->exit.mode != EXIT_NONE && confidence < sp->exit.threshold) { break; }
+    }
+    return k;
+}
+
+// Verification of a chain pass whose row j holds the full model's logits after [x, d1..dj]:
+//   greedy:   keep d_{j+1} while it equals argmax(row j); next = argmax of the first row that
+//             disagrees, or of row k when all k are kept (the bonus token);
+//   sampling: keep d_{j+1} with probability min(1, p_j(d) / q_j(d)) (speculative_accept, a fresh
+//             uniform each time); on the first rejection next is the residual draw; when all k
+//             are kept, next is drawn from the warped p_k.
+// Returns the number of draft tokens kept (in s->kept); s->rows[t] is the row that emitted
+// token t.
+static int verify_chain(Model *m, Sampler *smp, int k, SpecScratch *s, int *next) {
+    int vocab = m->config.vocab_size, j = 0;
+    for (*next = -1; j <= k; j++) {
+        const float *lj = m->state.logits_host + (size_t)j * vocab;
+        const float *q = s->q_rows + (size_t)j * vocab;
+        int d = s->draft[j + 1];
+        s->rows[j] = j;
+        if (smp->temperature == 0.0f) {
+            int target = argmax(lj, vocab);
+            if (j == k || target != d) { *next = target; break; }
+        } else {
+            warp_probs(lj, vocab, smp->temperature, smp->top_p, s->p, s->sort);
+            if (j == k) { *next = sample_probs(s->p, vocab, rng_uniform(&smp->rng)); break; }
+            if (!speculative_accept(s->p, q, vocab, d, &smp->rng, s->residual, next)) { break; }
+        }
+        s->kept[j] = d;
+    }
+    return j;
+}
+
+// Verification (Self-SD Algorithm 2, greedy; Algorithm 4, sampling): the full model runs
+// [x, d1..dk] in one pass at slots pos..pos+k (with SWIFT's tree, its leaves after them) and
+// keeps the longest valid prefix. Captures every row's hidden states when asked (CLaSp). Returns
+// the number of draft tokens kept; *next is the full model's own token.
+static int verify_draft(Model *m, Sampler *smp, int k, int pos, const SwiftParams *tree, int capture,
+                        SpecScratch *s, int *next) {
+    for (int t = 0; t <= k; t++) { s->capture_idx[t] = t; }
+    Capture cap = {k + 1, s->capture_idx, s->states};
+    if (tree == NULL) {
+        forward(m, s->draft, k + 1, pos, NULL, NULL, capture ? &cap : NULL);
+        return verify_chain(m, smp, k, s, next);
+    }
+    int room = m->config.seq_len - pos < m->state.max_tokens ? m->config.seq_len - pos : m->state.max_tokens;
+    build_tree(&s->tree, s->draft, k, s->alts, s->n_alts, room);
+    TokenTree tt = {s->tree.depth, s->tree.mask};
+    forward(m, s->tree.tokens, s->tree.n, pos, NULL, &tt, capture ? &cap : NULL);
+    return verify_tree(m, &s->tree, k, pos, s->kept, next, s->rows);
+}
+
+// The hidden states (2L + 1, dim) of the last accepted token, the one whose row produced the
+// next token, out of a verification's capture of rows 0..k (CLaSp's DP input), in place.
+static const float *last_accepted_states(SpecScratch *s, const Config *c, int k, int row) {
+    for (int b = 0; b <= 2 * c->n_layers; b++) {
+        memmove(s->states + (size_t)b * c->dim, s->states + ((size_t)b * (k + 1) + row) * c->dim,
+                (size_t)c->dim * sizeof(float));
+    }
+    return s->states;
+}
+
+// Self-speculative decoding (Self-SD Algorithm 2; Leviathan et al. Algorithm 1): the same
+// contract as generate_plain, and the same output (greedy) or distribution (sampling). The
+// draft is sp->skip, which a selector (NULL = none: the static set) may change between rounds;
+// the exit threshold in sp->exit carries over to the caller's next prompt.
+static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *sp, Selector *sel,
+                         Sampler *smp, Output *out, SpecStats *st) {
+    const Config *c = &m->config;
+    int vocab = c->vocab_size, row = 0, pos = n_prompt;
+    int k_cap = sp->max_draft < m->state.max_tokens - 1 ? sp->max_draft : m->state.max_tokens - 1;
+    // Tree verification is greedy only. Sampling keeps the chain: several candidates per
+    // position stay exact only with a recursive rule (each rejected sibling's mass removed from
+    // both p and the without-replacement q before the next is tried), and the official
+    // SWIFT/EAGLE versions of that rule had bugs; the chain rule here is proven exact by the tests.
+    const SwiftParams *tree = smp->temperature == 0.0f ? selector_tree(sel) : NULL;
+    SpecScratch *s = build_spec_scratch(c, k_cap, n_prompt + out->max_new + 1);
+    memcpy(s->seq, prompt, (size_t)n_prompt * sizeof(int));
+    memset(st, 0, sizeof(*st));
+    st->threshold_first = sp->exit.threshold;
+    double t0 = time_ms(), t = t0;
+    prefill(m, prompt, n_prompt, NULL, sel, &row); // the first token is plain decoding's
+    st->gen.prefill_ms = lap_ms(&t);
+    selector_after_prefill(sel, m, &sp->skip);
+    st->select_ms += lap_ms(&t);
+    const float *logits = m->state.logits_host + (size_t)row * vocab;
+    int x = sample_next(smp, logits, vocab, s->p, s->sort);
+    s->seq[pos] = x;
+    int done = emit(c, out, x, logits);
+    while (!done && pos < c->seq_len) {
+        // the method may change the draft (SWIFT: an optimization step)
+        st->selections += selector_before_round(sel, m, s->seq, n_prompt, pos, &sp->skip);
+        record_skip_set(st, &sp->skip);
+        st->select_ms += lap_ms(&t);
+        // draft k tokens with the skip set, then verify them with the full model in one pass
+        int k = draft_tokens(m, sp, smp, x, pos, draft_limit(m, sp, k_cap, pos, out), tree, s);
+        st->draft_ms += lap_ms(&t);
+        int capture = selector_wants_verify_capture(sel), next;
+        int accepted = verify_draft(m, smp, k, pos, tree, capture, s, &next);
+        st->verify_ms += lap_ms(&t);
+        st->leaf_accepts += tree && s->rows[accepted] > k;
+        // emit the kept draft tokens, then the full model's token
+        for (int j = 0; j <= accepted && !done; j++) {
+            int token = j < accepted ? s->kept[j] : next;
+            s->seq[pos + 1 + j] = token;
+            done = emit(c, out, token, m->state.logits_host + (size_t)s->rows[j] * vocab);
+        }
+        // the method may change the draft (CLaSp: a DP on the states of the last accepted token,
+        // but not after the prompt's last round, whose set would never draft; SWIFT: its ratio)
+        const float *h = capture && !done ? last_accepted_states(s, c, k, s->rows[accepted]) : NULL;
+        st->selections += selector_after_verify(sel, m, h, pos + accepted, k, accepted, &sp->skip);
+        st->select_ms += lap_ms(&t);
+        // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
+        float drafted_under = sp->exit.threshold;
+        draft_exit_update(&sp->exit, accepted, k, k == k_cap);
+        record_round(st, k, accepted, drafted_under, sp->exit.threshold);
+        pos += accepted + 1;
+        x = next;
+    }
+    st->threshold_last = sp->exit.threshold;
+    st->gen.n_prompt = n_prompt;
+    st->gen.n_generated = out->n;
+    st->gen.decode_ms = time_ms() - t0 - st->gen.prefill_ms;
+    free_spec_scratch(s);
+    return out->n;
+}
+
+// ----------------------------------------------------------------------------
+// layer selection before decoding: Self-SD's Bayesian optimization, and the oracle
+//
+// Both score a skip set by decoding with it (generate_spec above), so they come after the loop.
+
+// --- the objective: time per verified token ----------------------------------
+
+typedef struct {
+    const int *const *prompts; // dev prompts (token ids)
+    const int *lengths;
+    int n_prompts;
+    int n_new;                 // tokens decoded per prompt
+    int max_draft;             // K of those decodings, whose draft exit is Self-SD's adaptive rule
+    int use_cost_model;        // 1: sublayers run per token (deterministic); 0: wall-clock ms per token
+    double (*fake)(void *ctx, const SkipSet *s); // tests: a synthetic objective in place of decoding
+    void *fake_ctx;
+} Objective;
+
+// Set by the CLI's SIGINT handler: the searches stop at the next candidate and return the best
+// set so far.
+static volatile sig_atomic_t search_interrupted;
+
+// Self-SD's objective: decode the dev prompts greedily with skip set s and the adaptive draft
+// exit, and measure the cost per generated token (lower is better). The cost model counts
+// sublayers run: a pass costs its active sublayers whatever its token count, because each
+// weight is streamed once per pass; it is what Eq. 6's cost coefficient assumes.
+static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
+    if (obj->fake) { return obj->fake(obj->fake_ctx, s); }
+    int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
+    uint64_t sub0 = m->state.n_sublayers;
+    double t0 = time_ms(), tokens = 0;
+    for (int k = 0; k < obj->n_prompts; k++) {
+        SpecParams sp = {*s, obj->max_draft, draft_exit_default()};
+        Sampler greedy = {0.0f, 1.0f, {1}};
+        Output o = output(out, obj->n_new, NULL, NULL, NULL);
+        SpecStats st;
+        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &greedy, &o, &st);
+    }
+    free(out);
+    double cost = obj->use_cost_model ? (double)(m->state.n_sublayers - sub0) : time_ms() - t0;
+    return cost / (tokens > 0 ? tokens : 1);
+}
+
+// --- Self-SD: Bayesian optimization offline (Self-SD Sec. 3.3) ----------------
+// Maximize -objective over z in {0,1}^{2L}: the first iters/5 candidates are random (skip
+// probability uniform in [0, 0.6]), then each is the UCB maximizer over n_candidates random
+// ones. Decisions: the paper searched 1000 iterations on 8 prompts; a tiny model's landscape is
+// small, so the default is 64 iterations (--iters), on the prompt itself or --dev-prompts. Any
+// layer may be skipped, as in the paper; no skip count is imposed.
+// Wall-clock noise: on a busy machine one measurement can be several times too high or too low,
+// and a single lucky one used to win the search (a set accepting 0 of 35 drafts, 0.59x). So the
+// empty set's cost is the median of 3 measurements, a candidate that looks better than the best
+// so far is measured twice more and keeps the median, and at the end the winner and the empty
+// set are measured 5 times each, alternately: the winner stays only if its median is lower.
+
+static int compare_double_asc(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), compare_double_asc);
+    return v[n / 2];
+}
+
+// The median of n measurements (n <= 5), the first of which is already in first (NAN: none).
+static double measure_median(Model *m, const Objective *obj, const SkipSet *s, int n, double first) {
+    double c[5];
+    for (int k = 0; k < n; k++) { c[k] = k == 0 && !isnan(first) ? first : measure_objective(m, obj, s); }
+    return median(c, n);
+}
+
+// The medians of 5 measurements each of a and b, taken alternately so that a change in the
+// machine's load between them biases neither.
+static void measure_pair(Model *m, const Objective *obj, const SkipSet *a, const SkipSet *b, double *median_a,
+                         double *median_b) {
+    double ca[5], cb[5];
+    for (int k = 0; k < 5; k++) {
+        ca[k] = measure_objective(m, obj, a);
+        cb[k] = measure_objective(m, obj, b);
+    }
+    *median_a = median(ca, 5);
+    *median_b = median(cb, 5);
+}
+
+static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams *p, uint64_t seed, int verbose,
+                             SetHistory *hist) {
+    int L = m->config.n_layers, iters = p->iters, repeats = obj->use_cost_model ? 1 : 3;
+    const char *unit = obj->use_cost_model ? "sublayers/token" : "ms/token";
+    Gp gp;
+    gp_init(&gp, 2 * L);
+    Rng r;
+    rng_seed(&r, seed);
+    SkipSet best, cand, empty;
+    memset(&empty, 0, sizeof(empty));
+    best = empty;
+    double best_cost = measure_median(m, obj, &best, repeats, NAN); // plain speed as a baseline
+    double t0 = time_ms(); // the iterations' own pace gives the time left
+    float v[GP_MAX_DIM];
+    skip_to_vector(&best, L, v);
+    gp_add(&gp, v, -best_cost);
+    if (hist) { set_history_add(hist, &best, 0, (float)best_cost); }
+    if (verbose) { fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n", best_cost, unit); }
+    int it;
+    for (it = 1; it <= iters && !search_interrupted; it++) {
+        if (it <= iters / 5) { random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand); }
+        else { gp_propose(&gp, &r, L, 0, 0, L - 1, p->n_candidates, p->kappa, &cand); }
+        double cost = measure_objective(m, obj, &cand);
+        if (cost < best_cost && repeats > 1) { cost = measure_median(m, obj, &cand, repeats, cost); }
+        skip_to_vector(&cand, L, v);
+        gp_add(&gp, v, -cost);
+        if (cost < best_cost) { best_cost = cost; best = cand; }
+        if (hist) { set_history_add(hist, &cand, it, (float)cost); }
+        if (verbose) {
+            double left_s = (time_ms() - t0) / it * (iters - it) / 1e3;
+            fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, ~%.0f s left\n", it, iters,
+                    cost, unit, best_cost, skip_count(&best, L), 2 * L, left_s);
+        }
+    }
+    if (search_interrupted && verbose) {
+        fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d of %d, cost %.4f %s\n",
+                it - 1, iters, skip_count(&best, L), 2 * L, best_cost, unit);
+    }
+    if (repeats > 1 && skip_count(&best, L) > 0 && !search_interrupted) { // the re-check against plain decoding
+        double cost_best, cost_empty;
+        measure_pair(m, obj, &best, &empty, &cost_best, &cost_empty);
+        if (verbose) {
+            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n", cost_best, cost_empty,
+                    unit, cost_best < cost_empty ? "" : ": keeping the empty set");
+        }
+        if (cost_best >= cost_empty) { best = empty; }
+    }
+    gp_free(&gp);
+    return best;
 }
 
 // --- the oracle (in none of the papers) -----------------------------------------
@@ -2850,93 +3147,6 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
     return best;
 }
 
-// --- the selector: what the engine calls -------------------------------------
-
-struct Selector {
-    int method;
-    Swift swift;         // METHOD_SWIFT, persists across prompts
-    double *asd_cos;     // (n_layers) METHOD_ASD: summed cosines over the prompt
-    int asd_tokens;
-    int clasp_interval;  // METHOD_CLASP: run the DP every this many verifications (LOI)
-    int clasp_max_skip;  // M = round(0.5 L)
-    int rounds;          // verifications in this prompt
-};
-
-static void selector_init(Selector *sel, int method, int n_layers, uint64_t seed) {
-    memset(sel, 0, sizeof(*sel));
-    sel->method = method;
-    if (method == METHOD_SWIFT) { swift_init(&sel->swift, n_layers, seed); }
-    sel->asd_cos = (double *)calloc_check((size_t)n_layers, sizeof(double));
-    // LOI: the paper finds speedup rising then falling with the interval (Fig. 4b, Sec. 5.3.2).
-    // Its DP costs about one verification on a GPU (Sec. 5.1); on the CPU the batches are
-    // compute-bound and one DP costs about two (bench/README.md), so every 4th verification
-    // keeps it near a third of the verify time. Default chosen here, set by --loi.
-    sel->clasp_interval = 4;
-    sel->clasp_max_skip = (int)lround(0.5 * n_layers);
-}
-
-static void selector_free(Selector *sel) {
-    if (sel->method == METHOD_SWIFT) { gp_free(&sel->swift.gp); }
-    free(sel->asd_cos);
-}
-
-// Hooks. Prefill: ASD accumulates cosines (it asked for a capture of every prompt token).
-static int selector_wants_prefill_capture(const Selector *sel) { return sel && sel->method == METHOD_ASD; }
-
-static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c) {
-    asd_accumulate(cap, c->n_layers, c->dim, sel->asd_cos);
-    sel->asd_tokens += cap->n_idx;
-}
-
-static void selector_after_prefill(Selector *sel, Model *m, SpecParams *sp) {
-    if (sel == NULL) { return; }
-    sel->rounds = 0;
-    if (sel->method == METHOD_ASD) {
-        // C_l is this prompt's mean (ASD Sec. 3.2: "for the current generation task"): average the
-        // sums, then zero them so the next prompt of a -f run starts from nothing.
-        int L = m->config.n_layers;
-        double c_l[SS_MAX_LAYERS];
-        for (int l = 0; l < L; l++) { c_l[l] = sel->asd_cos[l] / (sel->asd_tokens > 0 ? sel->asd_tokens : 1); }
-        sp->skip = select_asd(c_l, L, 0.985, 3, 2);
-        memset(sel->asd_cos, 0, (size_t)L * sizeof(double));
-        sel->asd_tokens = 0;
-    } else if (sel->method == METHOD_SWIFT) {
-        sp->skip = sel->swift.best;
-        sel->swift.last_ms = 0; // the time before this prompt's first round is not decoding
-    } else if (sel->method == METHOD_CLASP) {
-        sp->skip = alternate_layers(m->config.n_layers); // until the first DP
-    }
-}
-
-// Before a round: SWIFT's optimization step while it is optimizing. Returns 1 if it ran one.
-static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos, SpecParams *sp) {
-    if (sel == NULL || sel->method != METHOD_SWIFT || sel->swift.done) { return 0; }
-    int before = sel->swift.steps;
-    swift_step(&sel->swift, m, seq, n_prompt, pos);
-    sp->skip = sel->swift.best;
-    return sel->swift.steps > before;
-}
-
-// After a verification: does CLaSp want this round's hidden states?
-static int selector_wants_verify_capture(const Selector *sel) {
-    return sel && sel->method == METHOD_CLASP && (sel->rounds + 1) % sel->clasp_interval == 0;
-}
-
-static void selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted, int accepted,
-                                  SpecParams *sp) {
-    if (sel == NULL) { return; }
-    sel->rounds++;
-    if (sel->method == METHOD_SWIFT) { swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted); }
-    if (h_last != NULL) { sp->skip = select_clasp(m, h_last, slot, sel->clasp_max_skip); }
-}
-
-// SWIFT's confidence-aware inference (Sec. 4.2) applies in both phases: footnote 1 of Sec. 4.2
-// says it is also used while optimizing, with the best set so far, and the official code
-// verifies a tree on every step.
-static int selector_uses_tree(const Selector *sel) {
-    return sel && sel->method == METHOD_SWIFT;
-}
-
 // ----------------------------------------------------------------------------
 // tokenizer: tokenizer.json, BPE with merges (SentencePiece-style and byte-level)
 //
@@ -2962,7 +3172,8 @@ static int selector_uses_tree(const Selector *sel) {
 
 // Unicode classes of the pre-tokenizer patterns: \p{L}, \p{N} and \s (White_Space). HF's Digits
 // uses Rust's char::is_numeric, which knows Unicode 17: 13 digits newer than this table differ.
-// Generated by test/gen_unicode_tables.py (Unicode 16.0.0, unicodedata2): [first, last] code point pairs.
+// Generated by test/gen_unicode_tables.py (Unicode 16.0.0, unicodedata2): [first, last] code point
+// pairs.
 // \p{L}: 677 ranges
 static const uint32_t unicode_letters[] = {
     0x41,0x5a, 0x61,0x7a, 0xaa,0xaa, 0xb5,0xb5, 0xba,0xba, 0xc0,0xd6, 0xd8,0xf6, 0xf8,0x2c1,
@@ -3686,65 +3897,65 @@ typedef struct {
     int failed; // err holds the first error
 } Loader;
 
-static int lfail(Loader *L, const char *fmt, ...) {
+static int lfail(Loader *ld, const char *fmt, ...) {
     char msg[SS_ERR_LEN];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if (!L->failed) { fail(L->err, "%s: %s", L->path, msg); }
-    L->failed = 1;
+    if (!ld->failed) { fail(ld->err, "%s: %s", ld->path, msg); }
+    ld->failed = 1;
     return -1;
 }
 
 // Value of key in obj, or -1 if absent; a repeated key is an error.
-static int jkey(Loader *L, int obj, const char *key) {
-    int v = json_get(L->j, obj, key);
-    if (v == -2) { lfail(L, "key \"%s\" appears twice", key); }
+static int jkey(Loader *ld, int obj, const char *key) {
+    int v = json_get(ld->j, obj, key);
+    if (v == -2) { lfail(ld, "key \"%s\" appears twice", key); }
     return v < 0 ? -1 : v;
 }
 
 // The string at key of obj, unescaped (the caller frees it), or NULL.
-static char *get_string(Loader *L, int obj, const char *key, size_t *n) {
-    return json_string(L->j, jkey(L, obj, key), n);
+static char *get_string(Loader *ld, int obj, const char *key, size_t *n) {
+    return json_string(ld->j, jkey(ld, obj, key), n);
 }
 
-static int str_is(Loader *L, int obj, const char *key, const char *s) {
+static int str_is(Loader *ld, int obj, const char *key, const char *s) {
     size_t n;
-    char *v = get_string(L, obj, key, &n);
+    char *v = get_string(ld, obj, key, &n);
     int same = v != NULL && n == strlen(s) && memcmp(v, s, n) == 0;
     free(v);
     return same;
 }
 
-static int type_is(Loader *L, int obj, const char *type) { return str_is(L, obj, "type", type); }
+static int type_is(Loader *ld, int obj, const char *type) { return str_is(ld, obj, "type", type); }
 
-static int unsupported(Loader *L, const char *what, int obj) {
+static int unsupported(Loader *ld, const char *what, int obj) {
     size_t n;
-    char *type = get_string(L, obj, "type", &n);
-    lfail(L, "unsupported %s type %.60s", what, type != NULL ? type : "(none)");
+    char *type = get_string(ld, obj, "type", &n);
+    lfail(ld, "unsupported %s type %.60s", what, type != NULL ? type : "(none)");
     free(type);
     return -1;
 }
 
-static int get_bool(Loader *L, int obj, const char *key, int dflt) {
-    int i = jkey(L, obj, key), v = dflt;
-    if (!json_is_null(L->j, i) && json_bool(L->j, i, &v) != 0) { lfail(L, "%s must be true or false", key); }
+static int get_bool(Loader *ld, int obj, const char *key, int dflt) {
+    int i = jkey(ld, obj, key), v = dflt;
+    if (!json_is_null(ld->j, i) && json_bool(ld->j, i, &v) != 0) { lfail(ld, "%s must be true or false", key); }
     return v;
 }
 
 // First element of the array at key of obj (its length in *n), or -1 with an error.
-static int get_array(Loader *L, int obj, const char *key, int *n) {
-    int i = jkey(L, obj, key);
-    *n = i >= 0 && L->j->tok[i].type == JSMN_ARRAY ? L->j->tok[i].size : 0;
-    return i >= 0 && L->j->tok[i].type == JSMN_ARRAY ? i + 1 : lfail(L, "%s must be an array", key);
+static int get_array(Loader *ld, int obj, const char *key, int *n) {
+    int i = jkey(ld, obj, key);
+    *n = i >= 0 && ld->j->tok[i].type == JSMN_ARRAY ? ld->j->tok[i].size : 0;
+    return i >= 0 && ld->j->tok[i].type == JSMN_ARRAY ? i + 1 : lfail(ld, "%s must be an array", key);
 }
 
 // One UTF-8 character at key of obj into c (8 bytes); returns its length, or 0.
-static int get_char(Loader *L, int obj, const char *key, char *c) {
+static int get_char(Loader *ld, int obj, const char *key, char *c) {
     size_t n;
     int cp;
-    char *s = get_string(L, obj, key, &n);
+    char *s = get_string(ld, obj, key, &n);
     int ok = s != NULL && n > 0 && utf8_decode(s, n, 0, &cp) == n && cp >= 0;
     if (ok) { memcpy(c, s, n); }
     free(s);
@@ -3752,149 +3963,149 @@ static int get_char(Loader *L, int obj, const char *key, char *c) {
 }
 
 // Metaspace options, shared by the pre-tokenizer and the decoder
-static int load_metaspace(Loader *L, int obj, char *rep, int *rep_len, int *prepend) {
+static int load_metaspace(Loader *ld, int obj, char *rep, int *rep_len, int *prepend) {
     static const char *const schemes[] = {"never", "first", "always"}; // PREPEND_* order
-    *rep_len = get_char(L, obj, "replacement", rep);
+    *rep_len = get_char(ld, obj, "replacement", rep);
     *prepend = -1;
-    if (jkey(L, obj, "prepend_scheme") < 0) { // files from before tokenizers 0.19
-        *prepend = get_bool(L, obj, "add_prefix_space", 1) ? PREPEND_ALWAYS : PREPEND_NEVER;
+    if (jkey(ld, obj, "prepend_scheme") < 0) { // files from before tokenizers 0.19
+        *prepend = get_bool(ld, obj, "add_prefix_space", 1) ? PREPEND_ALWAYS : PREPEND_NEVER;
     }
-    for (int k = 0; k < 3; k++) { *prepend = str_is(L, obj, "prepend_scheme", schemes[k]) ? k : *prepend; }
-    return *rep_len == 0 || *prepend < 0 ? lfail(L, "unsupported Metaspace replacement or prepend_scheme") : 0;
+    for (int k = 0; k < 3; k++) { *prepend = str_is(ld, obj, "prepend_scheme", schemes[k]) ? k : *prepend; }
+    return *rep_len == 0 || *prepend < 0 ? lfail(ld, "unsupported Metaspace replacement or prepend_scheme") : 0;
 }
 
-static int add_pre(Tokenizer *t, Loader *L, int kind) {
+static int add_pre(Tokenizer *t, Loader *ld, int kind) {
     if (t->byte_level || t->n_pre == MAX_PRE) {
-        return lfail(L, "unsupported pre_tokenizer: a step after ByteLevel, or too many");
+        return lfail(ld, "unsupported pre_tokenizer: a step after ByteLevel, or too many");
     }
     t->pre[t->n_pre++] = (unsigned char)kind;
     return 0;
 }
 
-static int load_pre_step(Tokenizer *t, Loader *L, int p) {
-    if (type_is(L, p, "ByteLevel")) { // HF's defaults: add_prefix_space and use_regex true
-        if ((get_bool(L, p, "add_prefix_space", 1) && add_pre(t, L, PRE_PREFIX_SPACE) != 0) ||
-            (get_bool(L, p, "use_regex", 1) && add_pre(t, L, PRE_GPT2) != 0)) {
+static int load_pre_step(Tokenizer *t, Loader *ld, int p) {
+    if (type_is(ld, p, "ByteLevel")) { // HF's defaults: add_prefix_space and use_regex true
+        if ((get_bool(ld, p, "add_prefix_space", 1) && add_pre(t, ld, PRE_PREFIX_SPACE) != 0) ||
+            (get_bool(ld, p, "use_regex", 1) && add_pre(t, ld, PRE_GPT2) != 0)) {
             return -1;
         }
         t->byte_level = 1;
         return 0;
     }
-    if (type_is(L, p, "Digits")) {
-        return add_pre(t, L, get_bool(L, p, "individual_digits", 0) ? PRE_DIGITS : PRE_DIGIT_RUNS);
+    if (type_is(ld, p, "Digits")) {
+        return add_pre(t, ld, get_bool(ld, p, "individual_digits", 0) ? PRE_DIGITS : PRE_DIGIT_RUNS);
     }
-    if (type_is(L, p, "Split")) { // the two patterns we have scanners for, and no other
-        int pattern = jkey(L, p, "pattern");
-        int kind = str_is(L, pattern, "Regex", LLAMA3_PATTERN) ? PRE_LLAMA3
-                   : str_is(L, pattern, "Regex", GPT2_PATTERN) ? PRE_GPT2 : -1;
-        if (kind < 0 || !str_is(L, p, "behavior", "Isolated") || get_bool(L, p, "invert", 0)) {
-            return lfail(L, "unsupported pre_tokenizer Split (only the Llama 3 and GPT-2 regexes, Isolated)");
+    if (type_is(ld, p, "Split")) { // the two patterns we have scanners for, and no other
+        int pattern = jkey(ld, p, "pattern");
+        int kind = str_is(ld, pattern, "Regex", LLAMA3_PATTERN) ? PRE_LLAMA3
+                   : str_is(ld, pattern, "Regex", GPT2_PATTERN) ? PRE_GPT2 : -1;
+        if (kind < 0 || !str_is(ld, p, "behavior", "Isolated") || get_bool(ld, p, "invert", 0)) {
+            return lfail(ld, "unsupported pre_tokenizer Split (only the Llama 3 and GPT-2 regexes, Isolated)");
         }
-        return add_pre(t, L, kind);
+        return add_pre(t, ld, kind);
     }
-    if (type_is(L, p, "Metaspace") && t->meta_rep_len == 0) {
-        if (load_metaspace(L, p, t->meta_rep, &t->meta_rep_len, &t->meta_prepend) != 0 ||
-            add_pre(t, L, PRE_METASPACE) != 0) {
+    if (type_is(ld, p, "Metaspace") && t->meta_rep_len == 0) {
+        if (load_metaspace(ld, p, t->meta_rep, &t->meta_rep_len, &t->meta_prepend) != 0 ||
+            add_pre(t, ld, PRE_METASPACE) != 0) {
             return -1;
         }
-        return get_bool(L, p, "split", 1) ? add_pre(t, L, PRE_METASPACE_SPLIT) : 0;
+        return get_bool(ld, p, "split", 1) ? add_pre(t, ld, PRE_METASPACE_SPLIT) : 0;
     }
-    return unsupported(L, "pre_tokenizer", p);
+    return unsupported(ld, "pre_tokenizer", p);
 }
 
-static int load_norm_step(Tokenizer *t, Loader *L, int o) {
-    int prepend = type_is(L, o, "Prepend");
-    if (!prepend && !type_is(L, o, "Replace")) { return unsupported(L, "normalizer", o); }
-    if (t->n_norm == MAX_NORM) { return lfail(L, "normalizer has more than %d steps", MAX_NORM); }
+static int load_norm_step(Tokenizer *t, Loader *ld, int o) {
+    int prepend = type_is(ld, o, "Prepend");
+    if (!prepend && !type_is(ld, o, "Replace")) { return unsupported(ld, "normalizer", o); }
+    if (t->n_norm == MAX_NORM) { return lfail(ld, "normalizer has more than %d steps", MAX_NORM); }
     NormStep *st = &t->norm[t->n_norm++];
-    st->to = get_string(L, o, prepend ? "prepend" : "content", &st->to_len);
-    if (!prepend) { st->from = get_string(L, jkey(L, o, "pattern"), "String", &st->from_len); }
+    st->to = get_string(ld, o, prepend ? "prepend" : "content", &st->to_len);
+    if (!prepend) { st->from = get_string(ld, jkey(ld, o, "pattern"), "String", &st->from_len); }
     int ok = st->to != NULL && (prepend || (st->from != NULL && st->from_len > 0));
-    return ok ? 0 : lfail(L, "unsupported normalizer %s (only a String pattern)", prepend ? "Prepend" : "Replace");
+    return ok ? 0 : lfail(ld, "unsupported normalizer %s (only a String pattern)", prepend ? "Prepend" : "Replace");
 }
 
 // TemplateProcessing: the special tokens before and after $A in the "single" template
-static int load_template(Tokenizer *t, Loader *L, int p) {
-    const Json *j = L->j;
-    int n, i = get_array(L, p, "single", &n), specials = jkey(L, p, "special_tokens"), seen_a = 0;
+static int load_template(Tokenizer *t, Loader *ld, int p) {
+    const Json *j = ld->j;
+    int n, i = get_array(ld, p, "single", &n), specials = jkey(ld, p, "special_tokens"), seen_a = 0;
     for (int k = 0; k < n && i >= 0; k++, i = json_skip(j, i)) {
-        int seq = jkey(L, i, "Sequence"), m = 0, e = -1;
+        int seq = jkey(ld, i, "Sequence"), m = 0, e = -1;
         size_t len;
-        if (seq >= 0 && (seen_a || !str_is(L, seq, "id", "A"))) {
-            return lfail(L, "post_processor: the single template must hold $A once");
+        if (seq >= 0 && (seen_a || !str_is(ld, seq, "id", "A"))) {
+            return lfail(ld, "post_processor: the single template must hold $A once");
         }
         seen_a |= seq >= 0;
-        char *name = seq >= 0 ? NULL : get_string(L, jkey(L, i, "SpecialToken"), "id", &len);
-        e = name != NULL ? get_array(L, jkey(L, specials, name), "ids", &m) : -1;
+        char *name = seq >= 0 ? NULL : get_string(ld, jkey(ld, i, "SpecialToken"), "id", &len);
+        e = name != NULL ? get_array(ld, jkey(ld, specials, name), "ids", &m) : -1;
         free(name);
         for (int q = 0; q < m && e >= 0; q++, e = json_skip(j, e)) {
             long long id;
             int *count = seen_a ? &t->n_suffix : &t->n_prefix;
             if (json_int(j, e, 0, t->vocab_size - 1, &id) != 0 || *count == MAX_TEMPLATE) {
-                return lfail(L, "post_processor: bad special token id");
+                return lfail(ld, "post_processor: bad special token id");
             }
             (seen_a ? t->suffix : t->prefix)[(*count)++] = (int)id;
         }
-        if (seq < 0 && e < 0) { return lfail(L, "post_processor: a template token without ids"); }
+        if (seq < 0 && e < 0) { return lfail(ld, "post_processor: a template token without ids"); }
     }
-    return i < 0 || !seen_a ? lfail(L, "post_processor: the single template must hold $A once") : 0;
+    return i < 0 || !seen_a ? lfail(ld, "post_processor: the single template must hold $A once") : 0;
 }
 
-static int load_post_step(Tokenizer *t, Loader *L, int p) {
-    if (type_is(L, p, "ByteLevel")) { return 0; } // it only adjusts offsets
-    if (type_is(L, p, "TemplateProcessing") && t->n_prefix + t->n_suffix == 0) {
-        return load_template(t, L, p);
+static int load_post_step(Tokenizer *t, Loader *ld, int p) {
+    if (type_is(ld, p, "ByteLevel")) { return 0; } // it only adjusts offsets
+    if (type_is(ld, p, "TemplateProcessing") && t->n_prefix + t->n_suffix == 0) {
+        return load_template(t, ld, p);
     }
-    return unsupported(L, "post_processor", p);
+    return unsupported(ld, "post_processor", p);
 }
 
 // SentencePiece: Sequence[Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)], each step
 // after the Replace optional but in this order (Strip after Fuse cuts the text, not every token).
 // Also Metaspace and ByteLevel.
-static int load_decoder(Tokenizer *t, Loader *L, int d) {
-    const Json *j = L->j;
-    if (type_is(L, d, "ByteLevel")) { t->decoder = DEC_BYTELEVEL; return 0; }
-    if (type_is(L, d, "Metaspace")) {
+static int load_decoder(Tokenizer *t, Loader *ld, int d) {
+    const Json *j = ld->j;
+    if (type_is(ld, d, "ByteLevel")) { t->decoder = DEC_BYTELEVEL; return 0; }
+    if (type_is(ld, d, "Metaspace")) {
         t->decoder = DEC_METASPACE;
-        return load_metaspace(L, d, t->dec_rep, &t->dec_rep_len, &t->dec_prepend);
+        return load_metaspace(ld, d, t->dec_rep, &t->dec_rep_len, &t->dec_prepend);
     }
-    if (!type_is(L, d, "Sequence")) { return unsupported(L, "decoder", d); }
+    if (!type_is(ld, d, "Sequence")) { return unsupported(ld, "decoder", d); }
     t->decoder = DEC_SENTENCEPIECE;
-    int n, i = get_array(L, d, "decoders", &n), prev = 0;
+    int n, i = get_array(ld, d, "decoders", &n), prev = 0;
     for (int k = 0; k < n && i >= 0; k++, i = json_skip(j, i)) {
-        int step = type_is(L, i, "Replace") ? 1 : type_is(L, i, "ByteFallback") ? 2 : type_is(L, i, "Fuse") ? 3
-                   : type_is(L, i, "Strip") ? 4 : 5;
+        int step = type_is(ld, i, "Replace") ? 1 : type_is(ld, i, "ByteFallback") ? 2 : type_is(ld, i, "Fuse") ? 3
+                   : type_is(ld, i, "Strip") ? 4 : 5;
         long long start = 0, stop = 0;
         int ok = step > prev && step < 5 && (step == 1) == (k == 0);
         if (step == 1) {
-            t->dec_rep_len = get_char(L, jkey(L, i, "pattern"), "String", t->dec_rep);
-            ok = ok && t->dec_rep_len > 0 && str_is(L, i, "content", " ");
+            t->dec_rep_len = get_char(ld, jkey(ld, i, "pattern"), "String", t->dec_rep);
+            ok = ok && t->dec_rep_len > 0 && str_is(ld, i, "content", " ");
         }
         if (step == 4) {
-            ok = ok && prev == 3 && str_is(L, i, "content", " ") && json_int(j, jkey(L, i, "start"), 0, 1, &start) == 0 &&
-                 json_int(j, jkey(L, i, "stop"), 0, 0, &stop) == 0;
+            ok = ok && prev == 3 && str_is(ld, i, "content", " ") && json_int(j, jkey(ld, i, "start"), 0, 1, &start) == 0 &&
+                 json_int(j, jkey(ld, i, "stop"), 0, 0, &stop) == 0;
         }
-        if (!ok) { return lfail(L, "unsupported decoder Sequence (only Replace, ByteFallback, Fuse, Strip)"); }
+        if (!ok) { return lfail(ld, "unsupported decoder Sequence (only Replace, ByteFallback, Fuse, Strip)"); }
         t->dec_byte_fallback |= step == 2;
         t->dec_strip = (int)start;
         prev = step;
     }
-    return i < 0 || prev == 0 ? lfail(L, "decoder Sequence is empty") : 0;
+    return i < 0 || prev == 0 ? lfail(ld, "decoder Sequence is empty") : 0;
 }
 
 // Largest id in the vocab and the added tokens, each checked to be in [0, MAX_VOCAB).
-static int max_id(Loader *L, int vocab, int added) {
-    const Json *j = L->j;
+static int max_id(Loader *ld, int vocab, int added) {
+    const Json *j = ld->j;
     long long id, top = -1;
     for (int k = 0, i = vocab + 1; k < j->tok[vocab].size; k++, i = json_skip(j, i + 1)) {
         if (json_int(j, i + 1, 0, MAX_VOCAB - 1, &id) != 0) {
-            return lfail(L, "model.vocab entry %d: id not in [0, %d)", k, MAX_VOCAB);
+            return lfail(ld, "model.vocab entry %d: id not in [0, %d)", k, MAX_VOCAB);
         }
         top = id > top ? id : top;
     }
     for (int k = 0, i = added + 1; added >= 0 && k < j->tok[added].size; k++, i = json_skip(j, i)) {
-        if (json_int(j, jkey(L, i, "id"), 0, MAX_VOCAB - 1, &id) != 0) {
-            return lfail(L, "added_tokens[%d]: id not in [0, %d)", k, MAX_VOCAB);
+        if (json_int(j, jkey(ld, i, "id"), 0, MAX_VOCAB - 1, &id) != 0) {
+            return lfail(ld, "added_tokens[%d]: id not in [0, %d)", k, MAX_VOCAB);
         }
         top = id > top ? id : top;
     }
@@ -3902,9 +4113,9 @@ static int max_id(Loader *L, int vocab, int added) {
 }
 
 // Gives id its text (each id gets one).
-static int set_text(Tokenizer *t, Loader *L, int id, const char *s, size_t n) {
+static int set_text(Tokenizer *t, Loader *ld, int id, const char *s, size_t n) {
     if (t->tok[id].text != NULL || n > t->strings_cap - t->strings_len) {
-        return lfail(L, "two tokens have id %d", id);
+        return lfail(ld, "two tokens have id %d", id);
     }
     t->tok[id].text = (const char *)memcpy(t->strings + t->strings_len, s, n);
     t->tok[id].len = (int)n;
@@ -3912,8 +4123,8 @@ static int set_text(Tokenizer *t, Loader *L, int id, const char *s, size_t n) {
     return 0;
 }
 
-static int load_vocab(Tokenizer *t, Loader *L, int vocab) {
-    const Json *j = L->j;
+static int load_vocab(Tokenizer *t, Loader *ld, int vocab) {
+    const Json *j = ld->j;
     t->vocab_cap = table_size((size_t)j->tok[vocab].size);
     t->vocab_slots = (int *)calloc_check(t->vocab_cap, sizeof(int));
     for (size_t k = 0; k < t->vocab_cap; k++) { t->vocab_slots[k] = -1; }
@@ -3923,9 +4134,9 @@ static int load_vocab(Tokenizer *t, Loader *L, int vocab) {
         json_int(j, i + 1, 0, MAX_VOCAB - 1, &id); // checked by max_id
         char *s = json_string(j, i, &len);
         int ok = s != NULL && t->vocab_slots[slot = vocab_slot(t, s, len)] < 0 &&
-                 set_text(t, L, (int)id, s, len) == 0;
+                 set_text(t, ld, (int)id, s, len) == 0;
         free(s);
-        if (!ok) { return lfail(L, "model.vocab entry %d: a bad or repeated token", k); }
+        if (!ok) { return lfail(ld, "model.vocab entry %d: a bad or repeated token", k); }
         t->vocab_slots[slot] = (int)id;
         t->max_len = (int)len > t->max_len ? (int)len : t->max_len;
     }
@@ -3934,9 +4145,9 @@ static int load_vocab(Tokenizer *t, Loader *L, int vocab) {
 
 // Merge k, "a b" or ["a", "b"], joins the tokens a and b into the token ab with rank k (lower
 // ranks merge first). A pair listed twice keeps its last rank, as in HF's HashMap.
-static int load_merges(Tokenizer *t, Loader *L, int merges) {
-    const Json *j = L->j;
-    int n, i = get_array(L, merges, "merges", &n), rc = i < 0 ? -1 : 0;
+static int load_merges(Tokenizer *t, Loader *ld, int merges) {
+    const Json *j = ld->j;
+    int n, i = get_array(ld, merges, "merges", &n), rc = i < 0 ? -1 : 0;
     t->merge_cap = table_size((size_t)n);
     t->merges = (Merge *)calloc_check(t->merge_cap, sizeof(Merge));
     for (size_t k = 0; k < t->merge_cap; k++) { t->merges[k].left = -1; }
@@ -3959,7 +4170,7 @@ static int load_merges(Tokenizer *t, Loader *L, int merges) {
             left = vocab_find(t, a, na), right = vocab_find(t, b, nb), joined = vocab_find(t, ab, na + nb);
         }
         if (left < 0 || right < 0 || joined < 0) {
-            rc = lfail(L, "model.merges[%d]: not two vocab tokens that join into one", k);
+            rc = lfail(ld, "model.merges[%d]: not two vocab tokens that join into one", k);
         } else {
             Merge *m = &t->merges[merge_slot(t, left, right)];
             m->left = left, m->right = right, m->rank = k, m->id = joined;
@@ -3973,22 +4184,22 @@ static int load_merges(Tokenizer *t, Loader *L, int merges) {
 
 // Added tokens with lstrip, rstrip or single_word, or normalized ones when there is a normalizer
 // (HF matches those in normalized text and decodes them as their normalized content) are refused.
-static int load_added(Tokenizer *t, Loader *L, int arr) {
-    const Json *j = L->j;
+static int load_added(Tokenizer *t, Loader *ld, int arr) {
+    const Json *j = ld->j;
     t->added = (int *)calloc_check(arr < 0 ? 0 : (size_t)j->tok[arr].size, sizeof(int));
     for (int k = 0, i = arr + 1; arr >= 0 && k < j->tok[arr].size; k++, i = json_skip(j, i)) {
         long long id = 0;
         size_t len = 0;
-        json_int(j, jkey(L, i, "id"), 0, MAX_VOCAB - 1, &id); // checked by max_id
-        char *s = get_string(L, i, "content", &len);
+        json_int(j, jkey(ld, i, "id"), 0, MAX_VOCAB - 1, &id); // checked by max_id
+        char *s = get_string(ld, i, "content", &len);
         TokenText *x = &t->tok[id];
-        int special = get_bool(L, i, "special", 0), normalized = get_bool(L, i, "normalized", !special);
-        int ok = s != NULL && len > 0 && !get_bool(L, i, "single_word", 0) && !get_bool(L, i, "lstrip", 0) &&
-                 !get_bool(L, i, "rstrip", 0) && !(normalized && t->n_norm > 0) &&
-                 (x->text == NULL ? set_text(t, L, (int)id, s, len) == 0
+        int special = get_bool(ld, i, "special", 0), normalized = get_bool(ld, i, "normalized", !special);
+        int ok = s != NULL && len > 0 && !get_bool(ld, i, "single_word", 0) && !get_bool(ld, i, "lstrip", 0) &&
+                 !get_bool(ld, i, "rstrip", 0) && !(normalized && t->n_norm > 0) &&
+                 (x->text == NULL ? set_text(t, ld, (int)id, s, len) == 0
                                   : (size_t)x->len == len && memcmp(x->text, s, len) == 0);
         free(s);
-        if (!ok) { return lfail(L, "added_tokens[%d]: unsupported or not the vocab's text for its id", k); }
+        if (!ok) { return lfail(ld, "added_tokens[%d]: unsupported or not the vocab's text for its id", k); }
         x->special |= (unsigned char)special;
         x->normalized = (unsigned char)normalized;
         t->added[t->n_added++] = (int)id;
@@ -3996,67 +4207,67 @@ static int load_added(Tokenizer *t, Loader *L, int arr) {
     return 0;
 }
 
-typedef int (*LoadStep)(Tokenizer *t, Loader *L, int obj);
+typedef int (*LoadStep)(Tokenizer *t, Loader *ld, int obj);
 
 // A component that is null, one step, or a Sequence of steps listed under list_key.
-static int load_steps(Tokenizer *t, Loader *L, int obj, const char *list_key, LoadStep step) {
-    if (json_is_null(L->j, obj)) { return 0; }
-    if (!type_is(L, obj, "Sequence")) { return step(t, L, obj); }
-    int n, i = get_array(L, obj, list_key, &n);
-    for (int k = 0; k < n && i >= 0; k++, i = json_skip(L->j, i)) {
-        if (step(t, L, i) != 0) { return -1; }
+static int load_steps(Tokenizer *t, Loader *ld, int obj, const char *list_key, LoadStep step) {
+    if (json_is_null(ld->j, obj)) { return 0; }
+    if (!type_is(ld, obj, "Sequence")) { return step(t, ld, obj); }
+    int n, i = get_array(ld, obj, list_key, &n);
+    for (int k = 0; k < n && i >= 0; k++, i = json_skip(ld->j, i)) {
+        if (step(t, ld, i) != 0) { return -1; }
     }
     return i < 0 ? -1 : 0;
 }
 
-static int load_tokenizer(Tokenizer *t, Loader *L, size_t file_len) {
-    const Json *j = L->j;
-    int model = jkey(L, 0, "model"), vocab = jkey(L, model, "vocab"), added = jkey(L, 0, "added_tokens");
-    int dropout = jkey(L, model, "dropout"), prefix = jkey(L, model, "continuing_subword_prefix");
-    int suffix = jkey(L, model, "end_of_word_suffix");
+static int load_tokenizer(Tokenizer *t, Loader *ld, size_t file_len) {
+    const Json *j = ld->j;
+    int model = jkey(ld, 0, "model"), vocab = jkey(ld, model, "vocab"), added = jkey(ld, 0, "added_tokens");
+    int dropout = jkey(ld, model, "dropout"), prefix = jkey(ld, model, "continuing_subword_prefix");
+    int suffix = jkey(ld, model, "end_of_word_suffix");
     double p = 0;
     added = json_is_null(j, added) ? -1 : added;
-    if (model < 0 || !type_is(L, model, "BPE")) { return unsupported(L, "model", model); }
+    if (model < 0 || !type_is(ld, model, "BPE")) { return unsupported(ld, "model", model); }
     if (vocab < 0 || j->tok[vocab].type != JSMN_OBJECT || (added >= 0 && j->tok[added].type != JSMN_ARRAY)) {
-        return lfail(L, "model.vocab must be an object and added_tokens an array");
+        return lfail(ld, "model.vocab must be an object and added_tokens an array");
     }
-    if (!json_is_null(j, jkey(L, 0, "truncation")) || !json_is_null(j, jkey(L, 0, "padding"))) {
-        return lfail(L, "unsupported truncation or padding (they change what encode returns)");
+    if (!json_is_null(j, jkey(ld, 0, "truncation")) || !json_is_null(j, jkey(ld, 0, "padding"))) {
+        return lfail(ld, "unsupported truncation or padding (they change what encode returns)");
     }
     if (!json_is_null(j, dropout) && (json_number(j, dropout, &p) != 0 || p != 0)) {
-        return lfail(L, "unsupported model.dropout");
+        return lfail(ld, "unsupported model.dropout");
     }
-    if ((!json_is_null(j, prefix) && !str_is(L, model, "continuing_subword_prefix", "")) ||
-        (!json_is_null(j, suffix) && !str_is(L, model, "end_of_word_suffix", ""))) {
-        return lfail(L, "unsupported model.continuing_subword_prefix or end_of_word_suffix");
+    if ((!json_is_null(j, prefix) && !str_is(ld, model, "continuing_subword_prefix", "")) ||
+        (!json_is_null(j, suffix) && !str_is(ld, model, "end_of_word_suffix", ""))) {
+        return lfail(ld, "unsupported model.continuing_subword_prefix or end_of_word_suffix");
     }
-    t->vocab_size = max_id(L, vocab, added) + 1;
-    if (L->failed) { return -1; }
+    t->vocab_size = max_id(ld, vocab, added) + 1;
+    if (ld->failed) { return -1; }
     t->tok = (TokenText *)calloc_check((size_t)t->vocab_size, sizeof(TokenText));
     t->strings_cap = file_len; // the token texts are parts of the file, unescaped: never longer
     t->strings = (char *)malloc_check(file_len);
-    if (load_vocab(t, L, vocab) != 0 || load_merges(t, L, model) != 0) { return -1; }
-    t->byte_fallback = get_bool(L, model, "byte_fallback", 0);
-    t->fuse_unk = get_bool(L, model, "fuse_unk", 0);
-    t->ignore_merges = get_bool(L, model, "ignore_merges", 0);
+    if (load_vocab(t, ld, vocab) != 0 || load_merges(t, ld, model) != 0) { return -1; }
+    t->byte_fallback = get_bool(ld, model, "byte_fallback", 0);
+    t->fuse_unk = get_bool(ld, model, "fuse_unk", 0);
+    t->ignore_merges = get_bool(ld, model, "ignore_merges", 0);
     for (int b = 0; b < 256; b++) {
         char name[8];
         snprintf(name, sizeof(name), "<0x%02X>", b);
         t->byte_ids[b] = vocab_find(t, name, 6);
     }
     size_t n;
-    char *unk = get_string(L, model, "unk_token", &n);
+    char *unk = get_string(ld, model, "unk_token", &n);
     t->unk_id = unk != NULL ? vocab_find(t, unk, n) : -1;
-    int unk_missing = unk != NULL && t->unk_id < 0, decoder = jkey(L, 0, "decoder");
+    int unk_missing = unk != NULL && t->unk_id < 0, decoder = jkey(ld, 0, "decoder");
     free(unk);
     if (unk_missing || json_is_null(j, decoder)) { // (without a decoder HF joins tokens with spaces)
-        return lfail(L, "unsupported: unk_token not in the vocab, or no decoder");
+        return lfail(ld, "unsupported: unk_token not in the vocab, or no decoder");
     }
-    if (load_steps(t, L, jkey(L, 0, "normalizer"), "normalizers", load_norm_step) != 0 ||
-        load_added(t, L, added) != 0 ||
-        load_steps(t, L, jkey(L, 0, "pre_tokenizer"), "pretokenizers", load_pre_step) != 0 ||
-        load_steps(t, L, jkey(L, 0, "post_processor"), "processors", load_post_step) != 0 ||
-        load_decoder(t, L, decoder) != 0) {
+    if (load_steps(t, ld, jkey(ld, 0, "normalizer"), "normalizers", load_norm_step) != 0 ||
+        load_added(t, ld, added) != 0 ||
+        load_steps(t, ld, jkey(ld, 0, "pre_tokenizer"), "pretokenizers", load_pre_step) != 0 ||
+        load_steps(t, ld, jkey(ld, 0, "post_processor"), "processors", load_post_step) != 0 ||
+        load_decoder(t, ld, decoder) != 0) {
         return -1;
     }
     t->bos_id = t->n_prefix > 0 ? t->prefix[0] : -1;
@@ -4066,7 +4277,7 @@ static int load_tokenizer(Tokenizer *t, Loader *L, size_t file_len) {
         t->byte_char[b] = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE ? b : next++;
         t->char_byte[t->byte_char[b]] = (short)b;
     }
-    return L->failed ? -1 : 0;
+    return ld->failed ? -1 : 0;
 }
 
 Tokenizer *build_tokenizer(const char *path, char *err) {
@@ -4075,13 +4286,13 @@ Tokenizer *build_tokenizer(const char *path, char *err) {
     char *js = read_file(path, &len, err);
     if (js == NULL) { return NULL; }
     if (json_parse(&j, js, len, path, err) != 0) { free(js); return NULL; }
-    Loader L = {&j, path, err, 0};
+    Loader ld = {&j, path, err, 0};
     Tokenizer *t = (Tokenizer *)calloc_check(1, sizeof(Tokenizer));
-    int rc = load_tokenizer(t, &L, len);
+    int rc = load_tokenizer(t, &ld, len);
     json_free(&j);
     free(js);
-    if (rc == 0 && !L.failed) { return t; }
-    lfail(&L, "cannot load"); // keeps the first error
+    if (rc == 0 && !ld.failed) { return t; }
+    lfail(&ld, "cannot load"); // keeps the first error
     free_tokenizer(t);
     return NULL;
 }
@@ -4117,10 +4328,11 @@ static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
 // pass costs one full step. Eq. 6 comes from M / (gamma c + 1) with gamma = (M - 1) / alpha drafts
 // per round; at alpha = 0 that is 0/0, and drafts that are all rejected still cost gamma c each,
 // so there the measured drafts per round stand in for gamma: 1 / (gamma c + 1), below 1.
-static double expected_speedup(double mean_accepted, double alpha, double skip_ratio, double drafts_per_round) {
+static double expected_speedup(double mean_accepted, double acceptance, double skip_ratio,
+                               double drafts_per_round) {
     double c = 1.0 - skip_ratio;
-    if (alpha <= 0.0) { return 1.0 / (drafts_per_round * c + 1.0); }
-    return mean_accepted * alpha / ((mean_accepted - 1.0) * c + alpha);
+    if (acceptance <= 0.0) { return 1.0 / (drafts_per_round * c + 1.0); }
+    return mean_accepted * acceptance / ((mean_accepted - 1.0) * c + acceptance);
 }
 
 // The numbers a report prints for one prompt's run, derived from its statistics once.
@@ -4215,14 +4427,14 @@ static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, 
     double cw = svg_cell_width(L), tps = st->gen.decode_ms > 0 ? st->gen.n_generated / (st->gen.decode_ms / 1e3) : 0;
     int skipped = skip_count(skip, L);
     RunSummary sum = summarize_run(st, skip, L, method != METHOD_NONE);
-    double ratio = sum.skip_ratio, alpha = sum.acceptance, M = sum.mean_accepted;
+    double ratio = sum.skip_ratio, acceptance = sum.acceptance, M = sum.mean_accepted;
     fprintf(f, "<g class=\"panel\">\n<text x=\"12\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">prompt %d: \u201c", y + 20,
             prompt_no);
     svg_text(f, prompt, 60);
     fprintf(f, "\u201d</text>\n<text x=\"12\" y=\"%.1f\">", y + 38);
     svg_text(f, model, 60);
     fprintf(f, " | method %s | skipping %d of %d sublayers (%.0f%%) | acceptance \u03b1 %.3f | mean accepted length M %.2f</text>\n",
-            method_name(method), skipped, 2 * L, 100 * ratio, alpha, M);
+            method_name(method), skipped, 2 * L, 100 * ratio, acceptance, M);
     fprintf(f, "<text x=\"12\" y=\"%.1f\">speedup: measured ", y + 54);
     if (plain_tps > 0) { fprintf(f, "%.2fx (%.0f vs %.0f tokens/s plain, --compare)", tps / plain_tps, tps, plain_tps); }
     else { fprintf(f, "not measured (run with --compare)"); }
@@ -4336,7 +4548,7 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
     }
     if (h->n > 0) {
         fprintf(f, "<polyline class=\"gamma\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" points=\"");
-        for (int r = 0; r < h->n; r++) { fprintf(f, "%s%.2f,%.2f", r ? " " : "", x0 + (r + 0.5) * bw, yb - ch * h->gamma[r]); }
+        for (int r = 0; r < h->n; r++) { fprintf(f, "%s%.2f,%.2f", r ? " " : "", x0 + (r + 0.5) * bw, yb - ch * h->threshold[r]); }
         fprintf(f, "\"/>\n");
     }
     fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">round 1</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
@@ -4352,11 +4564,11 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
 // The default thread count. OpenMP's threads wait for each other between kernels by spinning
 // for a while (libgomp's default), the fastest wait on an idle machine. But when another process
 // holds a core, a thread spinning for a sibling the OS has descheduled burns its time slice, and
-// speed fell 3-30x on 2 cores; passive waiting (sleeping) avoids that but costs a wake-up per
-// kernel, 2.5-5x slower on an idle machine (README, Threads). So the default spins, on the cores
-// nobody else is using right now: the number of runnable processes is the 4th field of
-// /proc/loadavg ("0.52 0.30 0.20 3/250 1234"), ourselves included. OMP_NUM_THREADS and --threads
-// override it.
+// decoding slows down several times; passive waiting (sleeping) avoids that but costs a wake-up
+// per kernel, several times slower on an idle machine (README, Threads, has the figures). So the
+// default spins, on the cores nobody else is using right now: the number of runnable processes
+// is the 4th field of /proc/loadavg ("0.52 0.30 0.20 3/250 1234"), ourselves included.
+// OMP_NUM_THREADS and --threads override it.
 static int runnable_others(const char *loadavg_line) {
     double l1, l5, l15;
     int running, total;
@@ -4443,13 +4655,17 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
 
 typedef struct {
     const char *model_dir, *prompt, *prompt_file, *skip_spec, *skip_file, *dev_prompts, *save_skip;
-    int method, n_new, seed, ctx, max_draft, json, compare, iters, cost_model, loi, k_given, exit_given, threads;
-    float temperature, top_p, skip_ratio, swift_budget;
-    DraftExit exit;
+    int method, n_new, seed, ctx, max_draft, json, compare, cost_model, k_given, exit_given, threads;
+    float temperature, top_p;
+    DraftExit exit;       // the draft-exit rule: the method's, or --exit and --alpha
+    MethodParams params;  // each method's settings: the papers' defaults, changed by the flags
     const char *svg; // --svg FILE
 } Options;
 
+// The defaults shown are MethodParams' and DraftExit's own.
 static void usage(FILE *f) {
+    MethodParams d = method_params_default();
+    DraftExit e = draft_exit_default();
     fprintf(f,
         "usage: selfspec [options]\n"
         "  -m DIR          Hugging Face LLaMA folder (config.json, model.safetensors, tokenizer.json);\n"
@@ -4465,26 +4681,29 @@ static void usage(FILE *f) {
         "                  default: static when --skip/--skip-file is given, else none\n"
         "  --skip SPEC     draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\" (0-based)\n"
         "  --skip-file F   draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}\n"
-        "  -K N            max draft tokens per round (default 12; swift 25; at most %d)\n"
-        "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:0.8,\n"
-        "                  clasp: fixed:0.7)\n"
-        "  --alpha A       target acceptance rate of the adaptive exit (default 0.9)\n"
-        "  --iters N       selfsd: Bayesian-optimization iterations (default 64)\n"
+        "  -K N            max draft tokens per round (default %d; swift %d; at most %d)\n"
+        "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:%g,\n"
+        "                  clasp: fixed:%g)\n"
+        "  --alpha A       target acceptance rate of the adaptive exit (default %g)\n"
+        "  --iters N       selfsd: Bayesian-optimization iterations (default %d)\n"
         "  --dev-prompts F selfsd/oracle: search on these prompts instead of the prompt itself\n"
         "  --objective O   selfsd/oracle: time (wall clock, default for selfsd) or cost (sublayers\n"
         "                  run per token, deterministic; default for oracle)\n"
         "  --save-skip F   selfsd/oracle: write the chosen skip set as JSON for --skip-file\n"
-        "  --loi N         clasp: run the DP every N verifications (default 4)\n"
-        "  --skip-ratio R  swift: fraction of sublayers skipped, lowered while acceptance < 0.7 (default 0.45)\n"
+        "  --loi N         clasp: run the DP every N verifications (default %d)\n"
+        "  --skip-ratio R  swift: fraction of sublayers skipped, lowered while acceptance < 0.7\n"
+        "                  (default %g)\n"
         "  --swift-budget B swift: optimize only while its steps take at most this share of the time\n"
-        "                  (default 0.02; 1 = a step before every decoding step, as in the paper)\n"
+        "                  (default %g; 1 = a step before every decoding step, as in the paper)\n"
         "  --threads N     CPU threads (default: OMP_NUM_THREADS, else one per core); see README\n"
         "  --compare       also run plain decoding in this process: speeds, ratio, identity (needs a\n"
         "                  method other than none)\n"
         "  --svg FILE      draw the layer map, the set over time and each round as SVG (a panel per prompt)\n"
         "  --json          print one JSON object per prompt instead of text, one per line (JSON Lines\n"
         "                  with -f); its \"text\" is the continuation alone, without the prompt\n"
-        "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set so far.\n", MAX_DRAFT);
+        "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set so far.\n",
+        d.selfsd.max_draft, d.swift.max_draft, MAX_DRAFT, d.swift.exit_threshold, d.clasp.exit_threshold, e.target,
+        d.selfsd.iters, d.clasp.interval, d.swift.skip_ratio, d.swift.budget);
 }
 
 // One error line naming the flag, then exit 1.
@@ -4526,7 +4745,7 @@ static void parse_exit(const char *v, DraftExit *d) {
     else if (strcmp(v, "none") == 0) { d->mode = EXIT_NONE; }
     else if (strncmp(v, "fixed:", 6) == 0) {
         d->mode = EXIT_FIXED;
-        d->gamma = parse_float("--exit fixed:", v + 6, 0.0f, 1.0f, 0);
+        d->threshold = parse_float("--exit fixed:", v + 6, 0.0f, 1.0f, 0);
     } else {
         flag_error("--exit", v, "expected adaptive, fixed:GAMMA or none");
     }
@@ -4543,13 +4762,12 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->n_new = 64;
     o->top_p = 1.0f;
     o->seed = 42;
-    o->max_draft = 12;
-    o->iters = 64;
-    o->loi = 4;
     o->method = -1;
+    o->params = method_params_default();
     o->cost_model = -1;
     o->exit = draft_exit_default();
-    int prompt_given = 0, iters_given = 0, loi_given = 0, alpha_given = 0, top_p_given = 0;
+    int prompt_given = 0, iters_given = 0, loi_given = 0, alpha_given = 0, top_p_given = 0, ratio_given = 0;
+    int budget_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(stdout); exit(EXIT_SUCCESS); }
@@ -4574,15 +4792,15 @@ static void parse_options(int argc, char **argv, Options *o) {
         else if (strcmp(a, "--skip") == 0) { o->skip_spec = v; }
         else if (strcmp(a, "--skip-file") == 0) { o->skip_file = v; }
         else if (strcmp(a, "--exit") == 0) { parse_exit(v, &o->exit); o->exit_given = 1; }
-        else if (strcmp(a, "--alpha") == 0) { o->exit.alpha = parse_float(a, v, 0.0f, 1.0f, 1); alpha_given = 1; }
-        else if (strcmp(a, "--iters") == 0) { o->iters = (int)parse_long(a, v, 1, 100000); iters_given = 1; }
+        else if (strcmp(a, "--alpha") == 0) { o->exit.target = parse_float(a, v, 0.0f, 1.0f, 1); alpha_given = 1; }
+        else if (strcmp(a, "--iters") == 0) { o->params.selfsd.iters = (int)parse_long(a, v, 1, 100000); iters_given = 1; }
         else if (strcmp(a, "--dev-prompts") == 0) { o->dev_prompts = v; }
         else if (strcmp(a, "--save-skip") == 0) { o->save_skip = v; }
         else if (strcmp(a, "--svg") == 0) { o->svg = v; }
         else if (strcmp(a, "--threads") == 0) { o->threads = (int)parse_long(a, v, 1, 1024); }
-        else if (strcmp(a, "--loi") == 0) { o->loi = (int)parse_long(a, v, 1, 1 << 20); loi_given = 1; }
-        else if (strcmp(a, "--skip-ratio") == 0) { o->skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); }
-        else if (strcmp(a, "--swift-budget") == 0) { o->swift_budget = parse_float(a, v, 0.0f, 1.0f, 1); }
+        else if (strcmp(a, "--loi") == 0) { o->params.clasp.interval = (int)parse_long(a, v, 1, 1 << 20); loi_given = 1; }
+        else if (strcmp(a, "--skip-ratio") == 0) { o->params.swift.skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); ratio_given = 1; }
+        else if (strcmp(a, "--swift-budget") == 0) { o->params.swift.budget = parse_float(a, v, 0.0f, 1.0f, 1); budget_given = 1; }
         else if (strcmp(a, "--objective") == 0) {
             if (strcmp(v, "time") && strcmp(v, "cost")) { flag_error(a, v, "expected time or cost"); }
             o->cost_model = strcmp(v, "cost") == 0;
@@ -4609,16 +4827,19 @@ static void parse_options(int argc, char **argv, Options *o) {
     only_with(o->cost_model >= 0, "--objective", search, "only --method selfsd or oracle has an objective");
     only_with(iters_given, "--iters", o->method == METHOD_SELFSD, "only --method selfsd iterates");
     only_with(loi_given, "--loi", o->method == METHOD_CLASP, "only --method clasp reads it");
-    only_with(o->skip_ratio > 0, "--skip-ratio", o->method == METHOD_SWIFT, "only --method swift reads it");
-    only_with(o->swift_budget > 0, "--swift-budget", o->method == METHOD_SWIFT, "only --method swift reads it");
+    only_with(ratio_given, "--skip-ratio", o->method == METHOD_SWIFT, "only --method swift reads it");
+    only_with(budget_given, "--swift-budget", o->method == METHOD_SWIFT, "only --method swift reads it");
     only_with(o->k_given, "-K", drafts, "--method none drafts nothing");
     only_with(o->exit_given, "--exit", drafts, "--method none drafts nothing");
-    if (o->method == METHOD_SWIFT) { // SWIFT App. B.2: N_D = 25, early-stop drafting at confidence 0.8
-        if (!o->k_given) { o->max_draft = 25; }
-        if (!o->exit_given) { o->exit.mode = EXIT_FIXED; o->exit.gamma = 0.8f; }
+    // the method's K and exit rule (MethodParams), unless -K or --exit chose them
+    int max_draft;
+    float exit_threshold;
+    method_drafting(&o->params, o->method, &max_draft, &exit_threshold);
+    if (!o->k_given) { o->max_draft = max_draft; }
+    if (!o->exit_given && exit_threshold >= 0) {
+        o->exit.mode = EXIT_FIXED;
+        o->exit.threshold = exit_threshold;
     }
-    // CLaSp Sec. 5.3.3 (Fig. 4c): a fixed draft-exiting threshold near 0.7 gives the best speedup
-    if (o->method == METHOD_CLASP && !o->exit_given) { o->exit.mode = EXIT_FIXED; o->exit.gamma = 0.7f; }
     only_with(alpha_given, "--alpha", drafts && o->exit.mode == EXIT_ADAPTIVE, "only the adaptive draft exit has a target");
     only_with(top_p_given, "--top-p", o->temperature > 0, "greedy decoding (-t 0) does not sample; give -t too");
     if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
@@ -4804,8 +5025,10 @@ static void on_interrupt(int sig) {
 // Searches a skip set before decoding (selfsd, oracle) on the dev prompts or the prompt itself.
 static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt, int n_prompt,
                                double *select_ms, SetHistory *hist) {
-    char **texts = NULL, err[SS_ERR_LEN];
+    const SelfSdParams *p = &o->params.selfsd; // the oracle scores sets as Self-SD does
+    char **texts = NULL, err[SS_ERR_LEN], scored[64];
     int n_dev = 1, *line_no = NULL;
+    snprintf(scored, sizeof(scored), "the %d tokens the search scores", p->dev_tokens);
     if (o->dev_prompts) {
         n_dev = read_prompts(o->dev_prompts, &texts, &line_no, err);
         if (n_dev < 0) { fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err); exit(EXIT_FAILURE); }
@@ -4817,19 +5040,21 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
         char where[1200];
         snprintf(where, sizeof(where), "--dev-prompts %s line %d", o->dev_prompts, line_no[k]);
         ids[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
-        lengths[k] = encode_prompt(tok, &m->config, texts[k], 32, ids[k], where, "the 32 tokens the search scores");
+        lengths[k] = encode_prompt(tok, &m->config, texts[k], p->dev_tokens, ids[k], where, scored);
     }
-    Objective obj = {(const int *const *)ids, lengths, n_dev, 32, o->cost_model, NULL, NULL};
+    Objective obj = {(const int *const *)ids, lengths, n_dev, p->dev_tokens, p->max_draft, o->cost_model, NULL, NULL};
     double t0 = time_ms();
     SkipSet best;
     signal(SIGINT, on_interrupt);
     if (o->method == METHOD_SELFSD) {
-        best = select_selfsd(m, &obj, o->iters, (uint64_t)o->seed, !o->json, hist);
+        best = select_selfsd(m, &obj, p, (uint64_t)o->seed, !o->json, hist);
     } else {
+        const OracleParams *op = &o->params.oracle;
         long tried;
-        int count = (int)lround(0.45 * 2 * m->config.n_layers);
-        fprintf(stderr, "oracle: scoring every skip set of %d sublayers (or 20000 random ones): this is slow\n", count);
-        best = select_oracle(m, &obj, count, 20000, (uint64_t)o->seed, &tried);
+        int count = (int)lround(op->skip_ratio * 2 * m->config.n_layers);
+        fprintf(stderr, "oracle: scoring every skip set of %d sublayers (or %ld random ones): this is slow\n", count,
+                op->max_sets);
+        best = select_oracle(m, &obj, count, op->max_sets, (uint64_t)o->seed, &tried);
         fprintf(stderr, "oracle: scored %ld skip sets\n", tried);
     }
     signal(SIGINT, SIG_DFL);
@@ -4868,9 +5093,9 @@ static void print_report(const Options *o, const Model *m, const char *text, con
     layer_map(skip, c->n_layers, attn_map, mlp_map);
     double tps = st->gen.decode_ms > 0 ? n / (st->gen.decode_ms / 1e3) : 0;
     RunSummary sum = summarize_run(st, skip, c->n_layers, speculative);
-    double skip_ratio = sum.skip_ratio, alpha = sum.acceptance, mean_acc = sum.mean_accepted;
+    double skip_ratio = sum.skip_ratio, acceptance = sum.acceptance, mean_acc = sum.mean_accepted;
     double expected = sum.expected_speedup;
-    double gamma_mean = st->rounds ? st->gamma_sum / st->rounds : st->gamma_first;
+    double threshold_mean = st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
     if (o->json) {
         printf("{\"model\": ");
         json_write_string(stdout, m->dir);
@@ -4885,8 +5110,9 @@ static void print_report(const Options *o, const Model *m, const char *text, con
         printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}, \"skip_ratio\": %.4f",
                method_name(o->method), attn_map, mlp_map, skip_ratio);
         printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, \"mean_accepted\": %.4f",
-               st->rounds, st->drafted, st->accepted, alpha, mean_acc);
-        printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f", st->gamma_first, st->gamma_last, gamma_mean);
+               st->rounds, st->drafted, st->accepted, acceptance, mean_acc);
+        printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f", st->threshold_first,
+               st->threshold_last, threshold_mean);
         if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
             printf(", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
         }
@@ -4907,9 +5133,9 @@ static void print_report(const Options *o, const Model *m, const char *text, con
                 method_name(o->method), o->max_draft, skip_count(skip, c->n_layers), 2 * c->n_layers, 100 * skip_ratio,
                 st->select_ms, attn_map, mlp_map);
         fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted length M %.2f\n",
-                st->rounds, st->drafted, st->accepted, alpha, mean_acc);
+                st->rounds, st->drafted, st->accepted, acceptance, mean_acc);
         fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
-                st->gamma_first, st->gamma_last, gamma_mean, st->draft_ms, st->verify_ms, st->select_ms,
+                st->threshold_first, st->threshold_last, threshold_mean, st->draft_ms, st->verify_ms, st->select_ms,
                 st->gen.decode_ms - st->draft_ms - st->verify_ms - (st->select_ms - st->search_ms));
         fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", expected);
         if (st->selections > 0 && st->rounds > 0) {
@@ -4989,10 +5215,7 @@ int main(int argc, char **argv) {
         encode_prompt(tok, c, prompts[pi], o.n_new, prompt, where, extra);
     }
     Selector sel;
-    selector_init(&sel, o.method, c->n_layers, (uint64_t)o.seed);
-    sel.clasp_interval = o.loi;
-    if (o.skip_ratio > 0) { sel.swift.ratio = o.skip_ratio; }
-    if (o.swift_budget > 0) { sel.swift.budget = o.swift_budget; }
+    selector_init(&sel, o.method, &o.params, c->n_layers, (uint64_t)o.seed);
     int *out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     SetHistory *search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory)); // Self-SD's candidates
@@ -5014,18 +5237,15 @@ int main(int argc, char **argv) {
         rng_seed(&smp.rng, (uint64_t)o.seed);
         SpecStats st;
         memset(&st, 0, sizeof(st));
-        SpecParams sp;
-        sp.skip = skip;
-        sp.max_draft = o.max_draft;
-        sp.exit = o.exit;
+        SpecParams sp = {skip, o.max_draft, o.exit};
+        Output output_tokens = output(out, o.n_new, NULL, on_token, &sink);
         if (!o.json) { printf("%s", prompts[pi]); fflush(stdout); }
         int n;
         if (o.method == METHOD_NONE) {
-            n = generate_plain(&m, prompt, n_prompt, o.n_new, NULL, &smp, out, NULL, on_token, &sink, &st.gen);
+            n = generate_plain(&m, prompt, n_prompt, NULL, &smp, &output_tokens, &st.gen);
         } else {
             int dynamic = o.method == METHOD_SWIFT || o.method == METHOD_ASD || o.method == METHOD_CLASP;
-            n = generate_spec(&m, prompt, n_prompt, o.n_new, &sp, dynamic ? &sel : NULL, &smp, out, NULL, on_token,
-                              &sink, &st);
+            n = generate_spec(&m, prompt, n_prompt, &sp, dynamic ? &sel : NULL, &smp, &output_tokens, &st);
             o.exit = sp.exit; // the adaptive threshold carries over to the next prompt
             skip = sp.skip;   // the layer map reported is the last one used
         }
@@ -5038,7 +5258,8 @@ int main(int argc, char **argv) {
             GenStats plain_st;
             Sampler plain_smp = {o.temperature, o.top_p, {0}};
             rng_seed(&plain_smp.rng, (uint64_t)o.seed);
-            n_plain = generate_plain(&m, prompt, n_prompt, o.n_new, NULL, &plain_smp, plain_out, NULL, NULL, NULL, &plain_st);
+            Output plain = output(plain_out, o.n_new, NULL, NULL, NULL);
+            n_plain = generate_plain(&m, prompt, n_prompt, NULL, &plain_smp, &plain, &plain_st);
             plain_tps = plain_st.decode_ms > 0 ? n_plain / (plain_st.decode_ms / 1e3) : 0;
             identical = n == n_plain && memcmp(out, plain_out, (size_t)n * sizeof(int)) == 0;
         }

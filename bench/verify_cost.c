@@ -60,7 +60,7 @@ int main(int argc, char **argv) {
     int tokens[80];
     for (int t = 0; t < 80; t++) { tokens[t] = (7 * t + 3) % m.config.vocab_size; }
     int row;
-    prefill(&m, tokens, 64, NULL, &row);
+    prefill(&m, tokens, 64, NULL, NULL, &row);
     SkipSet half = alternate_layers(m.config.n_layers);
     median_pass_ms(&m, tokens + 64, 1, NULL, 3); // warm up
     double t1 = median_pass_ms(&m, tokens + 64, 1, NULL, repeats);

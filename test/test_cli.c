@@ -138,8 +138,10 @@ static void test_selfsd_noise(void) {
     char err[SS_ERR_LEN];
     if (build_model(&m, RANDOM_MODEL, 64, err)) { check(0, "%s", err); return; }
     NoisyClock clock = {0};
-    Objective obj = {NULL, NULL, 0, 0, 0, noisy_cost, &clock};
-    SkipSet best = select_selfsd(&m, &obj, 40, 5, 0, NULL);
+    Objective obj = {NULL, NULL, 0, 0, 12, 0, noisy_cost, &clock};
+    MethodParams mp = method_params_default();
+    mp.selfsd.iters = 40;
+    SkipSet best = select_selfsd(&m, &obj, &mp.selfsd, 5, 0, NULL);
     check(skip_count(&best, m.config.n_layers) == 0,
           "Self-SD under a noisy clock chose a set skipping %d sublayers, each of which truly costs more than none",
           skip_count(&best, m.config.n_layers));

@@ -102,7 +102,8 @@ static void test_greedy_lossless(Model *m, const char *name) {
         for (int t = 0; t < n_prompt; t++) { prompt[t] = (int)(rng_u32(&r) % (uint32_t)vocab); }
         Sampler greedy = {0.0f, 1.0f, {1}};
         GenStats gs;
-        int np = generate_plain(m, prompt, n_prompt, MAX_GEN, NULL, &greedy, plain, lp, NULL, NULL, &gs);
+        Output plain_out = output(plain, MAX_GEN, lp, NULL, NULL);
+        int np = generate_plain(m, prompt, n_prompt, NULL, &greedy, &plain_out, &gs);
         for (int si = 0; si < n_sets; si++) {
             // every prompt sees every skip set; K and the exit mode cycle through all 9 pairs
             int combo = (pi + si) % 9;
@@ -112,7 +113,8 @@ static void test_greedy_lossless(Model *m, const char *name) {
             sp.exit = draft_exit_default();
             sp.exit.mode = exits[combo % 3];
             SpecStats st;
-            int ns = generate_spec(m, prompt, n_prompt, MAX_GEN, &sp, NULL, &greedy, spec, ls, NULL, NULL, &st);
+            Output spec_out = output(spec, MAX_GEN, ls, NULL, NULL);
+            int ns = generate_spec(m, prompt, n_prompt, &sp, NULL, &greedy, &spec_out, &st);
             char what[128];
             snprintf(what, sizeof(what), "%s prompt %d skip set %d K=%d exit %d", name, pi, si, sp.max_draft, sp.exit.mode);
             ok += compare_runs(plain, np, spec, ns, lp, ls, vocab, what);
@@ -183,7 +185,7 @@ static void test_sampling_end_to_end(Model *m, float temperature, float top_p, i
     int *idx2 = (int *)malloc_check((size_t)max_s1 * V * sizeof(int)); // (t1, t2) -> pair, or -1
     double *prob = (double *)calloc_check((size_t)max_cells, sizeof(double));
     long *counts = (long *)calloc_check((size_t)max_cells, sizeof(long));
-    prefill(m, prompt, P, NULL, &row);
+    prefill(m, prompt, P, NULL, NULL, &row);
     warp_probs(m->state.logits_host + (size_t)row * V, V, temperature, top_p, p1, scratch);
     for (int a = 0; a < V; a++) { idx1[a] = seeds * (double)p1[a] >= 5 ? n_s1++ : -1; }
     long pair_base = (long)V + (long)n_s1 * V; // cells: t1 alone, then (t1, t2), then (t1, t2, t3)
@@ -201,14 +203,15 @@ static void test_sampling_end_to_end(Model *m, float temperature, float top_p, i
             for (int c = 0; c < V; c++) { prob[pair_base + (long)*pair * V + c] = pab * p3[c]; }
         }
     }
+    MethodParams mp = method_params_default();
+    mp.swift.window = 1;      // SWIFT: optimize from the first generated token on, so a step runs
+    mp.swift.budget = 1.0f;   // before the round after a rejection of d1 (no timing)
+    mp.swift.max_steps = 40;
+    mp.swift.skip_ratio = 0.1f; // candidates skip 1 sublayer, starting from the static set: drafts
+    mp.clasp.interval = 1;    // CLaSp: a DP after every verification
     Selector sel;
-    selector_init(&sel, method, m->config.n_layers, 3);
-    sel.swift.window = 1;     // SWIFT: optimize from the first generated token on, so a step runs
-    sel.swift.budget = 1.0f;  // before the round after a rejection of d1 (no timing)
-    sel.swift.max_steps = 40;
-    sel.swift.ratio = 0.1f;   // candidates skip 1 sublayer, starting from the static set: drafts
+    selector_init(&sel, method, &mp, m->config.n_layers, 3);
     sel.swift.best = *skip;   // get accepted, so both d1 and d2 are judged
-    sel.clasp_interval = 1;   // CLaSp: a DP after every verification
     long multi = 0, both = 0, drafted = 0, selections = 0;
     for (long seed = 0; seed < seeds; seed++) {
         SpecParams sp;
@@ -220,7 +223,8 @@ static void test_sampling_end_to_end(Model *m, float temperature, float top_p, i
         rng_seed(&smp.rng, (uint64_t)seed);
         int out[4];
         SpecStats st;
-        generate_spec(m, prompt, P, 4, &sp, method == METHOD_STATIC ? NULL : &sel, &smp, out, NULL, NULL, NULL, &st);
+        Output o = output(out, 4, NULL, NULL, NULL);
+        generate_spec(m, prompt, P, &sp, method == METHOD_STATIC ? NULL : &sel, &smp, &o, &st);
         int a = out[0], b = out[1], c = out[2];
         long cell = idx1[a] < 0 ? a : idx2[(size_t)idx1[a] * V + b] < 0 ? V + (long)idx1[a] * V + b
                   : pair_base + (long)idx2[(size_t)idx1[a] * V + b] * V + c;
@@ -254,21 +258,21 @@ static void test_gamma_rule(void) {
     DraftExit d = draft_exit_default(); // gamma 0.6, alpha 0.9, eps 0.01, beta1 0.5, beta2 0.9
     // round 1: 3 of 4 accepted, beta1 = 0: AR = 0.75 <= 0.9 -> gamma~ 0.61 -> 0.9*0.6 + 0.1*0.61
     draft_exit_update(&d, 3, 4, 0);
-    check(fabsf(d.ar - 0.75f) < 1e-6f && fabsf(d.gamma - 0.601f) < 1e-6f, "gamma round 1: AR %.6f gamma %.6f", d.ar, d.gamma);
+    check(fabsf(d.ar - 0.75f) < 1e-6f && fabsf(d.threshold - 0.601f) < 1e-6f, "gamma round 1: AR %.6f gamma %.6f", d.ar, d.threshold);
     // round 2: 4/4: AR = 0.5*0.75 + 0.5*1 = 0.875 <= 0.9 -> gamma~ 0.611 -> 0.9*0.601 + 0.0611
     draft_exit_update(&d, 4, 4, 0);
-    check(fabsf(d.ar - 0.875f) < 1e-6f && fabsf(d.gamma - 0.602f) < 1e-6f, "gamma round 2: AR %.6f gamma %.6f", d.ar, d.gamma);
+    check(fabsf(d.ar - 0.875f) < 1e-6f && fabsf(d.threshold - 0.602f) < 1e-6f, "gamma round 2: AR %.6f gamma %.6f", d.ar, d.threshold);
     // round 3: 5/5: AR = 0.9375 > 0.9 -> gamma~ 0.592 -> 0.9*0.602 + 0.0592 = 0.601
     draft_exit_update(&d, 5, 5, 0);
-    check(fabsf(d.ar - 0.9375f) < 1e-6f && fabsf(d.gamma - 0.601f) < 1e-6f, "gamma round 3: AR %.6f gamma %.6f", d.ar, d.gamma);
+    check(fabsf(d.ar - 0.9375f) < 1e-6f && fabsf(d.threshold - 0.601f) < 1e-6f, "gamma round 3: AR %.6f gamma %.6f", d.ar, d.threshold);
     // round 4: 12/12 and the draft hit K with AR 0.96875 > alpha: gamma stays
     draft_exit_update(&d, 12, 12, 1);
-    check(fabsf(d.ar - 0.96875f) < 1e-6f && fabsf(d.gamma - 0.601f) < 1e-6f, "gamma round 4: AR %.6f gamma %.6f", d.ar, d.gamma);
+    check(fabsf(d.ar - 0.96875f) < 1e-6f && fabsf(d.threshold - 0.601f) < 1e-6f, "gamma round 4: AR %.6f gamma %.6f", d.ar, d.threshold);
     // fixed and none never move
     DraftExit f = draft_exit_default();
     f.mode = EXIT_FIXED;
     draft_exit_update(&f, 0, 5, 0);
-    check(f.gamma == 0.6f, "fixed gamma moved to %.6f", f.gamma);
+    check(f.threshold == 0.6f, "fixed gamma moved to %.6f", f.threshold);
 }
 
 static void run_pair(Model *m, const int *prompt, int n_prompt, int max_new, const SkipSet *skip, int k,
@@ -283,8 +287,9 @@ static void run_pair(Model *m, const int *prompt, int n_prompt, int max_new, con
     sp.skip = *skip;
     sp.max_draft = k;
     sp.exit = draft_exit_default();
-    int na = generate_plain(m, prompt, n_prompt, max_new, NULL, &greedy, a, la, NULL, NULL, &gs);
-    int nb = generate_spec(m, prompt, n_prompt, max_new, &sp, NULL, &greedy, b, lb, NULL, NULL, &st);
+    Output out_a = output(a, max_new, la, NULL, NULL), out_b = output(b, max_new, lb, NULL, NULL);
+    int na = generate_plain(m, prompt, n_prompt, NULL, &greedy, &out_a, &gs);
+    int nb = generate_spec(m, prompt, n_prompt, &sp, NULL, &greedy, &out_b, &st);
     compare_runs(a, na, b, nb, la, lb, vocab, what);
     *n_out = nb;
     free(la);
@@ -314,7 +319,8 @@ static void test_edges(const char *dir) {
     SpecParams sp = {none, 12, draft_exit_default()};
     int out[16];
     Sampler greedy = {0.0f, 1.0f, {1}};
-    generate_spec(&m, prompt, 10, 8, &sp, NULL, &greedy, out, NULL, NULL, NULL, &st);
+    Output o = output(out, 8, NULL, NULL, NULL);
+    generate_spec(&m, prompt, 10, &sp, NULL, &greedy, &o, &st);
     check(st.drafted == 0 && st.rounds == 7, "empty skip set: %d drafted in %d rounds, want 0 in 7", st.drafted,
           st.rounds);
     // EOS inside an accepted draft: with layer 1's o_proj zeroed its attention sublayer is the
@@ -326,7 +332,8 @@ static void test_edges(const char *dir) {
     device_memset(m.weights.wo + wo, 0, wo * sizeof(float)); // weights live in device memory
     int plain[16];
     GenStats gs;
-    generate_plain(&m, prompt, 3, 12, NULL, &greedy, plain, NULL, NULL, NULL, &gs);
+    Output plain_out = output(plain, 12, NULL, NULL, NULL);
+    generate_plain(&m, prompt, 3, NULL, &greedy, &plain_out, &gs);
     int first_at = 0;
     while (first_at < 4 && plain[first_at] != plain[4]) { first_at++; }
     m.config.eos_ids[0] = plain[4];

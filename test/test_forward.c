@@ -109,7 +109,8 @@ static void test_hf_greedy(Model *m, const char *ref_dir, const char *target) {
         if (!check(ok, "%s: bad greedy.txt line %d", target, lines)) { break; }
         Sampler sp = {0.0f, 1.0f, {1}};
         GenStats st;
-        int n = generate_plain(m, prompt, n_prompt, n_gen, NULL, &sp, got, NULL, NULL, NULL, &st);
+        Output out = output(got, n_gen, NULL, NULL, NULL);
+        int n = generate_plain(m, prompt, n_prompt, NULL, &sp, &out, &st);
         int first = -1;
         for (int t = 0; t < n_gen && first < 0; t++) { if (t >= n || got[t] != expect[t]) { first = t; } }
         check(first < 0 && n == n_gen, "%s greedy %d: first mismatch at token %d (ours %d, HF %d), %d vs %d tokens",

@@ -108,9 +108,10 @@ static void test_planted(const char *dir) {
 
     // ASD: C_l = 1 exactly for the planted attention sublayers, below 1 elsewhere
     Selector sel;
-    selector_init(&sel, METHOD_ASD, L, 1);
+    MethodParams mp = method_params_default();
+    selector_init(&sel, METHOD_ASD, &mp, L, 1);
     int row;
-    prefill_captured(&m, prompt, 12, &sel, &row);
+    prefill(&m, prompt, 12, NULL, &sel, &row);
     for (int l = 0; l < L; l++) {
         double cl = sel.asd_cos[l] / sel.asd_tokens;
         check(planted.attn[l] ? cl > 1.0 - 1e-12 : cl < 0.9999, "ASD: C_%d = %.15f (planted %d)", l, cl, planted.attn[l]);
@@ -131,7 +132,8 @@ static void test_planted(const char *dir) {
     Sampler greedy = {0.0f, 1.0f, {1}};
     GenStats gs;
     memcpy(seq, prompt, sizeof(prompt));
-    int n = generate_plain(&m, prompt, 12, 40, NULL, &greedy, out, NULL, NULL, NULL, &gs);
+    Output o = output(out, 40, NULL, NULL, NULL);
+    int n = generate_plain(&m, prompt, 12, NULL, &greedy, &o, &gs);
     memcpy(seq + 12, out, (size_t)n * sizeof(int));
     double match = swift_matchness(&m, seq, 12 + n - 1, 32, &planted);
     check(match == 1.0, "SWIFT matchness of the planted set = %.3f, want 1.0", match);
@@ -143,8 +145,10 @@ static void test_planted(const char *dir) {
     // iterations (the space has 2^12 sets)
     const int *prompts[1] = {prompt};
     int lengths[1] = {12};
-    Objective obj = {prompts, lengths, 1, 24, 1, NULL, NULL};
-    SkipSet bo = select_selfsd(&m, &obj, 150, 7, 0, NULL);
+    Objective obj = {prompts, lengths, 1, 24, 12, 1, NULL, NULL};
+    MethodParams mp_bo = method_params_default();
+    mp_bo.selfsd.iters = 150;
+    SkipSet bo = select_selfsd(&m, &obj, &mp_bo.selfsd, 7, 0, NULL);
     layer_map(&bo, L, a_map, m_map);
     check(contains(&bo, &planted, L), "Self-SD BO (cost model, 150 iters) chose attn %s mlp %s, missing planted sublayers",
           a_map, m_map);
@@ -172,12 +176,14 @@ static void test_asd_per_prompt(const char *dir) {
     parse_skip_spec("attn:0,1", L, &planted, err); // not every-3rd layers: only the cosine rule skips them
     plant(&m, &planted);
     Selector sel;
-    selector_init(&sel, METHOD_ASD, L, 1);
+    MethodParams mp = method_params_default();
+    selector_init(&sel, METHOD_ASD, &mp, L, 1);
     for (int k = 0; k < 3; k++) {
         Sampler greedy = {0.0f, 1.0f, {1}};
         SpecStats st;
         SpecParams sp = selector_params(4, draft_exit_default());
-        generate_spec(&m, prompt, 12, 8, &sp, &sel, &greedy, out, NULL, NULL, NULL, &st);
+        Output o = output(out, 8, NULL, NULL, NULL);
+        generate_spec(&m, prompt, 12, &sp, &sel, &greedy, &o, &st);
         if (k == 0) { first = sp.skip; }
         layer_map(&sp.skip, L, a_map, m_map);
         check(contains(&sp.skip, &planted, L) && same_set(&sp.skip, &first, L) && st.drafted > 0,
@@ -305,11 +311,12 @@ static void test_methods_lossless(const char *dir) {
     const int methods[3] = {METHOD_SWIFT, METHOD_ASD, METHOD_CLASP};
     for (int mi = 0; mi < 3; mi++) {
         int drafted = 0, selections = 0;
+        MethodParams mp = method_params_default();
+        mp.swift.max_steps = 6;   // reach SWIFT's acceleration phase within the test
+        mp.swift.budget = 1.0f;   // the paper's schedule, a step before every round: no timing
+        mp.clasp.interval = 1 + mi % 2;
         Selector sel;
-        selector_init(&sel, methods[mi], L, 11);
-        sel.swift.max_steps = 6;   // reach SWIFT's acceleration phase within the test
-        sel.swift.budget = 1.0f;   // the paper's schedule, a step before every round: no timing
-        sel.clasp_interval = 1 + mi % 2;
+        selector_init(&sel, methods[mi], &mp, L, 11);
         DraftExit exit = draft_exit_default();
         for (int pi = 0; pi < 6; pi++) { // the selector's state carries across prompts, as in a run
             int prompt[16], a[64], b[64];
@@ -318,9 +325,10 @@ static void test_methods_lossless(const char *dir) {
             GenStats gs;
             SpecStats st;
             SpecParams sp = selector_params(methods[mi] == METHOD_SWIFT ? 25 : 12, exit);
-            if (methods[mi] == METHOD_SWIFT) { sp.exit.mode = EXIT_FIXED; sp.exit.gamma = 0.8f; }
-            int na = generate_plain(&m, prompt, 4 + pi, 60, NULL, &greedy, a, NULL, NULL, NULL, &gs);
-            int nb = generate_spec(&m, prompt, 4 + pi, 60, &sp, &sel, &greedy, b, NULL, NULL, NULL, &st);
+            if (methods[mi] == METHOD_SWIFT) { sp.exit.mode = EXIT_FIXED; sp.exit.threshold = 0.8f; }
+            Output out_a = output(a, 60, NULL, NULL, NULL), out_b = output(b, 60, NULL, NULL, NULL);
+            int na = generate_plain(&m, prompt, 4 + pi, NULL, &greedy, &out_a, &gs);
+            int nb = generate_spec(&m, prompt, 4 + pi, &sp, &sel, &greedy, &out_b, &st);
             exit = sp.exit;
             leaves += st.leaf_accepts;
             drafted += st.drafted;
@@ -346,9 +354,10 @@ static void test_methods_lossless(const char *dir) {
 static void test_swift_ratio(const char *dir) {
     Model m;
     if (!load_model(&m, dir)) { return; }
+    MethodParams mp = method_params_default();
+    mp.swift.budget = 1.0f; // a step before every round, as in the paper: no timing in the test
     Selector sel;
-    selector_init(&sel, METHOD_SWIFT, m.config.n_layers, 5);
-    sel.swift.budget = 1.0f; // a step before every round, as in the paper: no timing in the test
+    selector_init(&sel, METHOD_SWIFT, &mp, m.config.n_layers, 5);
     int ok = 1;
     for (int pi = 0; pi < 8; pi++) {
         int prompt[4] = {1, 7 + pi, 9, 11}, a[64], b[64];
@@ -357,8 +366,9 @@ static void test_swift_ratio(const char *dir) {
         SpecStats st;
         SpecParams sp = selector_params(25, draft_exit_default());
         m.config.n_eos = 0; // run the full 60 tokens
-        int na = generate_plain(&m, prompt, 4, 60, NULL, &greedy, a, NULL, NULL, NULL, &gs);
-        int nb = generate_spec(&m, prompt, 4, 60, &sp, &sel, &greedy, b, NULL, NULL, NULL, &st);
+        Output out_a = output(a, 60, NULL, NULL, NULL), out_b = output(b, 60, NULL, NULL, NULL);
+        int na = generate_plain(&m, prompt, 4, NULL, &greedy, &out_a, &gs);
+        int nb = generate_spec(&m, prompt, 4, &sp, &sel, &greedy, &out_b, &st);
         ok &= na == nb && memcmp(a, b, (size_t)na * sizeof(int)) == 0;
     }
     check(ok, "SWIFT with a falling skip ratio is not lossless");
@@ -379,21 +389,23 @@ static void test_swift_window(const char *dir) {
     for (int t = 0; t < 60; t++) { prompt[t] = (13 * t + 7) % m.config.vocab_size; }
     const int n_new[2] = {3, 48};
     for (int k = 0; k < 2; k++) {
+        MethodParams mp = method_params_default();
+        mp.swift.budget = 1.0f; // a step before every round once allowed: no timing
         Selector sel;
-        selector_init(&sel, METHOD_SWIFT, m.config.n_layers, 5);
-        sel.swift.budget = 1.0f; // a step before every round once allowed: no timing
+        selector_init(&sel, METHOD_SWIFT, &mp, m.config.n_layers, 5);
         Sampler greedy = {0.0f, 1.0f, {1}};
         SpecStats st;
         SpecParams sp = selector_params(25, draft_exit_default());
-        int n = generate_spec(&m, prompt, 60, n_new[k], &sp, &sel, &greedy, out, NULL, NULL, NULL, &st);
+        Output o = output(out, n_new[k], NULL, NULL, NULL);
+        int n = generate_spec(&m, prompt, 60, &sp, &sel, &greedy, &o, &st);
         if (k == 0) {
             check(st.selections == 0 && sel.swift.best_score < 0,
                   "SWIFT, 60-token prompt, %d new tokens: %d optimization steps (best score %.3f), want none before "
-                  "%d generated tokens", n, st.selections, sel.swift.best_score, sel.swift.window);
+                  "%d generated tokens", n, st.selections, sel.swift.best_score, sel.swift.p.window);
         } else {
-            check(st.selections > 0 && st.selections <= n - sel.swift.window,
+            check(st.selections > 0 && st.selections <= n - sel.swift.p.window,
                   "SWIFT, 60-token prompt, %d new tokens: %d optimization steps, want 1..%d", n, st.selections,
-                  n - sel.swift.window);
+                  n - sel.swift.p.window);
         }
         selector_free(&sel);
     }
@@ -402,7 +414,7 @@ static void test_swift_window(const char *dir) {
 
 // UCB's kappa follows each paper's official code: 2.5 for SWIFT, 2.576 for Self-SD. A SWIFT
 // state is driven to its first BO step (the 25th), and the candidate it scores must be
-// gp_propose's at KAPPA_SWIFT from the same RNG state. On these small GPs kappa 2.5 and 2.576
+// gp_propose's at SWIFT's kappa from the same RNG state. On these small GPs kappa 2.5 and 2.576
 // almost never rank candidates differently, so that alone could not tell them apart: the
 // constants are pinned, and kappa 0 against 50 shows gp_propose uses the one it is given.
 static void test_swift_kappa(const char *dir) {
@@ -410,21 +422,23 @@ static void test_swift_kappa(const char *dir) {
     if (!load_model(&m, dir)) { return; }
     m.config.n_eos = 0;
     int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, seq[64], out[48], same = 0, differs = 0, seeds = 3;
+    MethodParams defaults = method_params_default();
     Sampler greedy = {0.0f, 1.0f, {1}};
     GenStats gs;
-    int n = generate_plain(&m, prompt, 4, 40, NULL, &greedy, out, NULL, NULL, NULL, &gs);
+    Output o = output(out, 40, NULL, NULL, NULL);
+    int n = generate_plain(&m, prompt, 4, NULL, &greedy, &o, &gs);
     memcpy(seq, prompt, sizeof(prompt));
     memcpy(seq + 4, out, (size_t)n * sizeof(int));
     int pos = 4 + n - 1; // 39 generated tokens in the cache: past the window of 32
     for (int seed = 1; seed <= seeds; seed++) {
         Swift w;
-        swift_init(&w, L, (uint64_t)seed);
-        w.budget = 1.0f;
-        while ((w.steps + 1) % w.bo_every != 0 && !w.done) { swift_step(&w, &m, seq, 4, pos); }
+        swift_init(&w, &defaults.swift, L, (uint64_t)seed);
+        w.p.budget = 1.0f;
+        while ((w.steps + 1) % w.p.bo_every != 0 && !w.done) { swift_step(&w, &m, seq, 4, pos); }
         int count = (int)lroundf(w.ratio * 2 * L);
         SkipSet want, low, high;
         Rng r = w.rng;
-        gp_propose(&w.gp, &r, L, count, 1, L - 2, 1000, KAPPA_SWIFT, &want);
+        gp_propose(&w.gp, &r, L, count, 1, L - 2, w.p.n_candidates, defaults.swift.kappa, &want);
         r = w.rng;
         gp_propose(&w.gp, &r, L, count, 1, L - 2, 1000, 0.0, &low);
         r = w.rng;
@@ -438,10 +452,11 @@ static void test_swift_kappa(const char *dir) {
         differs += !same_set(&low, &high, L);
         gp_free(&w.gp);
     }
-    check(same == seeds, "SWIFT's BO step scored gp_propose's KAPPA_SWIFT candidate in %d of %d seeds", same, seeds);
+    check(same == seeds, "SWIFT's BO step scored gp_propose's candidate at kappa %g in %d of %d seeds",
+          defaults.swift.kappa, same, seeds);
     check(differs > 0, "gp_propose: kappa 0 and 50 proposed the same set in all %d seeds", seeds);
-    check(KAPPA_SWIFT == 2.5 && KAPPA_SELFSD == 2.576, "UCB kappa: SWIFT %g (official code 2.5), Self-SD %g (2.576)",
-          KAPPA_SWIFT, KAPPA_SELFSD);
+    check(defaults.swift.kappa == 2.5 && defaults.selfsd.kappa == 2.576,
+          "UCB kappa: SWIFT %g (official code 2.5), Self-SD %g (2.576)", defaults.swift.kappa, defaults.selfsd.kappa);
     free_model(&m);
 }
 
@@ -452,7 +467,8 @@ static void test_swift_budget(const char *dir) {
     Model m;
     if (!load_model(&m, dir)) { return; }
     Selector sel;
-    selector_init(&sel, METHOD_SWIFT, m.config.n_layers, 5);
+    MethodParams mp = method_params_default();
+    selector_init(&sel, METHOD_SWIFT, &mp, m.config.n_layers, 5);
     m.config.n_eos = 0;
     int rounds = 0;
     for (int pi = 0; pi < 4; pi++) {
@@ -460,7 +476,8 @@ static void test_swift_budget(const char *dir) {
         Sampler greedy = {0.0f, 1.0f, {1}};
         SpecStats st;
         SpecParams sp = selector_params(25, draft_exit_default());
-        generate_spec(&m, prompt, 4, 60, &sp, &sel, &greedy, b, NULL, NULL, NULL, &st);
+        Output o = output(b, 60, NULL, NULL, NULL);
+        generate_spec(&m, prompt, 4, &sp, &sel, &greedy, &o, &st);
         rounds += st.rounds;
     }
     double elapsed = sel.swift.run_ms, share = sel.swift.opt_ms / elapsed;

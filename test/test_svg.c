@@ -175,14 +175,15 @@ static void test_known_run(Model *m, const char *dir, const char *tmp) {
     sp.exit = draft_exit_default();
     Sampler greedy = {0.0f, 1.0f, {1}};
     SpecStats *st = (SpecStats *)malloc_check(sizeof(SpecStats));
-    generate_spec(m, prompt, n_prompt, 64, &sp, NULL, &greedy, out, NULL, NULL, NULL, st);
+    Output o = output(out, 64, NULL, NULL, NULL);
+    generate_spec(m, prompt, n_prompt, &sp, NULL, &greedy, &o, st);
     int drafted = 0, accepted = 0;
     for (int r = 0; r < st->hist.n; r++) { drafted += st->hist.drafted[r]; accepted += st->hist.accepted[r]; }
     check(st->rounds > 10 && st->hist.n == st->rounds, "known run: %d rounds recorded of %d", st->hist.n, st->rounds);
     check(drafted == st->drafted && accepted == st->accepted, "known run: recorded rounds sum to %d/%d, totals %d/%d",
           accepted, drafted, st->accepted, st->drafted);
-    check(st->hist.gamma[0] == st->gamma_first, "known run: first recorded gamma %g, want %g", st->hist.gamma[0],
-          st->gamma_first);
+    check(st->hist.threshold[0] == st->threshold_first, "known run: first recorded gamma %g, want %g",
+          st->hist.threshold[0], st->threshold_first);
     check(st->sets.n == 1 && memcmp(&st->sets.set[0], &sp.skip, sizeof(SkipSet)) == 0 && st->sets.at[0] == 0,
           "known run: a static set recorded as %d sets", st->sets.n);
     snprintf(path, sizeof(path), "%s/known.svg", tmp);
@@ -211,16 +212,18 @@ static void test_clasp_rows(Model *m, const char *dir, const char *tmp) {
     char path[256];
     int L = m->config.n_layers, prompt[64], out[64];
     int n_prompt = encode_text(dir, "In the beginning God created the heaven and the earth.", prompt, 64);
+    MethodParams mp = method_params_default();
+    mp.clasp.interval = 2;
     Selector sel;
-    selector_init(&sel, METHOD_CLASP, L, 3);
-    sel.clasp_interval = 2;
+    selector_init(&sel, METHOD_CLASP, &mp, L, 3);
     SpecParams sp;
     memset(&sp.skip, 0, sizeof(sp.skip));
     sp.max_draft = 12;
     sp.exit = draft_exit_default();
     Sampler greedy = {0.0f, 1.0f, {1}};
     SpecStats *st = (SpecStats *)malloc_check(sizeof(SpecStats));
-    generate_spec(m, prompt, n_prompt, 48, &sp, &sel, &greedy, out, NULL, NULL, NULL, st);
+    Output o = output(out, 48, NULL, NULL, NULL);
+    generate_spec(m, prompt, n_prompt, &sp, &sel, &greedy, &o, st);
     check(st->sets.n >= 3, "clasp: only %d sets recorded in %d rounds", st->sets.n, st->rounds);
     int differ = 1, cells = 0;
     for (int i = 0; i < st->sets.n; i++) {
@@ -250,9 +253,11 @@ static void test_selfsd_rows(Model *m, const char *dir, const char *tmp) {
     int n_prompt = encode_text(dir, "And God said,", prompt, 64);
     const int *prompts[1] = {prompt};
     int lengths[1] = {n_prompt};
-    Objective obj = {prompts, lengths, 1, 8, 1, NULL, NULL};
+    Objective obj = {prompts, lengths, 1, 8, 12, 1, NULL, NULL};
     SetHistory *h = (SetHistory *)calloc_check(1, sizeof(SetHistory));
-    SkipSet best = select_selfsd(m, &obj, 6, 7, 0, h);
+    MethodParams mp = method_params_default();
+    mp.selfsd.iters = 6;
+    SkipSet best = select_selfsd(m, &obj, &mp.selfsd, 7, 0, h);
     check(h->n == 7 && h->total == 7 && skip_count(&h->set[0], L) == 0, "selfsd: %d candidates recorded, want 7", h->n);
     int found = 0;
     for (int i = 0; i < h->n; i++) { found |= memcmp(&h->set[i], &best, sizeof(SkipSet)) == 0 && h->at[i] == i; }
