@@ -199,9 +199,13 @@ static int json_skip(const Json *j, int i) {
 static int json_number_syntax(const char *s, int n) {
     int i = 0, digits;
     if (i < n && s[i] == '-') { i++; }
-    if (i < n && s[i] == '0') { i++; }
-    else if (i < n && s[i] >= '1' && s[i] <= '9') { while (i < n && isdigit((unsigned char)s[i])) { i++; } }
-    else { return 0; }
+    if (i < n && s[i] == '0') {
+        i++;
+    } else if (i < n && s[i] >= '1' && s[i] <= '9') {
+        while (i < n && isdigit((unsigned char)s[i])) { i++; }
+    } else {
+        return 0;
+    }
     if (i < n && s[i] == '.') {
         for (i++, digits = 0; i < n && isdigit((unsigned char)s[i]); i++) { digits++; }
         if (digits == 0) { return 0; }
@@ -230,8 +234,11 @@ static const char *json_malformed(const Json *j) {
         if (i > 0 && parent < 0) { bad = "trailing data after the JSON value"; break; }
         if ((i == 0) != (ptype < 0)) { bad = "inconsistent structure"; break; }
         if (parent >= 0) { children[parent]++; }
-        if (ptype == JSMN_OBJECT && (t->type != JSMN_STRING || t->size != 1)) { bad = "a key without a value"; }
-        if (ptype != JSMN_OBJECT && t->type != JSMN_OBJECT && t->type != JSMN_ARRAY && t->size != 0) {
+        if (ptype == JSMN_OBJECT && (t->type != JSMN_STRING || t->size != 1)) {
+            bad = "a key without a value";
+        }
+        if (ptype != JSMN_OBJECT && t->type != JSMN_OBJECT && t->type != JSMN_ARRAY &&
+            t->size != 0) {
             bad = "a value where a key should be";
         }
         if (t->type == JSMN_PRIMITIVE) {
@@ -254,17 +261,26 @@ static const char *json_malformed(const Json *j) {
 // takes stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`, `{,"a":1}`), which Python's json
 // and serde reject; this refuses them, and nesting deeper than JSON_MAX_DEPTH, so no later walk
 // can blow up. Returns NULL, or what is wrong in words, with *line where (1-based).
-static const char JSON_TRAILING[] = "trailing data after the JSON value", JSON_ENDS_EARLY[] = "ends inside a value";
+static const char JSON_TRAILING[] = "trailing data after the JSON value",
+                  JSON_ENDS_EARLY[] = "ends inside a value";
 static const char *json_syntax(const char *js, size_t len, int *line) {
     char brackets[JSON_MAX_DEPTH]; // '{' or '[' of each container around i
     int depth = 0, may_close = 0; // may_close: just after '{' or '[', so '}' or ']' may follow
     char prev = 0;                // the last ',' ':' '{' or '[' read, for the messages
     enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_NEXT, WANT_END } want = WANT_VALUE;
     *line = 1;
-    if (len >= 3 && memcmp(js, "\xEF\xBB\xBF", 3) == 0) { return "starts with a UTF-8 byte order mark (save it without one)"; }
+    if (len >= 3 && memcmp(js, "\xEF\xBB\xBF", 3) == 0) {
+        return "starts with a UTF-8 byte order mark (save it without one)";
+    }
     for (size_t i = 0;;) {
-        while (i < len && (js[i] == ' ' || js[i] == '\t' || js[i] == '\r' || js[i] == '\n')) { *line += js[i++] == '\n'; }
-        if (i == len) { return want == WANT_END ? NULL : depth == 0 && prev == 0 ? "empty (no JSON value)" : JSON_ENDS_EARLY; }
+        while (i < len && (js[i] == ' ' || js[i] == '\t' || js[i] == '\r' || js[i] == '\n')) {
+            *line += js[i++] == '\n';
+        }
+        if (i == len) {
+            return want == WANT_END          ? NULL
+                   : depth == 0 && prev == 0 ? "empty (no JSON value)"
+                                             : JSON_ENDS_EARLY;
+        }
         char c = js[i];
         int done = 0; // a whole value ended at i
         if (want == WANT_END) { return JSON_TRAILING; }
@@ -272,7 +288,9 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
             if (c != ':') { return "a key without ':' after it"; }
             want = WANT_VALUE, may_close = 0, prev = c, i++;
         } else if ((c == '}' || c == ']') && (want == WANT_NEXT || may_close)) {
-            if (depth == 0 || brackets[depth - 1] != (c == '}' ? '{' : '[')) { return "a closing bracket that does not match"; }
+            if (depth == 0 || brackets[depth - 1] != (c == '}' ? '{' : '[')) {
+                return "a closing bracket that does not match";
+            }
             depth--, done = 1, i++;
         } else if (c == '}' || c == ']') {
             if (prev == ':') { return "a key without a value"; }
@@ -286,8 +304,10 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
             return "an object key that is not a string";
         } else if (c == '{' || c == '[') {
             if (depth == JSON_MAX_DEPTH) { return "nested too deep"; }
-            brackets[depth++] = c, want = c == '{' ? WANT_KEY : WANT_VALUE, may_close = 1, prev = c, i++;
-        } else if (c == '"') { // a string: no raw control characters, escapes checked by json_string
+            brackets[depth++] = c;
+            want = c == '{' ? WANT_KEY : WANT_VALUE, may_close = 1, prev = c, i++;
+        } else if (c == '"') {
+            // a string: no raw control characters; json_string checks the escapes
             for (i++; i < len && js[i] != '"'; i++) {
                 if ((unsigned char)js[i] < 0x20) { return "a control character inside a string"; }
                 if (js[i] == '\\') { i++; }
@@ -297,14 +317,16 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
             if (want == WANT_KEY) { want = WANT_COLON; } else { done = 1; }
         } else { // true, false, null or a number
             size_t n = 0;
-            while (i + n < len && (isalnum((unsigned char)js[i + n]) || js[i + n] == '+' || js[i + n] == '-' ||
-                                   js[i + n] == '.')) {
+            while (i + n < len && (isalnum((unsigned char)js[i + n]) || js[i + n] == '+' ||
+                                   js[i + n] == '-' || js[i + n] == '.')) {
                 n++;
             }
             const char *s = js + i;
-            if (n == 0 || !((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
-                            (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, (int)n))) {
-                return n == 0 ? "a character that starts no JSON value" : "a literal that is not true, false, null or a number";
+            if (n == 0 ||
+                !((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
+                  (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, (int)n))) {
+                return n == 0 ? "a character that starts no JSON value"
+                              : "a literal that is not true, false, null or a number";
             }
             i += n, done = 1;
         }
@@ -321,7 +343,8 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
     int line;
     const char *syntax = json_syntax(js, len, &line);
     if (syntax != NULL && strcmp(syntax, "nested too deep") == 0) {
-        return fail(err, "%s: JSON nested deeper than %d levels (line %d)", what, JSON_MAX_DEPTH, line);
+        return fail(err, "%s: JSON nested deeper than %d levels (line %d)", what, JSON_MAX_DEPTH,
+                    line);
     }
     if (syntax != NULL) { return fail(err, "%s: not valid JSON: line %d: %s", what, line, syntax); }
     size_t first = strspn(js, " \t\r\n"); // (jsmn's strict mode refuses a bare top-level literal)
@@ -373,9 +396,11 @@ static int json_get(const Json *j, int obj, const char *key) {
 // (a config, a tensor entry), where a duplicate would otherwise surface as a misleading error.
 static int json_duplicate_key(const Json *j, int obj) {
     for (int k = 0, a = obj + 1; k < j->tok[obj].size; k++, a = json_skip(j, a + 1)) {
-        for (int m = k + 1, b = json_skip(j, a + 1); m < j->tok[obj].size; m++, b = json_skip(j, b + 1)) {
+        for (int m = k + 1, b = json_skip(j, a + 1); m < j->tok[obj].size;
+             m++, b = json_skip(j, b + 1)) {
             int n = j->tok[a].end - j->tok[a].start;
-            if (j->tok[b].end - j->tok[b].start == n && memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start, (size_t)n) == 0) {
+            if (j->tok[b].end - j->tok[b].start == n &&
+                memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start, (size_t)n) == 0) {
                 return a;
             }
         }
@@ -539,10 +564,16 @@ static int config_check_unsupported(const Json *j, const char *path, char *err) 
     int arch = json_get(j, 0, "architectures");
     if (!json_is_null(j, arch)) {
         int ok = 0;
-        for (int k = 0; arch >= 0 && k < (j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0); k++) {
+        for (int k = 0; arch >= 0 && k < (j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0);
+             k++) {
             ok |= json_eq(j, json_at(j, arch, k), "LlamaForCausalLM");
         }
-        if (!ok) { return fail(err, "%s: architectures is not [\"LlamaForCausalLM\"]; only LLaMA models are supported", path); }
+        if (!ok) {
+            return fail(
+                err,
+                "%s: architectures is not [\"LlamaForCausalLM\"]; only LLaMA models are supported",
+                path);
+        }
     } else if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
         return fail(err, "%s: neither architectures nor model_type says LLaMA", path);
     }
@@ -592,7 +623,9 @@ static int config_token_ids(Config *c, const Json *j, const char *path, char *er
     int bos = json_get(j, 0, "bos_token_id"), eos = json_get(j, 0, "eos_token_id");
     c->bos_id = -1;
     c->n_eos = 0;
-    if (bos == -2 || eos == -2) { return fail(err, "%s: bos_token_id or eos_token_id appears twice", path); }
+    if (bos == -2 || eos == -2) {
+        return fail(err, "%s: bos_token_id or eos_token_id appears twice", path);
+    }
     if (!json_is_null(j, bos)) {
         if (json_int(j, bos, 0, c->vocab_size - 1, &v)) {
             return fail(err, "%s: bos_token_id is not a token id below vocab_size", path);
@@ -603,7 +636,8 @@ static int config_token_ids(Config *c, const Json *j, const char *path, char *er
     int is_list = j->tok[eos].type == JSMN_ARRAY;
     int n = is_list ? j->tok[eos].size : 1;
     if (n > SS_MAX_EOS) { // dropping some would quietly generate past them
-        return fail(err, "%s: eos_token_id lists %d ids; at most %d are supported", path, n, SS_MAX_EOS);
+        return fail(err, "%s: eos_token_id lists %d ids; at most %d are supported", path, n,
+                    SS_MAX_EOS);
     }
     for (int k = 0; k < n; k++) {
         if (json_int(j, is_list ? json_at(j, eos, k) : eos, 0, c->vocab_size - 1, &v)) {
@@ -623,11 +657,13 @@ static int read_config(Config *c, const char *dir, char *err) {
     Json j;
     int rc = json_parse(&j, text, len, path, err);
     if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = fail(err, "%s: not a JSON object", path); }
-    for (int i = 0; rc == 0 && i < j.n_tok; i++) { // JSON parsers disagree on which copy of a key wins
+    // JSON parsers disagree on which copy of a key wins
+    for (int i = 0; rc == 0 && i < j.n_tok; i++) {
         int dup = j.tok[i].type == JSMN_OBJECT ? json_duplicate_key(&j, i) : -1;
         if (dup >= 0) {
             int n = j.tok[dup].end - j.tok[dup].start;
-            rc = fail(err, "%s: key \"%.*s\" appears twice in one object", path, n < 64 ? n : 64, j.js + j.tok[dup].start);
+            rc = fail(err, "%s: key \"%.*s\" appears twice in one object", path, n < 64 ? n : 64,
+                      j.js + j.tok[dup].start);
         }
     }
     memset(c, 0, sizeof(*c));
@@ -661,15 +697,17 @@ static int read_config(Config *c, const char *dir, char *err) {
         }
     }
     if (rc == 0 && c->n_layers > SS_MAX_LAYERS) {
-        rc = fail(err, "%s: num_hidden_layers %d exceeds the supported %d", path, c->n_layers, SS_MAX_LAYERS);
+        rc = fail(err, "%s: num_hidden_layers %d exceeds the supported %d", path, c->n_layers,
+                  SS_MAX_LAYERS);
     } else if (rc == 0 && c->n_heads % c->n_kv_heads != 0) {
-        rc = fail(err, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d", path,
-                  c->n_heads, c->n_kv_heads);
+        rc = fail(err, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                  path, c->n_heads, c->n_kv_heads);
     } else if (rc == 0 && (c->head_dim % 2 != 0 || c->head_dim < 2)) {
         rc = fail(err, "%s: head_dim %d must be even (RoPE rotates pairs)", path, c->head_dim);
     } else if (rc == 0 && (size_t)c->n_heads * c->head_dim > (1 << 24)) {
         // the kernels index a pass's (n_tokens, n_heads, head_dim) rows with int
-        rc = fail(err, "%s: num_attention_heads %d x head_dim %d exceeds %d", path, c->n_heads, c->head_dim, 1 << 24);
+        rc = fail(err, "%s: num_attention_heads %d x head_dim %d exceeds %d", path, c->n_heads,
+                  c->head_dim, 1 << 24);
     }
     json_free(&j);
     free(text);
@@ -689,7 +727,7 @@ typedef struct {
     size_t begin;   // byte range within the file's data section
     size_t end;
     int file;       // index into the shard list
-    int used;       // set by load_tensor: a tensor nothing loads means the config is not this checkpoint's
+    int used;       // set by load_tensor (a tensor nothing loads: the config is another model's)
 } TensorInfo;
 
 typedef struct {
@@ -719,22 +757,29 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
     int v = key + 1, dt = json_get(j, v, "dtype"), shp = json_get(j, v, "shape");
     int off = json_get(j, v, "data_offsets");
     if (dt == -2 || shp == -2 || off == -2) {
-        return fail(err, "%s: tensor %s: dtype, shape or data_offsets appears twice", sh->path, t->name);
+        return fail(err, "%s: tensor %s: dtype, shape or data_offsets appears twice", sh->path,
+                    t->name);
     }
     if (dt < 0 || shp < 0 || off < 0 || j->tok[shp].type != JSMN_ARRAY ||
         j->tok[off].type != JSMN_ARRAY || j->tok[off].size != 2) {
-        return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path, t->name);
+        return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path,
+                    t->name);
     }
-    size_t esize;
-    if (json_eq(j, dt, "F32")) { t->dtype = DTYPE_F32; esize = 4; }
-    else if (json_eq(j, dt, "F16")) { t->dtype = DTYPE_F16; esize = 2; }
-    else if (json_eq(j, dt, "BF16")) { t->dtype = DTYPE_BF16; esize = 2; }
-    else {
+    if (json_eq(j, dt, "F32")) {
+        t->dtype = DTYPE_F32;
+    } else if (json_eq(j, dt, "F16")) {
+        t->dtype = DTYPE_F16;
+    } else if (json_eq(j, dt, "BF16")) {
+        t->dtype = DTYPE_BF16;
+    } else {
         return fail(err, "%s: tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", sh->path,
                     t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
     }
+    size_t esize = t->dtype == DTYPE_F32 ? 4 : 2;
     t->n_dim = j->tok[shp].size;
-    if (t->n_dim > 4) { return fail(err, "%s: tensor %s: more than 4 dimensions", sh->path, t->name); }
+    if (t->n_dim > 4) {
+        return fail(err, "%s: tensor %s: more than 4 dimensions", sh->path, t->name);
+    }
     size_t numel = 1;
     for (int d = 0; d < t->n_dim; d++) {
         long long s;
@@ -752,7 +797,8 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
     t->begin = (size_t)b;
     t->end = (size_t)e;
     if (t->end > sh->size - sh->data_start) {
-        return fail(err, "%s: tensor %s: data_offsets run past the end of the file", sh->path, t->name);
+        return fail(err, "%s: tensor %s: data_offsets run past the end of the file", sh->path,
+                    t->name);
     }
     if (mul_size(numel, esize) != t->end - t->begin) {
         return fail(err, "%s: tensor %s: data_offsets span %zu bytes but the shape needs %zu",
@@ -773,14 +819,16 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
     uint64_t n = 0;
     for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)sh->bytes[k]; }
     if (n == 0 || n > sh->size - 8) {
-        return fail(err, "%s: header length %llu is zero or runs past the end of the file (%zu bytes)",
+        return fail(err,
+                    "%s: header length %llu is zero or runs past the end of the file (%zu bytes)",
                     path, (unsigned long long)n, sh->size);
     }
     sh->data_start = 8 + (size_t)n;
     int line;
     const char *syntax = json_syntax(sh->bytes + 8, (size_t)n, &line);
     if (syntax == JSON_TRAILING || syntax == JSON_ENDS_EARLY) {
-        return fail(err, "%s: header length %llu %s the JSON header (line %d)", path, (unsigned long long)n,
+        return fail(err, "%s: header length %llu %s the JSON header (line %d)", path,
+                    (unsigned long long)n,
                     syntax == JSON_TRAILING ? "runs past the end of" : "cuts off", line);
     }
     Json j;
@@ -805,7 +853,8 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
     qsort(order, (size_t)count, sizeof(TensorInfo *), compare_by_begin);
     for (int k = 1; k < count && rc == 0; k++) {
         if (order[k]->begin < order[k - 1]->end) {
-            rc = fail(err, "%s: tensors %s and %s overlap in the file", path, order[k - 1]->name, order[k]->name);
+            rc = fail(err, "%s: tensors %s and %s overlap in the file", path, order[k - 1]->name,
+                      order[k]->name);
         }
     }
     free(order);
@@ -893,7 +942,10 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
     TensorInfo *t = NULL;
     for (int k = 0; k < tf->n_tensors; k++) {
         if (strcmp(tf->tensors[k].name, name) != 0) { continue; }
-        if (t != NULL) { return fail(err, "%s: tensor %s appears twice", tf->shards[tf->tensors[k].file].path, name); }
+        if (t != NULL) {
+            return fail(err, "%s: tensor %s appears twice", tf->shards[tf->tensors[k].file].path,
+                        name);
+        }
         t = &tf->tensors[k];
     }
     if (t == NULL) { return fail(err, "%s: missing tensor %s", tf->shards[0].path, name); }
@@ -906,9 +958,13 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
             snprintf(have + at, sizeof(have) - at, d ? ", %zu" : "%zu", t->shape[d]);
         }
         strcat(have, "]");
-        if (cols == 0) { snprintf(want, sizeof(want), "[%zu]", rows); }
-        else { snprintf(want, sizeof(want), "[%zu, %zu]", rows, cols); }
-        return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name, have, want);
+        if (cols == 0) {
+            snprintf(want, sizeof(want), "[%zu]", rows);
+        } else {
+            snprintf(want, sizeof(want), "[%zu, %zu]", rows, cols);
+        }
+        return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name,
+                    have, want);
     }
     size_t n = cols == 0 ? rows : rows * cols;
     t->used = 1;
@@ -968,10 +1024,13 @@ static size_t layout_weights(Weights *w, float *base, const Config *c) {
                        &w->rms_ffn, &w->w_gate, &w->w_up, &w->w_down, &w->rms_final,
                        &w->lm_head, &w->rope_inv_freq};
     size_t vocab = (size_t)c->vocab_size, attn = mul_size(n_layers, mul_size(q_dim, dim));
-    size_t kv = mul_size(n_layers, mul_size(kv_dim, dim)), mlp = mul_size(n_layers, mul_size(hid, dim));
-    size_t sizes[] = {mul_size(vocab, dim), n_layers * dim, attn, kv, kv, attn, n_layers * dim, mlp, mlp, mlp, dim,
-                      c->tied ? 0 : mul_size(vocab, dim), (size_t)c->head_dim / 2};
-    for (int k = 0; k < 13; k++) { // SIZE_MAX if the config's sizes overflow: build_model refuses it
+    size_t kv = mul_size(n_layers, mul_size(kv_dim, dim)),
+           mlp = mul_size(n_layers, mul_size(hid, dim));
+    size_t norms = n_layers * dim, lm_head = c->tied ? 0 : mul_size(vocab, dim);
+    size_t sizes[] = {mul_size(vocab, dim), norms, attn, kv,  kv,      attn, norms, mlp,
+                      mlp,                  mlp,   dim,  lm_head, (size_t)c->head_dim / 2};
+    // SIZE_MAX if the config's sizes overflow: build_model refuses it
+    for (int k = 0; k < 13; k++) {
         *slots[k] = base ? base + off : NULL;
         off = add_size(off, sizes[k]);
     }
@@ -982,11 +1041,13 @@ static size_t layout_weights(Weights *w, float *base, const Config *c) {
 static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    if (load_tensor(tf, "model.embed_tokens.weight", (size_t)c->vocab_size, dim, w->token_embedding, err) ||
+    if (load_tensor(tf, "model.embed_tokens.weight", (size_t)c->vocab_size, dim, w->token_embedding,
+                    err) ||
         load_tensor(tf, "model.norm.weight", dim, 0, w->rms_final, err)) {
         return -1;
     }
-    if (!c->tied && load_tensor(tf, "lm_head.weight", (size_t)c->vocab_size, dim, w->lm_head, err)) {
+    if (!c->tied &&
+        load_tensor(tf, "lm_head.weight", (size_t)c->vocab_size, dim, w->lm_head, err)) {
         return -1;
     }
     for (int l = 0; l < c->n_layers; l++) {
@@ -996,9 +1057,10 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
                                "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
         size_t rows[] = {dim, q_dim, kv_dim, kv_dim, dim, dim, hid, hid, dim};
         size_t cols[] = {0, dim, dim, dim, q_dim, 0, dim, dim, hid};
-        float *dst[] = {w->rms_att + l * dim, w->wq + l * q_dim * dim, w->wk + l * kv_dim * dim,
-                        w->wv + l * kv_dim * dim, w->wo + l * dim * q_dim, w->rms_ffn + l * dim,
-                        w->w_gate + l * hid * dim, w->w_up + l * hid * dim, w->w_down + l * dim * hid};
+        float *dst[] = {
+            w->rms_att + l * dim,      w->wq + l * q_dim * dim, w->wk + l * kv_dim * dim,
+            w->wv + l * kv_dim * dim,  w->wo + l * dim * q_dim, w->rms_ffn + l * dim,
+            w->w_gate + l * hid * dim, w->w_up + l * hid * dim, w->w_down + l * dim * hid};
         for (int k = 0; k < 9; k++) {
             char name[128];
             snprintf(name, sizeof(name), "model.layers.%d.%s.weight", l, names[k]);
@@ -1014,8 +1076,10 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
         int ignored = (n >= nr && strcmp(t->name + n - nr, "rotary_emb.inv_freq") == 0) ||
                       (c->tied && strcmp(t->name, "lm_head.weight") == 0);
         if (!t->used && !ignored) {
-            return fail(err, "%s: tensor %s is not used by the model config.json describes (%d layers); "
-                        "the config does not match the checkpoint", tf->shards[t->file].path, t->name, c->n_layers);
+            return fail(err,
+                        "%s: tensor %s is not used by the model config.json describes (%d layers); "
+                        "the config does not match the checkpoint",
+                        tf->shards[t->file].path, t->name, c->n_layers);
         }
     }
     rope_frequencies(c, w->rope_inv_freq);
@@ -1055,7 +1119,8 @@ static void *device_malloc(size_t bytes) {
     void *p = NULL;
     cudaError_t e = cudaMalloc(&p, bytes > 0 ? bytes : 1);
     if (e != cudaSuccess) {
-        die(__FILE__, __LINE__, "out of GPU memory allocating %zu bytes: %s", bytes, cudaGetErrorString(e));
+        die(__FILE__, __LINE__, "out of GPU memory allocating %zu bytes: %s", bytes,
+            cudaGetErrorString(e));
     }
     return p;
 }
@@ -1068,7 +1133,8 @@ __attribute__((unused)) static void device_memset(void *dst, int value, size_t b
 __attribute__((unused)) static void copy_on_device(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
 }
-__attribute__((unused)) static void device_sync(void) { cuda_check(cudaDeviceSynchronize()); } // for timing
+// for timing
+__attribute__((unused)) static void device_sync(void) { cuda_check(cudaDeviceSynchronize()); }
 static void copy_to_device(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
 }
@@ -1081,7 +1147,8 @@ static void device_init(void) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
-        die(__FILE__, __LINE__, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs without one",
+        die(__FILE__, __LINE__,
+            "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs without one",
             e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
     }
 }
@@ -1123,7 +1190,9 @@ static void device_init(void) {}
 static void *device_malloc(size_t bytes) { return malloc_check(bytes); }
 static void device_free(void *p) { free(p); }
 static inline void device_memset(void *dst, int value, size_t bytes) { memset(dst, value, bytes); }
-static inline void copy_on_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
+static inline void copy_on_device(void *dst, const void *src, size_t bytes) {
+    memmove(dst, src, bytes);
+}
 static inline void device_sync(void) {}
 static void copy_to_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
@@ -1131,7 +1200,8 @@ static const char *threads_reason = "one per core"; // set by the CLI (choose_th
 static const char *device_name(void) {
 #ifdef _OPENMP
     static char name[160];
-    snprintf(name, sizeof(name), "CPU: %d OpenMP threads (%s)", omp_get_max_threads(), threads_reason);
+    snprintf(name, sizeof(name), "CPU: %d OpenMP threads (%s)", omp_get_max_threads(),
+             threads_reason);
     return name;
 #else
     return "CPU: 1 thread";
@@ -1143,7 +1213,8 @@ static const char *device_name(void) {
 // kernels: one thread per output element or row, serial reductions in a fixed order
 
 // one thread per (token, i): x[t] = token_embedding[tokens[t]]
-__global__ void embed_kernel(float *x, const float *token_embedding, const int *tokens, int n, int dim) {
+__global__ void embed_kernel(float *x, const float *token_embedding, const int *tokens, int n,
+                             int dim) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * dim) { return; }
     int t = i / dim, d = i % dim;
@@ -1173,8 +1244,8 @@ __global__ void rmsnorm_lanes_kernel(float *part, const float *x, int n, int dim
 
 // one thread per (token, d): out = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm), the
 // token's 16 partial sums added in the fixed tree (each thread adds them again: 15 adds)
-__global__ void rmsnorm_kernel(float *out, const float *x, const float *part, const float *w, int n, int dim,
-                               float eps) {
+__global__ void rmsnorm_kernel(float *out, const float *x, const float *part, const float *w, int n,
+                               int dim, float eps) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * dim) { return; }
     int t = i / dim, d = i % dim;
@@ -1187,7 +1258,8 @@ __global__ void rmsnorm_kernel(float *out, const float *x, const float *part, co
 // The CPU's RMSNorm: one thread per token; the sum of squares is dot(x, x), the 16 interleaved
 // sums of rmsnorm_lanes_kernel added in the same tree, so both give bitwise the same result
 __device__ float dot(const float *a, const float *b, int n);
-__global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, int n, int dim, float eps) {
+__global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, int n, int dim,
+                                    float eps) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) { return; }
     const float *xt = x + (size_t)t * dim;
@@ -1205,7 +1277,8 @@ __global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, 
 // (gcc otherwise vectorizes across chunks: bench/README.md); nvcc and compilers without OpenMP
 // ignore it.
 enum { MAX_SWEEP_TOKENS = 8 };
-__device__ void dot_row_tokens(float *out, const float *wr, const float *x, int n_tok, int in_dim, int out_dim) {
+__device__ void dot_row_tokens(float *out, const float *wr, const float *x, int n_tok, int in_dim,
+                               int out_dim) {
     float s[MAX_SWEEP_TOKENS][16];
     for (int t = 0; t < n_tok; t++) {
         for (int u = 0; u < 16; u++) { s[t][u] = 0.0f; }
@@ -1233,15 +1306,28 @@ __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int 
 // then 4, 2 and 1, each sweep a constant count the compiler can keep in registers. Four loops
 // rather than one over the counts, so that the compiler specializes each (bench/README.md has
 // the measurements).
-__global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
+__global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim,
+                              int out_dim) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= out_dim) { return; }
     const float *wr = w + (size_t)r * in_dim;
     int t = 0;
-    for (; t + 8 <= n; t += 8) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 8, in_dim, out_dim); }
-    for (; t + 4 <= n; t += 4) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 4, in_dim, out_dim); }
-    for (; t + 2 <= n; t += 2) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 2, in_dim, out_dim); }
-    for (; t < n; t++) { dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 1, in_dim, out_dim); }
+    for (; t + 8 <= n; t += 8) {
+        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 8, in_dim,
+                       out_dim);
+    }
+    for (; t + 4 <= n; t += 4) {
+        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 4, in_dim,
+                       out_dim);
+    }
+    for (; t + 2 <= n; t += 2) {
+        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 2, in_dim,
+                       out_dim);
+    }
+    for (; t < n; t++) {
+        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 1, in_dim,
+                       out_dim);
+    }
 }
 
 // The GPU's matmul: the same arithmetic as matmul_kernel, mapped so that loads coalesce. There,
@@ -1255,8 +1341,8 @@ __global__ void matmul_kernel(float *out, const float *x, const float *w, int n,
 // checks it; nvcc must not fuse multiply-adds: -fmad=false in the Makefile). The tokens go in
 // sweeps of 8, 4, 2, 1 as in matmul_kernel, so a thread's sums stay in registers.
 // part is (n, out_dim, 16), n <= MAX_SWEEP_TOKENS: the launcher runs longer passes in chunks.
-__device__ void lane_sums_tokens(float *part, const float *wr, const float *x, int n_tok, int lane, int in_dim,
-                                 size_t part_stride) {
+__device__ void lane_sums_tokens(float *part, const float *wr, const float *x, int n_tok, int lane,
+                                 int in_dim, size_t part_stride) {
     float s[MAX_SWEEP_TOKENS];
     for (int t = 0; t < n_tok; t++) { s[t] = 0.0f; }
     for (int c = lane; c < in_dim; c += LANES) {
@@ -1267,22 +1353,36 @@ __device__ void lane_sums_tokens(float *part, const float *wr, const float *x, i
 }
 
 // one thread per (output row, lane of 16): part[t][r][u] = sum of w[r][c] x[t][c] over c = u mod 16
-__global__ void matmul_lanes_kernel(float *part, const float *x, const float *w, int n, int in_dim, int out_dim) {
+__global__ void matmul_lanes_kernel(float *part, const float *x, const float *w, int n, int in_dim,
+                                    int out_dim) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= out_dim * LANES) { return; }
     const float *wr = w + (size_t)(i / LANES) * in_dim;
     size_t stride = (size_t)out_dim * LANES; // from one token's partial sums to the next's
     int lane = i % LANES, t = 0;
-    for (; t + 8 <= n; t += 8) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 8, lane, in_dim, stride); }
-    for (; t + 4 <= n; t += 4) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 4, lane, in_dim, stride); }
-    for (; t + 2 <= n; t += 2) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 2, lane, in_dim, stride); }
-    for (; t < n; t++) { lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 1, lane, in_dim, stride); }
+    for (; t + 8 <= n; t += 8) {
+        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 8, lane, in_dim,
+                         stride);
+    }
+    for (; t + 4 <= n; t += 4) {
+        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 4, lane, in_dim,
+                         stride);
+    }
+    for (; t + 2 <= n; t += 2) {
+        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 2, lane, in_dim,
+                         stride);
+    }
+    for (; t < n; t++) {
+        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 1, lane, in_dim,
+                         stride);
+    }
 }
 
 // one thread per (token, output row): out[t][r] = the 16 lanes of part[t][r] added in the fixed
 // tree; with residual, out[t][r] += that instead (x + y rounds as residual_kernel's does, and it
 // saves a launch)
-__global__ void matmul_combine_kernel(float *out, const float *part, int n, int out_dim, int residual) {
+__global__ void matmul_combine_kernel(float *out, const float *part, int n, int out_dim,
+                                      int residual) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * out_dim) { return; }
     float s[LANES];
@@ -1327,22 +1427,24 @@ __device__ int visible(const unsigned char *mask, int t, int n, int pos, int s) 
 
 // one thread per (token, head, slot s < pos + n): att[t][h][s] = q . k_s / sqrt(head_dim), in
 // the matmul's fixed order; slots t does not see are left as they are (no later stage reads them)
-__global__ void attention_scores_kernel(float *att, const float *q, const float *key_cache, const unsigned char *mask,
-                                        int n, int pos, int n_heads, int n_kv_heads, int head_dim, int seq_len) {
+__global__ void attention_scores_kernel(float *att, const float *q, const float *key_cache,
+                                        const unsigned char *mask, int n, int pos, int n_heads,
+                                        int n_kv_heads, int head_dim, int seq_len) {
     int i = blockIdx.x * blockDim.x + threadIdx.x, span = pos + n;
     if (i >= n * n_heads * span) { return; }
     int row = i / span, s = i % span, t = row / n_heads, h = row % n_heads; // row = t * n_heads + h
     if (!visible(mask, t, n, pos, s)) { return; }
     int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
     const float *qt = q + (size_t)row * head_dim;
-    att[(size_t)row * seq_len + s] = dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) *
-                                     (1.0f / sqrtf((float)head_dim));
+    att[(size_t)row * seq_len + s] =
+        dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) *
+        (1.0f / sqrtf((float)head_dim));
 }
 
 // one thread per (token, head): its score row becomes exp(score - max) in place, serially over
 // the visible slots, and att_sum gets their sum (each thread reads and writes only its own row)
-__global__ void attention_softmax_kernel(float *att, float *att_sum, const unsigned char *mask, int n, int pos,
-                                         int n_heads, int seq_len) {
+__global__ void attention_softmax_kernel(float *att, float *att_sum, const unsigned char *mask,
+                                         int n, int pos, int n_heads, int seq_len) {
     int row = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= n * n_heads) { return; }
     int t = row / n_heads;
@@ -1360,9 +1462,10 @@ __global__ void attention_softmax_kernel(float *att, float *att_sum, const unsig
 
 // one thread per (token, head, d): out[t][h][d] = sum over visible s of p[s] v[s][d], in order of
 // s, divided by the row's sum; neighbouring threads read neighbouring words of a value row
-__global__ void attention_values_kernel(float *out, const float *att, const float *att_sum, const float *value_cache,
-                                        const unsigned char *mask, int n, int pos, int n_heads, int n_kv_heads,
-                                        int head_dim, int seq_len) {
+__global__ void attention_values_kernel(float *out, const float *att, const float *att_sum,
+                                        const float *value_cache, const unsigned char *mask, int n,
+                                        int pos, int n_heads, int n_kv_heads, int head_dim,
+                                        int seq_len) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * n_heads * head_dim) { return; }
     int row = i / head_dim, d = i % head_dim, t = row / n_heads, h = row % n_heads;
@@ -1383,8 +1486,8 @@ __global__ void attention_values_kernel(float *out, const float *att, const floa
 // sees every cached slot < pos, and slot pos + u of this pass when mask[t * n + u]. GQA: head h
 // reads kv head h / (n_heads / n_kv_heads).
 __global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
-                                 const float *value_cache, const unsigned char *mask, int n, int pos,
-                                 int n_heads, int n_kv_heads, int head_dim, int seq_len) {
+                                 const float *value_cache, const unsigned char *mask, int n,
+                                 int pos, int n_heads, int n_kv_heads, int head_dim, int seq_len) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * n_heads) { return; }
     int t = i / n_heads, h = i % n_heads, kv_dim = n_kv_heads * head_dim;
@@ -1452,8 +1555,9 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t sizes[] = {T * dim, T * wide, T * dim, T * q_dim, T * hid, T * hid,
                       T * c->n_heads * c->seq_len, T * c->n_heads, T * c->vocab_size, cache, cache,
                       T * LANES, MAX_SWEEP_TOKENS * rows * LANES};
-    float **slots[] = {&s->x, &s->xb, &s->xb2, &s->q, &s->hb, &s->hb2, &s->att, &s->att_sum, &s->logits,
-                       &s->key_cache, &s->value_cache, &s->norm_part, &s->part};
+    float **slots[] = {&s->x,           &s->xb,        &s->xb2,     &s->q,      &s->hb,
+                       &s->hb2,         &s->att,       &s->att_sum, &s->logits, &s->key_cache,
+                       &s->value_cache, &s->norm_part, &s->part};
     enum { N_SLOTS = sizeof(sizes) / sizeof(sizes[0]) };
     size_t total = 0;
     for (int k = 0; k < N_SLOTS; k++) { total += sizes[k]; }
@@ -1491,8 +1595,11 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     int rc = open_tensor_files(&tf, dir, err);
     if (rc == 0 && !c->tied && !has_tensor(&tf, "lm_head.weight")) {
         // transformers would start lm_head from random weights (with a warning), not tie it
-        rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has tie_word_embeddings false "
-                  "(the default when absent)", tf.shards[0].path, dir);
+        rc = fail(
+            err,
+            "%s: missing tensor lm_head.weight, and %s/config.json has tie_word_embeddings false "
+            "(the default when absent)",
+            tf.shards[0].path, dir);
     }
     Weights host;
     size_t n = layout_weights(&host, NULL, c), held = (size_t)c->head_dim / 2;
@@ -1500,12 +1607,16 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     // sizes: a config that needs more is refused here, before its sizes are allocated.
     for (int k = 0; k < tf.n_tensors; k++) {
         size_t numel = 1;
-        for (int d = 0; d < tf.tensors[k].n_dim; d++) { numel = mul_size(numel, tf.tensors[k].shape[d]); }
+        for (int d = 0; d < tf.tensors[k].n_dim; d++) {
+            numel = mul_size(numel, tf.tensors[k].shape[d]);
+        }
         held = add_size(held, numel);
     }
     if (rc == 0 && n > held) {
-        rc = fail(err, "%s/config.json: its sizes need %zu weights but the safetensors files hold %zu; "
-                  "the config does not match the checkpoint", dir, n, held);
+        rc = fail(err,
+                  "%s/config.json: its sizes need %zu weights but the safetensors files hold %zu; "
+                  "the config does not match the checkpoint",
+                  dir, n, held);
     }
     float *host_memory = NULL;
     if (rc == 0) {
@@ -1573,8 +1684,8 @@ static int gpu_mapping = 0;
 
 // out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim); with residual, out += that
 // (out is then the residual stream state.x, and state.xb2 the scratch of the CPU's mapping)
-static void matmul_to(RunState *s, float *out, const float *x, const float *w, int n, int in_dim, int out_dim,
-                      int residual) {
+static void matmul_to(RunState *s, float *out, const float *x, const float *w, int n, int in_dim,
+                      int out_dim, int residual) {
     if (!gpu_mapping) {
         LAUNCH(matmul_kernel, out_dim, residual ? s->xb2 : out, x, w, n, in_dim, out_dim);
         if (residual) { LAUNCH(residual_kernel, n * out_dim, out, s->xb2, n * out_dim); }
@@ -1582,16 +1693,20 @@ static void matmul_to(RunState *s, float *out, const float *x, const float *w, i
     }
     for (int t = 0; t < n; t += MAX_SWEEP_TOKENS) { // part holds 8 tokens' lanes
         int len = n - t < MAX_SWEEP_TOKENS ? n - t : MAX_SWEEP_TOKENS;
-        LAUNCH(matmul_lanes_kernel, out_dim * LANES, s->part, x + (size_t)t * in_dim, w, len, in_dim, out_dim);
-        LAUNCH(matmul_combine_kernel, len * out_dim, out + (size_t)t * out_dim, s->part, len, out_dim, residual);
+        LAUNCH(matmul_lanes_kernel, out_dim * LANES, s->part, x + (size_t)t * in_dim, w, len,
+               in_dim, out_dim);
+        LAUNCH(matmul_combine_kernel, len * out_dim, out + (size_t)t * out_dim, s->part, len,
+               out_dim, residual);
     }
 }
-static void matmul(RunState *s, float *out, const float *x, const float *w, int n, int in_dim, int out_dim) {
+static void matmul(RunState *s, float *out, const float *x, const float *w, int n, int in_dim,
+                   int out_dim) {
     matmul_to(s, out, x, w, n, in_dim, out_dim, 0);
 }
 
 // out (n, dim) = RMSNorm(x) * w
-static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int n, int dim, float eps) {
+static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int n, int dim,
+                    float eps) {
     if (!gpu_mapping) {
         LAUNCH(rmsnorm_rows_kernel, n, out, x, w, n, dim, eps);
         return;
@@ -1602,18 +1717,19 @@ static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int
 
 // out (n, n_heads * head_dim) = softmax(q k^T / sqrt(head_dim)) v for the n tokens of this pass
 // (set_pass done) against the cache of one layer, slots [0, pos + n)
-static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l, int n, int pos,
-                      const Config *c) {
+static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l,
+                      int n, int pos, const Config *c) {
     if (!gpu_mapping) {
-        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, n, pos, c->n_heads,
-               c->n_kv_heads, c->head_dim, c->seq_len);
+        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, n, pos,
+               c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
         return;
     }
-    LAUNCH(attention_scores_kernel, n * c->n_heads * (pos + n), s->att, q, k_l, s->mask, n, pos, c->n_heads,
-           c->n_kv_heads, c->head_dim, c->seq_len);
-    LAUNCH(attention_softmax_kernel, n * c->n_heads, s->att, s->att_sum, s->mask, n, pos, c->n_heads, c->seq_len);
-    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, s->att_sum, v_l, s->mask, n, pos,
+    LAUNCH(attention_scores_kernel, n * c->n_heads * (pos + n), s->att, q, k_l, s->mask, n, pos,
            c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
+    LAUNCH(attention_softmax_kernel, n * c->n_heads, s->att, s->att_sum, s->mask, n, pos,
+           c->n_heads, c->seq_len);
+    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, s->att_sum, v_l,
+           s->mask, n, pos, c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
 }
 
 // Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn).
@@ -1636,7 +1752,8 @@ static void attention_sublayer(Model *m, int l, int n, int pos) {
     LAUNCH(rope_kernel, n * c->n_kv_heads * half, k_l + (size_t)pos * kv_dim, kv_dim, s->depth, pos,
            w->rope_inv_freq, n, c->n_kv_heads, c->head_dim);
     attention(s, s->xb, s->q, k_l, v_l, n, pos, c);
-    matmul_to(s, s->x, s->xb, w->wo + (size_t)l * dim * q_dim, n, q_dim, dim, 1); // x += o_proj(...)
+    // x += o_proj(...)
+    matmul_to(s, s->x, s->xb, w->wo + (size_t)l * dim * q_dim, n, q_dim, dim, 1);
 }
 
 // MLP sublayer of layer l: x += down(silu(gate(norm(x))) * up(norm(x))).
@@ -1659,8 +1776,8 @@ static void capture_boundary(const Model *m, Capture *cap, int b) {
     size_t dim = (size_t)m->config.dim;
     for (int k = 0, run; k < cap->n_idx; k += run) {
         for (run = 1; k + run < cap->n_idx && cap->idx[k + run] == cap->idx[k] + run; run++) {}
-        copy_to_host(cap->states + ((size_t)b * cap->n_idx + k) * dim, m->state.x + cap->idx[k] * dim,
-                     run * dim * sizeof(float));
+        copy_to_host(cap->states + ((size_t)b * cap->n_idx + k) * dim,
+                     m->state.x + cap->idx[k] * dim, run * dim * sizeof(float));
     }
 }
 
@@ -1675,8 +1792,11 @@ static void kv_slots(Model *m, int slot, int n, float *buf, int save) {
         float *caches[2] = {m->state.key_cache + off, m->state.value_cache + off};
         for (int kv = 0; kv < 2; kv++) {
             float *b = buf + (2 * (size_t)l + kv) * row;
-            if (save) { copy_to_host(b, caches[kv], row * sizeof(float)); }
-            else { copy_to_device(caches[kv], b, row * sizeof(float)); }
+            if (save) {
+                copy_to_host(b, caches[kv], row * sizeof(float));
+            } else {
+                copy_to_device(caches[kv], b, row * sizeof(float));
+            }
         }
     }
 }
@@ -1789,7 +1909,11 @@ static void warp_probs(const float *logits, int n, float temperature, float top_
     float cutoff = (1.0f - top_p) / (float)(n - 1 > 0 ? n - 1 : 1);
     int m = 0;
     for (int i = 0; i < n; i++) {
-        if (probs[i] >= cutoff) { scratch[m].prob = probs[i]; scratch[m].index = i; m++; }
+        if (probs[i] >= cutoff) {
+            scratch[m].prob = probs[i];
+            scratch[m].index = i;
+            m++;
+        }
     }
     qsort(scratch, (size_t)m, sizeof(ProbIndex), compare_prob_desc);
     float mass = 0.0f;
@@ -1830,7 +1954,9 @@ static int sample_probs(const float *probs, int n, float u) {
 // them through the selector hooks; the searches that score a set by decoding with it (Self-SD,
 // the oracle) come after it.
 
-enum { METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE };
+enum {
+    METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE
+};
 static const char *method_name(int method) {
     static const char *names[] = {"none", "static", "selfsd", "swift", "asd", "clasp", "oracle"};
     return method >= 0 && method <= METHOD_ORACLE ? names[method] : "?";
@@ -1946,12 +2072,22 @@ static MethodParams method_params_default(void) {
 }
 
 // The draft length K and exit threshold a method drafts with (static and none: Self-SD's).
-static void method_drafting(const MethodParams *p, int method, int *max_draft, float *exit_threshold) {
+static void method_drafting(const MethodParams *p, int method, int *max_draft,
+                            float *exit_threshold) {
     *max_draft = p->selfsd.max_draft;
     *exit_threshold = p->selfsd.exit_threshold;
-    if (method == METHOD_SWIFT) { *max_draft = p->swift.max_draft; *exit_threshold = p->swift.exit_threshold; }
-    if (method == METHOD_ASD) { *max_draft = p->asd.max_draft; *exit_threshold = p->asd.exit_threshold; }
-    if (method == METHOD_CLASP) { *max_draft = p->clasp.max_draft; *exit_threshold = p->clasp.exit_threshold; }
+    if (method == METHOD_SWIFT) {
+        *max_draft = p->swift.max_draft;
+        *exit_threshold = p->swift.exit_threshold;
+    }
+    if (method == METHOD_ASD) {
+        *max_draft = p->asd.max_draft;
+        *exit_threshold = p->asd.exit_threshold;
+    }
+    if (method == METHOD_CLASP) {
+        *max_draft = p->clasp.max_draft;
+        *exit_threshold = p->clasp.exit_threshold;
+    }
 }
 
 // Attention and MLP of every odd layer, never the last: SWIFT's starting point (as its code
@@ -2043,9 +2179,11 @@ static void gp_add(Gp *gp, const float *x, double y) {
     double *chol = gp->chol;
     for (int i = 0; i < n; i++) {
         for (int j = 0; j <= i; j++) {
-            double s = gp_kernel(gp, gp->x + (size_t)i * gp->dim, gp->x + (size_t)j * gp->dim) + (i == j ? gp->noise : 0);
+            double s = gp_kernel(gp, gp->x + (size_t)i * gp->dim, gp->x + (size_t)j * gp->dim) +
+                       (i == j ? gp->noise : 0);
             for (int k = 0; k < j; k++) { s -= chol[i * GP_WINDOW + k] * chol[j * GP_WINDOW + k]; }
-            chol[i * GP_WINDOW + j] = i == j ? sqrt(s > 1e-12 ? s : 1e-12) : s / chol[j * GP_WINDOW + j];
+            chol[i * GP_WINDOW + j] = i == j ? sqrt(s > 1e-12 ? s : 1e-12)
+                                             : s / chol[j * GP_WINDOW + j];
         }
     }
     for (int i = 0; i < n; i++) { // forward then back substitution
@@ -2080,7 +2218,8 @@ static void gp_predict(const Gp *gp, const float *x, double *mean, double *var) 
 
 // A random candidate: each sublayer skipped with probability p, or, when count > 0, exactly
 // count sublayers skipped among the allowed ones (layers first_layer..last_layer).
-static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_layer, int last_layer, SkipSet *s) {
+static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_layer,
+                            int last_layer, SkipSet *s) {
     memset(s, 0, sizeof(*s));
     int slots = 2 * (last_layer - first_layer + 1);
     if (count <= 0) {
@@ -2102,8 +2241,8 @@ static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_
 // random_skip_set. The best candidate goes to *best. The official codes differ in kappa:
 // Self-SD's uses 2.576, SWIFT's 2.5 (both bayes_opt's UCB with xi = 0); each method's params
 // hold its own.
-static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last, int n_random, double kappa,
-                       SkipSet *best) {
+static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last,
+                       int n_random, double kappa, SkipSet *best) {
     float v[GP_MAX_DIM];
     double best_ucb = -INFINITY;
     for (int k = 0; k < n_random; k++) {
@@ -2183,8 +2322,10 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
     float *g = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));     // g(i-1, .)
     float *next = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));  // g(i, .)
     float *batch = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));
-    unsigned char *skipped = (unsigned char *)calloc_check((size_t)(L + 1) * (M + 1), 1); // parent: skip?
-    float *saved = (float *)malloc_check((size_t)2 * L * (M + 1) * c->n_kv_heads * c->head_dim * sizeof(float));
+    // parent: skip?
+    unsigned char *skipped = (unsigned char *)calloc_check((size_t)(L + 1) * (M + 1), 1);
+    float *saved = (float *)malloc_check((size_t)2 * L * (M + 1) * c->n_kv_heads * c->head_dim *
+                                         sizeof(float));
     kv_slots(m, slot, M > 0 ? M : 1, saved, 1);
     memcpy(g, h, row * sizeof(float)); // g(0, 0) = h_0
     for (int i = 1; i <= L; i++) {
@@ -2204,7 +2345,8 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
         for (int j = lo; j <= top; j++) {
             const float *skip_state = g + (size_t)(j - 1) * row;
             const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
-            int take_skip = run_state == NULL || cosine(hi, skip_state, dim) > cosine(hi, run_state, dim);
+            int take_skip = run_state == NULL ||
+                            cosine(hi, skip_state, dim) > cosine(hi, run_state, dim);
             memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
             skipped[i * (M + 1) + j] = (unsigned char)take_skip;
         }
@@ -2229,13 +2371,15 @@ static double swift_matchness(Model *m, const int *seq, int pos, int window, con
     const Config *c = &m->config;
     int start = pos - window - 1; // inputs seq[start .. pos-2] predict seq[start+1 .. pos-1]
     if (start < 0 || window > m->state.max_tokens) { return 0.0; }
-    float *saved = (float *)malloc_check((size_t)2 * c->n_layers * window * c->n_kv_heads * c->head_dim * sizeof(float));
+    float *saved = (float *)malloc_check((size_t)2 * c->n_layers * window * c->n_kv_heads *
+                                         c->head_dim * sizeof(float));
     kv_slots(m, start, window, saved, 1);
     forward(m, seq + start, window, start, s, NULL, NULL);
     kv_slots(m, start, window, saved, 0);
     int match = 0;
     for (int t = 0; t < window; t++) {
-        match += argmax(m->state.logits_host + (size_t)t * c->vocab_size, c->vocab_size) == seq[start + t + 1];
+        match += argmax(m->state.logits_host + (size_t)t * c->vocab_size, c->vocab_size) ==
+                 seq[start + t + 1];
     }
     free(saved);
     return (double)match / window;
@@ -2251,7 +2395,8 @@ typedef struct {
     Gp gp;
     Rng rng;
     int rounds, drafted, accepted;  // verifications, and drafts verified since the last ratio check
-    double run_ms, opt_ms, last_ms; // decoding time seen (steps included), time in steps, last round's start
+    double run_ms;                  // decoding time seen, the steps included
+    double opt_ms, last_ms;         // time in steps; the start of the last round
     double step_ms;                 // the last step's time: what the next one will likely cost
 } Swift;
 
@@ -2316,9 +2461,15 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     skip_to_vector(&cand, L, v);
     gp_add(&w->gp, v, score);
     w->steps++;
-    if (score > w->best_score) { w->best_score = score; w->best = cand; w->since_best = 0; }
-    else { w->since_best++; }
-    w->done = w->steps >= w->p.max_steps || w->since_best >= w->p.patience || w->best_score > w->p.target;
+    if (score > w->best_score) {
+        w->best_score = score;
+        w->best = cand;
+        w->since_best = 0;
+    } else {
+        w->since_best++;
+    }
+    w->done = w->steps >= w->p.max_steps || w->since_best >= w->p.patience ||
+              w->best_score > w->p.target;
     w->step_ms = time_ms() - t0;
     w->opt_ms += w->step_ms;
 }
@@ -2357,17 +2508,23 @@ typedef struct {
     unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
 } DraftTree;
 
-static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts, int max_n) {
+static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts,
+                       int max_n) {
     int n = 0;
     for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
     for (int j = 1; j <= k; j++) {
-        for (int a = 0; a < n_alts[j] && n < max_n; a++) { tr->tokens[n] = alts[j * MAX_ALTS + a]; tr->depth[n] = j; n++; }
+        for (int a = 0; a < n_alts[j] && n < max_n; a++) {
+            tr->tokens[n] = alts[j * MAX_ALTS + a];
+            tr->depth[n] = j;
+            n++;
+        }
     }
     tr->n = n;
     memset(tr->mask, 0, sizeof(tr->mask));
     for (int t = 0; t < n; t++) {
         int d = tr->depth[t];
-        for (int u = 0; u < d; u++) { tr->mask[t * n + u] = 1; } // the chain ancestors x, d1..d_{d-1}
+        // the chain ancestors x, d1..d_{d-1}, and the token itself
+        for (int u = 0; u < d; u++) { tr->mask[t * n + u] = 1; }
         tr->mask[t * n + t] = 1;
     }
 }
@@ -2396,12 +2553,16 @@ static int top_alternatives(const float *logits, int vocab, float confidence, co
 // at the first mismatch, a leaf holding the argmax is accepted too (its K/V row is copied to
 // the next chain slot, one row per layer), and the bonus comes from that leaf's row.
 // Returns the number of accepted draft tokens; *next is the full model's token, *row its row.
-static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *accepted_tokens, int *next, int *rows) {
+static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *accepted_tokens,
+                       int *next, int *rows) {
     int vocab = m->config.vocab_size, j = 0;
     for (;;) {
         int target = argmax(m->state.logits_host + (size_t)j * vocab, vocab);
         rows[j] = j;
-        if (j < k && target == tr->tokens[j + 1]) { accepted_tokens[j] = target; j++; continue; }
+        if (j < k && target == tr->tokens[j + 1]) { // the chain goes on
+            accepted_tokens[j++] = target;
+            continue;
+        }
         int leaf = -1;
         for (int t = k + 1; t < tr->n && leaf < 0 && j < k; t++) {
             if (tr->depth[t] == j + 1 && tr->tokens[t] == target) { leaf = t; }
@@ -2409,7 +2570,8 @@ static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *accep
         if (leaf < 0) { *next = target; return j; }
         accepted_tokens[j] = target; // the leaf: move its K/V to slot pos + j + 1
         const Config *c = &m->config;
-        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim * sizeof(float));
+        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim *
+                                           sizeof(float));
         kv_slots(m, pos + leaf, 1, row, 1);
         kv_slots(m, pos + j + 1, 1, row, 0);
         free(row);
@@ -2434,7 +2596,8 @@ typedef struct {
     int rounds;          // verifications in this prompt
 } Selector;
 
-static void selector_init(Selector *sel, int method, const MethodParams *p, int n_layers, uint64_t seed) {
+static void selector_init(Selector *sel, int method, const MethodParams *p, int n_layers,
+                          uint64_t seed) {
     memset(sel, 0, sizeof(*sel));
     sel->method = method;
     sel->asd = p->asd;
@@ -2505,11 +2668,13 @@ static int selector_wants_verify_capture(const Selector *sel) {
 
 // After a verification: SWIFT's skip-ratio rule, and CLaSp's DP on the hidden states h_last of
 // the last accepted token (NULL: none this round). Returns 1 if a DP ran.
-static int selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot, int drafted,
-                                 int accepted, SkipSet *skip) {
+static int selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot,
+                                 int drafted, int accepted, SkipSet *skip) {
     if (sel == NULL) { return 0; }
     sel->rounds++;
-    if (sel->method == METHOD_SWIFT) { swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted); }
+    if (sel->method == METHOD_SWIFT) {
+        swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted);
+    }
     if (h_last == NULL) { return 0; }
     *skip = select_clasp(m, h_last, slot, sel->clasp_max_skip);
     return 1;
@@ -2554,7 +2719,8 @@ static int is_eos(const Config *c, int token) {
 // is over: after an EOS, or at max_new tokens.
 static int emit(const Config *c, Output *out, int token, const float *logits) {
     if (out->logits) {
-        memcpy(out->logits + (size_t)out->n * c->vocab_size, logits, (size_t)c->vocab_size * sizeof(float));
+        memcpy(out->logits + (size_t)out->n * c->vocab_size, logits,
+               (size_t)c->vocab_size * sizeof(float));
     }
     out->tokens[out->n++] = token;
     if (out->cb) { out->cb(out->ctx, token); }
@@ -2562,7 +2728,8 @@ static int emit(const Config *c, Output *out, int token, const float *logits) {
 }
 
 // Picks the next token from one row of logits: argmax when greedy, else a draw from the warped p.
-static int sample_next(Sampler *sp, const float *logits, int vocab, float *probs, ProbIndex *scratch) {
+static int sample_next(Sampler *sp, const float *logits, int vocab, float *probs,
+                       ProbIndex *scratch) {
     if (sp->temperature == 0.0f) { return argmax(logits, vocab); }
     warp_probs(logits, vocab, sp->temperature, sp->top_p, probs, scratch);
     return sample_probs(probs, vocab, rng_uniform(&sp->rng));
@@ -2595,8 +2762,8 @@ static void prefill(Model *m, const int *tokens, int n, const SkipSet *skip, Sel
 
 // Plain decoding with the model under skip (NULL = full model): up to out->max_new tokens after
 // the prompt, stopping after an EOS or at the context limit. Returns the number generated.
-static int generate_plain(Model *m, const int *prompt, int n_prompt, const SkipSet *skip, Sampler *sp,
-                          Output *out, GenStats *st) {
+static int generate_plain(Model *m, const int *prompt, int n_prompt, const SkipSet *skip,
+                          Sampler *sp, Output *out, GenStats *st) {
     const Config *c = &m->config;
     float *probs = (float *)malloc_check((size_t)c->vocab_size * sizeof(float));
     ProbIndex *scratch = (ProbIndex *)malloc_check((size_t)c->vocab_size * sizeof(ProbIndex));
@@ -2686,8 +2853,8 @@ static float top1_prob(const float *logits, int n) {
 // the draft token d was drawn from q. Keep it with probability min(1, p(d) / q(d)), using a
 // fresh uniform; otherwise draw the replacement from norm(max(0, p - q)). Either way the token
 // that comes out is distributed exactly as p. Returns 1 if d is kept, else 0 and *replacement.
-static int speculative_accept(const float *p, const float *q, int n, int d, Rng *rng, float *residual,
-                              int *replacement) {
+static int speculative_accept(const float *p, const float *q, int n, int d, Rng *rng,
+                              float *residual, int *replacement) {
     if (rng_uniform(rng) * q[d] < p[d]) { return 1; } // u < p/q without dividing by q
     float mass = 0.0f;
     for (int i = 0; i < n; i++) {
@@ -2711,7 +2878,7 @@ typedef struct {
 // place, no allocation. Rounds or sets past the bounds are counted, not kept.
 enum { HIST_ROUNDS = 1024, HIST_SETS = 96 };
 typedef struct {
-    int n;                                // rounds kept, at most HIST_ROUNDS (SpecStats.rounds counts all)
+    int n;                                // rounds kept (SpecStats.rounds counts all)
     unsigned char drafted[HIST_ROUNDS];   // k of each round (<= MAX_DRAFT)
     unsigned char accepted[HIST_ROUNDS];  // draft tokens accepted in it
     float threshold[HIST_ROUNDS];         // the draft-exit threshold it drafted under
@@ -2719,7 +2886,7 @@ typedef struct {
 
 typedef struct {
     int n, total;              // sets kept (at most HIST_SETS), sets offered
-    SkipSet set[HIST_SETS];    // decoding: each set when it came into use; Self-SD: each search candidate
+    SkipSet set[HIST_SETS];    // decoding: each set when first used; Self-SD: each candidate
     int at[HIST_SETS];         // decoding: the round it was first used in; Self-SD: the iteration
     float cost[HIST_SETS];     // Self-SD: the objective per token; decoding: -1
 } SetHistory;
@@ -2794,8 +2961,10 @@ typedef struct {
 
 static SpecScratch *build_spec_scratch(const Config *c, int k_cap, int seq_len) {
     SpecScratch *s = (SpecScratch *)malloc_check(sizeof(SpecScratch));
-    size_t vocab = (size_t)c->vocab_size, states = (size_t)(2 * c->n_layers + 1) * (k_cap + 1) * c->dim;
-    s->p = (float *)malloc_check((2 * vocab + (size_t)(k_cap + 1) * vocab + states) * sizeof(float));
+    size_t vocab = (size_t)c->vocab_size,
+           states = (size_t)(2 * c->n_layers + 1) * (k_cap + 1) * c->dim;
+    s->p = (float *)malloc_check((2 * vocab + (size_t)(k_cap + 1) * vocab + states) *
+                                 sizeof(float));
     s->residual = s->p + vocab;
     s->q_rows = s->residual + vocab;
     s->states = s->q_rows + (size_t)(k_cap + 1) * vocab;
@@ -2815,7 +2984,8 @@ static void free_spec_scratch(SpecScratch *s) {
 // wanted. A draft that skips nothing is the full model: each draft token would cost a full pass
 // that verification then repeats. Decision: an empty skip set drafts nothing, and the round is
 // a plain decoding step (so Self-SD's search measures plain decoding for it).
-static int draft_limit(const Model *m, const SpecParams *sp, int k_cap, int pos, const Output *out) {
+static int draft_limit(const Model *m, const SpecParams *sp, int k_cap, int pos,
+                       const Output *out) {
     int k_max = k_cap;
     if (k_max > m->config.seq_len - 1 - pos) { k_max = m->config.seq_len - 1 - pos; }
     if (k_max > out->max_new - out->n - 1) { k_max = out->max_new - out->n - 1; }
@@ -2836,7 +3006,10 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
         s->draft[k + 1] = sample_next(smp, logits, vocab, s->q_rows + (size_t)k * vocab, s->sort);
         float confidence = top1_prob(logits, vocab);
         k++;
-        if (tree) { s->n_alts[k] = top_alternatives(logits, vocab, confidence, tree, s->alts + k * MAX_ALTS); }
+        if (tree) {
+            s->n_alts[k] = top_alternatives(logits, vocab, confidence, tree,
+                                            s->alts + k * MAX_ALTS);
+        }
         if (sp->exit.mode != EXIT_NONE && confidence < sp->exit.threshold) { break; }
     }
     return k;
@@ -2874,15 +3047,16 @@ static int verify_chain(Model *m, Sampler *smp, int k, SpecScratch *s, int *next
 // [x, d1..dk] in one pass at slots pos..pos+k (with SWIFT's tree, its leaves after them) and
 // keeps the longest valid prefix. Captures every row's hidden states when asked (CLaSp). Returns
 // the number of draft tokens kept; *next is the full model's own token.
-static int verify_draft(Model *m, Sampler *smp, int k, int pos, const SwiftParams *tree, int capture,
-                        SpecScratch *s, int *next) {
+static int verify_draft(Model *m, Sampler *smp, int k, int pos, const SwiftParams *tree,
+                        int capture, SpecScratch *s, int *next) {
     for (int t = 0; t <= k; t++) { s->capture_idx[t] = t; }
     Capture cap = {k + 1, s->capture_idx, s->states};
     if (tree == NULL) {
         forward(m, s->draft, k + 1, pos, NULL, NULL, capture ? &cap : NULL);
         return verify_chain(m, smp, k, s, next);
     }
-    int room = m->config.seq_len - pos < m->state.max_tokens ? m->config.seq_len - pos : m->state.max_tokens;
+    int room = m->config.seq_len - pos < m->state.max_tokens ? m->config.seq_len - pos
+                                                             : m->state.max_tokens;
     build_tree(&s->tree, s->draft, k, s->alts, s->n_alts, room);
     TokenTree tt = {s->tree.depth, s->tree.mask};
     forward(m, s->tree.tokens, s->tree.n, pos, NULL, &tt, capture ? &cap : NULL);
@@ -2977,8 +3151,8 @@ typedef struct {
     int n_prompts;
     int n_new;                 // tokens decoded per prompt
     int max_draft;             // K of those decodings, whose draft exit is Self-SD's adaptive rule
-    int use_cost_model;        // 1: sublayers run per token (deterministic); 0: wall-clock ms per token
-    double (*fake)(void *ctx, const SkipSet *s); // tests: a synthetic objective in place of decoding
+    int use_cost_model;        // 1: sublayers run per token (deterministic); 0: ms per token
+    double (*fake)(void *ctx, const SkipSet *s); // tests: a synthetic objective, no decoding
     void *fake_ctx;
 } Objective;
 
@@ -3030,16 +3204,19 @@ static double median(double *v, int n) {
 }
 
 // The median of n measurements (n <= 5), the first of which is already in first (NAN: none).
-static double measure_median(Model *m, const Objective *obj, const SkipSet *s, int n, double first) {
+static double measure_median(Model *m, const Objective *obj, const SkipSet *s, int n,
+                             double first) {
     double c[5];
-    for (int k = 0; k < n; k++) { c[k] = k == 0 && !isnan(first) ? first : measure_objective(m, obj, s); }
+    for (int k = 0; k < n; k++) {
+        c[k] = k == 0 && !isnan(first) ? first : measure_objective(m, obj, s);
+    }
     return median(c, n);
 }
 
 // The medians of 5 measurements each of a and b, taken alternately so that a change in the
 // machine's load between them biases neither.
-static void measure_pair(Model *m, const Objective *obj, const SkipSet *a, const SkipSet *b, double *median_a,
-                         double *median_b) {
+static void measure_pair(Model *m, const Objective *obj, const SkipSet *a, const SkipSet *b,
+                         double *median_a, double *median_b) {
     double ca[5], cb[5];
     for (int k = 0; k < 5; k++) {
         ca[k] = measure_objective(m, obj, a);
@@ -3049,8 +3226,8 @@ static void measure_pair(Model *m, const Objective *obj, const SkipSet *a, const
     *median_b = median(cb, 5);
 }
 
-static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams *p, uint64_t seed, int verbose,
-                             SetHistory *hist) {
+static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams *p, uint64_t seed,
+                             int verbose, SetHistory *hist) {
     int L = m->config.n_layers, iters = p->iters, repeats = obj->use_cost_model ? 1 : 3;
     const char *unit = obj->use_cost_model ? "sublayers/token" : "ms/token";
     Gp gp;
@@ -3066,33 +3243,47 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
     if (hist) { set_history_add(hist, &best, 0, (float)best_cost); }
-    if (verbose) { fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n", best_cost, unit); }
+    if (verbose) {
+        fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n",
+                best_cost, unit);
+    }
     int it;
     for (it = 1; it <= iters && !search_interrupted; it++) {
-        if (it <= iters / 5) { random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand); }
-        else { gp_propose(&gp, &r, L, 0, 0, L - 1, p->n_candidates, p->kappa, &cand); }
+        if (it <= iters / 5) {
+            random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand);
+        } else {
+            gp_propose(&gp, &r, L, 0, 0, L - 1, p->n_candidates, p->kappa, &cand);
+        }
         double cost = measure_objective(m, obj, &cand);
-        if (cost < best_cost && repeats > 1) { cost = measure_median(m, obj, &cand, repeats, cost); }
+        if (cost < best_cost && repeats > 1) {
+            cost = measure_median(m, obj, &cand, repeats, cost);
+        }
         skip_to_vector(&cand, L, v);
         gp_add(&gp, v, -cost);
         if (cost < best_cost) { best_cost = cost; best = cand; }
         if (hist) { set_history_add(hist, &cand, it, (float)cost); }
         if (verbose) {
             double left_s = (time_ms() - t0) / it * (iters - it) / 1e3;
-            fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, ~%.0f s left\n", it, iters,
-                    cost, unit, best_cost, skip_count(&best, L), 2 * L, left_s);
+            fprintf(
+                stderr,
+                "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, ~%.0f s left\n",
+                it, iters, cost, unit, best_cost, skip_count(&best, L), 2 * L, left_s);
         }
     }
     if (search_interrupted && verbose) {
-        fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d of %d, cost %.4f %s\n",
+        fprintf(stderr,
+                "selfsd: interrupted after %d of %d iterations: best so far skips %d of %d, cost "
+                "%.4f %s\n",
                 it - 1, iters, skip_count(&best, L), 2 * L, best_cost, unit);
     }
-    if (repeats > 1 && skip_count(&best, L) > 0 && !search_interrupted) { // the re-check against plain decoding
+    // the re-check against plain decoding
+    if (repeats > 1 && skip_count(&best, L) > 0 && !search_interrupted) {
         double cost_best, cost_empty;
         measure_pair(m, obj, &best, &empty, &cost_best, &cost_empty);
         if (verbose) {
-            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n", cost_best, cost_empty,
-                    unit, cost_best < cost_empty ? "" : ": keeping the empty set");
+            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n",
+                    cost_best, cost_empty, unit,
+                    cost_best < cost_empty ? "" : ": keeping the empty set");
         }
         if (cost_best >= cost_empty) { best = empty; }
     }
@@ -3104,7 +3295,8 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
 // Every skip set with exactly `count` skipped sublayers when there are at most max_sets of them,
 // else max_sets random ones (the count is reported), scored by the objective. Slow by design: it
 // prints its progress every 10 s and stops early on Ctrl-C (search_interrupted).
-static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets, uint64_t seed, long *n_tried) {
+static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets,
+                             uint64_t seed, long *n_tried) {
     int L = m->config.n_layers, slots = 2 * L;
     double total = 1; // C(2L, count)
     for (int k = 0; k < count; k++) { total = total * (slots - k) / (k + 1); }
@@ -3127,7 +3319,10 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
             }
             int k = count - 1; // next combination in lexicographic order
             while (k >= 0 && idx[k] == slots - count + k) { k--; }
-            if (k >= 0) { idx[k]++; for (int q = k + 1; q < count; q++) { idx[q] = idx[q - 1] + 1; } }
+            if (k >= 0) {
+                idx[k]++;
+                for (int q = k + 1; q < count; q++) { idx[q] = idx[q - 1] + 1; }
+            }
         } else {
             random_skip_set(&r, L, 0, count, 0, L - 1, &cand);
         }
@@ -3136,12 +3331,13 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
         tried++;
         if (time_ms() - shown > 10e3) {
             shown = time_ms();
-            fprintf(stderr, "oracle: %ld of %ld sets scored, best cost %.4f, ~%.0f s left\n", tried, n_sets, best_cost,
-                    (shown - t0) / tried * (n_sets - tried) / 1e3);
+            fprintf(stderr, "oracle: %ld of %ld sets scored, best cost %.4f, ~%.0f s left\n", tried,
+                    n_sets, best_cost, (shown - t0) / tried * (n_sets - tried) / 1e3);
         }
     }
     if (search_interrupted) {
-        fprintf(stderr, "oracle: interrupted after %ld of %ld sets: best so far costs %.4f\n", tried, n_sets, best_cost);
+        fprintf(stderr, "oracle: interrupted after %ld of %ld sets: best so far costs %.4f\n",
+                tried, n_sets, best_cost);
     }
     *n_tried = tried;
     return best;
@@ -3483,7 +3679,8 @@ static size_t piece_digits(const char *s, size_t len, size_t i, int individual) 
 }
 
 // Metaspace split: every replacement character starts a new piece (MergedWithNext)
-static size_t piece_metaspace(const char *s, size_t len, size_t i, const char *rep, size_t rep_len) {
+static size_t piece_metaspace(const char *s, size_t len, size_t i, const char *rep,
+                              size_t rep_len) {
     int cp;
     do {
         i += utf8_decode(s, len, i, &cp);
@@ -3591,8 +3788,8 @@ static char *concat(const char *p, size_t np, const char *s, size_t n, size_t *o
 }
 
 // s with every non-overlapping `from` (leftmost first) replaced by `to`, in a new buffer
-static char *replace_all(const char *s, size_t n, const char *from, size_t nf, const char *to, size_t nt,
-                         size_t *out_len) {
+static char *replace_all(const char *s, size_t n, const char *from, size_t nf, const char *to,
+                         size_t nt, size_t *out_len) {
     size_t count = 0, o = 0;
     for (size_t i = 0; i + nf <= n; i += memcmp(s + i, from, nf) == 0 ? (count++, nf) : 1) {}
     char *out = (char *)malloc_check(add_size(n - count * nf, mul_size(count, nt)));
@@ -3627,11 +3824,15 @@ static void push_id(Encoder *e, int id) {
 // A candidate merge of the symbol at pos with the one after it, in bpe_word's heap.
 typedef struct { int rank, pos; } BpePair;
 
-static int pair_before(BpePair a, BpePair b) { return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos); }
+static int pair_before(BpePair a, BpePair b) {
+    return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos);
+}
 
 static void pair_push(BpePair *heap, size_t *n, BpePair p) {
     size_t i = (*n)++;
-    for (; i > 0 && pair_before(p, heap[(i - 1) / 2]); i = (i - 1) / 2) { heap[i] = heap[(i - 1) / 2]; }
+    for (; i > 0 && pair_before(p, heap[(i - 1) / 2]); i = (i - 1) / 2) {
+        heap[i] = heap[(i - 1) / 2];
+    }
     heap[i] = p;
 }
 
@@ -3663,7 +3864,9 @@ static void bpe_word(Encoder *e, const char *w, size_t len) {
     for (size_t i = 0, cl; i < len; i += cl) {
         cl = utf8_decode(w, len, i, &cp);
         int id = vocab_find(t, w + i, cl), bytes = t->byte_fallback;
-        for (size_t b = 0; b < cl; b++) { bytes = bytes && t->byte_ids[(unsigned char)w[i + b]] >= 0; }
+        for (size_t b = 0; b < cl; b++) {
+            bytes = bytes && t->byte_ids[(unsigned char)w[i + b]] >= 0;
+        }
         if (id >= 0) {
             if (unk) { sym[n++] = t->unk_id; }
             sym[n++] = id;
@@ -3680,7 +3883,9 @@ static void bpe_word(Encoder *e, const char *w, size_t len) {
     // word ends as at least (its symbols' bytes) / max_len tokens: refuse before merging what
     // cannot fit. (unk may be an added token longer than max_len.)
     size_t bytes = 0, longest = (size_t)t->max_len;
-    if (t->unk_id >= 0 && (size_t)t->tok[t->unk_id].len > longest) { longest = (size_t)t->tok[t->unk_id].len; }
+    if (t->unk_id >= 0 && (size_t)t->tok[t->unk_id].len > longest) {
+        longest = (size_t)t->tok[t->unk_id].len;
+    }
     for (size_t i = 0; i < n; i++) { bytes += (size_t)t->tok[sym[i]].len; }
     size_t at_least = longest > 0 ? (bytes + longest - 1) / longest : 0;
     if (!e->failed && at_least > (size_t)(e->max - e->n)) {
@@ -3723,22 +3928,26 @@ static void pre_tokenize(Encoder *e, int stage, const char *s, size_t len, int a
     char *w = NULL;
     if (kind < 0) { // ByteLevel: every byte becomes one GPT-2 character
         w = (char *)malloc_check(mul_size(len, 2));
-        for (size_t i = 0; i < len; i++) { put_utf8((unsigned int)t->byte_char[(unsigned char)s[i]], w, &n); }
+        for (size_t i = 0; i < len; i++) {
+            put_utf8((unsigned int)t->byte_char[(unsigned char)s[i]], w, &n);
+        }
         bpe_word(e, w, n);
     } else if (kind == PRE_PREFIX_SPACE) { // ByteLevel add_prefix_space, on every piece
         w = concat(" ", s[0] == ' ' ? 0 : 1, s, len, &n);
         pre_tokenize(e, stage + 1, w, n, at_start);
     } else if (kind == PRE_METASPACE) { // spaces become the replacement, which may also go first
         char *r = replace_all(s, len, " ", 1, t->meta_rep, nr, &n);
-        int front = t->meta_prepend == PREPEND_ALWAYS || (t->meta_prepend == PREPEND_FIRST && at_start);
+        int front = t->meta_prepend == PREPEND_ALWAYS ||
+                    (t->meta_prepend == PREPEND_FIRST && at_start);
         w = concat(t->meta_rep, front && !starts_with(r, n, t->meta_rep, nr) ? nr : 0, r, n, &n);
         free(r);
         pre_tokenize(e, stage + 1, w, n, at_start);
     } else {
         for (size_t i = 0, end; i < len; i = end) {
-            end = kind == PRE_LLAMA3 ? piece_llama3(s, len, i) : kind == PRE_GPT2 ? piece_gpt2(s, len, i)
+            end = kind == PRE_LLAMA3            ? piece_llama3(s, len, i)
+                  : kind == PRE_GPT2            ? piece_gpt2(s, len, i)
                   : kind == PRE_METASPACE_SPLIT ? piece_metaspace(s, len, i, t->meta_rep, nr)
-                  : piece_digits(s, len, i, kind == PRE_DIGITS);
+                                                : piece_digits(s, len, i, kind == PRE_DIGITS);
             pre_tokenize(e, stage + 1, s + i, end - i, at_start && i == 0);
         }
     }
@@ -3759,7 +3968,8 @@ static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from
         int best = -1;
         for (int a = 0; a < t->n_added; a++) {
             const TokenText *x = &t->tok[t->added[a]];
-            if (x->normalized == normalized && starts_with(s + i, len - i, x->text, (size_t)x->len) &&
+            if (x->normalized == normalized &&
+                starts_with(s + i, len - i, x->text, (size_t)x->len) &&
                 (best < 0 || x->len > t->tok[best].len)) {
                 best = t->added[a];
             }
@@ -3777,7 +3987,9 @@ static void split_added(Encoder *e, const char *s, size_t len, int pass, int at_
     for (int id = 0; id >= 0 && !e->failed; from = at) {
         id = find_added(e->t, s, len, from, pass, &at);
         at = id >= 0 ? at : len;
-        if (at > from && pass == 1) { pre_tokenize(e, 0, s + from, at - from, at_start && from == 0); }
+        if (at > from && pass == 1) {
+            pre_tokenize(e, 0, s + from, at - from, at_start && from == 0);
+        }
         if (at > from && pass == 0) {
             char *w = concat("", 0, s + from, at - from, &n);
             for (int k = 0; k < e->t->n_norm; k++) { // Prepend leaves an empty piece empty
@@ -3830,7 +4042,10 @@ static void text_byte(TextOut *o, DecodeState *st, unsigned char b, int fffd_per
         }
         st->n_pending = 0;
     }
-    if (st->n_pending == 0 && utf8_need(b) == 0) { text_emit(o, st, strip, "\xEF\xBF\xBD", 3); return; }
+    if (st->n_pending == 0 && utf8_need(b) == 0) {
+        text_emit(o, st, strip, "\xEF\xBF\xBD", 3);
+        return;
+    }
     st->pending[st->n_pending++] = b;
     if (st->n_pending == utf8_need(st->pending[0])) {
         text_emit(o, st, strip, (const char *)st->pending, (size_t)st->n_pending);
@@ -3847,7 +4062,9 @@ static void decode_begin(DecodeState *st) {
 size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size_t cap) {
     TextOut o = {out, cap, 0};
     if (cap > 0) { out[0] = '\0'; }
-    if (id < 0 || id >= t->vocab_size || t->tok[id].text == NULL || t->tok[id].special) { return 0; }
+    if (id < 0 || id >= t->vocab_size || t->tok[id].text == NULL || t->tok[id].special) {
+        return 0;
+    }
     const char *s = t->tok[id].text;
     size_t len = (size_t)t->tok[id].len, i, cl = 1;
     int cp, mapped = 1, strip = t->decoder == DEC_SENTENCEPIECE && t->dec_strip;
@@ -3862,8 +4079,8 @@ size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size
         }
         return o.n;
     }
-    if (t->decoder == DEC_SENTENCEPIECE && t->dec_byte_fallback && len == 6 && memcmp(s, "<0x", 3) == 0 &&
-        s[5] == '>' && hex_value(s[3]) >= 0 && hex_value(s[4]) >= 0) {
+    if (t->decoder == DEC_SENTENCEPIECE && t->dec_byte_fallback && len == 6 &&
+        memcmp(s, "<0x", 3) == 0 && s[5] == '>' && hex_value(s[3]) >= 0 && hex_value(s[4]) >= 0) {
         text_byte(&o, st, (unsigned char)(hex_value(s[3]) * 16 + hex_value(s[4])), 1, strip);
         return o.n;
     }
@@ -3885,10 +4102,12 @@ size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size
 // ----- loading tokenizer.json
 
 // the Split regexes we have scanners for (piece_llama3, piece_gpt2), as tokenizer.json spells them
-static const char LLAMA3_PATTERN[] = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-                                     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-static const char GPT2_PATTERN[] = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|"
-                                   "\\s+(?!\\S)|\\s+";
+static const char LLAMA3_PATTERN[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+static const char GPT2_PATTERN[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|"
+    "\\s+(?!\\S)|\\s+";
 
 typedef struct {
     const Json *j;
@@ -3940,7 +4159,9 @@ static int unsupported(Loader *ld, const char *what, int obj) {
 
 static int get_bool(Loader *ld, int obj, const char *key, int dflt) {
     int i = jkey(ld, obj, key), v = dflt;
-    if (!json_is_null(ld->j, i) && json_bool(ld->j, i, &v) != 0) { lfail(ld, "%s must be true or false", key); }
+    if (!json_is_null(ld->j, i) && json_bool(ld->j, i, &v) != 0) {
+        lfail(ld, "%s must be true or false", key);
+    }
     return v;
 }
 
@@ -3948,7 +4169,8 @@ static int get_bool(Loader *ld, int obj, const char *key, int dflt) {
 static int get_array(Loader *ld, int obj, const char *key, int *n) {
     int i = jkey(ld, obj, key);
     *n = i >= 0 && ld->j->tok[i].type == JSMN_ARRAY ? ld->j->tok[i].size : 0;
-    return i >= 0 && ld->j->tok[i].type == JSMN_ARRAY ? i + 1 : lfail(ld, "%s must be an array", key);
+    return i >= 0 && ld->j->tok[i].type == JSMN_ARRAY ? i + 1
+                                                      : lfail(ld, "%s must be an array", key);
 }
 
 // One UTF-8 character at key of obj into c (8 bytes); returns its length, or 0.
@@ -3970,8 +4192,12 @@ static int load_metaspace(Loader *ld, int obj, char *rep, int *rep_len, int *pre
     if (jkey(ld, obj, "prepend_scheme") < 0) { // files from before tokenizers 0.19
         *prepend = get_bool(ld, obj, "add_prefix_space", 1) ? PREPEND_ALWAYS : PREPEND_NEVER;
     }
-    for (int k = 0; k < 3; k++) { *prepend = str_is(ld, obj, "prepend_scheme", schemes[k]) ? k : *prepend; }
-    return *rep_len == 0 || *prepend < 0 ? lfail(ld, "unsupported Metaspace replacement or prepend_scheme") : 0;
+    for (int k = 0; k < 3; k++) {
+        *prepend = str_is(ld, obj, "prepend_scheme", schemes[k]) ? k : *prepend;
+    }
+    return *rep_len == 0 || *prepend < 0
+               ? lfail(ld, "unsupported Metaspace replacement or prepend_scheme")
+               : 0;
 }
 
 static int add_pre(Tokenizer *t, Loader *ld, int kind) {
@@ -3992,14 +4218,17 @@ static int load_pre_step(Tokenizer *t, Loader *ld, int p) {
         return 0;
     }
     if (type_is(ld, p, "Digits")) {
-        return add_pre(t, ld, get_bool(ld, p, "individual_digits", 0) ? PRE_DIGITS : PRE_DIGIT_RUNS);
+        return add_pre(t, ld,
+                       get_bool(ld, p, "individual_digits", 0) ? PRE_DIGITS : PRE_DIGIT_RUNS);
     }
     if (type_is(ld, p, "Split")) { // the two patterns we have scanners for, and no other
         int pattern = jkey(ld, p, "pattern");
         int kind = str_is(ld, pattern, "Regex", LLAMA3_PATTERN) ? PRE_LLAMA3
                    : str_is(ld, pattern, "Regex", GPT2_PATTERN) ? PRE_GPT2 : -1;
         if (kind < 0 || !str_is(ld, p, "behavior", "Isolated") || get_bool(ld, p, "invert", 0)) {
-            return lfail(ld, "unsupported pre_tokenizer Split (only the Llama 3 and GPT-2 regexes, Isolated)");
+            return lfail(
+                ld,
+                "unsupported pre_tokenizer Split (only the Llama 3 and GPT-2 regexes, Isolated)");
         }
         return add_pre(t, ld, kind);
     }
@@ -4021,7 +4250,9 @@ static int load_norm_step(Tokenizer *t, Loader *ld, int o) {
     st->to = get_string(ld, o, prepend ? "prepend" : "content", &st->to_len);
     if (!prepend) { st->from = get_string(ld, jkey(ld, o, "pattern"), "String", &st->from_len); }
     int ok = st->to != NULL && (prepend || (st->from != NULL && st->from_len > 0));
-    return ok ? 0 : lfail(ld, "unsupported normalizer %s (only a String pattern)", prepend ? "Prepend" : "Replace");
+    return ok ? 0
+              : lfail(ld, "unsupported normalizer %s (only a String pattern)",
+                      prepend ? "Prepend" : "Replace");
 }
 
 // TemplateProcessing: the special tokens before and after $A in the "single" template
@@ -4048,7 +4279,8 @@ static int load_template(Tokenizer *t, Loader *ld, int p) {
         }
         if (seq < 0 && e < 0) { return lfail(ld, "post_processor: a template token without ids"); }
     }
-    return i < 0 || !seen_a ? lfail(ld, "post_processor: the single template must hold $A once") : 0;
+    return i < 0 || !seen_a ? lfail(ld, "post_processor: the single template must hold $A once")
+                            : 0;
 }
 
 static int load_post_step(Tokenizer *t, Loader *ld, int p) {
@@ -4073,8 +4305,11 @@ static int load_decoder(Tokenizer *t, Loader *ld, int d) {
     t->decoder = DEC_SENTENCEPIECE;
     int n, i = get_array(ld, d, "decoders", &n), prev = 0;
     for (int k = 0; k < n && i >= 0; k++, i = json_skip(j, i)) {
-        int step = type_is(ld, i, "Replace") ? 1 : type_is(ld, i, "ByteFallback") ? 2 : type_is(ld, i, "Fuse") ? 3
-                   : type_is(ld, i, "Strip") ? 4 : 5;
+        int step = type_is(ld, i, "Replace")        ? 1
+                   : type_is(ld, i, "ByteFallback") ? 2
+                   : type_is(ld, i, "Fuse")         ? 3
+                   : type_is(ld, i, "Strip")        ? 4
+                                                    : 5;
         long long start = 0, stop = 0;
         int ok = step > prev && step < 5 && (step == 1) == (k == 0);
         if (step == 1) {
@@ -4082,10 +4317,14 @@ static int load_decoder(Tokenizer *t, Loader *ld, int d) {
             ok = ok && t->dec_rep_len > 0 && str_is(ld, i, "content", " ");
         }
         if (step == 4) {
-            ok = ok && prev == 3 && str_is(ld, i, "content", " ") && json_int(j, jkey(ld, i, "start"), 0, 1, &start) == 0 &&
+            ok = ok && prev == 3 && str_is(ld, i, "content", " ") &&
+                 json_int(j, jkey(ld, i, "start"), 0, 1, &start) == 0 &&
                  json_int(j, jkey(ld, i, "stop"), 0, 0, &stop) == 0;
         }
-        if (!ok) { return lfail(ld, "unsupported decoder Sequence (only Replace, ByteFallback, Fuse, Strip)"); }
+        if (!ok) {
+            return lfail(ld,
+                         "unsupported decoder Sequence (only Replace, ByteFallback, Fuse, Strip)");
+        }
         t->dec_byte_fallback |= step == 2;
         t->dec_strip = (int)start;
         prev = step;
@@ -4167,7 +4406,8 @@ static int load_merges(Tokenizer *t, Loader *ld, int merges) {
         if (a != NULL && b != NULL && na + nb <= (size_t)t->max_len) {
             memcpy(ab, a, na);
             memcpy(ab + na, b, nb);
-            left = vocab_find(t, a, na), right = vocab_find(t, b, nb), joined = vocab_find(t, ab, na + nb);
+            left = vocab_find(t, a, na), right = vocab_find(t, b, nb),
+            joined = vocab_find(t, ab, na + nb);
         }
         if (left < 0 || right < 0 || joined < 0) {
             rc = lfail(ld, "model.merges[%d]: not two vocab tokens that join into one", k);
@@ -4193,13 +4433,17 @@ static int load_added(Tokenizer *t, Loader *ld, int arr) {
         json_int(j, jkey(ld, i, "id"), 0, MAX_VOCAB - 1, &id); // checked by max_id
         char *s = get_string(ld, i, "content", &len);
         TokenText *x = &t->tok[id];
-        int special = get_bool(ld, i, "special", 0), normalized = get_bool(ld, i, "normalized", !special);
-        int ok = s != NULL && len > 0 && !get_bool(ld, i, "single_word", 0) && !get_bool(ld, i, "lstrip", 0) &&
-                 !get_bool(ld, i, "rstrip", 0) && !(normalized && t->n_norm > 0) &&
+        int special = get_bool(ld, i, "special", 0),
+            normalized = get_bool(ld, i, "normalized", !special);
+        int ok = s != NULL && len > 0 && !get_bool(ld, i, "single_word", 0) &&
+                 !get_bool(ld, i, "lstrip", 0) && !get_bool(ld, i, "rstrip", 0) &&
+                 !(normalized && t->n_norm > 0) &&
                  (x->text == NULL ? set_text(t, ld, (int)id, s, len) == 0
                                   : (size_t)x->len == len && memcmp(x->text, s, len) == 0);
         free(s);
-        if (!ok) { return lfail(ld, "added_tokens[%d]: unsupported or not the vocab's text for its id", k); }
+        if (!ok) {
+            return lfail(ld, "added_tokens[%d]: unsupported or not the vocab's text for its id", k);
+        }
         x->special |= (unsigned char)special;
         x->normalized = (unsigned char)normalized;
         t->added[t->n_added++] = (int)id;
@@ -4222,13 +4466,15 @@ static int load_steps(Tokenizer *t, Loader *ld, int obj, const char *list_key, L
 
 static int load_tokenizer(Tokenizer *t, Loader *ld, size_t file_len) {
     const Json *j = ld->j;
-    int model = jkey(ld, 0, "model"), vocab = jkey(ld, model, "vocab"), added = jkey(ld, 0, "added_tokens");
+    int model = jkey(ld, 0, "model"), vocab = jkey(ld, model, "vocab"),
+        added = jkey(ld, 0, "added_tokens");
     int dropout = jkey(ld, model, "dropout"), prefix = jkey(ld, model, "continuing_subword_prefix");
     int suffix = jkey(ld, model, "end_of_word_suffix");
     double p = 0;
     added = json_is_null(j, added) ? -1 : added;
     if (model < 0 || !type_is(ld, model, "BPE")) { return unsupported(ld, "model", model); }
-    if (vocab < 0 || j->tok[vocab].type != JSMN_OBJECT || (added >= 0 && j->tok[added].type != JSMN_ARRAY)) {
+    if (vocab < 0 || j->tok[vocab].type != JSMN_OBJECT ||
+        (added >= 0 && j->tok[added].type != JSMN_ARRAY)) {
         return lfail(ld, "model.vocab must be an object and added_tokens an array");
     }
     if (!json_is_null(j, jkey(ld, 0, "truncation")) || !json_is_null(j, jkey(ld, 0, "padding"))) {
@@ -4260,7 +4506,8 @@ static int load_tokenizer(Tokenizer *t, Loader *ld, size_t file_len) {
     t->unk_id = unk != NULL ? vocab_find(t, unk, n) : -1;
     int unk_missing = unk != NULL && t->unk_id < 0, decoder = jkey(ld, 0, "decoder");
     free(unk);
-    if (unk_missing || json_is_null(j, decoder)) { // (without a decoder HF joins tokens with spaces)
+    // (without a decoder HF joins tokens with spaces)
+    if (unk_missing || json_is_null(j, decoder)) {
         return lfail(ld, "unsupported: unk_token not in the vocab, or no decoder");
     }
     if (load_steps(t, ld, jkey(ld, 0, "normalizer"), "normalizers", load_norm_step) != 0 ||
@@ -4274,7 +4521,9 @@ static int load_tokenizer(Tokenizer *t, Loader *ld, size_t file_len) {
     // GPT-2's bytes_to_unicode: printable bytes stand for themselves, the 68 others for U+0100..
     for (int c = 0; c < 324; c++) { t->char_byte[c] = -1; }
     for (int b = 0, next = 256; b < 256; b++) {
-        t->byte_char[b] = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE ? b : next++;
+        t->byte_char[b] = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE
+                              ? b
+                              : next++;
         t->char_byte[t->byte_char[b]] = (short)b;
     }
     return ld->failed ? -1 : 0;
@@ -4343,13 +4592,16 @@ typedef struct {
     double expected_speedup; // SWIFT Eq. 6 (1 for plain decoding)
 } RunSummary;
 
-static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_layers, int speculative) {
+static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_layers,
+                                int speculative) {
     RunSummary r;
     r.skip_ratio = (double)skip_count(skip, n_layers) / (2.0 * n_layers);
     r.acceptance = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
     r.mean_accepted = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
     double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;
-    r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, r.skip_ratio, drafts_per_round) : 1.0;
+    r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, r.skip_ratio,
+                                                        drafts_per_round)
+                                     : 1.0;
     return r;
 }
 
@@ -4412,73 +4664,100 @@ static void svg_text(FILE *f, const char *s, int max) {
 
 static void svg_begin(FILE *f, int n_layers, int method, int n_panels) {
     double w = svg_width(n_layers), h = n_panels * svg_panel_height(method);
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-               "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
-               "font-family=\"DejaVu Sans, Arial, sans-serif\" font-size=\"12\">\n"
-               "<rect class=\"background\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n", w, h, w, h);
+    fprintf(f,
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+            "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
+            "font-size=\"12\">\n"
+            "<rect class=\"background\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            w, h, w, h);
 }
 
 static void svg_end(FILE *f) { fprintf(f, "</svg>\n"); }
 
 // The header and the layer map of one prompt's panel at height y. plain_tps > 0 when --compare
 // measured plain decoding. Cells: class "attn"/"mlp", plus " skipped" when the draft skips them.
-static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, const char *model, int method,
-                          const SkipSet *skip, int L, const SpecStats *st, double plain_tps) {
-    double cw = svg_cell_width(L), tps = st->gen.decode_ms > 0 ? st->gen.n_generated / (st->gen.decode_ms / 1e3) : 0;
+static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, const char *model,
+                          int method, const SkipSet *skip, int L, const SpecStats *st,
+                          double plain_tps) {
+    double cw = svg_cell_width(L),
+           tps = st->gen.decode_ms > 0 ? st->gen.n_generated / (st->gen.decode_ms / 1e3) : 0;
     int skipped = skip_count(skip, L);
     RunSummary sum = summarize_run(st, skip, L, method != METHOD_NONE);
     double ratio = sum.skip_ratio, acceptance = sum.acceptance, M = sum.mean_accepted;
-    fprintf(f, "<g class=\"panel\">\n<text x=\"12\" y=\"%.1f\" font-size=\"14\" font-weight=\"bold\">prompt %d: \u201c", y + 20,
-            prompt_no);
+    fprintf(f,
+            "<g class=\"panel\">\n<text x=\"12\" y=\"%.1f\" font-size=\"14\" "
+            "font-weight=\"bold\">prompt %d: \u201c",
+            y + 20, prompt_no);
     svg_text(f, prompt, 60);
     fprintf(f, "\u201d</text>\n<text x=\"12\" y=\"%.1f\">", y + 38);
     svg_text(f, model, 60);
-    fprintf(f, " | method %s | skipping %d of %d sublayers (%.0f%%) | acceptance \u03b1 %.3f | mean accepted length M %.2f</text>\n",
+    fprintf(f,
+            " | method %s | skipping %d of %d sublayers (%.0f%%) | acceptance \u03b1 %.3f | mean "
+            "accepted length M %.2f</text>\n",
             method_name(method), skipped, 2 * L, 100 * ratio, acceptance, M);
     fprintf(f, "<text x=\"12\" y=\"%.1f\">speedup: measured ", y + 54);
-    if (plain_tps > 0) { fprintf(f, "%.2fx (%.0f vs %.0f tokens/s plain, --compare)", tps / plain_tps, tps, plain_tps); }
-    else { fprintf(f, "not measured (run with --compare)"); }
+    if (plain_tps > 0) {
+        fprintf(f, "%.2fx (%.0f vs %.0f tokens/s plain, --compare)", tps / plain_tps, tps,
+                plain_tps);
+    } else {
+        fprintf(f, "not measured (run with --compare)");
+    }
     fprintf(f, " | expected %.2fx (SWIFT Eq. 6, from \u03b1, M, skip ratio)</text>\n",
             sum.expected_speedup);
     double ym = y + 80;
     for (int l = 0; l < L; l++) {
         double x = SVG_X0 + l * cw;
         if (cw >= 12 || l % 5 == 0) {
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%d</text>\n", x + cw / 2, ym - 4, l);
+            fprintf(
+                f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%d</text>\n",
+                x + cw / 2, ym - 4, l);
         }
         for (int r = 0; r < 2; r++) {
             int on = r == 0 ? skip->attn[l] : skip->mlp[l];
-            fprintf(f, "<rect class=\"%s%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"16\" fill=\"%s\" stroke=\"#888\" "
-                       "stroke-width=\"0.5\"/>\n", r ? "mlp" : "attn", on ? " skipped" : "", x, ym + r * 18, cw,
+            fprintf(f,
+                    "<rect class=\"%s%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"16\" "
+                    "fill=\"%s\" stroke=\"#888\" stroke-width=\"0.5\"/>\n",
+                    r ? "mlp" : "attn", on ? " skipped" : "", x, ym + r * 18, cw,
                     on ? (r ? SVG_MLP : SVG_ATTN) : "white");
         }
     }
-    fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">attn</text>\n<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">mlp"
-               "</text>\n", SVG_X0 - 6, ym + 12, SVG_X0 - 6, ym + 30);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">layer %d to %d, left to right; filled: skipped by the draft "
-               "(a residual pass-through)</text>\n</g>\n", (double)SVG_X0, ym + 50, 0, L - 1);
+    fprintf(f,
+            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">attn</text>\n<text x=\"%d\" y=\"%.1f\" "
+            "text-anchor=\"end\">mlp</text>\n",
+            SVG_X0 - 6, ym + 12, SVG_X0 - 6, ym + 30);
+    fprintf(f,
+            "<text x=\"%.1f\" y=\"%.1f\" "
+            "font-size=\"11\">layer %d to %d, left to right; filled: skipped by the draft (a "
+            "residual pass-through)</text>\n</g>\n",
+            (double)SVG_X0, ym + 50, 0, L - 1);
 }
 
 // The time series of one panel at height y: the set history (when the method changes its set)
 // and the rounds. Set rows: class "set" holding cells "attn skipped"/"mlp skipped"; rounds:
 // rects "drafted" and "accepted", one each per round, and the polyline "gamma".
-static void svg_time_series(FILE *f, double y, int method, const SetHistory *sets, const RoundHistory *h, int rounds,
-                            int L) {
+static void svg_time_series(FILE *f, double y, int method, const SetHistory *sets,
+                            const RoundHistory *h, int rounds, int L) {
     double cw = svg_cell_width(L), cx = SVG_X0 + L * cw;
     fprintf(f, "<g class=\"series\">\n");
     if (svg_draws_sets(method)) {
         int search = sets->n > 0 && sets->cost[0] >= 0;
-        fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">%s</text>\n", y + 14, search
-                ? "Self-SD's search (Sec. 3.3): one row per candidate set, top to bottom; its cost per token at the right"
-                : "the skip set over time: one row per set, from the round it came into use (r = round)");
-        double rh = sets->n > 0 && 160.0 / sets->n < 24 ? 160.0 / sets->n : 24, y0 = y + 24, best = 1e30;
+        fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">%s</text>\n", y + 14,
+                search ? "Self-SD's search (Sec. 3.3): one row per candidate set, top to bottom; "
+                         "its cost per token at the right"
+                       : "the skip set over time: one row per set, from the round it came into use "
+                         "(r = round)");
+        double rh = sets->n > 0 && 160.0 / sets->n < 24 ? 160.0 / sets->n : 24, y0 = y + 24,
+               best = 1e30;
         double lo = sets->n > 0 ? sets->cost[0] : 0, hi = lo;
         for (int i = 0; i < sets->n; i++) {
             if (sets->cost[i] < lo) { lo = sets->cost[i]; }
             if (sets->cost[i] > hi) { hi = sets->cost[i]; }
         }
         for (int l = 1; l < L; l++) { // column guides: layer l's cells sit under layer l of the map
-            fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" stroke-width=\"0.5\"/>\n",
+            fprintf(f,
+                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" "
+                    "stroke-width=\"0.5\"/>\n",
                     SVG_X0 + l * cw, y0, SVG_X0 + l * cw, y0 + sets->n * rh);
         }
         for (int i = 0; i < sets->n; i++) {
@@ -4486,11 +4765,15 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
             fprintf(f, "<g class=\"set\">");
             for (int l = 0; l < L; l++) {
                 if (sets->set[i].attn[l]) {
-                    fprintf(f, "<rect class=\"attn skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\"/>",
+                    fprintf(f,
+                            "<rect class=\"attn skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
+                            "height=\"%.2f\" fill=\"%s\"/>",
                             SVG_X0 + l * cw, yr, cw, 0.45 * rh, SVG_ATTN);
                 }
                 if (sets->set[i].mlp[l]) {
-                    fprintf(f, "<rect class=\"mlp skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" height=\"%.2f\" fill=\"%s\"/>",
+                    fprintf(f,
+                            "<rect class=\"mlp skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
+                            "height=\"%.2f\" fill=\"%s\"/>",
                             SVG_X0 + l * cw, yr + 0.45 * rh, cw, 0.45 * rh, SVG_MLP);
                 }
             }
@@ -4499,24 +4782,35 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
             if (new_best) { best = sets->cost[i]; }
             if (rh >= 7 || i == 0 || i == sets->n - 1) { // labels where they fit
                 double fs = rh >= 7 ? (rh < 10 ? rh : 10) : 7;
-                fprintf(f, "<text x=\"%d\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"end\">%s %d</text>\n", SVG_X0 - 6,
-                        yr + 0.9 * rh, fs, search ? "it" : "r", sets->at[i] + (search ? 0 : 1));
+                fprintf(f,
+                        "<text x=\"%d\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"end\">%s %d"
+                        "</text>\n",
+                        SVG_X0 - 6, yr + 0.9 * rh, fs, search ? "it" : "r",
+                        sets->at[i] + (search ? 0 : 1));
             }
             if (search) { // the cost as a bar, darker when it is a new best: the search converging
-                fprintf(f, "<rect class=\"cost\" x=\"%.1f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"%s\"/>\n",
-                        cx + 8, yr + 0.05 * rh, 10 + 110 * (sets->cost[i] - lo) / (hi > lo ? hi - lo : 1), 0.9 * rh,
+                fprintf(f,
+                        "<rect class=\"cost\" x=\"%.1f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                        "fill=\"%s\"/>\n",
+                        cx + 8, yr + 0.05 * rh,
+                        10 + 110 * (sets->cost[i] - lo) / (hi > lo ? hi - lo : 1), 0.9 * rh,
                         new_best ? "#555" : "#ccc");
             }
         }
         if (search && sets->n > 0) {
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">cost per token, %.3g to %.3g (dark: a new best)</text>\n",
+            fprintf(f,
+                    "<text x=\"%.1f\" y=\"%.1f\" "
+                    "font-size=\"10\">cost per token, %.3g to %.3g (dark: a new best)</text>\n",
                     cx + 8, y0 + sets->n * rh + 12, lo, hi);
         }
-        fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#888\" stroke-width=\"0.5\"/>\n",
+        fprintf(f,
+                "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+                "stroke=\"#888\" stroke-width=\"0.5\"/>\n",
                 SVG_X0, y0, L * cw, sets->n * rh);
         if (sets->total > sets->n) {
-            fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">first %d of %d sets shown</text>\n", SVG_X0, y0 + 174,
-                    sets->n, sets->total);
+            fprintf(f,
+                    "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">first %d of %d sets shown</text>\n",
+                    SVG_X0, y0 + 174, sets->n, sets->total);
         }
         y += SVG_SETS;
     }
@@ -4524,36 +4818,54 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
     double x0 = SVG_X0, w = 640, ch = 110, y0 = y + 26, yb = y0 + ch;
     int kmax = 1;
     for (int r = 0; r < h->n; r++) { if (h->drafted[r] > kmax) { kmax = h->drafted[r]; } }
-    fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">per round: accepted (dark) of drafted (dark + light) tokens; "
-               "red: exit threshold \u03b3 (Self-SD Eq. 2-4)</text>\n", y + 14);
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#888\" stroke-width=\"0.5\"/>\n",
+    fprintf(f,
+            "<text x=\"12\" y=\"%.1f\" "
+            "font-weight=\"bold\">per round: accepted (dark) of drafted (dark + light) tokens; "
+            "red: exit threshold \u03b3 (Self-SD Eq. 2-4)</text>\n",
+            y + 14);
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+            "stroke=\"#888\" stroke-width=\"0.5\"/>\n",
             x0, y0, w, ch);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">0</text><text x=\"%.1f\" y=\"%.1f\" "
-               "font-size=\"10\" text-anchor=\"end\">%d token%s</text>\n", x0 - 4, yb, x0 - 4, y0 + 9, kmax, kmax > 1 ? "s" : "");
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">\u03b3 0</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">"
-               "\u03b3 1</text>\n", x0 + w + 4, yb, x0 + w + 4, y0 + 9);
+    fprintf(f,
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">0</text><text "
+            "x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%d token%s</text>\n",
+            x0 - 4, yb, x0 - 4, y0 + 9, kmax, kmax > 1 ? "s" : "");
+    fprintf(f,
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">\u03b3 0</text><text x=\"%.1f\" "
+            "y=\"%.1f\" font-size=\"10\">\u03b3 1</text>\n",
+            x0 + w + 4, yb, x0 + w + 4, y0 + 9);
     int drafted = 0;
     for (int r = 0; r < h->n; r++) { drafted += h->drafted[r]; }
     if (drafted == 0) {
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x0 + w / 2, y0 + ch / 2 + 16,
-                method == METHOD_NONE ? "plain decoding: no draft, no rounds"
-                                      : "nothing drafted: an empty skip set makes each round a plain decoding step");
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x0 + w / 2,
+                y0 + ch / 2 + 16,
+                method == METHOD_NONE
+                    ? "plain decoding: no draft, no rounds"
+                    : "nothing drafted: an empty skip set makes each round a plain decoding step");
     }
     double bw = h->n > 0 ? w / h->n : w;
     for (int r = 0; r < h->n; r++) {
         double hd = ch * h->drafted[r] / kmax, ha = ch * h->accepted[r] / kmax;
-        fprintf(f, "<rect class=\"drafted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"#b9cde8\"/>"
-                   "<rect class=\"accepted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" fill=\"#2c5b9e\"/>\n",
-                x0 + r * bw + 0.1 * bw, yb - hd, 0.8 * bw, hd, x0 + r * bw + 0.1 * bw, yb - ha, 0.8 * bw, ha);
+        fprintf(f,
+                "<rect class=\"drafted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                "fill=\"#b9cde8\"/><rect class=\"accepted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
+                "height=\"%.2f\" fill=\"#2c5b9e\"/>\n",
+                x0 + r * bw + 0.1 * bw, yb - hd, 0.8 * bw, hd, x0 + r * bw + 0.1 * bw, yb - ha,
+                0.8 * bw, ha);
     }
     if (h->n > 0) {
-        fprintf(f, "<polyline class=\"gamma\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" points=\"");
-        for (int r = 0; r < h->n; r++) { fprintf(f, "%s%.2f,%.2f", r ? " " : "", x0 + (r + 0.5) * bw, yb - ch * h->threshold[r]); }
+        fprintf(f, "<polyline class=\"gamma\" fill=\"none\" stroke=\"#c0392b\" "
+                   "stroke-width=\"1.5\" points=\"");
+        for (int r = 0; r < h->n; r++) {
+            fprintf(f, "%s%.2f,%.2f", r ? " " : "", x0 + (r + 0.5) * bw, yb - ch * h->threshold[r]);
+        }
         fprintf(f, "\"/>\n");
     }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">round 1</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-               "text-anchor=\"end\">round %d%s</text>\n", x0, yb + 14, x0 + w, yb + 14, h->n,
-            rounds > h->n ? " (later rounds not kept)" : "");
+    fprintf(f,
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">round 1</text><text x=\"%.1f\" "
+            "y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">round %d%s</text>\n",
+            x0, yb + 14, x0 + w, yb + 14, h->n, rounds > h->n ? " (later rounds not kept)" : "");
     fprintf(f, "</g>\n");
 }
 
@@ -4572,7 +4884,9 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
 static int runnable_others(const char *loadavg_line) {
     double l1, l5, l15;
     int running, total;
-    if (sscanf(loadavg_line, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5) { return 0; }
+    if (sscanf(loadavg_line, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5) {
+        return 0;
+    }
     return running > 1 ? running - 1 : 0;
 }
 
@@ -4601,7 +4915,8 @@ static const char *choose_threads(int threads_flag) {
         nanosleep(&ms, NULL);
     }
     omp_set_num_threads(default_threads(omp_get_num_procs(), busy));
-    return busy > 0 ? "the cores other processes leave free; --threads N to choose" : "one per core";
+    return busy > 0 ? "the cores other processes leave free; --threads N to choose"
+                    : "one per core";
 #else
     (void)threads_flag;
     return "no OpenMP";
@@ -4622,9 +4937,13 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
         while (*p == ' ' || *p == ';') { p++; }
         if (*p == '\0') { break; }
         unsigned char *flags;
-        if (strncmp(p, "attn:", 5) == 0) { flags = s->attn; }
-        else if (strncmp(p, "mlp:", 4) == 0) { flags = s->mlp; }
-        else { return fail(err, "--skip \"%s\": expected attn:LIST or mlp:LIST at \"%s\"", spec, p); }
+        if (strncmp(p, "attn:", 5) == 0) {
+            flags = s->attn;
+        } else if (strncmp(p, "mlp:", 4) == 0) {
+            flags = s->mlp;
+        } else {
+            return fail(err, "--skip \"%s\": expected attn:LIST or mlp:LIST at \"%s\"", spec, p);
+        }
         p = strchr(p, ':') + 1;
         do {
             char *end;
@@ -4639,8 +4958,10 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
                 p = end;
             }
             if (hi >= n_layers) {
-                return fail(err, "--skip \"%s\": layer %ld is out of range (the model has %d layers, 0..%d)",
-                            spec, hi, n_layers, n_layers - 1);
+                return fail(
+                    err,
+                    "--skip \"%s\": layer %ld is out of range (the model has %d layers, 0..%d)",
+                    spec, hi, n_layers, n_layers - 1);
             }
             for (long l = lo; l <= hi; l++) { flags[l] = 1; }
         } while (*p == ',' && *++p);
@@ -4655,7 +4976,8 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
 
 typedef struct {
     const char *model_dir, *prompt, *prompt_file, *skip_spec, *skip_file, *dev_prompts, *save_skip;
-    int method, n_new, seed, ctx, max_draft, json, compare, cost_model, k_given, exit_given, threads;
+    int method, n_new, seed, ctx, max_draft, json, compare, cost_model, k_given, exit_given,
+        threads;
     float temperature, top_p;
     DraftExit exit;       // the draft-exit rule: the method's, or --exit and --alpha
     MethodParams params;  // each method's settings: the papers' defaults, changed by the flags
@@ -4668,49 +4990,59 @@ static void usage(FILE *f) {
     DraftExit e = draft_exit_default();
     fprintf(f,
         "usage: selfspec [options]\n"
-        "  -m DIR          Hugging Face LLaMA folder (config.json, model.safetensors, tokenizer.json);\n"
-        "                  default: tiny_models/kjv-12l, the trained KJV model\n"
+        "  -m DIR          Hugging Face LLaMA folder (config.json, model.safetensors,\n"
+        "                  tokenizer.json); default: tiny_models/kjv-12l, the trained KJV model\n"
         "  -p TEXT         prompt (default \"In the beginning God created\")\n"
-        "  -f FILE         prompts, one per line, \\n for a newline (SWIFT's state carries across them)\n"
+        "  -f FILE         prompts, one per line, \\n for a newline (SWIFT's state carries\n"
+        "                  across them)\n"
         "  -n N            tokens to generate per prompt (default 64)\n"
         "  -t TEMP         temperature, 0 = greedy (default 0)\n"
         "  --top-p P       nucleus sampling mass in (0, 1] (default 1 = off)\n"
         "  -s SEED         RNG seed for sampling and searches (default 42)\n"
-        "  -c CTX          context length to allocate, at most max_position_embeddings (default: that, at most 4096)\n"
-        "  --method M      none (plain decoding), static (--skip), selfsd, swift, asd, clasp, oracle;\n"
-        "                  default: static when --skip/--skip-file is given, else none\n"
-        "  --skip SPEC     draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\" (0-based)\n"
-        "  --skip-file F   draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}\n"
+        "  -c CTX          context length to allocate, at most max_position_embeddings\n"
+        "                  (default: that, at most 4096)\n"
+        "  --method M      none (plain decoding), static (--skip), selfsd, swift, asd, clasp,\n"
+        "                  oracle; default: static when --skip/--skip-file is given, else none\n"
+        "  --skip SPEC     draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\"\n"
+        "                  (0-based)\n"
+        "  --skip-file F   draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}\n");
+    fprintf(f,
         "  -K N            max draft tokens per round (default %d; swift %d; at most %d)\n"
         "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:%g,\n"
         "                  clasp: fixed:%g)\n"
-        "  --alpha A       target acceptance rate of the adaptive exit (default %g)\n"
+        "  --alpha A       target acceptance rate of the adaptive exit (default %g)\n",
+        d.selfsd.max_draft, d.swift.max_draft, MAX_DRAFT, d.swift.exit_threshold,
+        d.clasp.exit_threshold, e.target);
+    fprintf(f,
         "  --iters N       selfsd: Bayesian-optimization iterations (default %d)\n"
         "  --dev-prompts F selfsd/oracle: search on these prompts instead of the prompt itself\n"
-        "  --objective O   selfsd/oracle: time (wall clock, default for selfsd) or cost (sublayers\n"
-        "                  run per token, deterministic; default for oracle)\n"
+        "  --objective O   selfsd/oracle: time (wall clock, default for selfsd) or cost\n"
+        "                  (sublayers run per token, deterministic; default for oracle)\n"
         "  --save-skip F   selfsd/oracle: write the chosen skip set as JSON for --skip-file\n"
         "  --loi N         clasp: run the DP every N verifications (default %d)\n"
         "  --skip-ratio R  swift: fraction of sublayers skipped, lowered while acceptance < 0.7\n"
         "                  (default %g)\n"
-        "  --swift-budget B swift: optimize only while its steps take at most this share of the time\n"
-        "                  (default %g; 1 = a step before every decoding step, as in the paper)\n"
-        "  --threads N     CPU threads (default: OMP_NUM_THREADS, else one per core); see README\n"
-        "  --compare       also run plain decoding in this process: speeds, ratio, identity (needs a\n"
-        "                  method other than none)\n"
-        "  --svg FILE      draw the layer map, the set over time and each round as SVG (a panel per prompt)\n"
-        "  --json          print one JSON object per prompt instead of text, one per line (JSON Lines\n"
-        "                  with -f); its \"text\" is the continuation alone, without the prompt\n"
-        "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set so far.\n",
-        d.selfsd.max_draft, d.swift.max_draft, MAX_DRAFT, d.swift.exit_threshold, d.clasp.exit_threshold, e.target,
+        "  --swift-budget B swift: optimize only while its steps take at most this share of\n"
+        "                  the time (default %g; 1 = a step before every decoding step, as in\n"
+        "                  the paper)\n",
         d.selfsd.iters, d.clasp.interval, d.swift.skip_ratio, d.swift.budget);
+    fprintf(f,
+        "  --threads N     CPU threads (default: OMP_NUM_THREADS, else one per core); see README\n"
+        "  --compare       also run plain decoding in this process: speeds, ratio, identity\n"
+        "                  (needs a method other than none)\n"
+        "  --svg FILE      draw the layer map, the set over time and each round as SVG (a panel\n"
+        "                  per prompt)\n"
+        "  --json          print one JSON object per prompt instead of text, one per line\n"
+        "                  (JSON Lines with -f); its \"text\" is the continuation alone,\n"
+        "                  without the prompt\n"
+        "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set so far.\n");
 }
 
 // One error line naming the flag, then exit 1.
 static void flag_error(const char *flag, const char *value, const char *why) {
     int glued = value && flag[strlen(flag) - 1] == ':'; // "--exit fixed:" and its value
-    fprintf(stderr, "selfspec: error: %s%s%s: %s (see selfspec --help)\n", flag, value && !glued ? " " : "",
-            value ? value : "", why);
+    fprintf(stderr, "selfspec: error: %s%s%s: %s (see selfspec --help)\n", flag,
+            value && !glued ? " " : "", value ? value : "", why);
     exit(EXIT_FAILURE);
 }
 
@@ -4731,7 +5063,9 @@ static float parse_float(const char *flag, const char *v, float lo, float hi, in
     char *end;
     errno = 0;
     double x = strtod(v, &end);
-    if (end == v || *end != '\0' || errno != 0 || !isfinite(x)) { flag_error(flag, v, "not a number"); }
+    if (end == v || *end != '\0' || errno != 0 || !isfinite(x)) {
+        flag_error(flag, v, "not a number");
+    }
     if (x < lo || x > hi || (lo_open && x == lo)) {
         char why[96];
         snprintf(why, sizeof(why), "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
@@ -4741,9 +5075,11 @@ static float parse_float(const char *flag, const char *v, float lo, float hi, in
 }
 
 static void parse_exit(const char *v, DraftExit *d) {
-    if (strcmp(v, "adaptive") == 0) { d->mode = EXIT_ADAPTIVE; }
-    else if (strcmp(v, "none") == 0) { d->mode = EXIT_NONE; }
-    else if (strncmp(v, "fixed:", 6) == 0) {
+    if (strcmp(v, "adaptive") == 0) {
+        d->mode = EXIT_ADAPTIVE;
+    } else if (strcmp(v, "none") == 0) {
+        d->mode = EXIT_NONE;
+    } else if (strncmp(v, "fixed:", 6) == 0) {
         d->mode = EXIT_FIXED;
         d->threshold = parse_float("--exit fixed:", v + 6, 0.0f, 1.0f, 0);
     } else {
@@ -4756,6 +5092,102 @@ static void only_with(int given, const char *flag, int used, const char *why) {
     if (given && !used) { flag_error(flag, NULL, why); }
 }
 
+static int is(const char *a, const char *flag) { return strcmp(a, flag) == 0; }
+
+// --json and --compare stand alone; every other flag takes a value.
+static int has_value(const char *flag) { return !is(flag, "--json") && !is(flag, "--compare"); }
+
+// Whether flag is among argv[1..argc) as a flag (not as another flag's value).
+static int flag_given(int argc, char **argv, const char *flag) {
+    for (int k = 1; k < argc; k += has_value(argv[k]) ? 2 : 1) {
+        if (is(argv[k], flag)) { return 1; }
+    }
+    return 0;
+}
+
+// Flags that contradict each other, or that the chosen method never reads, are errors.
+static void check_flags(int argc, char **argv, const Options *o) {
+    int method = o->method, search = method == METHOD_SELFSD || method == METHOD_ORACLE;
+    int drafts = method != METHOD_NONE, given_skip = o->skip_spec || o->skip_file;
+    const char *only_static = "only --method static drafts with a given skip set";
+    if (flag_given(argc, argv, "-p") && o->prompt_file) {
+        flag_error("-p", NULL, "give -p or -f, not both");
+    }
+    if (o->model_dir && strlen(o->model_dir) > 1000) {
+        flag_error("-m", NULL, "the folder path is longer than 1000 bytes");
+    }
+    if (method == METHOD_STATIC && !given_skip) {
+        flag_error("--method", "static", "needs --skip or --skip-file");
+    }
+    only_with(o->compare, "--compare", drafts,
+              "compares a speculative method with plain decoding: give --method or --skip");
+    only_with(o->skip_spec && o->skip_file, "--skip-file", 0,
+              "give --skip or --skip-file, not both");
+    only_with(o->skip_spec != NULL, "--skip", method == METHOD_STATIC, only_static);
+    only_with(o->skip_file != NULL, "--skip-file", method == METHOD_STATIC, only_static);
+    only_with(o->save_skip != NULL, "--save-skip", search,
+              "only --method selfsd or oracle chooses a skip set to save");
+    only_with(o->dev_prompts != NULL, "--dev-prompts", search,
+              "only --method selfsd or oracle searches on dev prompts");
+    only_with(o->cost_model >= 0, "--objective", search,
+              "only --method selfsd or oracle has an objective");
+    only_with(flag_given(argc, argv, "--iters"), "--iters", method == METHOD_SELFSD,
+              "only --method selfsd iterates");
+    const char *per_method[3][2] = {
+        {"--loi", "clasp"}, {"--skip-ratio", "swift"}, {"--swift-budget", "swift"}};
+    for (int k = 0; k < 3; k++) {
+        char why[64];
+        snprintf(why, sizeof(why), "only --method %s reads it", per_method[k][1]);
+        only_with(flag_given(argc, argv, per_method[k][0]), per_method[k][0],
+                  is(method_name(method), per_method[k][1]), why);
+    }
+    only_with(o->k_given, "-K", drafts, "--method none drafts nothing");
+    only_with(o->exit_given, "--exit", drafts, "--method none drafts nothing");
+    only_with(flag_given(argc, argv, "--alpha"), "--alpha", drafts && o->exit.mode == EXIT_ADAPTIVE,
+              "only the adaptive draft exit has a target");
+    only_with(flag_given(argc, argv, "--top-p"), "--top-p", o->temperature > 0,
+              "greedy decoding (-t 0) does not sample; give -t too");
+}
+
+// Stores one flag's value (v) in o; each value is checked where it is read.
+static void parse_flag(const char *a, const char *v, Options *o) {
+    SwiftParams *swift = &o->params.swift;
+    if (is(a, "-m")) { o->model_dir = v; }
+    else if (is(a, "-p")) { o->prompt = v; }
+    else if (is(a, "-f")) { o->prompt_file = v; }
+    else if (is(a, "-n")) { o->n_new = (int)parse_long(a, v, 1, 1 << 20); }
+    else if (is(a, "-t")) { o->temperature = parse_float(a, v, 0.0f, 100.0f, 0); }
+    else if (is(a, "--top-p")) { o->top_p = parse_float(a, v, 0.0f, 1.0f, 1); }
+    else if (is(a, "-s")) { o->seed = (int)parse_long(a, v, 0, INT_MAX); }
+    else if (is(a, "-c")) { o->ctx = (int)parse_long(a, v, 2, 1 << 24); }
+    else if (is(a, "-K")) { o->max_draft = (int)parse_long(a, v, 1, MAX_DRAFT); }
+    else if (is(a, "--skip")) { o->skip_spec = v; }
+    else if (is(a, "--skip-file")) { o->skip_file = v; }
+    else if (is(a, "--exit")) { parse_exit(v, &o->exit); }
+    else if (is(a, "--alpha")) { o->exit.target = parse_float(a, v, 0.0f, 1.0f, 1); }
+    else if (is(a, "--iters")) { o->params.selfsd.iters = (int)parse_long(a, v, 1, 100000); }
+    else if (is(a, "--dev-prompts")) { o->dev_prompts = v; }
+    else if (is(a, "--save-skip")) { o->save_skip = v; }
+    else if (is(a, "--svg")) { o->svg = v; }
+    else if (is(a, "--threads")) { o->threads = (int)parse_long(a, v, 1, 1024); }
+    else if (is(a, "--loi")) { o->params.clasp.interval = (int)parse_long(a, v, 1, 1 << 20); }
+    else if (is(a, "--skip-ratio")) { swift->skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); }
+    else if (is(a, "--swift-budget")) { swift->budget = parse_float(a, v, 0.0f, 1.0f, 1); }
+    else if (is(a, "--objective")) {
+        if (!is(v, "time") && !is(v, "cost")) { flag_error(a, v, "expected time or cost"); }
+        o->cost_model = is(v, "cost");
+    } else if (is(a, "--method")) {
+        for (int k = 0; k <= METHOD_ORACLE; k++) {
+            if (is(v, method_name(k))) { o->method = k; }
+        }
+        if (o->method < 0) {
+            flag_error(a, v, "unknown method (none, static, selfsd, swift, asd, clasp, oracle)");
+        }
+    } else {
+        flag_error(a, NULL, "unknown flag");
+    }
+}
+
 static void parse_options(int argc, char **argv, Options *o) {
     memset(o, 0, sizeof(*o));
     o->prompt = "In the beginning God created";
@@ -4766,71 +5198,22 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->params = method_params_default();
     o->cost_model = -1;
     o->exit = draft_exit_default();
-    int prompt_given = 0, iters_given = 0, loi_given = 0, alpha_given = 0, top_p_given = 0, ratio_given = 0;
-    int budget_given = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(stdout); exit(EXIT_SUCCESS); }
-        if (strcmp(a, "--json") == 0) { o->json = 1; continue; }
-        if (strcmp(a, "--compare") == 0) { o->compare = 1; continue; }
+        if (is(a, "-h") || is(a, "--help")) {
+            usage(stdout);
+            exit(EXIT_SUCCESS);
+        }
+        if (is(a, "--json")) { o->json = 1; continue; }
+        if (is(a, "--compare")) { o->compare = 1; continue; }
         if (a[0] != '-') { flag_error(a, NULL, "unexpected argument (flags start with -)"); }
         if (i + 1 >= argc) { flag_error(a, NULL, "unknown flag or missing value"); }
-        for (int k = 1; k < i; k++) { // the flags before this one (every one but these two has a value)
-            if (strcmp(argv[k], a) == 0) { flag_error(a, NULL, "given twice (which one should win?)"); }
-            if (strcmp(argv[k], "--json") != 0 && strcmp(argv[k], "--compare") != 0) { k++; }
-        }
-        const char *v = argv[++i];
-        if (strcmp(a, "-m") == 0) { o->model_dir = v; }
-        else if (strcmp(a, "-p") == 0) { o->prompt = v; prompt_given = 1; }
-        else if (strcmp(a, "-f") == 0) { o->prompt_file = v; }
-        else if (strcmp(a, "-n") == 0) { o->n_new = (int)parse_long(a, v, 1, 1 << 20); }
-        else if (strcmp(a, "-t") == 0) { o->temperature = parse_float(a, v, 0.0f, 100.0f, 0); }
-        else if (strcmp(a, "--top-p") == 0) { o->top_p = parse_float(a, v, 0.0f, 1.0f, 1); top_p_given = 1; }
-        else if (strcmp(a, "-s") == 0) { o->seed = (int)parse_long(a, v, 0, INT_MAX); }
-        else if (strcmp(a, "-c") == 0) { o->ctx = (int)parse_long(a, v, 2, 1 << 24); }
-        else if (strcmp(a, "-K") == 0) { o->max_draft = (int)parse_long(a, v, 1, MAX_DRAFT); o->k_given = 1; }
-        else if (strcmp(a, "--skip") == 0) { o->skip_spec = v; }
-        else if (strcmp(a, "--skip-file") == 0) { o->skip_file = v; }
-        else if (strcmp(a, "--exit") == 0) { parse_exit(v, &o->exit); o->exit_given = 1; }
-        else if (strcmp(a, "--alpha") == 0) { o->exit.target = parse_float(a, v, 0.0f, 1.0f, 1); alpha_given = 1; }
-        else if (strcmp(a, "--iters") == 0) { o->params.selfsd.iters = (int)parse_long(a, v, 1, 100000); iters_given = 1; }
-        else if (strcmp(a, "--dev-prompts") == 0) { o->dev_prompts = v; }
-        else if (strcmp(a, "--save-skip") == 0) { o->save_skip = v; }
-        else if (strcmp(a, "--svg") == 0) { o->svg = v; }
-        else if (strcmp(a, "--threads") == 0) { o->threads = (int)parse_long(a, v, 1, 1024); }
-        else if (strcmp(a, "--loi") == 0) { o->params.clasp.interval = (int)parse_long(a, v, 1, 1 << 20); loi_given = 1; }
-        else if (strcmp(a, "--skip-ratio") == 0) { o->params.swift.skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); ratio_given = 1; }
-        else if (strcmp(a, "--swift-budget") == 0) { o->params.swift.budget = parse_float(a, v, 0.0f, 1.0f, 1); budget_given = 1; }
-        else if (strcmp(a, "--objective") == 0) {
-            if (strcmp(v, "time") && strcmp(v, "cost")) { flag_error(a, v, "expected time or cost"); }
-            o->cost_model = strcmp(v, "cost") == 0;
-        } else if (strcmp(a, "--method") == 0) {
-            for (int k = 0; k < 7; k++) { if (strcmp(v, method_name(k)) == 0) { o->method = k; } }
-            if (o->method < 0) { flag_error(a, v, "unknown method (none, static, selfsd, swift, asd, clasp, oracle)"); }
-        } else { flag_error(a, NULL, "unknown flag"); }
+        if (flag_given(i, argv, a)) { flag_error(a, NULL, "given twice (which one should win?)"); }
+        parse_flag(a, argv[++i], o);
     }
-    if (prompt_given && o->prompt_file) { flag_error("-p", NULL, "give -p or -f, not both"); }
-    if (o->model_dir && strlen(o->model_dir) > 1000) { flag_error("-m", NULL, "the folder path is longer than 1000 bytes"); }
+    o->k_given = flag_given(argc, argv, "-K");
+    o->exit_given = flag_given(argc, argv, "--exit");
     if (o->method < 0) { o->method = (o->skip_spec || o->skip_file) ? METHOD_STATIC : METHOD_NONE; }
-    if (o->method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
-        flag_error("--method", "static", "needs --skip or --skip-file");
-    }
-    if (o->compare && o->method == METHOD_NONE) {
-        flag_error("--compare", NULL, "compares a speculative method with plain decoding: give --method or --skip");
-    }
-    int search = o->method == METHOD_SELFSD || o->method == METHOD_ORACLE, drafts = o->method != METHOD_NONE;
-    only_with(o->skip_spec && o->skip_file, "--skip-file", 0, "give --skip or --skip-file, not both");
-    only_with(o->skip_spec != NULL, "--skip", o->method == METHOD_STATIC, "only --method static drafts with a given skip set");
-    only_with(o->skip_file != NULL, "--skip-file", o->method == METHOD_STATIC, "only --method static drafts with a given skip set");
-    only_with(o->save_skip != NULL, "--save-skip", search, "only --method selfsd or oracle chooses a skip set to save");
-    only_with(o->dev_prompts != NULL, "--dev-prompts", search, "only --method selfsd or oracle searches on dev prompts");
-    only_with(o->cost_model >= 0, "--objective", search, "only --method selfsd or oracle has an objective");
-    only_with(iters_given, "--iters", o->method == METHOD_SELFSD, "only --method selfsd iterates");
-    only_with(loi_given, "--loi", o->method == METHOD_CLASP, "only --method clasp reads it");
-    only_with(ratio_given, "--skip-ratio", o->method == METHOD_SWIFT, "only --method swift reads it");
-    only_with(budget_given, "--swift-budget", o->method == METHOD_SWIFT, "only --method swift reads it");
-    only_with(o->k_given, "-K", drafts, "--method none drafts nothing");
-    only_with(o->exit_given, "--exit", drafts, "--method none drafts nothing");
     // the method's K and exit rule (MethodParams), unless -K or --exit chose them
     int max_draft;
     float exit_threshold;
@@ -4840,8 +5223,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         o->exit.mode = EXIT_FIXED;
         o->exit.threshold = exit_threshold;
     }
-    only_with(alpha_given, "--alpha", drafts && o->exit.mode == EXIT_ADAPTIVE, "only the adaptive draft exit has a target");
-    only_with(top_p_given, "--top-p", o->temperature > 0, "greedy decoding (-t 0) does not sample; give -t too");
+    check_flags(argc, argv, o);
     if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
 }
 
@@ -4861,8 +5243,8 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     for (int k = 0, key = 1; rc == 0 && k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
         if (!json_eq(&j, key, "attn") && !json_eq(&j, key, "mlp")) { // a typo would skip nothing
             int n = j.tok[key].end - j.tok[key].start;
-            rc = fail(err, "%s: unknown key \"%.*s\" (only \"attn\" and \"mlp\")", path, n < 64 ? n : 64,
-                      j.js + j.tok[key].start);
+            rc = fail(err, "%s: unknown key \"%.*s\" (only \"attn\" and \"mlp\")", path,
+                      n < 64 ? n : 64, j.js + j.tok[key].start);
         }
     }
     for (int k = 0; k < 2 && rc == 0; k++) {
@@ -4879,7 +5261,8 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
         for (int e = arr + 1, i = 0; i < j.tok[arr].size && rc == 0; i++, e = json_skip(&j, e)) {
             long long l;
             if (json_int(&j, e, 0, n_layers - 1, &l)) {
-                rc = fail(err, "%s: \"%s\" holds something that is not a layer in [0, %d]", path, keys[k], n_layers - 1);
+                rc = fail(err, "%s: \"%s\" holds something that is not a layer in [0, %d]", path,
+                          keys[k], n_layers - 1);
             } else {
                 flags[k][l] = 1;
             }
@@ -4896,9 +5279,12 @@ static void check_save_skip(const char *path) {
     struct stat sb;
     char dir[1100];
     const char *slash = strrchr(path, '/');
-    snprintf(dir, sizeof(dir), "%.*s", slash == NULL ? 1 : slash == path ? 1 : (int)(slash - path), slash ? path : ".");
+    int dir_len = slash == NULL || slash == path ? 1 : (int)(slash - path);
+    snprintf(dir, sizeof(dir), "%.*s", dir_len, slash ? path : ".");
     if (stat(path, &sb) == 0) {
-        if (!S_ISREG(sb.st_mode)) { flag_error("--save-skip", path, "exists and is not a regular file"); }
+        if (!S_ISREG(sb.st_mode)) {
+            flag_error("--save-skip", path, "exists and is not a regular file");
+        }
         if (access(path, W_OK) != 0) { flag_error("--save-skip", path, "cannot write to it"); }
     } else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         flag_error("--save-skip", path, "its folder does not exist");
@@ -4934,7 +5320,8 @@ static int read_prompts(const char *path, char ***out, int **line_no, char *err)
         int line = 1;
         for (const char *q = text; q < nul; q++) { line += *q == '\n'; }
         free(text);
-        return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)", path, line);
+        return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)",
+                    path, line);
     }
     int n = 0, line = 1;
     char **lines = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
@@ -4947,14 +5334,23 @@ static int read_prompts(const char *path, char ***out, int **line_no, char *err)
         if (k == 0) { continue; }
         char *p = (char *)malloc_check(k + 1), *o = p;
         for (size_t i = 0; i < k; i++) {
-            if (q[i] == '\\' && i + 1 < k && q[i + 1] == 'n') { *o++ = '\n'; i++; } else { *o++ = q[i]; }
+            if (q[i] == '\\' && i + 1 < k && q[i + 1] == 'n') {
+                *o++ = '\n';
+                i++;
+            } else {
+                *o++ = q[i];
+            }
         }
         *o = '\0';
         numbers[n] = line;
         lines[n++] = p;
     }
     free(text);
-    if (n == 0) { free(lines); free(numbers); return fail(err, "%s: no prompts (one per line)", path); }
+    if (n == 0) {
+        free(lines);
+        free(numbers);
+        return fail(err, "%s: no prompts (one per line)", path);
+    }
     *out = lines;
     *line_no = numbers;
     return n;
@@ -4988,14 +5384,15 @@ static const char *default_model_dir(const char *argv0) {
     struct stat sb;
     if (stat("tiny_models/kjv-12l/config.json", &sb) == 0) { return "tiny_models/kjv-12l"; }
     const char *slash = strrchr(argv0, '/');
-    snprintf(path, sizeof(path), "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1, slash ? argv0 : ".");
+    snprintf(path, sizeof(path), "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1,
+             slash ? argv0 : ".");
     return path;
 }
 
 // Encodes a prompt and checks it against the context; exits with one error line otherwise.
 // where names the prompt ("-p", "-f FILE line 3"), extra the tokens to come after it (n_extra).
-static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_extra, int *ids,
-                         const char *where, const char *extra) {
+static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_extra,
+                         int *ids, const char *where, const char *extra) {
     char err[SS_ERR_LEN];
     int n = encode(tok, text, strlen(text), 1, ids, c->seq_len, err);
     if (n < 0 || n >= c->seq_len) {
@@ -5004,7 +5401,10 @@ static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text
         exit(EXIT_FAILURE);
     }
     if (n == 0) {
-        fprintf(stderr, "selfspec: error: %s: the prompt encodes to no tokens (and the tokenizer adds no BOS)\n", where);
+        fprintf(stderr,
+                "selfspec: error: %s: the prompt encodes to no tokens (and the tokenizer adds no "
+                "BOS)\n",
+                where);
         exit(EXIT_FAILURE);
     }
     if ((long)n + n_extra - 1 > c->seq_len) {
@@ -5023,17 +5423,21 @@ static void on_interrupt(int sig) {
 }
 
 // Searches a skip set before decoding (selfsd, oracle) on the dev prompts or the prompt itself.
-static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt, int n_prompt,
-                               double *select_ms, SetHistory *hist) {
+static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt,
+                               int n_prompt, double *select_ms, SetHistory *hist) {
     const SelfSdParams *p = &o->params.selfsd; // the oracle scores sets as Self-SD does
     char **texts = NULL, err[SS_ERR_LEN], scored[64];
     int n_dev = 1, *line_no = NULL;
     snprintf(scored, sizeof(scored), "the %d tokens the search scores", p->dev_tokens);
     if (o->dev_prompts) {
         n_dev = read_prompts(o->dev_prompts, &texts, &line_no, err);
-        if (n_dev < 0) { fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err); exit(EXIT_FAILURE); }
+        if (n_dev < 0) {
+            fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err);
+            exit(EXIT_FAILURE);
+        }
     }
-    int **ids = (int **)malloc_check(sizeof(int *) * (size_t)n_dev), *lengths = (int *)malloc_check(sizeof(int) * (size_t)n_dev);
+    int **ids = (int **)malloc_check(sizeof(int *) * (size_t)n_dev),
+        *lengths = (int *)malloc_check(sizeof(int) * (size_t)n_dev);
     ids[0] = (int *)prompt;
     lengths[0] = n_prompt;
     for (int k = 0; o->dev_prompts && k < n_dev; k++) {
@@ -5042,7 +5446,8 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
         ids[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
         lengths[k] = encode_prompt(tok, &m->config, texts[k], p->dev_tokens, ids[k], where, scored);
     }
-    Objective obj = {(const int *const *)ids, lengths, n_dev, p->dev_tokens, p->max_draft, o->cost_model, NULL, NULL};
+    Objective obj = {(const int *const *)ids, lengths, n_dev, p->dev_tokens, p->max_draft,
+                     o->cost_model, NULL, NULL};
     double t0 = time_ms();
     SkipSet best;
     signal(SIGINT, on_interrupt);
@@ -5052,24 +5457,33 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
         const OracleParams *op = &o->params.oracle;
         long tried;
         int count = (int)lround(op->skip_ratio * 2 * m->config.n_layers);
-        fprintf(stderr, "oracle: scoring every skip set of %d sublayers (or %ld random ones): this is slow\n", count,
-                op->max_sets);
+        fprintf(
+            stderr,
+            "oracle: scoring every skip set of %d sublayers (or %ld random ones): this is slow\n",
+            count, op->max_sets);
         best = select_oracle(m, &obj, count, op->max_sets, (uint64_t)o->seed, &tried);
         fprintf(stderr, "oracle: scored %ld skip sets\n", tried);
     }
     signal(SIGINT, SIG_DFL);
     if (search_interrupted) {
-        fprintf(stderr, "selfspec: search stopped by Ctrl-C: %s the best set so far, skipping %d of %d sublayers "
-                "(Ctrl-C again quits)\n", o->save_skip ? "saving and decoding with" : "decoding with",
+        fprintf(stderr,
+                "selfspec: search stopped by Ctrl-C: %s the best set so far, skipping %d of %d "
+                "sublayers "
+                "(Ctrl-C again quits)\n",
+                o->save_skip ? "saving and decoding with" : "decoding with",
                 skip_count(&best, m->config.n_layers), 2 * m->config.n_layers);
     }
     *select_ms = time_ms() - t0;
     // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
     if (o->dev_prompts) {
-        fprintf(stderr, "%s: searched on %d prompts of --dev-prompts %s\n", method_name(o->method), n_dev, o->dev_prompts);
+        fprintf(stderr, "%s: searched on %d prompts of --dev-prompts %s\n", method_name(o->method),
+                n_dev, o->dev_prompts);
     } else {
-        fprintf(stderr, "%s: searched on the first prompt itself, not on a separate development set as Self-SD "
-                "does (give one with --dev-prompts F)\n", method_name(o->method));
+        fprintf(
+            stderr,
+            "%s: searched on the first prompt itself, not on a separate development set as Self-SD "
+            "does (give one with --dev-prompts F)\n",
+            method_name(o->method));
     }
     if (o->save_skip && write_skip_file(o->save_skip, &best, m->config.n_layers, err)) {
         fprintf(stderr, "selfspec: error: %s\n", err);
@@ -5085,8 +5499,9 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
     return best;
 }
 
-static void print_report(const Options *o, const Model *m, const char *text, const int *out, int n, int n_prompt,
-                         const SpecStats *st, const SkipSet *skip, int compare_n, double plain_tps, int identical) {
+static void print_report(const Options *o, const Model *m, const char *text, const int *out, int n,
+                         int n_prompt, const SpecStats *st, const SkipSet *skip, int compare_n,
+                         double plain_tps, int identical) {
     const Config *c = &m->config;
     int speculative = o->method != METHOD_NONE;
     char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1];
@@ -5105,50 +5520,67 @@ static void print_report(const Options *o, const Model *m, const char *text, con
         json_write_string(stdout, text ? text : "");
         printf(", \"tokens\": [");
         for (int t = 0; t < n; t++) { printf(t ? ", %d" : "%d", out[t]); }
-        printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, \"prefill_ms\": %.3f, \"decode_ms\": %.3f",
+        printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, \"prefill_ms\": "
+               "%.3f, \"decode_ms\": %.3f",
                n_prompt, n, tps, st->gen.prefill_ms, st->gen.decode_ms);
-        printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}, \"skip_ratio\": %.4f",
+        printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}, "
+               "\"skip_ratio\": %.4f",
                method_name(o->method), attn_map, mlp_map, skip_ratio);
-        printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, \"mean_accepted\": %.4f",
+        printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, "
+               "\"mean_accepted\": %.4f",
                st->rounds, st->drafted, st->accepted, acceptance, mean_acc);
-        printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f", st->threshold_first,
-               st->threshold_last, threshold_mean);
+        printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
+               st->threshold_first, st->threshold_last, threshold_mean);
         if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
             printf(", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
         }
-        printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f, \"selections\": %d"
-               ", \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms, st->select_ms, st->search_ms, st->selections,
-               expected);
+        printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": "
+               "%.3f, \"selections\": %d"
+               ", \"expected_speedup\": %.4f",
+               st->draft_ms, st->verify_ms, st->select_ms, st->search_ms, st->selections, expected);
         if (compare_n >= 0) {
-            printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s", plain_tps,
-                   plain_tps > 0 ? tps / plain_tps : 0, o->temperature == 0.0f ? (identical ? "true" : "false") : "null");
+            printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s",
+                   plain_tps, plain_tps > 0 ? tps / plain_tps : 0,
+                   o->temperature == 0.0f ? (identical ? "true" : "false") : "null");
         }
         printf("}\n");
         return;
     }
-    fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n", m->dir,
-            device_name(), n_prompt, n, st->gen.prefill_ms, tps);
+    fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n",
+            m->dir, device_name(), n_prompt, n, st->gen.prefill_ms, tps);
     if (speculative) {
-        fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%), selection took %.1f ms:\n  attn %s\n  mlp  %s\n",
-                method_name(o->method), o->max_draft, skip_count(skip, c->n_layers), 2 * c->n_layers, 100 * skip_ratio,
-                st->select_ms, attn_map, mlp_map);
-        fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted length M %.2f\n",
-                st->rounds, st->drafted, st->accepted, acceptance, mean_acc);
-        fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
-                st->threshold_first, st->threshold_last, threshold_mean, st->draft_ms, st->verify_ms, st->select_ms,
+        fprintf(stderr,
+                "method %s, K %d, skipping %d of %d sublayers (%.0f%%), selection took %.1f ms:\n  "
+                "attn %s\n  mlp  %s\n",
+                method_name(o->method), o->max_draft, skip_count(skip, c->n_layers),
+                2 * c->n_layers, 100 * skip_ratio, st->select_ms, attn_map, mlp_map);
+        fprintf(
+            stderr,
+            "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted length M %.2f\n",
+            st->rounds, st->drafted, st->accepted, acceptance, mean_acc);
+        fprintf(stderr,
+                "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, select %.1f "
+                "ms, other %.1f ms\n",
+                st->threshold_first, st->threshold_last, threshold_mean, st->draft_ms,
+                st->verify_ms, st->select_ms,
                 st->gen.decode_ms - st->draft_ms - st->verify_ms - (st->select_ms - st->search_ms));
         fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", expected);
         if (st->selections > 0 && st->rounds > 0) {
-            double per_call = (st->select_ms - st->search_ms) / st->selections, per_verify = st->verify_ms / st->rounds;
-            fprintf(stderr, "%s: %d selection calls, %.2f ms each = %.2f verification passes; %.1f%% of decode time\n",
+            double per_call = (st->select_ms - st->search_ms) / st->selections,
+                   per_verify = st->verify_ms / st->rounds;
+            fprintf(stderr,
+                    "%s: %d selection calls, %.2f ms each = %.2f verification passes; %.1f%% of "
+                    "decode time\n",
                     method_name(o->method), st->selections, per_call, per_call / per_verify,
                     100 * (st->select_ms - st->search_ms) / st->gen.decode_ms);
         }
     }
     if (compare_n >= 0) {
-        fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n", plain_tps,
-                plain_tps > 0 ? tps / plain_tps : 0, expected,
-                o->temperature > 0 ? "" : identical ? ", output identical" : ", OUTPUT DIFFERS");
+        fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n",
+                plain_tps, plain_tps > 0 ? tps / plain_tps : 0, expected,
+                o->temperature > 0 ? ""
+                : identical        ? ", output identical"
+                                   : ", OUTPUT DIFFERS");
     }
 }
 
@@ -5172,16 +5604,22 @@ int main(int argc, char **argv) {
         return EXIT_FAILURE;
     }
     const Config *c = &m.config;
-    if (o.ctx > c->max_pos) { // positions past it were never trained (and RoPE scaling assumes them)
-        fprintf(stderr, "selfspec: error: -c %d: above max_position_embeddings %d of %s/config.json\n", o.ctx,
-                c->max_pos, o.model_dir);
+    // positions past it were never trained (and RoPE scaling assumes them)
+    if (o.ctx > c->max_pos) {
+        fprintf(stderr,
+                "selfspec: error: -c %d: above max_position_embeddings %d of %s/config.json\n",
+                o.ctx, c->max_pos, o.model_dir);
         free_model(&m);
         return EXIT_FAILURE;
     }
     snprintf(path, sizeof(path), "%s/tokenizer.json", o.model_dir);
     Tokenizer *tok = build_tokenizer(path, err);
     // error paths free what they built, so leak checkers (make test-asan) stay quiet on them
-    if (tok == NULL) { fprintf(stderr, "selfspec: error: %s\n", err); free_model(&m); return EXIT_FAILURE; }
+    if (tok == NULL) {
+        fprintf(stderr, "selfspec: error: %s\n", err);
+        free_model(&m);
+        return EXIT_FAILURE;
+    }
     if (tokenizer_vocab_size(tok) > c->vocab_size) {
         fprintf(stderr, "selfspec: error: %s: %d tokens, but config.json has vocab_size %d\n", path,
                 tokenizer_vocab_size(tok), c->vocab_size);
@@ -5193,7 +5631,8 @@ int main(int argc, char **argv) {
     memset(&skip, 0, sizeof(skip));
     if ((o.skip_spec && parse_skip_spec(o.skip_spec, c->n_layers, &skip, err)) ||
         (o.skip_file && read_skip_file(o.skip_file, c->n_layers, &skip, err))) {
-        fprintf(stderr, "selfspec: error: %s%s\n", o.skip_file && !o.skip_spec ? "--skip-file " : "", err);
+        fprintf(stderr, "selfspec: error: %s%s\n",
+                o.skip_file && !o.skip_spec ? "--skip-file " : "", err);
         free_tokenizer(tok);
         free_model(&m);
         return EXIT_FAILURE;
@@ -5210,22 +5649,28 @@ int main(int argc, char **argv) {
     int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
     snprintf(extra, sizeof(extra), "-n %d new tokens", o.n_new);
     for (int pi = 0; pi < n_prompts; pi++) {
-        if (o.prompt_file) { snprintf(where, sizeof(where), "-f %s line %d", o.prompt_file, line_no[pi]); }
-        else { snprintf(where, sizeof(where), "-p"); }
+        if (o.prompt_file) {
+            snprintf(where, sizeof(where), "-f %s line %d", o.prompt_file, line_no[pi]);
+        } else {
+            snprintf(where, sizeof(where), "-p");
+        }
         encode_prompt(tok, c, prompts[pi], o.n_new, prompt, where, extra);
     }
     Selector sel;
     selector_init(&sel, o.method, &o.params, c->n_layers, (uint64_t)o.seed);
     int *out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
-    SetHistory *search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory)); // Self-SD's candidates
+    // Self-SD's candidates
+    SetHistory *search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory));
     if (svg) { svg_begin(svg, c->n_layers, o.method, n_prompts); }
     int status = EXIT_SUCCESS;
     for (int pi = 0; pi < n_prompts; pi++) {
         int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt, "-p", extra);
         double search_ms = 0;
         if (o.method == METHOD_SELFSD || o.method == METHOD_ORACLE) {
-            if (pi == 0) { skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms, search_hist); }
+            if (pi == 0) {
+                skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms, search_hist);
+            }
         }
         TextSink sink;
         memset(&sink, 0, sizeof(sink));
@@ -5244,8 +5689,10 @@ int main(int argc, char **argv) {
         if (o.method == METHOD_NONE) {
             n = generate_plain(&m, prompt, n_prompt, NULL, &smp, &output_tokens, &st.gen);
         } else {
-            int dynamic = o.method == METHOD_SWIFT || o.method == METHOD_ASD || o.method == METHOD_CLASP;
-            n = generate_spec(&m, prompt, n_prompt, &sp, dynamic ? &sel : NULL, &smp, &output_tokens, &st);
+            int dynamic = o.method == METHOD_SWIFT || o.method == METHOD_ASD ||
+                          o.method == METHOD_CLASP;
+            n = generate_spec(&m, prompt, n_prompt, &sp, dynamic ? &sel : NULL, &smp,
+                              &output_tokens, &st);
             o.exit = sp.exit; // the adaptive threshold carries over to the next prompt
             skip = sp.skip;   // the layer map reported is the last one used
         }
@@ -5263,17 +5710,20 @@ int main(int argc, char **argv) {
             plain_tps = plain_st.decode_ms > 0 ? n_plain / (plain_st.decode_ms / 1e3) : 0;
             identical = n == n_plain && memcmp(out, plain_out, (size_t)n * sizeof(int)) == 0;
         }
-        print_report(&o, &m, sink.text, out, n, n_prompt, &st, &skip, n_plain, plain_tps, identical);
+        print_report(&o, &m, sink.text, out, n, n_prompt, &st, &skip, n_plain, plain_tps,
+                     identical);
         if (svg) {
             double y = pi * svg_panel_height(o.method);
             int searched = o.method == METHOD_SELFSD && pi == 0;
-            svg_layer_map(svg, y, pi + 1, prompts[pi], m.dir, o.method, &skip, c->n_layers, &st, plain_tps);
-            svg_time_series(svg, y + SVG_HEAD, o.method, searched ? search_hist : &st.sets, &st.hist, st.rounds,
-                            c->n_layers);
+            svg_layer_map(svg, y, pi + 1, prompts[pi], m.dir, o.method, &skip, c->n_layers, &st,
+                          plain_tps);
+            svg_time_series(svg, y + SVG_HEAD, o.method, searched ? search_hist : &st.sets,
+                            &st.hist, st.rounds, c->n_layers);
         }
         free(sink.text);
         if (o.compare && o.temperature == 0.0f && !identical) {
-            fprintf(stderr, "selfspec: error: --compare: greedy self-speculative output differs from plain decoding\n");
+            fprintf(stderr, "selfspec: error: --compare: greedy self-speculative output differs "
+                            "from plain decoding\n");
             status = EXIT_FAILURE;
         }
     }
@@ -5284,7 +5734,10 @@ int main(int argc, char **argv) {
     }
     if (svg) {
         svg_end(svg);
-        if (fclose(svg) != 0) { fprintf(stderr, "selfspec: error: --svg %s: write failed\n", o.svg); status = EXIT_FAILURE; }
+        if (fclose(svg) != 0) {
+            fprintf(stderr, "selfspec: error: --svg %s: write failed\n", o.svg);
+            status = EXIT_FAILURE;
+        }
     }
     free(search_hist);
     selector_free(&sel);
