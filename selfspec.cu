@@ -5584,6 +5584,64 @@ static void print_report(const Options *o, const Model *m, const char *text, con
     }
 }
 
+// Every prompt is encoded and checked before the first one generates: a bad line 7 fails now,
+// not after six prompts' output.
+static void check_prompts(const Tokenizer *tok, const Config *c, const Options *o, char **prompts,
+                          int n_prompts, const int *line_no, int *ids) {
+    char where[1200], extra[64];
+    snprintf(extra, sizeof(extra), "-n %d new tokens", o->n_new);
+    for (int pi = 0; pi < n_prompts; pi++) {
+        if (o->prompt_file) {
+            snprintf(where, sizeof(where), "-f %s line %d", o->prompt_file, line_no[pi]);
+        } else {
+            snprintf(where, sizeof(where), "-p");
+        }
+        encode_prompt(tok, c, prompts[pi], o->n_new, ids, where, extra);
+    }
+}
+
+// Decodes one prompt the chosen way, streaming its text unless --json; *text gets the text
+// (the caller frees it). The draft's exit threshold and skip set carry over to the next prompt.
+static int decode_prompt(Model *m, const Tokenizer *tok, Options *o, Selector *sel, SkipSet *skip,
+                         const int *prompt, int n_prompt, int *out, SpecStats *st, char **text) {
+    TextSink sink;
+    memset(&sink, 0, sizeof(sink));
+    sink.tok = tok;
+    sink.echo = !o->json;
+    decode_begin(&sink.ds);
+    sink.ds.at_start = 0; // the continuation follows the prompt: keep its leading space
+    Sampler smp = {o->temperature, o->top_p, {0}};
+    rng_seed(&smp.rng, (uint64_t)o->seed);
+    Output tokens = output(out, o->n_new, NULL, on_token, &sink);
+    memset(st, 0, sizeof(*st));
+    int n;
+    if (o->method == METHOD_NONE) {
+        n = generate_plain(m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);
+    } else {
+        // the methods that choose during decoding get the selector
+        int online = o->method == METHOD_SWIFT || o->method == METHOD_ASD;
+        online = online || o->method == METHOD_CLASP;
+        SpecParams sp = {*skip, o->max_draft, o->exit};
+        n = generate_spec(m, prompt, n_prompt, &sp, online ? sel : NULL, &smp, &tokens, st);
+        o->exit = sp.exit; // the adaptive threshold carries over to the next prompt
+        *skip = sp.skip;   // the layer map reported is the last one used
+    }
+    *text = sink.text;
+    return n;
+}
+
+// --compare: plain decoding of the same prompt with the same seed, in this process; its speed.
+static int decode_plain(Model *m, const Options *o, const int *prompt, int n_prompt, int *out,
+                        double *tokens_per_s) {
+    GenStats st;
+    Sampler smp = {o->temperature, o->top_p, {0}};
+    rng_seed(&smp.rng, (uint64_t)o->seed);
+    Output tokens = output(out, o->n_new, NULL, NULL, NULL);
+    int n = generate_plain(m, prompt, n_prompt, NULL, &smp, &tokens, &st);
+    *tokens_per_s = st.decode_ms > 0 ? n / (st.decode_ms / 1e3) : 0;
+    return n;
+}
+
 int main(int argc, char **argv) {
     Options o;
     parse_options(argc, argv, &o);
@@ -5637,7 +5695,7 @@ int main(int argc, char **argv) {
         free_model(&m);
         return EXIT_FAILURE;
     }
-    char **prompts = (char **)&o.prompt, where[1200], extra[64];
+    char **prompts = (char **)&o.prompt;
     int n_prompts = 1, *line_no = NULL;
     if (o.prompt_file && (n_prompts = read_prompts(o.prompt_file, &prompts, &line_no, err)) < 0) {
         fprintf(stderr, "selfspec: error: -f %s\n", err);
@@ -5645,17 +5703,8 @@ int main(int argc, char **argv) {
         free_model(&m);
         return EXIT_FAILURE;
     }
-    // every prompt is checked before the first one generates: a bad line 7 fails now, not later
     int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
-    snprintf(extra, sizeof(extra), "-n %d new tokens", o.n_new);
-    for (int pi = 0; pi < n_prompts; pi++) {
-        if (o.prompt_file) {
-            snprintf(where, sizeof(where), "-f %s line %d", o.prompt_file, line_no[pi]);
-        } else {
-            snprintf(where, sizeof(where), "-p");
-        }
-        encode_prompt(tok, c, prompts[pi], o.n_new, prompt, where, extra);
-    }
+    check_prompts(tok, c, &o, prompts, n_prompts, line_no, prompt);
     Selector sel;
     selector_init(&sel, o.method, &o.params, c->n_layers, (uint64_t)o.seed);
     int *out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
@@ -5665,53 +5714,25 @@ int main(int argc, char **argv) {
     if (svg) { svg_begin(svg, c->n_layers, o.method, n_prompts); }
     int status = EXIT_SUCCESS;
     for (int pi = 0; pi < n_prompts; pi++) {
-        int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt, "-p", extra);
+        int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt, "-p", ""); // checked
         double search_ms = 0;
-        if (o.method == METHOD_SELFSD || o.method == METHOD_ORACLE) {
-            if (pi == 0) {
-                skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms, search_hist);
-            }
+        if ((o.method == METHOD_SELFSD || o.method == METHOD_ORACLE) && pi == 0) {
+            skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms, search_hist);
         }
-        TextSink sink;
-        memset(&sink, 0, sizeof(sink));
-        sink.tok = tok;
-        sink.echo = !o.json;
-        decode_begin(&sink.ds);
-        sink.ds.at_start = 0; // the continuation follows the prompt: keep its leading space
-        Sampler smp = {o.temperature, o.top_p, {0}};
-        rng_seed(&smp.rng, (uint64_t)o.seed);
         SpecStats st;
-        memset(&st, 0, sizeof(st));
-        SpecParams sp = {skip, o.max_draft, o.exit};
-        Output output_tokens = output(out, o.n_new, NULL, on_token, &sink);
+        char *text = NULL;
         if (!o.json) { printf("%s", prompts[pi]); fflush(stdout); }
-        int n;
-        if (o.method == METHOD_NONE) {
-            n = generate_plain(&m, prompt, n_prompt, NULL, &smp, &output_tokens, &st.gen);
-        } else {
-            int dynamic = o.method == METHOD_SWIFT || o.method == METHOD_ASD ||
-                          o.method == METHOD_CLASP;
-            n = generate_spec(&m, prompt, n_prompt, &sp, dynamic ? &sel : NULL, &smp,
-                              &output_tokens, &st);
-            o.exit = sp.exit; // the adaptive threshold carries over to the next prompt
-            skip = sp.skip;   // the layer map reported is the last one used
-        }
+        int n = decode_prompt(&m, tok, &o, &sel, &skip, prompt, n_prompt, out, &st, &text);
+        if (!o.json) { printf("\n"); }
         st.select_ms += search_ms;
         st.search_ms = search_ms;
-        if (!o.json) { printf("\n"); }
         int n_plain = -1, identical = 1;
         double plain_tps = 0;
         if (o.compare) {
-            GenStats plain_st;
-            Sampler plain_smp = {o.temperature, o.top_p, {0}};
-            rng_seed(&plain_smp.rng, (uint64_t)o.seed);
-            Output plain = output(plain_out, o.n_new, NULL, NULL, NULL);
-            n_plain = generate_plain(&m, prompt, n_prompt, NULL, &plain_smp, &plain, &plain_st);
-            plain_tps = plain_st.decode_ms > 0 ? n_plain / (plain_st.decode_ms / 1e3) : 0;
+            n_plain = decode_plain(&m, &o, prompt, n_prompt, plain_out, &plain_tps);
             identical = n == n_plain && memcmp(out, plain_out, (size_t)n * sizeof(int)) == 0;
         }
-        print_report(&o, &m, sink.text, out, n, n_prompt, &st, &skip, n_plain, plain_tps,
-                     identical);
+        print_report(&o, &m, text, out, n, n_prompt, &st, &skip, n_plain, plain_tps, identical);
         if (svg) {
             double y = pi * svg_panel_height(o.method);
             int searched = o.method == METHOD_SELFSD && pi == 0;
@@ -5720,7 +5741,7 @@ int main(int argc, char **argv) {
             svg_time_series(svg, y + SVG_HEAD, o.method, searched ? search_hist : &st.sets,
                             &st.hist, st.rounds, c->n_layers);
         }
-        free(sink.text);
+        free(text);
         if (o.compare && o.temperature == 0.0f && !identical) {
             fprintf(stderr, "selfspec: error: --compare: greedy self-speculative output differs "
                             "from plain decoding\n");
