@@ -4733,88 +4733,86 @@ static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, 
             (double)SVG_X0, ym + 50, 0, L - 1);
 }
 
-// The time series of one panel at height y: the set history (when the method changes its set)
-// and the rounds. Set rows: class "set" holding cells "attn skipped"/"mlp skipped"; rounds:
-// rects "drafted" and "accepted", one each per round, and the polyline "gamma".
-static void svg_time_series(FILE *f, double y, int method, const SetHistory *sets,
-                            const RoundHistory *h, int rounds, int L) {
+// Set rows at height y, one per set of the history: class "set" holding cells "attn skipped" and
+// "mlp skipped"; for Self-SD's search, each candidate's cost as a bar.
+static void svg_set_rows(FILE *f, double y, const SetHistory *sets, int L) {
     double cw = svg_cell_width(L), cx = SVG_X0 + L * cw;
-    fprintf(f, "<g class=\"series\">\n");
-    if (svg_draws_sets(method)) {
-        int search = sets->n > 0 && sets->cost[0] >= 0;
-        fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">%s</text>\n", y + 14,
-                search ? "Self-SD's search (Sec. 3.3): one row per candidate set, top to bottom; "
-                         "its cost per token at the right"
-                       : "the skip set over time: one row per set, from the round it came into use "
-                         "(r = round)");
-        double rh = sets->n > 0 && 160.0 / sets->n < 24 ? 160.0 / sets->n : 24, y0 = y + 24,
-               best = 1e30;
-        double lo = sets->n > 0 ? sets->cost[0] : 0, hi = lo;
-        for (int i = 0; i < sets->n; i++) {
-            if (sets->cost[i] < lo) { lo = sets->cost[i]; }
-            if (sets->cost[i] > hi) { hi = sets->cost[i]; }
-        }
-        for (int l = 1; l < L; l++) { // column guides: layer l's cells sit under layer l of the map
-            fprintf(f,
-                    "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" "
-                    "stroke-width=\"0.5\"/>\n",
-                    SVG_X0 + l * cw, y0, SVG_X0 + l * cw, y0 + sets->n * rh);
-        }
-        for (int i = 0; i < sets->n; i++) {
-            double yr = y0 + i * rh;
-            fprintf(f, "<g class=\"set\">");
-            for (int l = 0; l < L; l++) {
-                if (sets->set[i].attn[l]) {
-                    fprintf(f,
-                            "<rect class=\"attn skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
-                            "height=\"%.2f\" fill=\"%s\"/>",
-                            SVG_X0 + l * cw, yr, cw, 0.45 * rh, SVG_ATTN);
-                }
-                if (sets->set[i].mlp[l]) {
-                    fprintf(f,
-                            "<rect class=\"mlp skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
-                            "height=\"%.2f\" fill=\"%s\"/>",
-                            SVG_X0 + l * cw, yr + 0.45 * rh, cw, 0.45 * rh, SVG_MLP);
-                }
-            }
-            fprintf(f, "</g>\n");
-            int new_best = search && sets->cost[i] < best;
-            if (new_best) { best = sets->cost[i]; }
-            if (rh >= 7 || i == 0 || i == sets->n - 1) { // labels where they fit
-                double fs = rh >= 7 ? (rh < 10 ? rh : 10) : 7;
-                fprintf(f,
-                        "<text x=\"%d\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"end\">%s %d"
-                        "</text>\n",
-                        SVG_X0 - 6, yr + 0.9 * rh, fs, search ? "it" : "r",
-                        sets->at[i] + (search ? 0 : 1));
-            }
-            if (search) { // the cost as a bar, darker when it is a new best: the search converging
-                fprintf(f,
-                        "<rect class=\"cost\" x=\"%.1f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-                        "fill=\"%s\"/>\n",
-                        cx + 8, yr + 0.05 * rh,
-                        10 + 110 * (sets->cost[i] - lo) / (hi > lo ? hi - lo : 1), 0.9 * rh,
-                        new_best ? "#555" : "#ccc");
-            }
-        }
-        if (search && sets->n > 0) {
-            fprintf(f,
-                    "<text x=\"%.1f\" y=\"%.1f\" "
-                    "font-size=\"10\">cost per token, %.3g to %.3g (dark: a new best)</text>\n",
-                    cx + 8, y0 + sets->n * rh + 12, lo, hi);
-        }
-        fprintf(f,
-                "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-                "stroke=\"#888\" stroke-width=\"0.5\"/>\n",
-                SVG_X0, y0, L * cw, sets->n * rh);
-        if (sets->total > sets->n) {
-            fprintf(f,
-                    "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">first %d of %d sets shown</text>\n",
-                    SVG_X0, y0 + 174, sets->n, sets->total);
-        }
-        y += SVG_SETS;
+    int search = sets->n > 0 && sets->cost[0] >= 0;
+    fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">%s</text>\n", y + 14,
+            search ? "Self-SD's search (Sec. 3.3): one row per candidate set, top to bottom; "
+                     "its cost per token at the right"
+                   : "the skip set over time: one row per set, from the round it came into use "
+                     "(r = round)");
+    double rh = sets->n > 0 && 160.0 / sets->n < 24 ? 160.0 / sets->n : 24, y0 = y + 24,
+           best = 1e30;
+    double lo = sets->n > 0 ? sets->cost[0] : 0, hi = lo;
+    for (int i = 0; i < sets->n; i++) {
+        if (sets->cost[i] < lo) { lo = sets->cost[i]; }
+        if (sets->cost[i] > hi) { hi = sets->cost[i]; }
     }
-    // rounds: bars on a token axis 0..kmax (left), gamma on 0..1 (right)
+    for (int l = 1; l < L; l++) { // column guides: layer l's cells sit under layer l of the map
+        fprintf(f,
+                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" "
+                "stroke-width=\"0.5\"/>\n",
+                SVG_X0 + l * cw, y0, SVG_X0 + l * cw, y0 + sets->n * rh);
+    }
+    for (int i = 0; i < sets->n; i++) {
+        double yr = y0 + i * rh;
+        fprintf(f, "<g class=\"set\">");
+        for (int l = 0; l < L; l++) {
+            if (sets->set[i].attn[l]) {
+                fprintf(f,
+                        "<rect class=\"attn skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
+                        "height=\"%.2f\" fill=\"%s\"/>",
+                        SVG_X0 + l * cw, yr, cw, 0.45 * rh, SVG_ATTN);
+            }
+            if (sets->set[i].mlp[l]) {
+                fprintf(f,
+                        "<rect class=\"mlp skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
+                        "height=\"%.2f\" fill=\"%s\"/>",
+                        SVG_X0 + l * cw, yr + 0.45 * rh, cw, 0.45 * rh, SVG_MLP);
+            }
+        }
+        fprintf(f, "</g>\n");
+        int new_best = search && sets->cost[i] < best;
+        if (new_best) { best = sets->cost[i]; }
+        if (rh >= 7 || i == 0 || i == sets->n - 1) { // labels where they fit
+            double fs = rh >= 7 ? (rh < 10 ? rh : 10) : 7;
+            fprintf(f,
+                    "<text x=\"%d\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"end\">%s %d"
+                    "</text>\n",
+                    SVG_X0 - 6, yr + 0.9 * rh, fs, search ? "it" : "r",
+                    sets->at[i] + (search ? 0 : 1));
+        }
+        if (search) { // the cost as a bar, darker when it is a new best: the search converging
+            fprintf(f,
+                    "<rect class=\"cost\" x=\"%.1f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                    "fill=\"%s\"/>\n",
+                    cx + 8, yr + 0.05 * rh,
+                    10 + 110 * (sets->cost[i] - lo) / (hi > lo ? hi - lo : 1), 0.9 * rh,
+                    new_best ? "#555" : "#ccc");
+        }
+    }
+    if (search && sets->n > 0) {
+        fprintf(f,
+                "<text x=\"%.1f\" y=\"%.1f\" "
+                "font-size=\"10\">cost per token, %.3g to %.3g (dark: a new best)</text>\n",
+                cx + 8, y0 + sets->n * rh + 12, lo, hi);
+    }
+    fprintf(f,
+            "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+            "stroke=\"#888\" stroke-width=\"0.5\"/>\n",
+            SVG_X0, y0, L * cw, sets->n * rh);
+    if (sets->total > sets->n) {
+        fprintf(f,
+                "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">first %d of %d sets shown</text>\n",
+                SVG_X0, y0 + 174, sets->n, sets->total);
+    }
+}
+
+// The rounds at height y: rects "drafted" and "accepted", one each per round, on a token axis
+// 0..kmax (left), and the polyline "gamma", the exit threshold, on 0..1 (right).
+static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int rounds) {
     double x0 = SVG_X0, w = 640, ch = 110, y0 = y + 26, yb = y0 + ch;
     int kmax = 1;
     for (int r = 0; r < h->n; r++) { if (h->drafted[r] > kmax) { kmax = h->drafted[r]; } }
@@ -4866,6 +4864,18 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
             "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">round 1</text><text x=\"%.1f\" "
             "y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">round %d%s</text>\n",
             x0, yb + 14, x0 + w, yb + 14, h->n, rounds > h->n ? " (later rounds not kept)" : "");
+}
+
+// The time series of one panel at height y: the set history (when the method changes its set)
+// and the rounds.
+static void svg_time_series(FILE *f, double y, int method, const SetHistory *sets,
+                            const RoundHistory *h, int rounds, int L) {
+    fprintf(f, "<g class=\"series\">\n");
+    if (svg_draws_sets(method)) {
+        svg_set_rows(f, y, sets, L);
+        y += SVG_SETS;
+    }
+    svg_rounds(f, y, method, h, rounds);
     fprintf(f, "</g>\n");
 }
 
