@@ -18,9 +18,17 @@
 // one thread per output element or row, no shared memory, no warp functions, no atomics. The
 // same kernels run on the CPU through the launch shim below, so the CPU tests check GPU code.
 //
-// Build and run:
-//   make && ./selfspec -p "In the beginning"        (CPU: cc -x c selfspec.cu -fopenmp)
-//   make cuda && ./selfspec-cuda -p "..."           (GPU: nvcc selfspec.cu)
+// Reading order: utilities, JSON -> config, weights -> launch shim -> kernels -> forward ->
+// sampler -> layer selection used during decoding (each method's settings, the GP, ASD, CLaSp,
+// SWIFT, the selector hooks) -> decoding (plain; self-speculative: the exit rule, speculative
+// sampling, draft, verify, generate_spec) -> searches before decoding (Self-SD, the oracle) ->
+// tokenizer -> statistics, SVG -> threads -> CLI.
+//
+// Build and run (the Makefile's flags matter: -ffp-contract=off and nvcc's -fmad=false keep
+// every build's arithmetic the one the bit-exactness argument assumes):
+//   make && ./selfspec -p "In the beginning"
+//        (by hand: cc -std=gnu11 -O3 -ffp-contract=off -fopenmp -I. -x c selfspec.cu -lm)
+//   make cuda && ./selfspec-cuda -p "..."   (by hand: nvcc -O3 -fmad=false -I. selfspec.cu)
 //   make test
 
 #include <ctype.h>
@@ -1332,7 +1340,7 @@ __global__ void matmul_kernel(float *out, const float *x, const float *w, int n,
 
 // The GPU's matmul: the same arithmetic as matmul_kernel, mapped so that loads coalesce. There,
 // one thread walks a whole row, and neighbouring threads read rows in_dim floats apart (8 KB in
-// a 1B model): no load coalesces (74 GB/s on an H100, PERFORMANCE_NOTES.md). Here each of
+// a 1B model): no load coalesces (74 GB/s on an H100, bench/README.md). Here each of
 // matmul_kernel's 16 partial sums becomes a thread: one thread per (row r, lane u) sums
 // w[r][c] x[t][c] over c = u mod 16 in increasing c, so 16 neighbouring threads read 16
 // neighbouring words of a row; then matmul_combine_kernel, one thread per (token, row), adds the
@@ -1949,6 +1957,12 @@ static int sample_probs(const float *probs, int n, float u) {
 //   asd     ASD Algorithm 1: a cosine-similarity rule on the prompt, once per prompt
 //   clasp   CLaSp Algorithm 1: dynamic programming after verifications, whole layers
 //   oracle  exhaustive (or sampled) search under the cost model, to see how far the others land
+// Symbols follow each paper, and they collide: Self-SD's gamma is the exit threshold, alpha the
+// target acceptance rate, eps the step of Eq. 3; SWIFT's gamma is the context window, epsilon
+// the exit threshold, alpha the measured acceptance rate, r the skip ratio, N_D the most draft
+// tokens; ASD's alpha is the cosine threshold; Leviathan's gamma is the draft length. The code
+// names each for what it is (threshold, target, window, cos_threshold...) and cites the symbol.
+// SWIFT's token tree (Sec. 4.2) is verification: it lives with verify_chain, in decoding.
 // The Gaussian process and the cosine similarity are shared helpers, written once. The methods
 // that choose during decoding (ASD, CLaSp, SWIFT) come here, before the decoding loop that calls
 // them through the selector hooks; the searches that score a set by decoding with it (Self-SD,
@@ -1976,8 +1990,8 @@ typedef struct {
 } SelfSdParams;
 
 typedef struct {
-    int window;           // gamma (Sec. 4.1.1): generated tokens needed before optimizing, and
-                          // the tokens Eq. 3 scores
+    int window;           // gamma of Eq. 3 (32 in App. B.2): the generated tokens needed before
+                          // optimizing (Sec. 4.1.1's context accumulation) and the ones scored
     int max_steps;        // S: optimization steps at most (App. B.2)
     int patience;         // steps without a better set before optimization stops
     int bo_every;         // beta: every beta-th step is a Bayesian-optimization proposal
@@ -1988,7 +2002,8 @@ typedef struct {
                           // acceptance stays below 0.7 (App. C.2)
     float budget;         // not in the paper: optimization time as a share of decoding time
     int max_draft;        // N_D (App. B.2)
-    float exit_threshold; // epsilon: drafting stops below this confidence (App. B.2)
+    float exit_threshold; // epsilon (Sec. 4.2): drafting stops below this confidence; the paper
+                          // gives no value, 0.8 is the official code's stop_threshold
     float tree_confidence[3]; // dynamic verification (Sec. 4.2): a draft step whose confidence
     int tree_width[4];        // is above tree_confidence[i] (the first such i; else i = 3) puts
                               // its tree_width[i] - 1 next-best tokens into the tree
@@ -2004,7 +2019,7 @@ typedef struct {
 
 typedef struct {
     int interval;         // LOI: a DP every this many verifications (Sec. 5.3.2)
-    float max_skip_ratio; // M = round(max_skip_ratio * L) layers skipped (Sec. 5.1)
+    float skip_ratio;     // M = round(skip_ratio * L) layers skipped, exactly (Algorithm 1's M)
     int max_draft;
     float exit_threshold; // a fixed exit threshold (Sec. 5.3.3)
 } ClaspParams;
@@ -2025,16 +2040,20 @@ typedef struct {
 static MethodParams method_params_default(void) {
     MethodParams p;
     memset(&p, 0, sizeof(p));
-    // Self-SD: 64 iterations, not 1000: a tiny model's landscape is small (Sec. 3.3's other
-    // settings, and kappa 2.576 and the 2000 candidates, as in the official code)
+    // Self-SD: 64 iterations, not 1000: a tiny model's landscape is small. Kappa 2.576 as in the
+    // official code (bayes_opt 1.4.3's UCB). Decision: the UCB maximum is taken over 2000 random
+    // binary candidates, not bayes_opt's 10,000 random points plus L-BFGS-B: the input is
+    // binary, so a continuous optimum would be rounded anyway, and fewer keep a proposal cheap.
     p.selfsd.iters = 64;
     p.selfsd.n_candidates = 2000;
     p.selfsd.kappa = 2.576;
     p.selfsd.dev_tokens = 32;
     p.selfsd.max_draft = 12;
     p.selfsd.exit_threshold = -1;
-    // SWIFT App. B.2 (kappa 2.5 and the 1000 candidates as in the official code). The budget is
-    // ours: on the CPU a step costs several decoding steps (swift_step says why); 1 = the paper.
+    // SWIFT App. B.2; kappa 2.5 as in the official code. Decision: 1000 random candidates of
+    // the right count (the official code: bayes_opt's 10,000 random points plus L-BFGS-B, then
+    // the top-count coordinates). The budget is ours: on the CPU a step costs several decoding
+    // steps (swift_step says why); 1 = the paper's schedule.
     p.swift.window = 32;
     p.swift.max_steps = 1000;
     p.swift.patience = 300;
@@ -2046,8 +2065,8 @@ static MethodParams method_params_default(void) {
     p.swift.budget = 0.02f;
     p.swift.max_draft = 25;
     p.swift.exit_threshold = 0.8f;
-    // tree widths 3/5/8/10 above confidence 0.95/0.8/0.5/0, as the official code (the paper's
-    // Sec. 4.2 lists 1/3/5/10)
+    // Decision: the official code's greedy tree widths, 3/5/8/10 above confidence 0.95/0.8/0.5/0,
+    // not Sec. 4.2's 1/3/5/10 (the official sampling widths); the tree runs only when greedy
     float confidence[3] = {0.95f, 0.8f, 0.5f};
     int width[4] = {3, 5, 8, 10};
     memcpy(p.swift.tree_confidence, confidence, sizeof(confidence));
@@ -2063,7 +2082,10 @@ static MethodParams method_params_default(void) {
     // every 4th verification keeps it near a third of the verify time. Decision: 4. The exit
     // threshold 0.7 is Sec. 5.3.3's best (Fig. 4c).
     p.clasp.interval = 4;
-    p.clasp.max_skip_ratio = 0.5f;
+    // Decision: M = L / 2, the "half of the layers" of Sec. 5.1 and the low end of Sec. 4.1's
+    // 50-60% (Sec. 5.3.1 finds 44 of 80 best on LLaMA3-70B). K = 12 as Self-SD's Table 7: CLaSp
+    // gives no draft length (its drafts end at the exit threshold, Sec. 5.3.3).
+    p.clasp.skip_ratio = 0.5f;
     p.clasp.max_draft = 12;
     p.clasp.exit_threshold = 0.7f;
     p.oracle.skip_ratio = 0.45f; // SWIFT's r, so the oracle bounds what a set of that size can do
@@ -2217,7 +2239,9 @@ static void gp_predict(const Gp *gp, const float *x, double *mean, double *var) 
 }
 
 // A random candidate: each sublayer skipped with probability p, or, when count > 0, exactly
-// count sublayers skipped among the allowed ones (layers first_layer..last_layer).
+// count sublayers skipped among the allowed ones (layers first_layer..last_layer). Self-SD's
+// callers (count 0) draw p uniform in [0, 0.6), so candidates range from sparse to about 60%
+// skipped; with count > 0 (SWIFT) p is not used.
 static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_layer,
                             int last_layer, SkipSet *s) {
     memset(s, 0, sizeof(*s));
@@ -2256,7 +2280,7 @@ static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first,
     }
 }
 
-// --- ASD: the cosine rule (ASD Sec. 3, Algorithm 1, Table 2) -----------------
+// --- ASD: the cosine rule (ASD Sec. 3.2, Algorithm 1, Table 2) ---------------
 // C_l = mean over prompt positions of cos(input, output) of attention sublayer l.
 // Remove attention l when C_l >= alpha and l <= L - n; also remove attention and MLP of every
 // m-th layer (l = jm <= L - n); alpha, m, n = 0.985, 3, 2 (AsdParams). The paper numbers layers
@@ -2284,12 +2308,14 @@ static void asd_accumulate(const Capture *cap, int n_layers, int dim, double *co
 }
 
 // --- CLaSp: dynamic programming over layers (CLaSp Eq. 2, Algorithm 1) --------
-// h_0..h_L are the full model's hidden states of the last accepted token (layer inputs and the
-// last output). g(i, j) = the best state after i layers with j of them skipped:
+// h_0..h_L are the full model's hidden states of the last accepted token: h_i is capture boundary
+// 2i, layer i's input, so h_0 is the embedding and h_L the last layer's output. g(i, j) = the
+// best state after i layers with j of them skipped:
 //   g(i, 0) = h_i
 //   g(i, j) = argmax by cosine to h_i of { g(i-1, j-1) (skip layer i),  f_i(g(i-1, j)) (run it) }
-// and backtracking from (L, M) gives the skipped layers. Decision: "the hidden states of the last
-// accepted token" (Sec. 3.3) are read as the states at that token's own position in the
+// (f_i = layer i of 1..L, the paper's f_{i-1}: run as layer index i - 1), and backtracking from
+// (L, M) gives the skipped layers. Decision: "the hidden states of the last
+// accepted token" (Sec. 3.4; Sec. 3.1) are read as the states at that token's own position in the
 // verification pass, the freshest full-model states, whose output chose the next token. All g(i-1,
 // j) of one layer run through f_i as one batch (the paper's "sequence parallel"): each candidate
 // sits at the token's position `slot`, attends the cached prefix plus itself (an identity mask),
@@ -2322,7 +2348,7 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
     float *g = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));     // g(i-1, .)
     float *next = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));  // g(i, .)
     float *batch = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));
-    // parent: skip?
+    // skipped[i][j] = 1 if g(i, j) came from g(i-1, j-1), layer i skipped: the backtracking pointer
     unsigned char *skipped = (unsigned char *)calloc_check((size_t)(L + 1) * (M + 1), 1);
     float *saved = (float *)malloc_check((size_t)2 * L * (M + 1) * c->n_kv_heads * c->head_dim *
                                          sizeof(float));
@@ -2340,13 +2366,13 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
             memcpy(batch, g + (size_t)lo * row, (size_t)n_run * row * sizeof(float));
             run_layer_batch(m, i - 1, batch, n_run, slot);
         }
-        const float *hi = h + (size_t)(2 * i) * row;
-        memcpy(next, hi, row * sizeof(float));
+        const float *h_i = h + (size_t)(2 * i) * row;
+        memcpy(next, h_i, row * sizeof(float));
         for (int j = lo; j <= top; j++) {
             const float *skip_state = g + (size_t)(j - 1) * row;
             const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
             int take_skip = run_state == NULL ||
-                            cosine(hi, skip_state, dim) > cosine(hi, run_state, dim);
+                            cosine(h_i, skip_state, dim) > cosine(h_i, run_state, dim);
             memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
             skipped[i * (M + 1) + j] = (unsigned char)take_skip;
         }
@@ -2366,7 +2392,9 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
 // Matchness (Eq. 3-4): the draft, teacher-forced over the last gamma generated tokens in one
 // pass, predicts each of them; the score is the fraction it gets right. The pass runs at the
 // slots those tokens already occupy, so those slots are saved before and restored after: the
-// real cache is left exactly as it was.
+// real cache is left exactly as it was. Decision: the most recent gamma tokens (a sliding
+// window); Eq. 3 says only "the previously generated tokens within the context window", and
+// the official code scores the first gamma + 1 of the instance.
 static double swift_matchness(Model *m, const int *seq, int pos, int window, const SkipSet *s) {
     const Config *c = &m->config;
     int start = pos - window - 1; // inputs seq[start .. pos-2] predict seq[start+1 .. pos-1]
@@ -2411,7 +2439,8 @@ static void swift_init(Swift *w, const SwiftParams *p, int n_layers, uint64_t se
 }
 
 // count sublayers spread evenly over layers 1..L-2, attention and MLP alternating: the uniform
-// draft SWIFT starts from (Sec. 4.1.1), here at any skip ratio.
+// set App. C.2's rule restarts from after lowering r (the first start is alternate_layers, as
+// the official code's).
 static SkipSet uniform_skip_set(int n_layers, int count) {
     SkipSet s;
     memset(&s, 0, sizeof(s));
@@ -2425,7 +2454,9 @@ static SkipSet uniform_skip_set(int n_layers, int count) {
 
 // One optimization step before a decoding step: propose a candidate with exactly
 // round(r * 2L) skipped sublayers, never in the first or last layer (random, or the GP's
-// proposal every beta-th step), score it, keep it if it beats the best.
+// proposal every beta-th step), score it, keep it if it beats the best. Decision: the count is
+// round(r * 2L) over the whole model, so r means the same as the reported skip ratio; the
+// official code uses int(r * 2(L - 2)).
 // Decision on persistence: like the official code, the state lives for the whole run (across
 // the prompts of -f), and once optimization stops it never restarts on a distribution shift;
 // the best set carries over to later prompts. Restarting would need a shift detector the paper
@@ -2495,92 +2526,6 @@ static void swift_after_verify(Swift *w, int n_layers, int drafted, int accepted
     w->drafted = w->accepted = 0;
 }
 
-// SWIFT's dynamic verification (Sec. 4.2), greedy only: the draft chain d1..dk plus, at each depth
-// j, the draft's next-best tokens as leaves (k_j - 1 of them, k_j by the confidence of step j:
-// SwiftParams.tree_width). Linearized as [x, d1..dk, leaves...]: the chain first, so accepted chain
-// tokens already sit at consecutive cache slots; each leaf at depth j attends x, d1..d_{j-1} and
-// itself, with RoPE position pos + j. Returns the tree size n; tokens/depth/mask are filled.
-enum { MAX_ALTS = 16 }; // next-best tokens kept per draft step, at most
-typedef struct {
-    int n;
-    int tokens[MAX_PASS_TOKENS];
-    int depth[MAX_PASS_TOKENS];
-    unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
-} DraftTree;
-
-static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts,
-                       int max_n) {
-    int n = 0;
-    for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
-    for (int j = 1; j <= k; j++) {
-        for (int a = 0; a < n_alts[j] && n < max_n; a++) {
-            tr->tokens[n] = alts[j * MAX_ALTS + a];
-            tr->depth[n] = j;
-            n++;
-        }
-    }
-    tr->n = n;
-    memset(tr->mask, 0, sizeof(tr->mask));
-    for (int t = 0; t < n; t++) {
-        int d = tr->depth[t];
-        // the chain ancestors x, d1..d_{d-1}, and the token itself
-        for (int u = 0; u < d; u++) { tr->mask[t * n + u] = 1; }
-        tr->mask[t * n + t] = 1;
-    }
-}
-
-// The draft's top alternatives to its top-1 token at one step: k - 1 next-best ids, k the tree
-// width of the first confidence level the step's confidence is above.
-static int top_alternatives(const float *logits, int vocab, float confidence, const SwiftParams *p,
-                            int *alts) {
-    int level = 0;
-    while (level < 3 && confidence <= p->tree_confidence[level]) { level++; }
-    int k = p->tree_width[level];
-    int n = 0, top = argmax(logits, vocab);
-    for (int a = 0; a < k - 1 && a < MAX_ALTS; a++) { // selection by repeated scans: k <= 10
-        int best = -1;
-        for (int i = 0; i < vocab; i++) {
-            int used = i == top;
-            for (int q = 0; q < n && !used; q++) { used = alts[q] == i; }
-            if (!used && (best < 0 || logits[i] > logits[best])) { best = i; }
-        }
-        alts[n++] = best;
-    }
-    return n;
-}
-
-// Greedy verification of a tree pass: walk the chain while the full model's argmax equals it;
-// at the first mismatch, a leaf holding the argmax is accepted too (its K/V row is copied to
-// the next chain slot, one row per layer), and the bonus comes from that leaf's row.
-// Returns the number of accepted draft tokens; *next is the full model's token, *row its row.
-static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *accepted_tokens,
-                       int *next, int *rows) {
-    int vocab = m->config.vocab_size, j = 0;
-    for (;;) {
-        int target = argmax(m->state.logits_host + (size_t)j * vocab, vocab);
-        rows[j] = j;
-        if (j < k && target == tr->tokens[j + 1]) { // the chain goes on
-            accepted_tokens[j++] = target;
-            continue;
-        }
-        int leaf = -1;
-        for (int t = k + 1; t < tr->n && leaf < 0 && j < k; t++) {
-            if (tr->depth[t] == j + 1 && tr->tokens[t] == target) { leaf = t; }
-        }
-        if (leaf < 0) { *next = target; return j; }
-        accepted_tokens[j] = target; // the leaf: move its K/V to slot pos + j + 1
-        const Config *c = &m->config;
-        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim *
-                                           sizeof(float));
-        kv_slots(m, pos + leaf, 1, row, 1);
-        kv_slots(m, pos + j + 1, 1, row, 0);
-        free(row);
-        rows[j + 1] = leaf;
-        *next = argmax(m->state.logits_host + (size_t)leaf * vocab, vocab);
-        return j + 1;
-    }
-}
-
 // --- the selector: what the decoding loop calls -------------------------------
 // The hooks below are the only places the decoding loop meets a method: each may change the
 // draft's skip set. A NULL selector is the static set (or plain Self-SD drafting).
@@ -2592,7 +2537,7 @@ typedef struct {
     Swift swift;         // METHOD_SWIFT, persists across prompts
     double *asd_cos;     // (n_layers) METHOD_ASD: this prompt's summed cosines
     int asd_tokens;      // the prompt tokens summed
-    int clasp_max_skip;  // M = round(max_skip_ratio * L)
+    int clasp_skip;      // M = round(skip_ratio * L)
     int rounds;          // verifications in this prompt
 } Selector;
 
@@ -2604,7 +2549,7 @@ static void selector_init(Selector *sel, int method, const MethodParams *p, int 
     sel->clasp = p->clasp;
     if (method == METHOD_SWIFT) { swift_init(&sel->swift, &p->swift, n_layers, seed); }
     sel->asd_cos = (double *)calloc_check((size_t)n_layers, sizeof(double));
-    sel->clasp_max_skip = (int)lround(p->clasp.max_skip_ratio * n_layers);
+    sel->clasp_skip = (int)lround(p->clasp.skip_ratio * n_layers);
 }
 
 static void selector_free(Selector *sel) {
@@ -2640,7 +2585,9 @@ static void selector_after_prefill(Selector *sel, Model *m, SkipSet *skip) {
         *skip = sel->swift.best;
         sel->swift.last_ms = 0; // the time before this prompt's first round is not decoding
     } else if (sel->method == METHOD_CLASP) {
-        *skip = alternate_layers(L); // until the first DP
+        // Decision: no DP on the prefill (its states are not captured): the first `interval`
+        // rounds draft with alternate_layers
+        *skip = alternate_layers(L);
     }
 }
 
@@ -2676,7 +2623,7 @@ static int selector_after_verify(Selector *sel, Model *m, const float *h_last, i
         swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted);
     }
     if (h_last == NULL) { return 0; }
-    *skip = select_clasp(m, h_last, slot, sel->clasp_max_skip);
+    *skip = select_clasp(m, h_last, slot, sel->clasp_skip);
     return 1;
 }
 
@@ -2803,77 +2750,6 @@ static int generate_plain(Model *m, const int *prompt, int n_prompt, const SkipS
 
 enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE, MAX_DRAFT = MAX_PASS_TOKENS - 1 };
 
-// The draft-exit rule (Self-SD Sec. 3.4): drafting stops after a token whose top-1 draft
-// probability is below the threshold gamma. EXIT_ADAPTIVE moves gamma toward the target
-// acceptance rate alpha. SWIFT's epsilon and CLaSp's threshold are the same rule, fixed.
-typedef struct {
-    int mode;        // EXIT_ADAPTIVE, EXIT_FIXED (the threshold stays), EXIT_NONE (always K tokens)
-    float threshold; // gamma; gamma_0 = 0.6 (Self-SD Table 7)
-    float target;    // alpha: the target acceptance rate, 0.9
-    float step;      // epsilon: the step of Eq. 3, 0.01
-    float beta1;     // smoothing of AR, 0.5
-    float beta2;     // smoothing of gamma, 0.9
-    float ar;        // the running acceptance rate AR
-    int rounds;      // verifications so far (beta1 = 0 for the first)
-} DraftExit;
-
-static DraftExit draft_exit_default(void) {
-    DraftExit d = {EXIT_ADAPTIVE, 0.6f, 0.9f, 0.01f, 0.5f, 0.9f, 0.0f, 0};
-    return d;
-}
-
-// Self-SD Eq. 2-4, after each verification with accepted of drafted tokens:
-//   AR <- beta1 AR + (1 - beta1) AR_e                   (Eq. 2; beta1 = 0 in the first round)
-//   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
-//   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
-// Decisions where the paper is silent: like the official code, gamma stays put when the draft
-// hit K with AR above target (lowering it further could not lengthen drafts, only let it drift);
-// unlike it, AR and gamma both persist across prompts of one run (AR is not reset to 0, which
-// would push gamma up at the start of every prompt).
-static void draft_exit_update(DraftExit *d, int accepted, int drafted, int hit_max) {
-    if (d->mode != EXIT_ADAPTIVE || drafted == 0) { return; }
-    float ar_e = (float)accepted / (float)drafted;
-    float b1 = d->rounds == 0 ? 0.0f : d->beta1;
-    d->ar = b1 * d->ar + (1.0f - b1) * ar_e;
-    float moved = d->ar <= d->target ? d->threshold + d->step : d->threshold - d->step;
-    if (hit_max && d->ar > d->target) { moved = d->threshold; }
-    d->threshold = d->beta2 * d->threshold + (1.0f - d->beta2) * moved;
-    d->rounds++;
-}
-
-// The draft's confidence in its top token: max softmax(logits), whatever the temperature
-// (Self-SD Algorithm 3 compares max p(x | z*, ...) with gamma).
-static float top1_prob(const float *logits, int n) {
-    float max = logits[argmax(logits, n)], sum = 0.0f;
-    for (int i = 0; i < n; i++) { sum += expf(logits[i] - max); }
-    return 1.0f / sum;
-}
-
-// Speculative sampling, one decision (Leviathan et al. 2023, Chen et al. 2023; Self-SD Alg. 4):
-// the draft token d was drawn from q. Keep it with probability min(1, p(d) / q(d)), using a
-// fresh uniform; otherwise draw the replacement from norm(max(0, p - q)). Either way the token
-// that comes out is distributed exactly as p. Returns 1 if d is kept, else 0 and *replacement.
-static int speculative_accept(const float *p, const float *q, int n, int d, Rng *rng,
-                              float *residual, int *replacement) {
-    if (rng_uniform(rng) * q[d] < p[d]) { return 1; } // u < p/q without dividing by q
-    float mass = 0.0f;
-    for (int i = 0; i < n; i++) {
-        residual[i] = p[i] > q[i] ? p[i] - q[i] : 0.0f;
-        mass += residual[i];
-    }
-    // mass == 0 means p == q, where rejection has probability 0; guard rounding anyway
-    const float *from = mass > 0.0f ? residual : p;
-    float u = rng_uniform(rng) * (mass > 0.0f ? mass : 1.0f);
-    *replacement = sample_probs(from, n, u);
-    return 0;
-}
-
-typedef struct {
-    SkipSet skip;    // the draft model: which sublayers it skips
-    int max_draft;   // K, at most MAX_DRAFT (Self-SD Table 7: 12)
-    DraftExit exit;
-} SpecParams;
-
 // What --svg draws (statistics section), recorded as decoding goes: bounded arrays filled in
 // place, no allocation. Rounds or sets past the bounds are counted, not kept.
 enum { HIST_ROUNDS = 1024, HIST_SETS = 96 };
@@ -2943,6 +2819,133 @@ static void record_skip_set(SpecStats *st, const SkipSet *skip) {
     }
 }
 
+// The draft-exit rule (Self-SD Sec. 3.4): drafting stops after a token whose top-1 draft
+// probability is below the threshold gamma. EXIT_ADAPTIVE moves gamma toward the target
+// acceptance rate alpha. SWIFT's epsilon and CLaSp's threshold are the same rule, fixed.
+typedef struct {
+    int mode;        // EXIT_ADAPTIVE, EXIT_FIXED (the threshold stays), EXIT_NONE (always K tokens)
+    float threshold; // gamma; gamma_0 = 0.6 (Self-SD Table 7)
+    float target;    // alpha: the target acceptance rate; Table 7 tunes it per task (0.70-0.90),
+                     // 0.90 is its LLaMA-2-13B CNN/DM value
+    float step;      // epsilon: the step of Eq. 3, 0.01
+    float beta1;     // smoothing of AR, 0.5
+    float beta2;     // smoothing of gamma, 0.9
+    float ar;        // the running acceptance rate AR
+    int rounds;      // verifications so far (beta1 = 0 for the first)
+} DraftExit;
+
+static DraftExit draft_exit_default(void) {
+    DraftExit d = {EXIT_ADAPTIVE, 0.6f, 0.9f, 0.01f, 0.5f, 0.9f, 0.0f, 0};
+    return d;
+}
+
+// Self-SD Eq. 2-4, after each verification with accepted of drafted tokens:
+//   AR <- beta1 AR + (1 - beta1) AR_e                   (Eq. 2; beta1 = 0 in the first round)
+//   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
+//   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
+// Decisions where the paper is silent: like the official code, gamma stays put when the draft
+// hit K with AR above target (lowering it further could not lengthen drafts, only let it drift).
+// Like the official notebooks, gamma carries over to the next prompt of a run; unlike the
+// official code, AR does too (the code restarts AR at 0 in every call, which pushes gamma up at
+// the start of every prompt).
+static void draft_exit_update(DraftExit *d, int accepted, int drafted, int hit_max) {
+    if (d->mode != EXIT_ADAPTIVE || drafted == 0) { return; }
+    float ar_e = (float)accepted / (float)drafted;
+    float b1 = d->rounds == 0 ? 0.0f : d->beta1;
+    d->ar = b1 * d->ar + (1.0f - b1) * ar_e;
+    float moved = d->ar <= d->target ? d->threshold + d->step : d->threshold - d->step;
+    if (hit_max && d->ar > d->target) { moved = d->threshold; }
+    d->threshold = d->beta2 * d->threshold + (1.0f - d->beta2) * moved;
+    d->rounds++;
+}
+
+// The draft's confidence in its top token: max softmax(logits), whatever the temperature
+// (Self-SD Algorithm 3 compares max p(x | z*, ...) with gamma).
+static float top1_prob(const float *logits, int n) {
+    float max = logits[argmax(logits, n)], sum = 0.0f;
+    for (int i = 0; i < n; i++) { sum += expf(logits[i] - max); }
+    return 1.0f / sum;
+}
+
+// Speculative sampling, one decision (Leviathan et al. 2023, Chen et al. 2023; Self-SD Alg. 4):
+// the draft token d was drawn from q. Keep it with probability min(1, p(d) / q(d)), using a
+// fresh uniform; otherwise draw the replacement from norm(max(0, p - q)). Either way the token
+// that comes out is distributed exactly as p. Returns 1 if d is kept, else 0 and *replacement.
+static int speculative_accept(const float *p, const float *q, int n, int d, Rng *rng,
+                              float *residual, int *replacement) {
+    if (rng_uniform(rng) * q[d] < p[d]) { return 1; } // u < p/q without dividing by q
+    float mass = 0.0f;
+    for (int i = 0; i < n; i++) {
+        residual[i] = p[i] > q[i] ? p[i] - q[i] : 0.0f;
+        mass += residual[i];
+    }
+    // mass == 0 means p == q, where rejection has probability 0; guard rounding anyway
+    const float *from = mass > 0.0f ? residual : p;
+    float u = rng_uniform(rng) * (mass > 0.0f ? mass : 1.0f);
+    *replacement = sample_probs(from, n, u);
+    return 0;
+}
+
+typedef struct {
+    SkipSet skip;    // the draft model: which sublayers it skips
+    int max_draft;   // K, at most MAX_DRAFT (Self-SD Table 7: 12)
+    DraftExit exit;
+} SpecParams;
+
+// SWIFT's dynamic verification (Sec. 4.2), greedy only: the draft chain d1..dk plus, at each depth
+// j, the draft's next-best tokens as leaves (k_j - 1 of them, k_j by the confidence of step j:
+// SwiftParams.tree_width). Linearized as [x, d1..dk, leaves...]: the chain first, so accepted chain
+// tokens already sit at consecutive cache slots; each leaf at depth j attends x, d1..d_{j-1} and
+// itself, with RoPE position pos + j. Returns the tree size n; tokens/depth/mask are filled.
+enum { MAX_ALTS = 16 }; // next-best tokens kept per draft step, at most
+typedef struct {
+    int n;
+    int tokens[MAX_PASS_TOKENS];
+    int depth[MAX_PASS_TOKENS];
+    unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
+} DraftTree;
+
+static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts,
+                       int max_n) {
+    int n = 0;
+    for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
+    for (int j = 1; j <= k; j++) {
+        for (int a = 0; a < n_alts[j] && n < max_n; a++) {
+            tr->tokens[n] = alts[j * MAX_ALTS + a];
+            tr->depth[n] = j;
+            n++;
+        }
+    }
+    tr->n = n;
+    memset(tr->mask, 0, sizeof(tr->mask));
+    for (int t = 0; t < n; t++) {
+        int d = tr->depth[t];
+        // the chain ancestors x, d1..d_{d-1}, and the token itself
+        for (int u = 0; u < d; u++) { tr->mask[t * n + u] = 1; }
+        tr->mask[t * n + t] = 1;
+    }
+}
+
+// The draft's top alternatives to its top-1 token at one step: k - 1 next-best ids, k the tree
+// width of the first confidence level the step's confidence is above.
+static int top_alternatives(const float *logits, int vocab, float confidence, const SwiftParams *p,
+                            int *alts) {
+    int level = 0;
+    while (level < 3 && confidence <= p->tree_confidence[level]) { level++; }
+    int k = p->tree_width[level];
+    int n = 0, top = argmax(logits, vocab);
+    for (int a = 0; a < k - 1 && a < MAX_ALTS; a++) { // selection by repeated scans: k <= 10
+        int best = -1;
+        for (int i = 0; i < vocab; i++) {
+            int used = i == top;
+            for (int q = 0; q < n && !used; q++) { used = alts[q] == i; }
+            if (!used && (best < 0 || logits[i] > logits[best])) { best = i; }
+        }
+        alts[n++] = best;
+    }
+    return n;
+}
+
 // What one generate_spec call works in, allocated once.
 typedef struct {
     int draft[MAX_DRAFT + 1];                // x, d1..dk
@@ -2997,7 +3000,7 @@ static int draft_limit(const Model *m, const SpecParams *sp, int k_cap, int pos,
 // to s->draft[1..], and, when sampling, each warped draft distribution q to s->q_rows. With a
 // tree (SWIFT), also each step's next-best tokens. Returns how many were drafted.
 static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int pos, int k_max,
-                        const SwiftParams *tree, SpecScratch *s) {
+                        const SwiftParams *tree_params, SpecScratch *s) {
     int vocab = m->config.vocab_size, k = 0;
     s->draft[0] = x;
     while (k < k_max) {
@@ -3006,8 +3009,8 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
         s->draft[k + 1] = sample_next(smp, logits, vocab, s->q_rows + (size_t)k * vocab, s->sort);
         float confidence = top1_prob(logits, vocab);
         k++;
-        if (tree) {
-            s->n_alts[k] = top_alternatives(logits, vocab, confidence, tree,
+        if (tree_params) {
+            s->n_alts[k] = top_alternatives(logits, vocab, confidence, tree_params,
                                             s->alts + k * MAX_ALTS);
         }
         if (sp->exit.mode != EXIT_NONE && confidence < sp->exit.threshold) { break; }
@@ -3024,8 +3027,9 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
 // Returns the number of draft tokens kept (in s->kept); s->rows[t] is the row that emitted
 // token t.
 static int verify_chain(Model *m, Sampler *smp, int k, SpecScratch *s, int *next) {
-    int vocab = m->config.vocab_size, j = 0;
-    for (*next = -1; j <= k; j++) {
+    int vocab = m->config.vocab_size, j;
+    *next = -1;
+    for (j = 0; j <= k; j++) { // row k only supplies the bonus token
         const float *lj = m->state.logits_host + (size_t)j * vocab;
         const float *q = s->q_rows + (size_t)j * vocab;
         int d = s->draft[j + 1];
@@ -3043,15 +3047,48 @@ static int verify_chain(Model *m, Sampler *smp, int k, SpecScratch *s, int *next
     return j;
 }
 
+// Greedy verification of a tree pass: walk the chain while the full model's argmax equals it;
+// at the first mismatch, a leaf holding the argmax is accepted too (its K/V row is copied to
+// the next chain slot, one row per layer), and the bonus comes from that leaf's row.
+// Returns the number of accepted draft tokens (in kept[]); *next is the full model's token;
+// rows[t] is the logits row that emitted token t (a leaf's row when a leaf was accepted).
+static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *kept, int *next,
+                       int *rows) {
+    int vocab = m->config.vocab_size, j = 0;
+    for (;;) {
+        int target = argmax(m->state.logits_host + (size_t)j * vocab, vocab);
+        rows[j] = j;
+        if (j < k && target == tr->tokens[j + 1]) { // the chain goes on
+            kept[j++] = target;
+            continue;
+        }
+        int leaf = -1;
+        for (int t = k + 1; t < tr->n && leaf < 0 && j < k; t++) {
+            if (tr->depth[t] == j + 1 && tr->tokens[t] == target) { leaf = t; }
+        }
+        if (leaf < 0) { *next = target; return j; }
+        kept[j] = target; // the leaf: move its K/V to slot pos + j + 1
+        const Config *c = &m->config;
+        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim *
+                                           sizeof(float));
+        kv_slots(m, pos + leaf, 1, row, 1);
+        kv_slots(m, pos + j + 1, 1, row, 0);
+        free(row);
+        rows[j + 1] = leaf;
+        *next = argmax(m->state.logits_host + (size_t)leaf * vocab, vocab);
+        return j + 1;
+    }
+}
+
 // Verification (Self-SD Algorithm 2, greedy; Algorithm 4, sampling): the full model runs
 // [x, d1..dk] in one pass at slots pos..pos+k (with SWIFT's tree, its leaves after them) and
 // keeps the longest valid prefix. Captures every row's hidden states when asked (CLaSp). Returns
 // the number of draft tokens kept; *next is the full model's own token.
-static int verify_draft(Model *m, Sampler *smp, int k, int pos, const SwiftParams *tree,
+static int verify_draft(Model *m, Sampler *smp, int k, int pos, const SwiftParams *tree_params,
                         int capture, SpecScratch *s, int *next) {
     for (int t = 0; t <= k; t++) { s->capture_idx[t] = t; }
     Capture cap = {k + 1, s->capture_idx, s->states};
-    if (tree == NULL) {
+    if (tree_params == NULL) {
         forward(m, s->draft, k + 1, pos, NULL, NULL, capture ? &cap : NULL);
         return verify_chain(m, smp, k, s, next);
     }
@@ -3077,6 +3114,11 @@ static const float *last_accepted_states(SpecScratch *s, const Config *c, int k,
 // contract as generate_plain, and the same output (greedy) or distribution (sampling). The
 // draft is sp->skip, which a selector (NULL = none: the static set) may change between rounds;
 // the exit threshold in sp->exit carries over to the caller's next prompt.
+// Beside Algorithm 2: its i is pos, and its x_i, the last token, not yet run by the full model,
+// is x (so the first token comes from the prefill's logits); lines 4-7 are draft_tokens, lines
+// 8-12 verify_draft (verify_chain), line 13 the bonus (row k); then Eq. 2-4 (draft_exit_update).
+// Beside Leviathan's Algorithm 1: q is s->q_rows, p is s->p, the rejection test is
+// speculative_accept.
 static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *sp, Selector *sel,
                          Sampler *smp, Output *out, SpecStats *st) {
     const Config *c = &m->config;
@@ -3086,7 +3128,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
     // position stay exact only with a recursive rule (each rejected sibling's mass removed from
     // both p and the without-replacement q before the next is tried), and the official
     // SWIFT/EAGLE versions of that rule had bugs; the chain rule here is proven exact by the tests.
-    const SwiftParams *tree = smp->temperature == 0.0f ? selector_tree(sel) : NULL;
+    const SwiftParams *tree_params = smp->temperature == 0.0f ? selector_tree(sel) : NULL;
     SpecScratch *s = build_spec_scratch(c, k_cap, n_prompt + out->max_new + 1);
     memcpy(s->seq, prompt, (size_t)n_prompt * sizeof(int));
     memset(st, 0, sizeof(*st));
@@ -3106,12 +3148,14 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         record_skip_set(st, &sp->skip);
         st->select_ms += lap_ms(&t);
         // draft k tokens with the skip set, then verify them with the full model in one pass
-        int k = draft_tokens(m, sp, smp, x, pos, draft_limit(m, sp, k_cap, pos, out), tree, s);
+        int k_max = draft_limit(m, sp, k_cap, pos, out);
+        int k = draft_tokens(m, sp, smp, x, pos, k_max, tree_params, s);
         st->draft_ms += lap_ms(&t);
         int capture = selector_wants_verify_capture(sel), next;
-        int accepted = verify_draft(m, smp, k, pos, tree, capture, s, &next);
+        int accepted = verify_draft(m, smp, k, pos, tree_params, capture, s, &next);
         st->verify_ms += lap_ms(&t);
-        st->leaf_accepts += tree && s->rows[accepted] > k;
+        // a leaf's row lies after the chain's k + 1 rows
+        st->leaf_accepts += tree_params && s->rows[accepted] > k;
         // emit the kept draft tokens, then the full model's token
         for (int j = 0; j <= accepted && !done; j++) {
             int token = j < accepted ? s->kept[j] : next;
@@ -3160,10 +3204,13 @@ typedef struct {
 // set so far.
 static volatile sig_atomic_t search_interrupted;
 
-// Self-SD's objective: decode the dev prompts greedily with skip set s and the adaptive draft
-// exit, and measure the cost per generated token (lower is better). The cost model counts
+// Self-SD's objective (Sec. 3.3): decode the dev prompts greedily with skip set s and the
+// adaptive draft exit, and measure the cost per generated token (lower is better); --objective
+// time measures the paper's average inference time per verified token. The cost model counts
 // sublayers run: a pass costs its active sublayers whatever its token count, because each
-// weight is streamed once per pass; it is what Eq. 6's cost coefficient assumes.
+// weight is streamed once per pass (SWIFT Eq. 6's cost coefficient c = 1 - r assumes the same).
+// Every candidate is scored from gamma_0 on every dev prompt, so a score does not depend on the
+// order the candidates are tried in.
 static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
     if (obj->fake) { return obj->fake(obj->fake_ctx, s); }
     int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
@@ -3182,11 +3229,12 @@ static double measure_objective(Model *m, const Objective *obj, const SkipSet *s
 }
 
 // --- Self-SD: Bayesian optimization offline (Self-SD Sec. 3.3) ----------------
-// Maximize -objective over z in {0,1}^{2L}: the first iters/5 candidates are random (skip
-// probability uniform in [0, 0.6]), then each is the UCB maximizer over n_candidates random
-// ones. Decisions: the paper searched 1000 iterations on 8 prompts; a tiny model's landscape is
-// small, so the default is 64 iterations (--iters), on the prompt itself or --dev-prompts. Any
-// layer may be skipped, as in the paper; no skip count is imposed.
+// Maximize -objective over z in {0,1}^{2L}: the first iters/5 candidates are random, then each
+// is the UCB maximizer over n_candidates random ones. Decisions: the random warm-up (the
+// official code starts with init_points=0 and two hand-picked probes: with 64 iterations a GP
+// fitted on one point would propose blindly); the paper searched 1000 iterations on 8 prompts,
+// a tiny model's landscape is small, so the default is 64 (--iters), on the prompt itself or
+// --dev-prompts. Any layer may be skipped, as in the paper; no skip count is imposed.
 // Wall-clock noise: on a busy machine one measurement can be several times too high or too low,
 // and a single lucky one used to win the search (a set accepting 0 of 35 drafts, 0.59x). So the
 // empty set's cost is the median of 3 measurements, a candidate that looks better than the best
@@ -4572,11 +4620,12 @@ static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
     attn[n_layers] = mlp[n_layers] = '\0';
 }
 
-// SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), with cost coefficient c = 1 - r, r the
-// fraction of sublayers skipped. It assumes a draft step costs c of a full step and a verify
-// pass costs one full step. Eq. 6 comes from M / (gamma c + 1) with gamma = (M - 1) / alpha drafts
-// per round; at alpha = 0 that is 0/0, and drafts that are all rejected still cost gamma c each,
-// so there the measured drafts per round stand in for gamma: 1 / (gamma c + 1), below 1.
+// SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), with alpha the acceptance rate and cost
+// coefficient c = 1 - r, r the fraction of sublayers skipped. It assumes a draft step costs c of
+// a full step and a verify pass costs one full step. Eq. 6 comes from M / (n_d c + 1) with
+// n_d = (M - 1) / alpha drafts per round (Leviathan's gamma); at alpha = 0 that is 0/0, and
+// drafts that are all rejected still cost n_d c each, so there the measured drafts per round
+// stand in for n_d: 1 / (n_d c + 1), below 1.
 static double expected_speedup(double mean_accepted, double acceptance, double skip_ratio,
                                double drafts_per_round) {
     double c = 1.0 - skip_ratio;
@@ -5037,7 +5086,8 @@ static void usage(FILE *f) {
         "                  the paper)\n",
         d.selfsd.iters, d.clasp.interval, d.swift.skip_ratio, d.swift.budget);
     fprintf(f,
-        "  --threads N     CPU threads (default: OMP_NUM_THREADS, else one per core); see README\n"
+        "  --threads N     CPU threads (default: OMP_NUM_THREADS, else the cores other processes\n"
+        "                  leave free); see README\n"
         "  --compare       also run plain decoding in this process: speeds, ratio, identity\n"
         "                  (needs a method other than none)\n"
         "  --svg FILE      draw the layer map, the set over time and each round as SVG (a panel\n"
