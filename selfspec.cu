@@ -3124,10 +3124,11 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
     const Config *c = &m->config;
     int vocab = c->vocab_size, row = 0, pos = n_prompt;
     int k_cap = sp->max_draft < m->state.max_tokens - 1 ? sp->max_draft : m->state.max_tokens - 1;
-    // Tree verification is greedy only. Sampling keeps the chain: several candidates per
-    // position stay exact only with a recursive rule (each rejected sibling's mass removed from
-    // both p and the without-replacement q before the next is tried), and the official
-    // SWIFT/EAGLE versions of that rule had bugs; the chain rule here is proven exact by the tests.
+    // Decision: tree verification is greedy only (SWIFT's Table 1 claims trees under sampling too).
+    // Sampling keeps the chain: several candidates per position stay exact only with a recursive
+    // rule (each rejected sibling's mass removed from both p and the without-replacement q before
+    // the next is tried), and the official SWIFT/EAGLE versions of that rule had bugs; the chain
+    // rule here is proven exact by the tests.
     const SwiftParams *tree_params = smp->temperature == 0.0f ? selector_tree(sel) : NULL;
     SpecScratch *s = build_spec_scratch(c, k_cap, n_prompt + out->max_new + 1);
     memcpy(s->seq, prompt, (size_t)n_prompt * sizeof(int));
