@@ -5566,88 +5566,106 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
     return best;
 }
 
-static void print_report(const Options *o, const Model *m, const char *text, const int *out, int n,
-                         int n_prompt, const SpecStats *st, const SkipSet *skip, int compare_n,
-                         double plain_tps, int identical) {
-    const Config *c = &m->config;
-    int speculative = o->method != METHOD_NONE;
+// What one prompt's run produced, for the report.
+typedef struct {
+    const char *text;     // the continuation's text
+    const int *tokens;    // (n) its token ids
+    int n, n_prompt;
+    const SpecStats *st;
+    const SkipSet *skip;  // the last skip set used
+    int n_plain;          // --compare: plain decoding's token count; -1: not run
+    double plain_tps;     // --compare: plain decoding's tokens/s
+    int identical;        // --compare: the same tokens
+} PromptResult;
+
+static double tokens_per_s(int n, double ms) { return ms > 0 ? n / (ms / 1e3) : 0; }
+
+static double threshold_mean(const SpecStats *st) {
+    return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
+}
+
+// --json: one object per prompt, on one line (JSON Lines with -f). Its keys are documented in
+// README; "gamma_*" is the draft-exit threshold.
+static void print_json_report(const Options *o, const Model *m, const PromptResult *r) {
+    const SpecStats *st = r->st;
+    int L = m->config.n_layers;
     char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1];
-    layer_map(skip, c->n_layers, attn_map, mlp_map);
-    double tps = st->gen.decode_ms > 0 ? n / (st->gen.decode_ms / 1e3) : 0;
-    RunSummary sum = summarize_run(st, skip, c->n_layers, speculative);
-    double skip_ratio = sum.skip_ratio, acceptance = sum.acceptance, mean_acc = sum.mean_accepted;
-    double expected = sum.expected_speedup;
-    double threshold_mean = st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
-    if (o->json) {
-        printf("{\"model\": ");
-        json_write_string(stdout, m->dir);
-        printf(", \"device\": ");
-        json_write_string(stdout, device_name());
-        printf(", \"text\": ");
-        json_write_string(stdout, text ? text : "");
-        printf(", \"tokens\": [");
-        for (int t = 0; t < n; t++) { printf(t ? ", %d" : "%d", out[t]); }
-        printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, \"prefill_ms\": "
-               "%.3f, \"decode_ms\": %.3f",
-               n_prompt, n, tps, st->gen.prefill_ms, st->gen.decode_ms);
-        printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}, "
-               "\"skip_ratio\": %.4f",
-               method_name(o->method), attn_map, mlp_map, skip_ratio);
-        printf(", \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, \"accept_rate\": %.4f, "
-               "\"mean_accepted\": %.4f",
-               st->rounds, st->drafted, st->accepted, acceptance, mean_acc);
-        printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
-               st->threshold_first, st->threshold_last, threshold_mean);
-        if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
-            printf(", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
-        }
-        printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": "
-               "%.3f, \"selections\": %d"
-               ", \"expected_speedup\": %.4f",
-               st->draft_ms, st->verify_ms, st->select_ms, st->search_ms, st->selections, expected);
-        if (compare_n >= 0) {
-            printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s",
-                   plain_tps, plain_tps > 0 ? tps / plain_tps : 0,
-                   o->temperature == 0.0f ? (identical ? "true" : "false") : "null");
-        }
-        printf("}\n");
-        return;
+    layer_map(r->skip, L, attn_map, mlp_map);
+    RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
+    double tps = tokens_per_s(r->n, st->gen.decode_ms);
+    printf("{\"model\": ");
+    json_write_string(stdout, m->dir);
+    printf(", \"device\": ");
+    json_write_string(stdout, device_name());
+    printf(", \"text\": ");
+    json_write_string(stdout, r->text ? r->text : "");
+    printf(", \"tokens\": [");
+    for (int t = 0; t < r->n; t++) { printf(t ? ", %d" : "%d", r->tokens[t]); }
+    printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f", r->n_prompt, r->n, tps);
+    printf(", \"prefill_ms\": %.3f, \"decode_ms\": %.3f", st->gen.prefill_ms, st->gen.decode_ms);
+    printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}",
+           method_name(o->method), attn_map, mlp_map);
+    printf(", \"skip_ratio\": %.4f, \"rounds\": %d, \"drafted\": %d, \"accepted\": %d",
+           sum.skip_ratio, st->rounds, st->drafted, st->accepted);
+    printf(", \"accept_rate\": %.4f, \"mean_accepted\": %.4f", sum.acceptance, sum.mean_accepted);
+    printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
+           st->threshold_first, st->threshold_last, threshold_mean(st));
+    if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
+        printf(", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
     }
+    printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f",
+           st->draft_ms, st->verify_ms, st->select_ms, st->search_ms);
+    printf(", \"selections\": %d, \"expected_speedup\": %.4f", st->selections,
+           sum.expected_speedup);
+    if (r->n_plain >= 0) {
+        printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s", r->plain_tps,
+               r->plain_tps > 0 ? tps / r->plain_tps : 0,
+               o->temperature == 0.0f ? (r->identical ? "true" : "false") : "null");
+    }
+    printf("}\n");
+}
+
+// The text report on stderr (stdout holds the generated text).
+static void print_text_report(const Options *o, const Model *m, const PromptResult *r) {
+    const SpecStats *st = r->st;
+    int L = m->config.n_layers;
+    RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
+    double tps = tokens_per_s(r->n, st->gen.decode_ms);
+    double own_select_ms = st->select_ms - st->search_ms; // selection during decoding
     fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n",
-            m->dir, device_name(), n_prompt, n, st->gen.prefill_ms, tps);
-    if (speculative) {
-        fprintf(stderr,
-                "method %s, K %d, skipping %d of %d sublayers (%.0f%%), selection took %.1f ms:\n  "
-                "attn %s\n  mlp  %s\n",
-                method_name(o->method), o->max_draft, skip_count(skip, c->n_layers),
-                2 * c->n_layers, 100 * skip_ratio, st->select_ms, attn_map, mlp_map);
-        fprintf(
-            stderr,
-            "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted length M %.2f\n",
-            st->rounds, st->drafted, st->accepted, acceptance, mean_acc);
-        fprintf(stderr,
-                "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, select %.1f "
-                "ms, other %.1f ms\n",
-                st->threshold_first, st->threshold_last, threshold_mean, st->draft_ms,
-                st->verify_ms, st->select_ms,
-                st->gen.decode_ms - st->draft_ms - st->verify_ms - (st->select_ms - st->search_ms));
-        fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", expected);
+            m->dir, device_name(), r->n_prompt, r->n, st->gen.prefill_ms, tps);
+    if (o->method != METHOD_NONE) {
+        char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1];
+        layer_map(r->skip, L, attn_map, mlp_map);
+        fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%), ",
+                method_name(o->method), o->max_draft, skip_count(r->skip, L), 2 * L,
+                100 * sum.skip_ratio);
+        fprintf(stderr, "selection took %.1f ms:\n  attn %s\n  mlp  %s\n", st->select_ms,
+                attn_map, mlp_map);
+        fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, ", st->rounds,
+                st->drafted, st->accepted, sum.acceptance);
+        fprintf(stderr, "mean accepted length M %.2f\n", sum.mean_accepted);
+        fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | ", st->threshold_first,
+                st->threshold_last, threshold_mean(st));
+        fprintf(stderr, "draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
+                st->draft_ms, st->verify_ms, st->select_ms,
+                st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms);
+        fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", sum.expected_speedup);
         if (st->selections > 0 && st->rounds > 0) {
-            double per_call = (st->select_ms - st->search_ms) / st->selections,
-                   per_verify = st->verify_ms / st->rounds;
-            fprintf(stderr,
-                    "%s: %d selection calls, %.2f ms each = %.2f verification passes; %.1f%% of "
-                    "decode time\n",
-                    method_name(o->method), st->selections, per_call, per_call / per_verify,
-                    100 * (st->select_ms - st->search_ms) / st->gen.decode_ms);
+            double per_call = own_select_ms / st->selections;
+            double per_verify = st->verify_ms / st->rounds;
+            fprintf(stderr, "%s: %d selection calls, %.2f ms each = %.2f verification passes; ",
+                    method_name(o->method), st->selections, per_call, per_call / per_verify);
+            fprintf(stderr, "%.1f%% of decode time\n", 100 * own_select_ms / st->gen.decode_ms);
         }
     }
-    if (compare_n >= 0) {
+    if (r->n_plain >= 0) {
+        const char *same = o->temperature > 0 ? ""
+                           : r->identical     ? ", output identical"
+                                              : ", OUTPUT DIFFERS";
         fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n",
-                plain_tps, plain_tps > 0 ? tps / plain_tps : 0, expected,
-                o->temperature > 0 ? ""
-                : identical        ? ", output identical"
-                                   : ", OUTPUT DIFFERS");
+                r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0, sum.expected_speedup,
+                same);
     }
 }
 
@@ -5799,7 +5817,12 @@ int main(int argc, char **argv) {
             n_plain = decode_plain(&m, &o, prompt, n_prompt, plain_out, &plain_tps);
             identical = n == n_plain && memcmp(out, plain_out, (size_t)n * sizeof(int)) == 0;
         }
-        print_report(&o, &m, text, out, n, n_prompt, &st, &skip, n_plain, plain_tps, identical);
+        PromptResult result = {text, out, n, n_prompt, &st, &skip, n_plain, plain_tps, identical};
+        if (o.json) {
+            print_json_report(&o, &m, &result);
+        } else {
+            print_text_report(&o, &m, &result);
+        }
         if (svg) {
             double y = pi * svg_panel_height(o.method);
             int searched = o.method == METHOD_SELFSD && pi == 0;
