@@ -1544,12 +1544,6 @@ __global__ void swiglu_kernel(float *up, const float *gate, int n) {
 // ----------------------------------------------------------------------------
 // forward: one pass over n tokens, any sublayers skipped
 
-static int skip_count(const SkipSet *s, int n_layers) {
-    int k = 0;
-    for (int l = 0; l < n_layers; l++) { k += s->attn[l] + s->mlp[l]; }
-    return k;
-}
-
 // No product here can overflow: read_config bounds every size by 2^24, n_layers by 256 and
 // n_heads * head_dim by 2^24, so the largest, n_layers * seq_len * kv_dim, is below 2^56.
 // Everything a pass needs is allocated here, once: forward allocates nothing.
@@ -2111,6 +2105,13 @@ static void method_drafting(const MethodParams *p, int method, int *max_draft,
         *max_draft = p->clasp.max_draft;
         *exit_threshold = p->clasp.exit_threshold;
     }
+}
+
+// The number of sublayers s skips.
+static int skip_count(const SkipSet *s, int n_layers) {
+    int k = 0;
+    for (int l = 0; l < n_layers; l++) { k += s->attn[l] + s->mlp[l]; }
+    return k;
 }
 
 // Attention and MLP of every odd layer, never the last: SWIFT's starting point (as its code
