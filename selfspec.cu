@@ -18,11 +18,11 @@
 // one thread per output element or row, no shared memory, no warp functions, no atomics. The
 // same kernels run on the CPU through the launch shim below, so the CPU tests check GPU code.
 //
-// Reading order: utilities, JSON -> config, weights -> launch shim -> kernels -> forward ->
-// sampler -> layer selection used during decoding (each method's settings, the GP, ASD, CLaSp,
-// SWIFT, the selector hooks) -> decoding (plain; self-speculative: the exit rule, speculative
-// sampling, draft, verify, generate_spec) -> searches before decoding (Self-SD, the oracle) ->
-// tokenizer -> statistics, SVG -> threads -> CLI.
+// Reading order: utilities, JSON -> config, weights -> kernels (the launch shim first) ->
+// forward -> sampler -> layer selection used during decoding (each method's settings, the GP,
+// ASD, CLaSp, SWIFT, the selector hooks) -> decoding (plain; self-speculative: the exit rule,
+// speculative sampling, draft, verify, generate_spec) -> searches before decoding (Self-SD, the
+// oracle) -> tokenizer -> statistics, SVG -> threads -> CLI.
 //
 // Build and run (the Makefile's flags matter: -ffp-contract=off and nvcc's -fmad=false keep
 // every build's arithmetic the one the bit-exactness argument assumes):
@@ -1095,7 +1095,10 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
 }
 
 // ----------------------------------------------------------------------------
-// the launch shim: one kernel source, two builds
+// kernels: the launch shim, then one thread per output element or row, serial reductions in a
+// fixed order
+
+// ----- the launch shim: one kernel source, two builds
 //
 // nvcc: kernels launch with <<<grid, block>>> and every CUDA call is checked.
 // C compiler: blockIdx/threadIdx are thread-local variables and LAUNCH runs the grid as a host
@@ -1217,8 +1220,7 @@ static const char *device_name(void) {
 }
 #endif
 
-// ----------------------------------------------------------------------------
-// kernels: one thread per output element or row, serial reductions in a fixed order
+// ----- the kernels
 
 // one thread per (token, i): x[t] = token_embedding[tokens[t]]
 __global__ void embed_kernel(float *x, const float *token_embedding, const int *tokens, int n,
