@@ -4643,6 +4643,8 @@ static double expected_speedup(double mean_accepted, double acceptance, double s
     return mean_accepted * acceptance / ((mean_accepted - 1.0) * c + acceptance);
 }
 
+static double tokens_per_s(int n, double ms) { return ms > 0 ? n / (ms / 1e3) : 0; }
+
 // The numbers a report prints for one prompt's run, derived from its statistics once.
 typedef struct {
     double skip_ratio;       // r: fraction of the 2L sublayers skipped
@@ -4739,8 +4741,7 @@ static void svg_end(FILE *f) { fprintf(f, "</svg>\n"); }
 static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, const char *model,
                           int method, const SkipSet *skip, int L, const SpecStats *st,
                           double plain_tps) {
-    double cw = svg_cell_width(L),
-           tps = st->gen.decode_ms > 0 ? st->gen.n_generated / (st->gen.decode_ms / 1e3) : 0;
+    double cw = svg_cell_width(L), tps = tokens_per_s(st->gen.n_generated, st->gen.decode_ms);
     int skipped = skip_count(skip, L);
     RunSummary sum = summarize_run(st, skip, L, method != METHOD_NONE);
     double ratio = sum.skip_ratio, acceptance = sum.acceptance, M = sum.mean_accepted;
@@ -5203,14 +5204,12 @@ static void check_flags(int argc, char **argv, const Options *o) {
               "only --method selfsd or oracle has an objective");
     only_with(flag_given(argc, argv, "--iters"), "--iters", method == METHOD_SELFSD,
               "only --method selfsd iterates");
-    const char *per_method[3][2] = {
-        {"--loi", "clasp"}, {"--skip-ratio", "swift"}, {"--swift-budget", "swift"}};
-    for (int k = 0; k < 3; k++) {
-        char why[64];
-        snprintf(why, sizeof(why), "only --method %s reads it", per_method[k][1]);
-        only_with(flag_given(argc, argv, per_method[k][0]), per_method[k][0],
-                  is(method_name(method), per_method[k][1]), why);
-    }
+    only_with(flag_given(argc, argv, "--loi"), "--loi", method == METHOD_CLASP,
+              "only --method clasp reads it");
+    only_with(flag_given(argc, argv, "--skip-ratio"), "--skip-ratio", method == METHOD_SWIFT,
+              "only --method swift reads it");
+    only_with(flag_given(argc, argv, "--swift-budget"), "--swift-budget", method == METHOD_SWIFT,
+              "only --method swift reads it");
     only_with(o->k_given, "-K", drafts, "--method none drafts nothing");
     only_with(o->exit_given, "--exit", drafts, "--method none drafts nothing");
     only_with(flag_given(argc, argv, "--alpha"), "--alpha", drafts && o->exit.mode == EXIT_ADAPTIVE,
@@ -5581,8 +5580,6 @@ typedef struct {
     int identical;        // --compare: the same tokens
 } PromptResult;
 
-static double tokens_per_s(int n, double ms) { return ms > 0 ? n / (ms / 1e3) : 0; }
-
 static double threshold_mean(const SpecStats *st) {
     return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
 }
@@ -5706,11 +5703,9 @@ static int decode_prompt(Model *m, const Tokenizer *tok, Options *o, Selector *s
     if (o->method == METHOD_NONE) {
         n = generate_plain(m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);
     } else {
-        // the methods that choose during decoding get the selector
-        int online = o->method == METHOD_SWIFT || o->method == METHOD_ASD;
-        online = online || o->method == METHOD_CLASP;
+        // (the selector's hooks do nothing for static, selfsd and oracle: they chose before)
         SpecParams sp = {*skip, o->max_draft, o->exit};
-        n = generate_spec(m, prompt, n_prompt, &sp, online ? sel : NULL, &smp, &tokens, st);
+        n = generate_spec(m, prompt, n_prompt, &sp, sel, &smp, &tokens, st);
         o->exit = sp.exit; // the adaptive threshold carries over to the next prompt
         *skip = sp.skip;   // the layer map reported is the last one used
     }
@@ -5720,13 +5715,13 @@ static int decode_prompt(Model *m, const Tokenizer *tok, Options *o, Selector *s
 
 // --compare: plain decoding of the same prompt with the same seed, in this process; its speed.
 static int decode_plain(Model *m, const Options *o, const int *prompt, int n_prompt, int *out,
-                        double *tokens_per_s) {
+                        double *tps) {
     GenStats st;
     Sampler smp = {o->temperature, o->top_p, {0}};
     rng_seed(&smp.rng, (uint64_t)o->seed);
     Output tokens = output(out, o->n_new, NULL, NULL, NULL);
     int n = generate_plain(m, prompt, n_prompt, NULL, &smp, &tokens, &st);
-    *tokens_per_s = st.decode_ms > 0 ? n / (st.decode_ms / 1e3) : 0;
+    *tps = tokens_per_s(n, st.decode_ms);
     return n;
 }
 
