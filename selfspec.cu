@@ -227,44 +227,6 @@ static int json_number_syntax(const char *s, int n) {
     return i == n;
 }
 
-// jsmn, even strict, accepts things JSON does not: a key without a value (`{"a":, "b"}`, which
-// leaves the object's child count inconsistent, so walks by json_skip run off the end), several
-// top-level values, and primitives such as `tru` or `0x1`. Checks through the parent links that
-// the tokens form one tree whose counts are right: one top-level value, every object member a
-// string key holding exactly one value, every primitive true, false, null or a JSON number.
-// Returns NULL, or what is wrong.
-static const char *json_malformed(const Json *j) {
-    int *children = (int *)calloc_check((size_t)j->n_tok, sizeof(int));
-    const char *bad = NULL;
-    for (int i = 0; i < j->n_tok && bad == NULL; i++) {
-        const jsmntok_t *t = &j->tok[i];
-        int parent = t->parent, ptype = parent >= 0 && parent < i ? (int)j->tok[parent].type : -1;
-        if (i > 0 && parent < 0) { bad = "trailing data after the JSON value"; break; }
-        if ((i == 0) != (ptype < 0)) { bad = "inconsistent structure"; break; }
-        if (parent >= 0) { children[parent]++; }
-        if (ptype == JSMN_OBJECT && (t->type != JSMN_STRING || t->size != 1)) {
-            bad = "a key without a value";
-        }
-        if (ptype != JSMN_OBJECT && t->type != JSMN_OBJECT && t->type != JSMN_ARRAY &&
-            t->size != 0) {
-            bad = "a value where a key should be";
-        }
-        if (t->type == JSMN_PRIMITIVE) {
-            const char *s = j->js + t->start;
-            int n = t->end - t->start;
-            if (!((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
-                  (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, n))) {
-                bad = "a literal that is not true, false, null or a number";
-            }
-        }
-    }
-    for (int i = 0; i < j->n_tok && bad == NULL; i++) {
-        if (children[i] != j->tok[i].size) { bad = "inconsistent structure"; }
-    }
-    free(children);
-    return bad;
-}
-
 // The grammar of RFC 8259 over js, as one pass with a stack of open brackets. jsmn, even strict,
 // takes stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`, `{,"a":1}`), which Python's json
 // and serde reject; this refuses them, and nesting deeper than JSON_MAX_DEPTH, so no later walk
@@ -342,7 +304,10 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
     }
 }
 
-// Parses js; first checks its syntax (json_syntax), which jsmn alone does not fully do.
+// Parses js; first checks its syntax (json_syntax), which jsmn alone does not fully do: jsmn,
+// even strict, accepts a key without a value (`{"a":, "b"}`, whose child counts then send
+// json_skip off the end), several top-level values, and primitives such as `tru`. On text that
+// passes json_syntax, strict jsmn builds one consistent tree, which every walk below relies on.
 static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
     j->js = js;
     j->tok = NULL;
@@ -368,11 +333,6 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
         free(j->tok);
         j->tok = NULL;
         return fail(err, "%s: not valid JSON", what);
-    }
-    const char *bad = json_malformed(j);
-    if (bad != NULL) {
-        json_free(j);
-        return fail(err, "%s: not valid JSON: %s", what, bad);
     }
     return 0;
 }
