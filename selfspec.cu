@@ -2970,6 +2970,7 @@ static SpecScratch *build_spec_scratch(const Config *c, int k_cap, int seq_len) 
     s->states = s->q_rows + (size_t)(k_cap + 1) * vocab;
     s->sort = (ProbIndex *)malloc_check(vocab * sizeof(ProbIndex));
     s->seq = (int *)malloc_check((size_t)seq_len * sizeof(int));
+    for (int t = 0; t <= MAX_DRAFT; t++) { s->capture_idx[t] = t; }
     return s;
 }
 
@@ -3050,7 +3051,6 @@ static int verify_chain(Model *m, Sampler *smp, int k, SpecScratch *s, int *next
 // the number of draft tokens kept; *next is the full model's own token.
 static int verify_draft(Model *m, Sampler *smp, int k, int pos, const SwiftParams *tree_params,
                         int capture, SpecScratch *s, int *next) {
-    for (int t = 0; t <= k; t++) { s->capture_idx[t] = t; }
     Capture cap = {k + 1, s->capture_idx, s->states};
     if (tree_params == NULL) {
         forward(m, s->draft, k + 1, pos, NULL, NULL, capture ? &cap : NULL);
