@@ -1171,8 +1171,8 @@ static const char *threads_reason = "one per core"; // set by the CLI (choose_th
 static const char *device_name(void) {
 #ifdef _OPENMP
     static char name[160];
-    snprintf(name, sizeof(name), "CPU: %d OpenMP threads (%s)", omp_get_max_threads(),
-             threads_reason);
+    int n = omp_get_max_threads();
+    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s", threads_reason);
     return name;
 #else
     return "CPU: 1 thread";
@@ -4920,13 +4920,21 @@ static int runnable_others(const char *loadavg_line) {
     return running > 1 ? running - 1 : 0;
 }
 
-static int default_threads(int n_cores, int busy_others) {
+// A thread also has to pay for itself: each kernel ends at a barrier, and a token's kernels read
+// every weight once, so a thread given less than THREAD_MIN_BYTES of weights per token waits at
+// the barriers longer than it computes. Decision: 4 MiB, between the 1 MiB model that decodes
+// slower on two threads and the 20 MiB one that decodes faster (bench/README.md, Threads).
+#define THREAD_MIN_BYTES ((size_t)4 << 20)
+static int default_threads(int n_cores, int busy_others, size_t weight_bytes) {
     int free_cores = n_cores - busy_others;
-    return free_cores > 1 ? free_cores : 1;
+    size_t by_work = weight_bytes / THREAD_MIN_BYTES;
+    int n = by_work < (size_t)free_cores ? (int)by_work : free_cores;
+    return n > 1 ? n : 1;
 }
 
 // Sets the thread count unless the user chose one; returns a few words on the choice.
-static const char *choose_threads(int threads_flag) {
+// weight_bytes: the model's weights (SIZE_MAX: not known, the cores alone decide).
+static const char *choose_threads(int threads_flag, size_t weight_bytes) {
 #ifdef _OPENMP
     if (threads_flag > 0) { omp_set_num_threads(threads_flag); return "--threads"; }
     if (getenv("OMP_NUM_THREADS") != NULL) { return "OMP_NUM_THREADS"; }
@@ -4944,9 +4952,11 @@ static const char *choose_threads(int threads_flag) {
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
-    omp_set_num_threads(default_threads(omp_get_num_procs(), busy));
-    return busy > 0 ? "the cores other processes leave free; --threads N to choose"
-                    : "one per core";
+    int n_cores = omp_get_num_procs(), n = default_threads(n_cores, busy, weight_bytes);
+    omp_set_num_threads(n);
+    return n < default_threads(n_cores, busy, SIZE_MAX) ? "one per 4 MiB of weights; --threads N to choose"
+           : busy > 0 ? "the cores other processes leave free; --threads N to choose"
+                      : "one per core";
 #else
     (void)threads_flag;
     return "no OpenMP";
@@ -5054,11 +5064,13 @@ static void usage(FILE *f) {
         "                  (default %g)\n"
         "  --swift-budget B swift: optimize only while its steps take at most this share of\n"
         "                  the time (default %g; 1 = a step before every decoding step, as in\n"
-        "                  the paper)\n",
-        d.selfsd.iters, d.clasp.interval, d.swift.skip_ratio, d.swift.budget);
+        "                  the paper)\n"
+        "  --oracle-sets N oracle: score at most N skip sets, all when there are fewer, else N\n"
+        "                  random ones (default %ld; each costs a few decoding runs)\n",
+        d.selfsd.iters, d.clasp.interval, d.swift.skip_ratio, d.swift.budget, d.oracle.max_sets);
     fprintf(f,
         "  --threads N     CPU threads (default: OMP_NUM_THREADS, else the cores other processes\n"
-        "                  leave free); see README\n"
+        "                  leave free, one per 4 MiB of weights at most); see README\n"
         "  --compare       also run plain decoding in this process: speeds, ratio, identity\n"
         "                  (needs a method other than none)\n"
         "  --svg FILE      draw the layer map, the set over time and each round as SVG (a panel\n"
@@ -5128,6 +5140,24 @@ static int is(const char *a, const char *flag) { return strcmp(a, flag) == 0; }
 // --json and --compare stand alone; every other flag takes a value.
 static int has_value(const char *flag) { return !is(flag, "--json") && !is(flag, "--compare"); }
 
+// The flags parse_flag knows, those that take a path marked with '='. A value that is itself a
+// flag ("--svg -n 4"), or a path that starts with '-', means the value was left out.
+static const char *const VALUE_FLAGS =
+    " -m= -p -f= -n -t --top-p -s -c -K --skip --skip-file= --exit --alpha --iters --dev-prompts="
+    " --save-skip= --svg= --threads --loi --skip-ratio --swift-budget --oracle-sets --objective"
+    " --method ";
+static const char *known_flag(const char *a) { // its entry in VALUE_FLAGS, or NULL
+    size_t n = strlen(a);
+    for (const char *p = strstr(VALUE_FLAGS, a); n > 0 && p != NULL; p = strstr(p + 1, a)) {
+        if (p[-1] == ' ' && (p[n] == ' ' || p[n] == '=')) { return p; }
+    }
+    return NULL;
+}
+static int is_missing_value(const char *flag, const char *v) {
+    return known_flag(v) || !has_value(v) || is(v, "-h") || is(v, "--help") ||
+           (v[0] == '-' && known_flag(flag)[strlen(flag)] == '=');
+}
+
 // Whether flag is among argv[1..argc) as a flag (not as another flag's value).
 static int flag_given(int argc, char **argv, const char *flag) {
     for (int k = 1; k < argc; k += has_value(argv[k]) ? 2 : 1) {
@@ -5147,11 +5177,26 @@ static void check_flags(int argc, char **argv, const Options *o) {
     if (o->model_dir && strlen(o->model_dir) > 1000) {
         flag_error("-m", NULL, "the folder path is longer than 1000 bytes");
     }
+    struct stat st;
+    if (o->model_dir && stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        flag_error("-m", o->model_dir, "a file, not a folder: give the folder that holds "
+                                       "config.json, model.safetensors and tokenizer.json");
+    }
+    // llama2.c's -p is top-p; here it is the prompt. Decision: a warning, as a number is a
+    // valid prompt.
+    char *end;
+    if (flag_given(argc, argv, "-p") && (strtod(o->prompt, &end), end != o->prompt && *end == '\0')) {
+        fprintf(stderr, "selfspec: warning: -p %s: the prompt is a number; -p is the prompt here "
+                        "(llama2.c's top-p is --top-p)\n", o->prompt);
+    }
     if (method == METHOD_STATIC && !given_skip) {
         flag_error("--method", "static", "needs --skip or --skip-file");
     }
     only_with(o->compare, "--compare", drafts,
-              "compares a speculative method with plain decoding: give --method or --skip");
+              flag_given(argc, argv, "--method")
+                  ? "--method none is plain decoding itself; --compare compares a speculative "
+                    "method with it"
+                  : "compares a speculative method with plain decoding: give --method or --skip");
     only_with(o->skip_spec && o->skip_file, "--skip-file", 0,
               "give --skip or --skip-file, not both");
     only_with(o->skip_spec != NULL, "--skip", method == METHOD_STATIC, only_static);
@@ -5170,6 +5215,8 @@ static void check_flags(int argc, char **argv, const Options *o) {
               "only --method swift reads it");
     only_with(flag_given(argc, argv, "--swift-budget"), "--swift-budget", method == METHOD_SWIFT,
               "only --method swift reads it");
+    only_with(flag_given(argc, argv, "--oracle-sets"), "--oracle-sets", method == METHOD_ORACLE,
+              "only --method oracle reads it");
     only_with(o->k_given, "-K", drafts, "--method none drafts nothing");
     only_with(o->exit_given, "--exit", drafts, "--method none drafts nothing");
     only_with(flag_given(argc, argv, "--alpha"), "--alpha", drafts && o->exit.mode == EXIT_ADAPTIVE,
@@ -5202,6 +5249,7 @@ static void parse_flag(const char *a, const char *v, Options *o) {
     else if (is(a, "--loi")) { o->params.clasp.interval = (int)parse_long(a, v, 1, 1 << 20); }
     else if (is(a, "--skip-ratio")) { swift->skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); }
     else if (is(a, "--swift-budget")) { swift->budget = parse_float(a, v, 0.0f, 1.0f, 1); }
+    else if (is(a, "--oracle-sets")) { o->params.oracle.max_sets = parse_long(a, v, 1, 1L << 40); }
     else if (is(a, "--objective")) {
         if (!is(v, "time") && !is(v, "cost")) { flag_error(a, v, "expected time or cost"); }
         o->cost_model = is(v, "cost");
@@ -5236,7 +5284,11 @@ static void parse_options(int argc, char **argv, Options *o) {
         if (is(a, "--json")) { o->json = 1; continue; }
         if (is(a, "--compare")) { o->compare = 1; continue; }
         if (a[0] != '-') { flag_error(a, NULL, "unexpected argument (flags start with -)"); }
-        if (i + 1 >= argc) { flag_error(a, NULL, "unknown flag or missing value"); }
+        if (!known_flag(a)) { flag_error(a, NULL, "unknown flag"); }
+        if (i + 1 >= argc || is_missing_value(a, argv[i + 1])) {
+            flag_error(a, NULL, known_flag(a)[strlen(a)] == '=' ? "missing value (a path that "
+                                "starts with - is written ./-name)" : "missing value");
+        }
         if (flag_given(i, argv, a)) { flag_error(a, NULL, "given twice (which one should win?)"); }
         parse_flag(a, argv[++i], o);
     }
@@ -5688,9 +5740,6 @@ static int decode_plain(Model *m, const Options *o, const int *prompt, int n_pro
 int main(int argc, char **argv) {
     Options o;
     parse_options(argc, argv, &o);
-#ifndef __CUDACC__
-    threads_reason = choose_threads(o.threads); // the CPU build reports it in device_name()
-#endif
     char err[SS_ERR_LEN], path[1200];
     FILE *svg = NULL; // opened first, so an unwritable path stops the run before anything is loaded
     if (o.svg && (svg = fopen(o.svg, "w")) == NULL) {
@@ -5705,6 +5754,10 @@ int main(int argc, char **argv) {
         return EXIT_FAILURE;
     }
     const Config *c = &m.config;
+#ifndef __CUDACC__
+    Weights sizes;
+    threads_reason = choose_threads(o.threads, layout_weights(&sizes, NULL, c) * sizeof(float));
+#endif
     // positions past it were never trained (and RoPE scaling assumes them)
     if (o.ctx > c->max_pos) {
         fprintf(stderr,

@@ -34,22 +34,34 @@ static void test_threads(void) {
     char *out, *err;
     // --threads is reported in the line that names the device, and beats OMP_NUM_THREADS
     int rc = run("OMP_NUM_THREADS=2", "-n 4 --threads 1", &out, &err);
-    check(rc == 0 && strstr(err, "CPU: 1 OpenMP threads") != NULL, "--threads 1: exit %d, stderr:\n%s", rc, err);
+    check(rc == 0 && strstr(err, "CPU: 1 OpenMP thread (--threads)") != NULL, "--threads 1: exit %d, stderr:\n%s", rc, err);
     free(out); free(err);
     rc = run("", "-n 4 --threads 3", &out, &err);
     check(rc == 0 && strstr(err, "CPU: 3 OpenMP threads") != NULL, "--threads 3: exit %d, stderr:\n%s", rc, err);
     free(out); free(err);
     // without --threads, OMP_NUM_THREADS is honoured
     rc = run("OMP_NUM_THREADS=1", "-n 4", &out, &err);
-    check(rc == 0 && strstr(err, "CPU: 1 OpenMP threads") != NULL, "OMP_NUM_THREADS=1: exit %d, stderr:\n%s", rc, err);
+    check(rc == 0 && strstr(err, "CPU: 1 OpenMP thread (OMP_NUM_THREADS)") != NULL, "OMP_NUM_THREADS=1: exit %d, stderr:\n%s", rc, err);
     free(out); free(err);
     // the default: one thread per core nobody else is running on, read from /proc/loadavg
     check(runnable_others("0.52 0.30 0.20 3/250 1234\n") == 2 && runnable_others("0.0 0.0 0.0 1/80 5") == 0 &&
               runnable_others("garbage") == 0,
           "runnable_others: the 4th field of /proc/loadavg less this process");
-    check(default_threads(2, 0) == 2 && default_threads(2, 1) == 1 && default_threads(2, 5) == 1 &&
-              default_threads(16, 3) == 13,
+    check(default_threads(2, 0, SIZE_MAX) == 2 && default_threads(2, 1, SIZE_MAX) == 1 &&
+              default_threads(2, 5, SIZE_MAX) == 1 && default_threads(16, 3, SIZE_MAX) == 13,
           "default_threads: the cores others leave free, at least 1");
+    // and no more threads than the work pays for: one per 4 MiB of weights (stories260K, 1 MiB,
+    // decodes slower on two threads than on one; kjv-12l, 20 MiB, faster)
+    size_t mib = (size_t)1 << 20;
+    check(default_threads(2, 0, 1 * mib) == 1 && default_threads(2, 0, 20 * mib) == 2 &&
+              default_threads(16, 0, 12 * mib) == 3 && default_threads(16, 0, 0) == 1 &&
+              default_threads(16, 14, 100 * mib) == 2,
+          "default_threads: one thread per 4 MiB of weights, within the free cores, at least 1");
+    rc = run("-u OMP_NUM_THREADS", "-m tiny_models/llama2-tiny-random -n 4", &out, &err);
+    check(rc == 0 && (strstr(err, "CPU: 1 OpenMP thread (one per 4 MiB of weights") != NULL ||
+                      strstr(err, "CPU: 1 OpenMP thread (the cores other processes") != NULL),
+          "default threads, a 3 MB model: exit %d, want 1 thread, stderr:\n%s", rc, err);
+    free(out); free(err);
     rc = run("-u OMP_NUM_THREADS", "-n 4", &out, &err);
     check(rc == 0 && (strstr(err, "OpenMP threads (one per core)") != NULL ||
                       strstr(err, "OpenMP threads (the cores other processes leave free") != NULL),
@@ -59,7 +71,13 @@ static void test_threads(void) {
     bad_flag("--threads -2", "--threads -2: must be in");
     bad_flag("--threads two", "--threads two: not an integer");
     bad_flag("--threads 5000", "--threads 5000: must be in");
-    bad_flag("--threads", "--threads: unknown flag or missing value");
+    bad_flag("--threads", "--threads: missing value");
+    // an unknown flag and a missing value are told apart; a flag is never taken as a value
+    bad_flag("--bogus 3", "--bogus: unknown flag");
+    bad_flag("--svg -n 4", "--svg: missing value");
+    bad_flag("-n 4 --svg", "--svg: missing value");
+    bad_flag("--svg -x.svg", "--svg: missing value (a path that starts with - is written ./-name)");
+    bad_flag("-m tiny_models/kjv-12l/model.safetensors", "a file, not a folder");
 }
 
 static void test_help_and_compare(void) {
@@ -72,7 +90,13 @@ static void test_help_and_compare(void) {
           "--help does not say --json -f prints JSON Lines and text leaves out the prompt");
     free(out); free(err);
     bad_flag("--compare", "--compare: compares a speculative method with plain decoding");
-    bad_flag("--compare --method none -n 4", "--compare");
+    bad_flag("--compare --method none -n 4", "--compare: --method none is plain decoding itself");
+    // llama2.c's -p is top-p: a number as the prompt is warned about
+    rc = run("OMP_NUM_THREADS=1", "-t 1.0 -p 0.9 -n 2", &out, &err);
+    check(rc == 0 && strstr(err, "selfspec: warning: -p 0.9: the prompt is a number") != NULL,
+          "-p 0.9: exit %d, want a warning that -p is the prompt, stderr:\n%s", rc, err);
+    free(out); free(err);
+    bad_flag("--oracle-sets 5", "--oracle-sets: only --method oracle reads it");
 }
 
 // --json with -f: one object per prompt, one per line, each valid JSON; "text" has no prompt.

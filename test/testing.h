@@ -31,6 +31,14 @@ static int check(int ok, const char *fmt, ...) {
     return 0;
 }
 
+#ifndef __CUDACC__
+// Every test program picks its threads as ./selfspec does (choose_threads): OMP_NUM_THREADS if
+// set, else the cores no other process is running on. libgomp's default, a spinning thread per
+// core, slows a test several times whenever another process holds a core. The tests load several
+// models, so the weights' size does not limit the count here (SIZE_MAX).
+__attribute__((constructor)) static void test_choose_threads(void) { choose_threads(0, SIZE_MAX); }
+#endif
+
 static int test_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, tests_passed, tests_failed);
     return tests_failed == 0 ? 0 : 1;
