@@ -4626,6 +4626,45 @@ static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_
     return r;
 }
 
+// Why a run shows its method idle, in one sentence for the summary and --json's "note" (NULL
+// when there is nothing to explain): a search that kept the empty set, and SWIFT's steps.
+// cost_model: the search's objective; n: the tokens this prompt made; w: SWIFT's state.
+static const char *method_note(int method, int cost_model, const SkipSet *skip, int L,
+                               const SpecStats *st, int n, const Swift *w, char *buf, size_t cap) {
+    if ((method == METHOD_SELFSD || method == METHOD_ORACLE) && !skip_count(skip, L)) {
+        snprintf(buf, cap, "no skip set it scored cost less per token than plain decoding on the "
+                 "%s objective, so it drafts nothing (try --objective %s)",
+                 cost_model ? "cost" : "time", cost_model ? "time" : "cost");
+    } else if (method == METHOD_SWIFT && w->steps == 0 && n <= w->p.window) {
+        snprintf(buf, cap, "no optimization step: a step scores a set on the last %d generated "
+                 "tokens (Sec. 4.1.1), and this prompt made %d", w->p.window, n);
+    } else if (method == METHOD_SWIFT) {
+        snprintf(buf, cap, "%d optimization steps in this prompt, %d in all; %s", st->selections,
+                 w->steps, w->done ? "the search has ended (App. B.2's stopping rules)"
+                 : w->p.budget < 1 ? "--swift-budget holds the steps to that share of the time "
+                                     "(1: a step every round, as in the paper)"
+                                   : "the search goes on");
+    } else {
+        return NULL;
+    }
+    return buf;
+}
+
+// --compare: what a draft pass (one token) and a verify pass cost in plain decoding steps of this
+// very run, and the speedup those costs predict: tokens per round over the round's cost,
+// (accepted + 1) / (drafted * draft + verify), per round. SWIFT Eq. 6 prices a verify pass as
+// one step, true where verifying k tokens costs what one does (a GPU); on a CPU it costs more.
+typedef struct { double draft, verify, predicted; } PassCosts;
+static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
+    PassCosts c = {0, 0, 0};
+    if (plain_tps <= 0 || st->rounds == 0) { return c; }
+    double step_ms = 1e3 / plain_tps;
+    c.draft = st->drafted > 0 ? st->draft_ms / st->drafted / step_ms : 0;
+    c.verify = st->verify_ms / st->rounds / step_ms;
+    c.predicted = (double)(st->accepted + st->rounds) / (st->drafted * c.draft + st->rounds * c.verify);
+    return c;
+}
+
 // Writes s as a JSON string literal.
 static void json_write_string(FILE *f, const char *s) {
     fputc('"', f);
@@ -5590,7 +5629,9 @@ typedef struct {
     int n_plain;          // --compare: plain decoding's token count; -1: not run
     double plain_tps;     // --compare: plain decoding's tokens/s
     int identical;        // --compare: the same tokens
+    const Swift *swift;   // SWIFT's search state (its steps)
 } PromptResult;
+
 
 static double threshold_mean(const SpecStats *st) {
     return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
@@ -5629,10 +5670,18 @@ static void print_json_report(const Options *o, const Model *m, const PromptResu
            st->draft_ms, st->verify_ms, st->select_ms, st->search_ms);
     printf(", \"selections\": %d, \"expected_speedup\": %.4f", st->selections,
            sum.expected_speedup);
+    char note[320];
+    printf(", \"note\": ");
+    const char *why =
+        method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->swift, note, sizeof(note));
+    if (why) { json_write_string(stdout, why); } else { printf("null"); }
     if (r->n_plain >= 0) {
         printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s", r->plain_tps,
                r->plain_tps > 0 ? tps / r->plain_tps : 0,
                o->temperature == 0.0f ? (r->identical ? "true" : "false") : "null");
+        PassCosts pc = pass_costs(st, r->plain_tps);
+        printf(", \"draft_pass_steps\": %.4f, \"verify_pass_steps\": %.4f, "
+               "\"predicted_speedup\": %.4f", pc.draft, pc.verify, pc.predicted);
     }
     printf("}\n");
 }
@@ -5670,6 +5719,11 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                     method_name(o->method), st->selections, per_call, per_call / per_verify);
             fprintf(stderr, "%.1f%% of decode time\n", 100 * own_select_ms / st->gen.decode_ms);
         }
+        char note[320];
+        if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->swift, note,
+                        sizeof(note))) {
+            fprintf(stderr, "%s: %s\n", method_name(o->method), note);
+        }
     }
     if (r->n_plain >= 0) {
         const char *same = o->temperature > 0 ? ""
@@ -5678,6 +5732,12 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
         fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n",
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0, sum.expected_speedup,
                 same);
+        PassCosts pc = pass_costs(st, r->plain_tps);
+        if (st->rounds > 0) {
+            fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f "
+                    "(Eq. 6 takes %.2f and 1): these alone predict %.2fx\n",
+                    pc.draft, pc.verify, 1 - sum.skip_ratio, pc.predicted);
+        }
     }
 }
 
@@ -5828,7 +5888,8 @@ int main(int argc, char **argv) {
             n_plain = decode_plain(&m, &o, prompt, n_prompt, plain_out, &plain_tps);
             identical = n == n_plain && memcmp(out, plain_out, (size_t)n * sizeof(int)) == 0;
         }
-        PromptResult result = {text, out, n, n_prompt, &st, &skip, n_plain, plain_tps, identical};
+        PromptResult result = {text, out, n, n_prompt, &st, &skip, n_plain, plain_tps, identical,
+                               &sel.swift};
         if (o.json) {
             print_json_report(&o, &m, &result);
         } else {

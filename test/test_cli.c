@@ -261,12 +261,60 @@ static void test_ctrl_c(void) {
     free(err);
 }
 
+// A JSON line's number or string field (NAN / NULL when absent); the caller frees the string.
+static double json_num(const char *line, const char *key) {
+    char want[64];
+    snprintf(want, sizeof(want), "\"%s\": ", key);
+    const char *p = strstr(line, want);
+    return p ? strtod(p + strlen(want), NULL) : NAN;
+}
+
+// A method that did nothing visible says why, in the summary and in --json's "note"; with
+// --compare, the passes' costs in plain steps and the speedup they predict.
+static void test_method_notes(void) {
+    char *out, *err;
+    // SWIFT with the paper's schedule optimizes, and says how many steps ran
+    int rc = run("OMP_NUM_THREADS=1", "--method swift --swift-budget 1 -n 64 --json --compare", &out, &err);
+    check(rc == 0 && json_num(out, "selections") > 1 && strstr(out, "\"note\": \"") != NULL &&
+              strstr(out, "optimization steps in this prompt") != NULL,
+          "swift --swift-budget 1: exit %d, want steps and a note saying so: %s", rc, out);
+    double draft = json_num(out, "draft_pass_steps"), verify = json_num(out, "verify_pass_steps"),
+           predicted = json_num(out, "predicted_speedup");
+    check(draft > 0 && verify > 0 && predicted > 0,
+          "--compare --json: draft_pass_steps %g, verify_pass_steps %g, predicted_speedup %g, want all > 0", draft,
+          verify, predicted);
+    free(out); free(err);
+    rc = run("OMP_NUM_THREADS=1", "--method swift -n 20", &out, &err);
+    check(rc == 0 && strstr(err, "swift: no optimization step: a step scores a set on the last 32 generated tokens") != NULL,
+          "swift -n 20: exit %d, want the reason no step ran: %s", rc, err);
+    free(out); free(err);
+    rc = run("OMP_NUM_THREADS=1", "--skip attn:3 -n 8 --compare", &out, &err);
+    check(rc == 0 && strstr(err, "in plain decoding steps: a draft pass ") != NULL && strstr(err, "alone predict") != NULL,
+          "--compare: exit %d, want the passes' costs in plain steps: %s", rc, err);
+    free(out); free(err);
+    // a search that kept the empty set says so
+    SpecStats st;
+    memset(&st, 0, sizeof(st));
+    SkipSet empty;
+    memset(&empty, 0, sizeof(empty));
+    Swift swift;
+    memset(&swift, 0, sizeof(swift));
+    char buf[320];
+    const char *note = method_note(METHOD_SELFSD, 0, &empty, 12, &st, 64, &swift, buf, sizeof(buf));
+    check(note != NULL && strstr(note, "no skip set it scored cost less per token than plain decoding on the time") != NULL,
+          "selfsd, empty set: note \"%s\"", note ? note : "(none)");
+    empty.attn[3] = 1;
+    check(method_note(METHOD_SELFSD, 0, &empty, 12, &st, 64, &swift, buf, sizeof(buf)) == NULL,
+          "selfsd, a set found: a note anyway");
+}
+
 int main(void) {
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-cli-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_cli: mkdtemp failed\n"); return 2; }
     test_threads();
     test_help_and_compare();
     test_json_lines();
+    test_method_notes();
     test_expected_speedup();
     test_selfsd_noise();
     test_selfsd_progress();
