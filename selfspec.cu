@@ -2809,6 +2809,8 @@ typedef struct {
     unsigned char drafted[HIST_ROUNDS];   // k of each round (<= MAX_DRAFT)
     unsigned char accepted[HIST_ROUNDS];  // draft tokens accepted in it
     float threshold[HIST_ROUNDS];         // the draft-exit threshold it drafted under
+    float confidence[HIST_ROUNDS];        // its last draft token's top-1 probability, compared
+                                          // with the threshold (NAN: nothing drafted)
 } RoundHistory;
 
 typedef struct {
@@ -2848,7 +2850,8 @@ typedef struct {
 
 // One round into the statistics: k drafted, accepted of them, under the exit threshold
 // drafted_under, which the round's update moved to threshold.
-static void record_round(SpecStats *st, int k, int accepted, float drafted_under, float threshold) {
+static void record_round(SpecStats *st, int k, int accepted, float drafted_under, float threshold,
+                         float confidence) {
     st->rounds++;
     st->drafted += k;
     st->accepted += accepted;
@@ -2858,6 +2861,7 @@ static void record_round(SpecStats *st, int k, int accepted, float drafted_under
     if (h->n < HIST_ROUNDS) {
         h->drafted[h->n] = (unsigned char)k;
         h->accepted[h->n] = (unsigned char)accepted;
+        h->confidence[h->n] = k > 0 ? confidence : NAN;
         h->threshold[h->n++] = drafted_under;
     }
 }
@@ -2957,6 +2961,7 @@ typedef struct {
     float *states;                           // (2L + 1, K + 1, dim) hidden states of a verification
     ProbIndex *sort;                         // (vocab) top-p's sort
     int *seq;                                // (n_prompt + max_new + 1) the prompt, then the output
+    float confidence;                        // the last draft token's top-1 probability
 } SpecScratch;
 
 static SpecScratch *build_spec_scratch(const Config *c, int k_cap, int seq_len) {
@@ -3006,6 +3011,7 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
         const float *logits = m->state.logits_host;
         s->draft[k + 1] = sample_next(smp, logits, vocab, s->q_rows + (size_t)k * vocab, s->sort);
         float confidence = top1_prob(logits, vocab);
+        s->confidence = confidence;
         k++;
         if (tree_params) {
             s->n_alts[k] = top_alternatives(logits, vocab, confidence, tree_params,
@@ -3135,7 +3141,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
         float drafted_under = sp->exit.threshold;
         draft_exit_update(&sp->exit, accepted, k, k == k_cap);
-        record_round(st, k, accepted, drafted_under, sp->exit.threshold);
+        record_round(st, k, accepted, drafted_under, sp->exit.threshold, s->confidence);
         pos += accepted + 1;
         x = next;
     }
@@ -4683,21 +4689,22 @@ static void json_write_string(FILE *f, const char *s) {
 // One panel per prompt, stacked: the layer map as the papers draw it (Self-SD Fig. 6: an
 // attention row and an MLP row, one cell per layer, skipped cells filled) with the run's
 // numbers; for methods whose set changes (Self-SD's search, SWIFT, CLaSp), one row per set
-// over time; then per round the drafted and accepted tokens as bars and the draft-exit
-// threshold gamma as a line. A panel's height depends only on the model and the method, so
+// over time; then per round the drafted and accepted tokens as bars, and the draft-exit
+// threshold gamma beside the draft confidence it is compared with, then gamma alone on its own
+// range (it moves by thousandths). A panel's height depends only on the model and the method, so
 // the file's size is written before decoding starts.
 // Decision: the measured speedup needs plain decoding's time, which only --compare measures;
 // without it the figure says "not measured" rather than guess.
 
-enum { SVG_X0 = 64, SVG_HEAD = 140, SVG_SETS = 204, SVG_ROUNDS = 176, SVG_GAP = 16 };
+enum { SVG_X0 = 64, SVG_HEAD = 172, SVG_SETS = 284, SVG_ROUNDS = 330, SVG_GAP = 16, SVG_ROW_MIN = 10 };
 static const char *SVG_ATTN = "#3b6fb6", *SVG_MLP = "#e07b24"; // skipped attention, skipped MLP
 
 static int svg_draws_sets(int method) {
     return method == METHOD_SELFSD || method == METHOD_SWIFT || method == METHOD_CLASP;
 }
 static double svg_cell_width(int n_layers) { return n_layers <= 40 ? 16.0 : 640.0 / n_layers; }
-static double svg_width(int n_layers) {
-    double w = SVG_X0 + n_layers * svg_cell_width(n_layers) + 40;
+static double svg_width(int n_layers) { // room for Self-SD's cost bars and their caption
+    double w = SVG_X0 + n_layers * svg_cell_width(n_layers) + 200;
     return w > 780 ? w : 780;
 }
 static double svg_panel_height(int method) {
@@ -4737,6 +4744,7 @@ static void svg_end(FILE *f) { fprintf(f, "</svg>\n"); }
 
 // The header and the layer map of one prompt's panel at height y. plain_tps > 0 when --compare
 // measured plain decoding. Cells: class "attn"/"mlp", plus " skipped" when the draft skips them.
+// Each header line stays under about 100 characters, so it fits the narrowest panel (780 px).
 static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, const char *model,
                           int method, const SkipSet *skip, int L, const SpecStats *st,
                           double plain_tps) {
@@ -4751,20 +4759,27 @@ static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, 
     svg_text(f, prompt, 60);
     fprintf(f, "\u201d</text>\n<text x=\"12\" y=\"%.1f\">", y + 38);
     svg_text(f, model, 60);
+    fprintf(f, " | method %s</text>\n", method_name(method));
     fprintf(f,
-            " | method %s | skipping %d of %d sublayers (%.0f%%) | acceptance \u03b1 %.3f | mean "
-            "accepted length M %.2f</text>\n",
-            method_name(method), skipped, 2 * L, 100 * ratio, acceptance, M);
-    fprintf(f, "<text x=\"12\" y=\"%.1f\">speedup: measured ", y + 54);
+            "<text x=\"12\" y=\"%.1f\">skipping %d of %d sublayers (%.0f%%) | acceptance \u03b1 "
+            "%.3f | mean accepted length M %.2f</text>\n",
+            y + 54, skipped, 2 * L, 100 * ratio, acceptance, M);
+    fprintf(f, "<text x=\"12\" y=\"%.1f\">speedup measured ", y + 70);
     if (plain_tps > 0) {
         fprintf(f, "%.2fx (%.0f vs %.0f tokens/s plain, --compare)", tps / plain_tps, tps,
                 plain_tps);
     } else {
         fprintf(f, "not measured (run with --compare)");
     }
-    fprintf(f, " | expected %.2fx (SWIFT Eq. 6, from \u03b1, M, skip ratio)</text>\n",
-            sum.expected_speedup);
-    double ym = y + 80;
+    fprintf(f, "; SWIFT Eq. 6 expects %.2fx</text>\n", sum.expected_speedup);
+    PassCosts pc = pass_costs(st, plain_tps);
+    if (plain_tps > 0 && st->rounds > 0) {
+        fprintf(f,
+                "<text x=\"12\" y=\"%.1f\" class=\"costs\">in plain steps: a draft pass %.2f, a "
+                "verify pass %.2f (Eq. 6 takes %.2f and 1); these predict %.2fx</text>\n",
+                y + 86, pc.draft, pc.verify, 1 - ratio, pc.predicted);
+    }
+    double ym = y + 112;
     for (int l = 0; l < L; l++) {
         double x = SVG_X0 + l * cw;
         if (cw >= 12 || l % 5 == 0) {
@@ -4786,26 +4801,28 @@ static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, 
             "text-anchor=\"end\">mlp</text>\n",
             SVG_X0 - 6, ym + 12, SVG_X0 - 6, ym + 30);
     fprintf(f,
-            "<text x=\"%.1f\" y=\"%.1f\" "
-            "font-size=\"11\">layer %d to %d, left to right; filled: skipped by the draft (a "
-            "residual pass-through)</text>\n</g>\n",
-            (double)SVG_X0, ym + 50, 0, L - 1);
+            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">the final skip set (the last round's), "
+            "layer 0 to %d left to right; filled: skipped by the draft</text>\n</g>\n",
+            (double)SVG_X0, ym + 50, L - 1);
 }
 
 // Set rows at height y, one per set of the history: class "set" holding cells "attn skipped" and
-// "mlp skipped"; for Self-SD's search, each candidate's cost as a bar.
-static void svg_set_rows(FILE *f, double y, const SetHistory *sets, int L) {
-    double cw = svg_cell_width(L), cx = SVG_X0 + L * cw;
+// "mlp skipped"; for Self-SD's search, each candidate's cost (in unit) as a bar. Decoding's rows
+// are at least SVG_ROW_MIN px tall (the first sets that fit are drawn), a search's may be thinner;
+// labels every row or every few rows, at least 12 px apart.
+static void svg_set_rows(FILE *f, double y, const SetHistory *sets, int L, const char *unit) {
+    double cw = svg_cell_width(L), cx = SVG_X0 + L * cw, area = SVG_SETS - 44;
     int search = sets->n > 0 && sets->cost[0] >= 0;
+    int n = search || sets->n * SVG_ROW_MIN <= area ? sets->n : (int)(area / SVG_ROW_MIN);
     fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">%s</text>\n", y + 14,
             search ? "Self-SD's search (Sec. 3.3): one row per candidate set, top to bottom; "
-                     "its cost per token at the right"
-                   : "the skip set over time: one row per set, from the round it came into use "
-                     "(r = round)");
-    double rh = sets->n > 0 && 160.0 / sets->n < 24 ? 160.0 / sets->n : 24, y0 = y + 24,
-           best = 1e30;
-    double lo = sets->n > 0 ? sets->cost[0] : 0, hi = lo;
-    for (int i = 0; i < sets->n; i++) {
+                     "its cost at the right"
+                   : "the skip set over time: one row per set, from round r on (ticks below the "
+                     "rounds)");
+    double rh = n > 0 && area / n < 24 ? area / n : 24, y0 = y + 24, best = 1e30;
+    int every = (int)ceil(12 / rh);
+    double lo = n > 0 ? sets->cost[0] : 0, hi = lo;
+    for (int i = 0; i < n; i++) {
         if (sets->cost[i] < lo) { lo = sets->cost[i]; }
         if (sets->cost[i] > hi) { hi = sets->cost[i]; }
     }
@@ -4813,9 +4830,9 @@ static void svg_set_rows(FILE *f, double y, const SetHistory *sets, int L) {
         fprintf(f,
                 "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" "
                 "stroke-width=\"0.5\"/>\n",
-                SVG_X0 + l * cw, y0, SVG_X0 + l * cw, y0 + sets->n * rh);
+                SVG_X0 + l * cw, y0, SVG_X0 + l * cw, y0 + n * rh);
     }
-    for (int i = 0; i < sets->n; i++) {
+    for (int i = 0; i < n; i++) {
         double yr = y0 + i * rh;
         fprintf(f, "<g class=\"set\">");
         for (int l = 0; l < L; l++) {
@@ -4835,12 +4852,11 @@ static void svg_set_rows(FILE *f, double y, const SetHistory *sets, int L) {
         fprintf(f, "</g>\n");
         int new_best = search && sets->cost[i] < best;
         if (new_best) { best = sets->cost[i]; }
-        if (rh >= 7 || i == 0 || i == sets->n - 1) { // labels where they fit
-            double fs = rh >= 7 ? (rh < 10 ? rh : 10) : 7;
+        if (i % every == 0) {
             fprintf(f,
-                    "<text x=\"%d\" y=\"%.2f\" font-size=\"%.1f\" text-anchor=\"end\">%s %d"
-                    "</text>\n",
-                    SVG_X0 - 6, yr + 0.9 * rh, fs, search ? "it" : "r",
+                    "<text class=\"row-label\" x=\"%d\" y=\"%.2f\" font-size=\"10\" "
+                    "text-anchor=\"end\">%s %d</text>\n",
+                    SVG_X0 - 6, yr + rh / 2 + 4, search ? "it" : "r",
                     sets->at[i] + (search ? 0 : 1));
         }
         if (search) { // the cost as a bar, darker when it is a new best: the search converging
@@ -4852,33 +4868,48 @@ static void svg_set_rows(FILE *f, double y, const SetHistory *sets, int L) {
                     new_best ? "#555" : "#ccc");
         }
     }
-    if (search && sets->n > 0) {
+    if (search && n > 0) {
         fprintf(f,
-                "<text x=\"%.1f\" y=\"%.1f\" "
-                "font-size=\"10\">cost per token, %.3g to %.3g (dark: a new best)</text>\n",
-                cx + 8, y0 + sets->n * rh + 12, lo, hi);
+                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">cost, %.3g to %.3g</text>\n<text "
+                "x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s (dark: new best)</text>\n",
+                cx + 8, y0 + n * rh + 12, lo, hi, cx + 8, y0 + n * rh + 24, unit);
     }
     fprintf(f,
             "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
             "stroke=\"#888\" stroke-width=\"0.5\"/>\n",
-            SVG_X0, y0, L * cw, sets->n * rh);
-    if (sets->total > sets->n) {
+            SVG_X0, y0, L * cw, n * rh);
+    if (sets->total > n) {
         fprintf(f,
                 "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">first %d of %d sets shown</text>\n",
-                SVG_X0, y0 + 174, sets->n, sets->total);
+                SVG_X0, y0 + area + 14, n, sets->total);
     }
 }
 
+// A polyline of class cls through the rounds' values v, on [lo, hi] mapped to [yb, yb - h].
+static void svg_line(FILE *f, const char *cls, const float *v, int n, double x0, double bw,
+                     double yb, double h, double lo, double hi) {
+    fprintf(f, "<polyline class=\"%s\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" "
+               "points=\"", cls);
+    for (int r = 0; r < n; r++) {
+        fprintf(f, "%s%.2f,%.2f", r ? " " : "", x0 + (r + 0.5) * bw, yb - h * (v[r] - lo) / (hi - lo));
+    }
+    fprintf(f, "\"/>\n");
+}
+
 // The rounds at height y: rects "drafted" and "accepted", one each per round, on a token axis
-// 0..kmax (left), and the polyline "gamma", the exit threshold, on 0..1 (right).
-static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int rounds) {
+// 0..kmax, with a tick where each set of sets (NULL: none) came into use; under them the exit
+// threshold gamma (polyline "gamma") with each round's last draft confidence (circles
+// "confidence") on 0..1, where a dot below the line is a draft the rule ended; and gamma alone
+// (polyline "gamma-zoom") on its own range, where its movement shows.
+static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int rounds,
+                       const SetHistory *sets) {
     double x0 = SVG_X0, w = 640, ch = 110, y0 = y + 26, yb = y0 + ch;
     int kmax = 1;
     for (int r = 0; r < h->n; r++) { if (h->drafted[r] > kmax) { kmax = h->drafted[r]; } }
     fprintf(f,
             "<text x=\"12\" y=\"%.1f\" "
-            "font-weight=\"bold\">per round: accepted (dark) of drafted (dark + light) tokens; "
-            "red: exit threshold \u03b3 (Self-SD Eq. 2-4)</text>\n",
+            "font-weight=\"bold\">per round: accepted (dark) of drafted (dark + light) "
+            "tokens</text>\n",
             y + 14);
     fprintf(f,
             "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
@@ -4888,20 +4919,17 @@ static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int
             "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">0</text><text "
             "x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%d token%s</text>\n",
             x0 - 4, yb, x0 - 4, y0 + 9, kmax, kmax > 1 ? "s" : "");
-    fprintf(f,
-            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">\u03b3 0</text><text x=\"%.1f\" "
-            "y=\"%.1f\" font-size=\"10\">\u03b3 1</text>\n",
-            x0 + w + 4, yb, x0 + w + 4, y0 + 9);
     int drafted = 0;
     for (int r = 0; r < h->n; r++) { drafted += h->drafted[r]; }
     if (drafted == 0) {
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x0 + w / 2,
-                y0 + ch / 2 + 16,
+                y0 + ch / 2,
                 method == METHOD_NONE
                     ? "plain decoding: no draft, no rounds"
                     : "nothing drafted: an empty skip set makes each round a plain decoding step");
     }
-    double bw = h->n > 0 ? w / h->n : w;
+    if (h->n == 0) { return; }
+    double bw = w / h->n;
     for (int r = 0; r < h->n; r++) {
         double hd = ch * h->drafted[r] / kmax, ha = ch * h->accepted[r] / kmax;
         fprintf(f,
@@ -4911,30 +4939,68 @@ static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int
                 x0 + r * bw + 0.1 * bw, yb - hd, 0.8 * bw, hd, x0 + r * bw + 0.1 * bw, yb - ha,
                 0.8 * bw, ha);
     }
-    if (h->n > 0) {
-        fprintf(f, "<polyline class=\"gamma\" fill=\"none\" stroke=\"#c0392b\" "
-                   "stroke-width=\"1.5\" points=\"");
-        for (int r = 0; r < h->n; r++) {
-            fprintf(f, "%s%.2f,%.2f", r ? " " : "", x0 + (r + 0.5) * bw, yb - ch * h->threshold[r]);
-        }
-        fprintf(f, "\"/>\n");
-    }
     fprintf(f,
             "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">round 1</text><text x=\"%.1f\" "
             "y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">round %d%s</text>\n",
-            x0, yb + 14, x0 + w, yb + 14, h->n, rounds > h->n ? " (later rounds not kept)" : "");
+            x0, yb + 26, x0 + w, yb + 26, h->n, rounds > h->n ? " (later rounds not kept)" : "");
+    double labelled = -1e9; // the x of the last tick label: labels at least 28 px apart
+    for (int i = 0; sets && i < sets->n && sets->at[i] < h->n; i++) {
+        double x = x0 + sets->at[i] * bw;
+        fprintf(f, "<line class=\"set-tick\" x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" "
+                   "stroke=\"#333\"/>\n", x, yb, x, yb + 5);
+        if (x - labelled >= 28) {
+            fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">r %d"
+                       "</text>\n", x, yb + 14, sets->at[i] + 1);
+            labelled = x;
+        }
+    }
+    // gamma against the draft confidence it is compared with (Self-SD Sec. 3.4), on 0..1
+    double ys = yb + 54, sh = 60;
+    fprintf(f,
+            "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">exit threshold \u03b3 (red line) and "
+            "each round's last draft confidence (dots), 0 to 1</text>\n",
+            ys - 8);
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+            "stroke=\"#888\" stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+            "text-anchor=\"end\">0</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+            "text-anchor=\"end\">1</text>\n",
+            x0, ys, w, sh, x0 - 4, ys + sh, x0 - 4, ys + 9);
+    for (int r = 0; r < h->n; r++) {
+        if (isnan(h->confidence[r])) { continue; }
+        fprintf(f, "<circle class=\"confidence\" cx=\"%.2f\" cy=\"%.2f\" r=\"2\" fill=\"#555\"/>\n",
+                x0 + (r + 0.5) * bw, ys + sh - sh * h->confidence[r]);
+    }
+    svg_line(f, "gamma", h->threshold, h->n, x0, bw, ys + sh, sh, 0, 1);
+    // gamma alone on its own range, at least 0.01 wide
+    float lo = h->threshold[0], hi = lo;
+    for (int r = 0; r < h->n; r++) {
+        lo = h->threshold[r] < lo ? h->threshold[r] : lo;
+        hi = h->threshold[r] > hi ? h->threshold[r] : hi;
+    }
+    if (hi - lo < 0.01f) { lo = (lo + hi) / 2 - 0.005f; hi = lo + 0.01f; }
+    double yz = ys + sh + 36, zh = 40;
+    fprintf(f,
+            "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">\u03b3 alone, zoomed to %.3f to %.3f"
+            "</text>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+            "stroke=\"#888\" stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+            "text-anchor=\"end\">%.3f</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+            "text-anchor=\"end\">%.3f</text>\n",
+            yz - 8, lo, hi, x0, yz, w, zh, x0 - 4, yz + zh, lo, x0 - 4, yz + 9, hi);
+    svg_line(f, "gamma-zoom", h->threshold, h->n, x0, bw, yz + zh, zh, lo, hi);
 }
 
 // The time series of one panel at height y: the set history (when the method changes its set)
-// and the rounds.
+// and the rounds. unit: Self-SD's cost unit.
 static void svg_time_series(FILE *f, double y, int method, const SetHistory *sets,
-                            const RoundHistory *h, int rounds, int L) {
+                            const RoundHistory *h, int rounds, int L, const char *unit) {
     fprintf(f, "<g class=\"series\">\n");
+    int decoding_sets = svg_draws_sets(method) && !(sets->n > 0 && sets->cost[0] >= 0);
     if (svg_draws_sets(method)) {
-        svg_set_rows(f, y, sets, L);
+        svg_set_rows(f, y, sets, L, unit);
         y += SVG_SETS;
     }
-    svg_rounds(f, y, method, h, rounds);
+    svg_rounds(f, y, method, h, rounds, decoding_sets ? sets : NULL);
     fprintf(f, "</g>\n");
 }
 
@@ -5901,7 +5967,8 @@ int main(int argc, char **argv) {
             svg_layer_map(svg, y, pi + 1, prompts[pi], m.dir, o.method, &skip, c->n_layers, &st,
                           plain_tps);
             svg_time_series(svg, y + SVG_HEAD, o.method, searched ? search_hist : &st.sets,
-                            &st.hist, st.rounds, c->n_layers);
+                            &st.hist, st.rounds, c->n_layers,
+                            o.cost_model ? "sublayers/token" : "ms/token");
         }
         free(text);
         if (o.compare && o.temperature == 0.0f && !identical) {

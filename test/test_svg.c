@@ -3,8 +3,11 @@
 //     UTF-8) parses every file written here; each element keeps its parent, so the test checks
 //     that cells sit in the groups they belong to;
 //   - a known run (the demo: kjv-12l, 9 of 24 sublayers skipped, 64 tokens): 24 map cells, 9
-//     filled, one drafted and one accepted bar per round, one gamma point per round, and the
-//     recorded rounds add up to the totals;
+//     filled, one drafted and one accepted bar per round, one gamma point per round, gamma also
+//     on its own zoomed axis, a confidence dot per drafting round (the confidence the exit rule
+//     compared), and the recorded rounds add up to the totals;
+//   - a 30-layer model with a long folder name and 40 sets: no text past the right edge, set
+//     rows >= 10 px, labels >= 9 px, a tick per set under the rounds;
 //   - CLaSp: one set row per recorded set, each row's filled cells are that set's, and the rows
 //     differ from one to the next; Self-SD's search: one row per candidate, iters + 1;
 //   - a prompt full of markup and invalid UTF-8 still gives well-formed XML;
@@ -137,6 +140,50 @@ static int count(const char *name, const char *cls, const char *parent_cls) {
     return n;
 }
 
+// A number attribute of the tag that starts at tag (dflt when absent).
+static double attr(const char *tag, const char *name, double dflt) {
+    char want[40];
+    snprintf(want, sizeof(want), " %s=\"", name);
+    const char *end = strchr(tag, '>'), *p = strstr(tag, want);
+    return p != NULL && p < end ? strtod(p + strlen(want), NULL) : dflt;
+}
+
+// Whether every left-aligned text line ends inside the drawing's width, at 0.6 em per character
+// (DejaVu Sans averages less). Prints the first that does not.
+static int texts_fit(const char *s, double width) {
+    for (const char *t = strstr(s, "<text "); t != NULL; t = strstr(t + 1, "<text ")) {
+        const char *gt = strchr(t, '>'), *end = strstr(t, "</text>");
+        if (gt == NULL || end == NULL) { return 0; }
+        if (strstr(t, "text-anchor") != NULL && strstr(t, "text-anchor") < gt) { continue; }
+        int chars = 0;
+        for (const char *c = gt + 1; c < end; c++) {
+            if (*c == '&') { c = strchr(c, ';'); }
+            if (((unsigned char)*c & 0xC0) != 0x80) { chars++; }
+        }
+        double right = attr(t, "x", 0) + 0.6 * attr(t, "font-size", 12) * chars;
+        if (right > width) {
+            fprintf(stderr, "  text ends at %.0f px of %.0f: %.*s\n", right, width, (int)(end - gt - 1), gt + 1);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+// The y extent of the first polyline of class cls (-1: none).
+static double polyline_height(const char *s, const char *cls) {
+    char want[64];
+    snprintf(want, sizeof(want), "class=\"%s\"", cls);
+    const char *p = strstr(s, want);
+    if (p == NULL || (p = strstr(p, "points=\"")) == NULL) { return -1; }
+    double lo = 1e30, hi = -1e30, x, y;
+    int n;
+    for (p += 8; sscanf(p, "%lf,%lf%n", &x, &y, &n) == 2; p += n) {
+        lo = y < lo ? y : lo;
+        hi = y > hi ? y : hi;
+    }
+    return hi - lo;
+}
+
 // Draws one panel into path and parses it; returns the text (the caller frees it), NULL if malformed.
 static char *draw_and_parse(const char *path, const char *prompt, const char *model, int method, const SkipSet *skip,
                             int L, const SpecStats *st, const SetHistory *sets, double plain_tps) {
@@ -144,7 +191,7 @@ static char *draw_and_parse(const char *path, const char *prompt, const char *mo
     if (f == NULL) { fprintf(stderr, "test_svg: cannot write %s\n", path); exit(2); }
     svg_begin(f, L, method, 1);
     svg_layer_map(f, 0, 1, prompt, model, method, skip, L, st, plain_tps);
-    svg_time_series(f, SVG_HEAD, method, sets, &st->hist, st->rounds, L);
+    svg_time_series(f, SVG_HEAD, method, sets, &st->hist, st->rounds, L, "sublayers/token");
     svg_end(f);
     fclose(f);
     char *s = read_or_exit(path, NULL), err[SS_ERR_LEN];
@@ -184,6 +231,16 @@ static void test_known_run(Model *m, const char *dir, const char *tmp) {
           accepted, drafted, st->accepted, st->drafted);
     check(st->hist.threshold[0] == st->threshold_first, "known run: first recorded gamma %g, want %g",
           st->hist.threshold[0], st->threshold_first);
+    // the confidence recorded is the one the exit rule compared: a draft shorter than K (and
+    // not cut by the tokens left) ended on a confidence below its gamma, a full one did not
+    int short_drafts = 0, below = 0, full_ok = 1;
+    for (int r = 0; r + 1 < st->hist.n; r++) { // the last round may be cut by -n
+        float c = st->hist.confidence[r], g = st->hist.threshold[r];
+        if (st->hist.drafted[r] < 12) { short_drafts++; below += c < g; } else { full_ok &= c >= g; }
+        full_ok &= c >= 0 && c <= 1;
+    }
+    check(below == short_drafts && below > 5 && full_ok,
+          "known run: %d of %d short drafts ended below gamma, or a full one did not", below, short_drafts);
     check(st->sets.n == 1 && memcmp(&st->sets.set[0], &sp.skip, sizeof(SkipSet)) == 0 && st->sets.at[0] == 0,
           "known run: a static set recorded as %d sets", st->sets.n);
     snprintf(path, sizeof(path), "%s/known.svg", tmp);
@@ -200,8 +257,23 @@ static void test_known_run(Model *m, const char *dir, const char *tmp) {
         int gamma = -1;
         for (int i = 0; i < n_elems; i++) { if (strcmp(elems[i].cls, "gamma") == 0) { gamma = elems[i].n_points; } }
         check(gamma == st->rounds, "known run: gamma line of %d points, want %d", gamma, st->rounds);
+        // gamma moves by thousandths here: on its own zoomed axis the line spans at least half
+        // of its 40 px; and each round's draft confidence is drawn beside it
+        float glo = st->hist.threshold[0], ghi = glo;
+        for (int r = 0; r < st->hist.n; r++) {
+            glo = st->hist.threshold[r] < glo ? st->hist.threshold[r] : glo;
+            ghi = st->hist.threshold[r] > ghi ? st->hist.threshold[r] : ghi;
+        }
+        check(ghi > glo && ghi - glo < 0.05f && polyline_height(s, "gamma-zoom") >= 20,
+              "known run: gamma %.4f to %.4f drawn %.1f px tall, want a zoomed line >= 20 px", glo, ghi,
+              polyline_height(s, "gamma-zoom"));
+        int drafting = 0; // a round cut to no draft by -n has no confidence to draw
+        for (int r = 0; r < st->hist.n; r++) { drafting += st->hist.drafted[r] > 0; }
+        check(drafting > 10 && count("circle", "confidence", "series") == drafting,
+              "known run: %d confidence dots, want %d", count("circle", "confidence", "series"), drafting);
         check(count("g", "set", NULL) == 0, "known run: a static method drew %d set rows", count("g", "set", NULL));
         check(strstr(s, "not measured (run with --compare)") != NULL, "known run: no plain time, but no \"not measured\"");
+        check(strstr(s, "the final skip set") != NULL, "known run: the map does not say it is the final set");
         free(s);
     }
     free(st);
@@ -269,6 +341,7 @@ static void test_selfsd_rows(Model *m, const char *dir, const char *tmp) {
         check(count("g", "set", "series") == 7 && count("rect", "cost", "series") == 7, "selfsd: %d rows, %d cost bars, want 7",
               count("g", "set", "series"), count("rect", "cost", "series"));
         check(strstr(s, "nothing drafted") != NULL, "selfsd: a run with no rounds does not say so");
+        check(strstr(s, "sublayers/token") != NULL, "selfsd: the cost bars have no unit");
         free(s);
     }
     free(st);
@@ -288,8 +361,53 @@ static void test_escaping(const char *tmp) {
         check(strstr(s, "&lt;b&gt;\"Tom &amp; Jerry\"&lt;/b&gt;") != NULL && strstr(s, "caf\xc3\xa9") != NULL,
               "escaping: the prompt is not escaped as expected");
         check(strstr(s, "plain decoding: no draft") != NULL, "escaping: method none does not say it drafts nothing");
+        check(strstr(s, "round 1") == NULL && strstr(s, "round 0") == NULL, "plain run: round labels without rounds");
         free(s);
     }
+    free(st);
+}
+
+// A 30-layer model (SmolLM2's shape), a 60-character folder name and SWIFT's 40 sets over 100
+// rounds: every header line fits the drawing's width, the set rows stay tall enough to read,
+// every label is at least 9 px, and each set's first round is ticked under the rounds.
+static void test_wide_and_rows(const char *tmp) {
+    char path[256];
+    int L = 30;
+    SpecStats *st = (SpecStats *)calloc_check(1, sizeof(SpecStats));
+    SetHistory *sets = (SetHistory *)calloc_check(1, sizeof(SetHistory));
+    for (int i = 0; i < 40; i++) {
+        SkipSet k;
+        memset(&k, 0, sizeof(k));
+        k.attn[i % L] = k.mlp[(i + 7) % L] = 1;
+        set_history_add(sets, &k, 2 * i, -1.0f);
+    }
+    for (int r = 0; r < 100; r++) { record_round(st, 3, 2, 0.6f + 0.001f * (r % 5), 0.6f, 0.5f); }
+    st->draft_ms = 10;
+    st->verify_ms = 20;
+    st->gen.n_generated = 300;
+    st->gen.decode_ms = 40;
+    snprintf(path, sizeof(path), "%s/wide.svg", tmp);
+    const char *model = "/home/someone/models/HuggingFaceTB-SmolLM2-135M-Instruct-f32";
+    char *s = draw_and_parse(path, "Once upon a time there was a very long prompt that goes on", model, METHOD_SWIFT,
+                             &sets->set[39], L, st, sets, 5000.0);
+    if (s != NULL) {
+        check(texts_fit(s, svg_width(L)), "30 layers: a text line runs past the right edge (%.0f px)", svg_width(L));
+        check(strstr(s, "a draft pass") != NULL && strstr(s, "a verify pass") != NULL,
+              "--compare: the figure does not give the passes' costs in plain steps");
+        const char *row = strstr(s, "<g class=\"set\"><rect");
+        double rh = row ? attr(row + 17, "height", 0) / 0.45 : 0;
+        check(rh >= 9.99, "set rows %.1f px tall, want >= 10", rh);
+        double smallest = 99;
+        for (const char *t = strstr(s, "font-size=\""); t != NULL; t = strstr(t + 1, "font-size=\"")) {
+            double fs = strtod(t + 11, NULL);
+            smallest = fs < smallest ? fs : smallest;
+        }
+        check(smallest >= 9, "a label at font-size %g, want >= 9", smallest);
+        check(count("line", "set-tick", "series") == 40, "%d set ticks under the rounds, want 40",
+              count("line", "set-tick", "series"));
+        free(s);
+    }
+    free(sets);
     free(st);
 }
 
@@ -335,6 +453,7 @@ int main(void) {
         free_model(&m);
     }
     test_escaping(tmp);
+    test_wide_and_rows(tmp);
     test_cli(tmp);
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
