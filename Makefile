@@ -62,8 +62,8 @@ test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
 	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
 
 # the whole suite on the CPU build: also compiles every test once as C++, so nothing that
-# nvcc rejects creeps in; ends with one line "N passed, M failed". libgomp's defaults (one thread
-# per core, spinning): on a busy machine run OMP_NUM_THREADS=1 make test (README, Threads).
+# nvcc rejects creeps in; ends with one line "N passed, M failed". Each program streams its output
+# and picks its threads as ./selfspec does: the cores no other process is running on.
 test: selfspec $(TESTS)
 	@for t in $(TESTS); do $(CXX) -x c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Wno-unused-function -I. $$t.c || exit 1; done
 	@sh test/run_tests.sh $(TESTS)
@@ -108,8 +108,10 @@ test/test_%_cuda: test/test_%.c selfspec.cu selfspec.h test/testing.h
 	$(JSMN_CHECK)
 	$(NVCC) $(NVCCFLAGS) -x cu $< -o $@
 
+# builds the CUDA test programs (nvcc; no GPU needed to build)
 cuda-tests: $(CUDA_TESTS)
 
+# runs the CUDA test programs on the GPU
 test-cuda: $(CUDA_TESTS)
 	@sh test/run_tests.sh $(CUDA_TESTS)
 
@@ -128,6 +130,7 @@ bench/verify_cost_cuda: bench/verify_cost.c selfspec.cu selfspec.h
 	$(JSMN_CHECK)
 	$(NVCC) $(NVCCFLAGS) -x cu $< -o $@
 
+# the GPU benchmark table of bench/README.md (needs nvcc and an NVIDIA GPU)
 bench-gpu: selfspec-cuda bench/verify_cost_cuda
 	$(PYTHON) bench/bench_gpu.py $(BENCH_GPU_ARGS)
 
@@ -136,9 +139,13 @@ bench-gpu: selfspec-cuda bench/verify_cost_cuda
 demo: selfspec
 	./selfspec -p "And the LORD said unto Moses," -n 64 --skip "attn:2,4,6,8,10 mlp:3,5,7,9" --compare
 
-# this list: each target with the comment of its paragraph
+# this list: each target with the comment of its paragraph, wrapped to 99 columns
 help:
-	@awk '/^# /{c = c (c ? " " : "") substr($$0, 3)} /^$$/{c = ""} /^[a-z-]+:/ && c {split($$0, t, ":"); printf "  make %-10s %s\n", t[1], c; c = ""}' Makefile
+	@awk '/^# /{c = c (c ? " " : "") substr($$0, 3)} /^$$/{c = ""} \
+	    /^[a-z-]+:/ && c {split($$0, t, ":"); line = sprintf("  make %-10s", t[1]); \
+	    n = split(c, w, " "); for (i = 1; i <= n; i++) { \
+	        if (length(line) + 1 + length(w[i]) > 99) { print line; line = sprintf("%17s", "") } \
+	        line = line " " w[i] } print line; c = ""}' Makefile
 
 # removes what the targets build, and best.json that the README's --save-skip example writes
 clean:
