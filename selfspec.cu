@@ -2849,7 +2849,8 @@ typedef struct {
 } SpecStats;
 
 // One round into the statistics: k drafted, accepted of them, under the exit threshold
-// drafted_under, which the round's update moved to threshold.
+// drafted_under, which the round's update moved to threshold; confidence: the last draft token's
+// top-1 probability, the one the exit rule compared with drafted_under.
 static void record_round(SpecStats *st, int k, int accepted, float drafted_under, float threshold,
                          float confidence) {
     st->rounds++;
