@@ -1172,7 +1172,8 @@ static const char *device_name(void) {
 #ifdef _OPENMP
     static char name[160];
     int n = omp_get_max_threads();
-    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s", threads_reason);
+    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s",
+             threads_reason);
     return name;
 #else
     return "CPU: 1 thread";
@@ -4668,7 +4669,8 @@ static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
     double step_ms = 1e3 / plain_tps;
     c.draft = st->drafted > 0 ? st->draft_ms / st->drafted / step_ms : 0;
     c.verify = st->verify_ms / st->rounds / step_ms;
-    c.predicted = (double)(st->accepted + st->rounds) / (st->drafted * c.draft + st->rounds * c.verify);
+    c.predicted =
+        (double)(st->accepted + st->rounds) / (st->drafted * c.draft + st->rounds * c.verify);
     return c;
 }
 
@@ -4697,7 +4699,8 @@ static void json_write_string(FILE *f, const char *s) {
 // Decision: the measured speedup needs plain decoding's time, which only --compare measures;
 // without it the figure says "not measured" rather than guess.
 
-enum { SVG_X0 = 64, SVG_HEAD = 172, SVG_SETS = 284, SVG_ROUNDS = 330, SVG_GAP = 16, SVG_ROW_MIN = 10 };
+enum { SVG_X0 = 64, SVG_HEAD = 172, SVG_SETS = 284, SVG_ROUNDS = 330, SVG_GAP = 16 };
+enum { SVG_ROW_MIN = 10 }; // px: a set row readable with its label
 static const char *SVG_ATTN = "#3b6fb6", *SVG_MLP = "#e07b24"; // skipped attention, skipped MLP
 
 static int svg_draws_sets(int method) {
@@ -4892,7 +4895,8 @@ static void svg_line(FILE *f, const char *cls, const float *v, int n, double x0,
     fprintf(f, "<polyline class=\"%s\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" "
                "points=\"", cls);
     for (int r = 0; r < n; r++) {
-        fprintf(f, "%s%.2f,%.2f", r ? " " : "", x0 + (r + 0.5) * bw, yb - h * (v[r] - lo) / (hi - lo));
+        fprintf(f, "%s%.2f,%.2f", r ? " " : "", x0 + (r + 0.5) * bw,
+                yb - h * (v[r] - lo) / (hi - lo));
     }
     fprintf(f, "\"/>\n");
 }
@@ -5060,9 +5064,11 @@ static const char *choose_threads(int threads_flag, size_t weight_bytes) {
     }
     int n_cores = omp_get_num_procs(), n = default_threads(n_cores, busy, weight_bytes);
     omp_set_num_threads(n);
-    return n < default_threads(n_cores, busy, SIZE_MAX) ? "one per 4 MiB of weights; --threads N to choose"
-           : busy > 0 ? "the cores other processes leave free; --threads N to choose"
-                      : "one per core";
+    if (n < default_threads(n_cores, busy, SIZE_MAX)) {
+        return "one per 4 MiB of weights; --threads N to choose";
+    }
+    return busy > 0 ? "the cores other processes leave free; --threads N to choose"
+                    : "one per core";
 #else
     (void)threads_flag;
     return "no OpenMP";
@@ -5290,8 +5296,9 @@ static void check_flags(int argc, char **argv, const Options *o) {
     }
     // llama2.c's -p is top-p; here it is the prompt. Decision: a warning, as a number is a
     // valid prompt.
-    char *end;
-    if (flag_given(argc, argv, "-p") && (strtod(o->prompt, &end), end != o->prompt && *end == '\0')) {
+    char *end = NULL;
+    if (flag_given(argc, argv, "-p")) { strtod(o->prompt, &end); }
+    if (end != NULL && end != o->prompt && *end == '\0') {
         fprintf(stderr, "selfspec: warning: -p %s: the prompt is a number; -p is the prompt here "
                         "(llama2.c's top-p is --top-p)\n", o->prompt);
     }
