@@ -510,7 +510,7 @@ int main(void) {
     mkfifo(buf, 0600);
     run_model_case("model.safetensors.index.json is a FIFO", d, "", "model.safetensors.index.json", NULL);
     snprintf(buf, sizeof(buf), "-m tiny_models/llama2-tiny-random/config.json");
-    run_case("-m names a file", buf, "config.json/config.json", "cannot open");
+    run_case("-m names a file", buf, "-m tiny_models/llama2-tiny-random/config.json", "a file, not a folder");
     written_case("config.json empty", "config.json", "", "config.json", "empty (no JSON value)");
     written_case("config.json only whitespace", "config.json", " \n\t\n", "config.json", "empty (no JSON value)");
     written_case("config.json null", "config.json", "null", "config.json", "not a JSON object");
