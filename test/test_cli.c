@@ -64,7 +64,7 @@ static void test_threads(void) {
     free(out); free(err);
     rc = run("-u OMP_NUM_THREADS", "-n 4", &out, &err);
     check(rc == 0 && (strstr(err, "OpenMP threads (one per core)") != NULL ||
-                      strstr(err, "OpenMP threads (the cores other processes leave free") != NULL),
+                      strstr(err, " (the cores other processes leave free") != NULL),
           "default threads: exit %d, want the reason in the summary line, stderr:\n%s", rc, err);
     free(out); free(err);
     bad_flag("--threads 0", "--threads 0: must be in [1, 1024]");
