@@ -36,7 +36,16 @@ static int check(int ok, const char *fmt, ...) {
 // set, else the free cores, at most one per 4 MiB of weights. The tests' models are a few MiB
 // (kjv-12l's 20 MiB run short prompts), so the work, given here as 0 bytes, makes it one thread:
 // no spinning against another process, and no barriers that cost more than a tiny model's work.
-__attribute__((constructor)) static void test_choose_threads(void) { choose_threads(0, 0); }
+// The ./selfspec runs a test starts (run_selfspec) inherit the count through OMP_NUM_THREADS,
+// unless their prefix unsets it.
+__attribute__((constructor)) static void test_choose_threads(void) {
+    choose_threads(0, 0);
+#ifdef _OPENMP
+    char n[16];
+    snprintf(n, sizeof(n), "%d", omp_get_max_threads());
+    setenv("OMP_NUM_THREADS", n, 0);
+#endif
+}
 #endif
 
 static int test_summary(const char *name) {
