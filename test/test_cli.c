@@ -77,6 +77,7 @@ static void test_threads(void) {
     bad_flag("--svg -n 4", "--svg: missing value");
     bad_flag("-n 4 --svg", "--svg: missing value");
     bad_flag("--svg -x.svg", "--svg: missing value (a path that starts with - is written ./-name)");
+    remove("-x.svg"); // what a binary that took it as the path wrote
     bad_flag("-m tiny_models/kjv-12l/model.safetensors", "a file, not a folder");
 }
 
