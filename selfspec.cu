@@ -1245,7 +1245,7 @@ __global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, 
 // results of n one-token passes. The input index c is the outer loop and the tokens the inner
 // one: each chunk of 16 weights is loaded once and multiplied into every token's sums, which
 // stay in registers when n_tok is a constant. "omp simd" makes the 16-wide chunk the vector
-// (gcc otherwise vectorizes across chunks: bench/README.md); nvcc and compilers without OpenMP
+// (gcc otherwise vectorizes across chunks: test/bench/README.md); nvcc and compilers without OpenMP
 // ignore it.
 enum { MAX_SWEEP_TOKENS = 8 };
 __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int n_tok, int in_dim,
@@ -1275,7 +1275,7 @@ __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int 
 // over several tokens is compute-bound (on the CPU from about 4 tokens), what counts is how
 // often a weight is loaded into a register: the tokens go through dot_row_tokens 8 at a time,
 // then 4, 2 and 1, each sweep a constant count the compiler can keep in registers. Four loops
-// rather than one over the counts, so that the compiler specializes each (bench/README.md has
+// rather than one over the counts, so that the compiler specializes each (test/bench/README.md has
 // the measurements).
 __global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim,
                               int out_dim) {
@@ -1303,7 +1303,7 @@ __global__ void matmul_kernel(float *out, const float *x, const float *w, int n,
 
 // The GPU's matmul: the same arithmetic as matmul_kernel, mapped so that loads coalesce. There,
 // one thread walks a whole row, and neighbouring threads read rows in_dim floats apart (8 KB in
-// a 1B model): no load coalesces (74 GB/s on an H100, bench/README.md). Here each of
+// a 1B model): no load coalesces (74 GB/s on an H100, test/bench/README.md). Here each of
 // matmul_kernel's 16 partial sums becomes a thread: one thread per (row r, lane u) sums
 // w[r][c] x[t][c] over c = u mod 16 in increasing c, so 16 neighbouring threads read 16
 // neighbouring words of a row; then matmul_combine_kernel, one thread per (token, row), adds the
@@ -2036,9 +2036,9 @@ static MethodParams method_params_default(void) {
     p.asd.max_draft = 12;
     p.asd.exit_threshold = -1;
     // CLaSp: the paper finds the speedup rising then falling with the LOI (Fig. 4b); its DP costs
-    // about one verification on a GPU (Sec. 5.1), on the CPU about two (bench/README.md), so a DP
-    // every 4th verification keeps it near a third of the verify time. Decision: 4. The exit
-    // threshold 0.7 is Sec. 5.3.3's best (Fig. 4c).
+    // about one verification on a GPU (Sec. 5.1), on the CPU about two (test/bench/README.md),
+    // so a DP every 4th verification keeps it near a third of the verify time. Decision: 4. The
+    // exit threshold 0.7 is Sec. 5.3.3's best (Fig. 4c).
     p.clasp.interval = 4;
     // Decision: M = L / 2, the "half of the layers" of Sec. 5.1 and the low end of Sec. 4.1's
     // 50-60% (Sec. 5.3.1 finds 44 of 80 best on LLaMA3-70B). K = 12 as Self-SD's Table 7: CLaSp
@@ -5033,13 +5033,12 @@ static int runnable_others(const char *loadavg_line) {
 // A thread also has to pay for itself: each kernel ends at a barrier, and a token's kernels read
 // every weight once, so a thread given less than THREAD_MIN_BYTES of weights per token waits at
 // the barriers longer than it computes. Decision: 4 MiB, between the 1 MiB model that decodes
-// slower on two threads and the 20 MiB one that decodes faster (bench/README.md, Threads).
+// slower on two threads and the 20 MiB one that decodes faster (test/bench/README.md, Threads).
 #define THREAD_MIN_BYTES ((size_t)4 << 20)
 static int default_threads(int n_cores, int busy_others, size_t weight_bytes) {
-    int free_cores = n_cores - busy_others;
+    int free_cores = n_cores - busy_others > 1 ? n_cores - busy_others : 1;
     size_t by_work = weight_bytes / THREAD_MIN_BYTES;
-    int n = by_work < (size_t)free_cores ? (int)by_work : free_cores;
-    return n > 1 ? n : 1;
+    return by_work < 1 ? 1 : by_work < (size_t)free_cores ? (int)by_work : free_cores;
 }
 
 // Sets the thread count unless the user chose one; returns a few words on the choice.

@@ -55,7 +55,7 @@ static void test_threads(void) {
     size_t mib = (size_t)1 << 20;
     check(default_threads(2, 0, 1 * mib) == 1 && default_threads(2, 0, 20 * mib) == 2 &&
               default_threads(16, 0, 12 * mib) == 3 && default_threads(16, 0, 0) == 1 &&
-              default_threads(16, 14, 100 * mib) == 2,
+              default_threads(16, 14, 100 * mib) == 2 && default_threads(2, 3, 20 * mib) == 1,
           "default_threads: one thread per 4 MiB of weights, within the free cores, at least 1");
     rc = run("-u OMP_NUM_THREADS", "-m tiny_models/llama2-tiny-random -n 4", &out, &err);
     check(rc == 0 && (strstr(err, "CPU: 1 OpenMP thread (one per 4 MiB of weights") != NULL ||
