@@ -11,7 +11,7 @@ PYTHON ?= python3
 CFLAGS ?= -O3 -march=native $(X86_FLAGS)
 CFLAGS += -std=gnu11 -ffp-contract=off -fopenmp -Wall -Wextra -Wno-unused-function -I.
 # x86-64 with AVX-512: gcc's 512-bit code for the matmul's partial sums ran ~5x slower than 256-bit
-# code (measured in bench/README.md), so ask for 256-bit vectors.
+# code (measured in test/bench/README.md), so ask for 256-bit vectors.
 X86_FLAGS := $(if $(filter x86_64,$(shell uname -m)),-mprefer-vector-width=256,)
 LDLIBS = -lm
 # GPU build: the same file through nvcc. sm_80 code plus PTX, which newer GPUs JIT-compile.
@@ -21,7 +21,7 @@ LDLIBS = -lm
 # (PERFORMANCE_NOTES.md: the warp-per-row GEMV ran as fast with -fmad=false).
 CUDA_ARCH ?= sm_80
 NVCCFLAGS ?= -O3 -arch=$(CUDA_ARCH) -fmad=false -I. -Xcompiler -Wall,-Wno-unused-function
-BENCH = bench/verify_cost
+BENCH = test/bench/verify_cost
 TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
@@ -115,24 +115,25 @@ cuda-tests: $(CUDA_TESTS)
 test-cuda: $(CUDA_TESTS)
 	@sh test/run_tests.sh $(CUDA_TESTS)
 
-# the benchmark tools; bench/bench.py runs them side by side (see bench/README.md)
-bench/%: bench/%.c selfspec.cu selfspec.h
+# the benchmark tools; test/bench/bench.py runs them side by side (see test/bench/README.md)
+test/bench/%: test/bench/%.c selfspec.cu selfspec.h
 	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
 
-# the benchmark tables of bench/README.md (bench/bench.py; SmolLM2 rows need get_smollm2.sh)
+# the benchmark tables of test/bench/README.md (test/bench/bench.py; SmolLM2 rows need
+# tiny_models/get_smollm2.sh)
 bench: selfspec $(BENCH)
-	$(PYTHON) bench/bench.py
+	$(PYTHON) test/bench/bench.py
 
-# the GPU benchmark in one table (see bench/README.md): builds ./selfspec-cuda and
-# bench/verify_cost_cuda, makes a random TinyLlama-shaped model if none is given, and compares
+# the GPU benchmark in one table (see test/bench/README.md): builds ./selfspec-cuda and
+# test/bench/verify_cost_cuda, makes a random TinyLlama-shaped model if none is given, and compares
 # with HF transformers on the same GPU when torch is there. Options: make bench-gpu BENCH_GPU_ARGS="..."
-bench/verify_cost_cuda: bench/verify_cost.c selfspec.cu selfspec.h
+test/bench/verify_cost_cuda: test/bench/verify_cost.c selfspec.cu selfspec.h
 	$(JSMN_CHECK)
 	$(NVCC) $(NVCCFLAGS) -x cu $< -o $@
 
-# the GPU benchmark table of bench/README.md (needs nvcc and an NVIDIA GPU)
-bench-gpu: selfspec-cuda bench/verify_cost_cuda
-	$(PYTHON) bench/bench_gpu.py $(BENCH_GPU_ARGS)
+# the GPU benchmark table of test/bench/README.md (needs nvcc and an NVIDIA GPU)
+bench-gpu: selfspec-cuda test/bench/verify_cost_cuda
+	$(PYTHON) test/bench/bench_gpu.py $(BENCH_GPU_ARGS)
 
 # self-speculative decoding with the default model (the trained KJV model in tiny_models/),
 # checked against plain decoding in the same run
@@ -149,5 +150,5 @@ help:
 
 # removes what the targets build, and best.json that the README's --save-skip example writes
 clean:
-	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%) $(BENCH) bench/verify_cost_cuda best.json
+	rm -f selfspec selfspec-cuda $(TESTS) test/*_cuda $(FUZZ_TARGETS:%=test/fuzz/fuzz_%) $(BENCH) test/bench/verify_cost_cuda best.json
 	rm -rf build

@@ -2,7 +2,7 @@
 """bench_gpu.py: the GPU build in one table (make bench-gpu).
 
 On one GPU, in one run:
-  1. the device's copy bandwidth (bench/verify_cost_cuda copies 1 GB on the device);
+  1. the device's copy bandwidth (test/bench/verify_cost_cuda copies 1 GB on the device);
   2. plain decoding tokens/s and effective GB/s (fp32 weight bytes x tokens/s: every weight is
      read once per token) of ./selfspec-cuda on kjv-12l and on a 1B model of TinyLlama's shape
      with random weights (22 layers, dim 2048, FFN 5632, GQA 32/4, vocab 2048: 3.9 GB fp32),
@@ -10,18 +10,19 @@ On one GPU, in one run:
   3. HF transformers `generate`, fp32, eager attention, greedy, on the same GPU and the same
      models (skipped, with a line saying why, without torch or CUDA);
   4. the cost of one pass over k = 1, 2, 4, 8, 16 tokens relative to one token, and of a draft
-     pass skipping half the sublayers (bench/verify_cost_cuda);
+     pass skipping half the sublayers (test/bench/verify_cost_cuda);
   5. every method's speedup over plain decoding with --compare on kjv-12l (and SmolLM2-135M when
      tiny_models/smollm2-135m exists), with measured / expected (SWIFT Eq. 6);
 and checks the targets of issue 13. Greedy outputs must be identical to plain decoding, or it stops.
 
-    python3 bench/bench_gpu.py [--model-1b DIR] [-n 128] [--repeats 3]
-    python3 bench/bench_gpu.py --cpu      # dry run of the whole script on the CPU build, tiny sizes
+    python3 test/bench/bench_gpu.py [--model-1b DIR] [-n 128] [--repeats 3]
+    python3 test/bench/bench_gpu.py --cpu      # dry run of the whole script on the CPU build, tiny sizes
 """
 import argparse, json, os, re, shutil, statistics, subprocess, sys, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
+BENCH = os.path.dirname(os.path.abspath(__file__))  # test/bench
+ROOT = os.path.dirname(os.path.dirname(BENCH))
+sys.path.insert(0, BENCH)
 import bench  # noqa: E402  (the CPU bench: its --compare runner and Eq. 6 are reused)
 
 # TinyLlama-1.1B's shape with kjv-12l's 2048-token vocabulary (its tokenizer is copied next to
@@ -66,7 +67,7 @@ def make_random_llama(out_dir, shape, seed=0):
     for f in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copy(os.path.join(kjv, f), out_dir)
     open(os.path.join(out_dir, "README.md"), "w").write(
-        "Random weights (bench/bench_gpu.py): TinyLlama's layer shapes, kjv-12l's tokenizer. Gibberish text.\n")
+        "Random weights (test/bench/bench_gpu.py): TinyLlama's layer shapes, kjv-12l's tokenizer. Gibberish text.\n")
 
 
 def run(cmd):
@@ -91,7 +92,7 @@ def plain_decoding(binary, model, prompts, n, repeats):
 
 
 def verify_cost(binary, model, repeats):
-    """(copy GB/s, {k: ratio to k = 1}, ms at k = 1, draft ratio) from bench/verify_cost."""
+    """(copy GB/s, {k: ratio to k = 1}, ms at k = 1, draft ratio) from test/bench/verify_cost."""
     out = run([binary, model, str(repeats)])
     copy = float(re.search(r"copy bandwidth.*?: ([0-9.]+) GB/s", out).group(1))
     ks = {int(m.group(1)): (float(m.group(2)), float(m.group(3)))
@@ -137,12 +138,12 @@ def main():
     ap.add_argument("--cpu", action="store_true", help="dry run on the CPU build (./selfspec) with a tiny random model")
     ap.add_argument("--no-hf", action="store_true", help="skip HF transformers")
     a = ap.parse_args()
-    binary, vc = ("./selfspec", "bench/verify_cost") if a.cpu else ("./selfspec-cuda", "bench/verify_cost_cuda")
+    binary, vc = ("./selfspec", "test/bench/verify_cost") if a.cpu else ("./selfspec-cuda", "test/bench/verify_cost_cuda")
     if a.cpu:
         os.environ.setdefault("OMP_NUM_THREADS", "1")  # a dry run: no OpenMP barriers on a busy machine
     for b in (binary, vc):
         if not os.path.exists(os.path.join(ROOT, b)):
-            sys.exit(f"bench_gpu: {b} is missing: run `make bench-gpu` (GPU) or `make selfspec bench/verify_cost` (--cpu)")
+            sys.exit(f"bench_gpu: {b} is missing: run `make bench-gpu` (GPU) or `make selfspec test/bench/verify_cost` (--cpu)")
     bench.BINARY = binary
     n = 16 if a.cpu else a.n
     repeats = 1 if a.cpu else a.repeats
@@ -185,7 +186,7 @@ def main():
                      f"draft skipping half: {draft:.2f}"))
     checks.append(("1B: a k=8 pass <= 1.5x a one-token pass", ks_big[8][1] <= 1.5, f"{ks_big[8][1]:.2f}x"))
 
-    dev_file = os.path.join(ROOT, "bench", "prompts", "dev.txt")
+    dev_file = os.path.join(BENCH, "prompts", "dev.txt")
     spec_models = [("kjv", kjv)]
     if os.path.exists(os.path.join(ROOT, bench.MODELS["smollm2"], "config.json")):
         spec_models.append(("smollm2", bench.MODELS["smollm2"]))

@@ -4,7 +4,7 @@
 Every ratio here is measured in one run on one machine, repeated, with the median reported:
   1. memory bandwidth (a numpy copy loop) and the bandwidth bound on plain decoding;
   2. plain decoding tokens/s: selfspec vs HF transformers generate (torch fp32, same threads);
-  3. the cost of verifying k tokens: bench/verify_cost (one pass over k tokens / k = 1);
+  3. the cost of verifying k tokens: test/bench/verify_cost (one pass over k tokens / k = 1);
   4. self-speculative decoding, greedy, every method vs plain decoding in the same process
      (selfspec --compare), on three prompt sets: acceptance, M, tokens/s, speedup,
      measured / expected (SWIFT Eq. 6), selection overhead, the layer map;
@@ -12,19 +12,20 @@ Every ratio here is measured in one run on one machine, repeated, with the media
      early-exit draft (assistant_early_exit) vs its own plain generate.
 
 Development tool only (needs torch/transformers for the peers); prints markdown tables.
-    python bench/bench.py [--threads 2] [--repeats 3] [--models kjv,smollm2] [--quick]
+    python test/bench/bench.py [--threads 2] [--repeats 3] [--models kjv,smollm2] [--quick]
 With --plots DIR it also draws the tables as PNG plots (needs matplotlib): the cost of a k-token
 pass against k, speedup against acceptance, and measured against expected speedup. With
 --from FILE it runs nothing and draws the plots from a results file it printed before:
-    python bench/bench.py --plots bench/plots --from bench/results-2026-11-21-2threads.md
+    python test/bench/bench.py --plots test/bench/plots --from test/bench/results-2026-11-21-2threads.md
 """
 import argparse, io, json, os, platform, re, statistics, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH = os.path.dirname(os.path.abspath(__file__))  # test/bench
+ROOT = os.path.dirname(os.path.dirname(BENCH))
 MODELS = {"kjv": "tiny_models/kjv-12l", "smollm2": "tiny_models/smollm2-135m"}
 SETS = ["kjv", "stories", "code"]
 # hand-picked drafts (static runs): the best of a few sets tried by hand with --compare on the
-# stories prompts (bench/README.md); SmolLM2-135M tolerates very little skipping
+# stories prompts (test/bench/README.md); SmolLM2-135M tolerates very little skipping
 HAND_PICKED = {"kjv": "attn:2,4,6,8,10 mlp:3,5,7,9", "smollm2": "attn:10,14,18,22"}
 
 
@@ -36,7 +37,7 @@ def run(cmd, env=None):
 
 
 def prompts_of(name):
-    with open(os.path.join(ROOT, "bench", "prompts", name + ".txt")) as f:
+    with open(os.path.join(BENCH, "prompts", name + ".txt")) as f:
         return [line.rstrip("\n").replace("\\n", "\n") for line in f if line.strip()]
 
 
@@ -109,7 +110,7 @@ def spec_methods(name, model, set_name, n, repeats, env, dev_file, iters):
     for label, extra in methods:
         speedups, rows = [], None
         for _ in range(repeats):
-            rs = selfspec_json(model, ["-f", os.path.join(ROOT, "bench", "prompts", set_name + ".txt"), "-n", str(n),
+            rs = selfspec_json(model, ["-f", os.path.join(BENCH, "prompts", set_name + ".txt"), "-n", str(n),
                                        "--compare"] + extra, env)
             spec_s = sum(r["decode_ms"] for r in rs)
             plain_s = sum(r["n_tokens"] / r["plain_tokens_per_s"] * 1000 for r in rs)
@@ -289,7 +290,7 @@ def main():
     print(f"# selfspec bench: {cpu}, {os.cpu_count()} cores, {a.threads} threads, {time.strftime('%Y-%m-%d')}\n")
     bw = bandwidth_gbs(5, a.threads)
     print(f"memory bandwidth (numpy copy, {a.threads} threads, read + write): {bw:.1f} GB/s\n")
-    dev_file = os.path.join(ROOT, "bench", "prompts", "dev.txt")
+    dev_file = os.path.join(BENCH, "prompts", "dev.txt")
     for name in a.models.split(","):
         model = MODELS[name]
         if not os.path.exists(os.path.join(ROOT, model, "config.json")):

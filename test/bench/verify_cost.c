@@ -2,7 +2,7 @@
 // Self-speculative decoding pays only if verifying k draft tokens costs far less than k
 // one-token passes: the matmul kernel reads each weight row once and reuses it for all k
 // tokens, so a memory-bound pass should cost about the same for small k.
-//   usage: bench/verify_cost MODEL_DIR [repeats]
+//   usage: test/bench/verify_cost MODEL_DIR [repeats]
 // Prints, for k = 1, 2, 4, 8, 16, the median time of a k-token pass at position 64 and its
 // ratio to k = 1, plus a one-token pass under a 50% skip set (the draft's cost coefficient).
 #define TESTING
