@@ -1862,18 +1862,20 @@ static int compare_prob_desc(const void *a, const void *b) {
 // whose mass reaches top_p, and renormalizes. scratch holds n ProbIndex.
 static void warp_probs(const float *logits, int n, float temperature, float top_p, float *probs,
                        ProbIndex *scratch) {
-    float max = logits[argmax(logits, n)], sum = 0.0f;
+    int top = argmax(logits, n);
+    float max = logits[top], sum = 0.0f;
     for (int i = 0; i < n; i++) {
         probs[i] = expf((logits[i] - max) / temperature);
         sum += probs[i];
     }
     for (int i = 0; i < n; i++) { probs[i] /= sum; }
     if (top_p >= 1.0f) { return; }
-    // a token below (1 - top_p) / (n - 1) can never be in the nucleus: sort only the others
+    // a token below (1 - top_p) / (n - 1) can never be in the nucleus: sort only the others. The
+    // most likely token always is: when every token is below the cutoff, it alone reaches top_p.
     float cutoff = (1.0f - top_p) / (float)(n - 1 > 0 ? n - 1 : 1);
     int m = 0;
     for (int i = 0; i < n; i++) {
-        if (probs[i] >= cutoff) {
+        if (probs[i] >= cutoff || i == top) {
             scratch[m].prob = probs[i];
             scratch[m].index = i;
             m++;

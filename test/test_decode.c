@@ -163,6 +163,19 @@ static void test_sampling_rule(void) {
     check(counts[0] == 0 && counts[6] == 0, "speculative sampling rule emitted a token with p = 0");
 }
 
+// Top-p keeps the smallest set of most likely tokens whose mass reaches top_p: never none. With
+// p = (.2, .3, .28, .22) and top-p .05 the nucleus is {1}, though every p is below the cutoff
+// (1 - .05) / 3 that spares the sort.
+static void test_top_p(void) {
+    float p[4] = {0.2f, 0.3f, 0.28f, 0.22f}, logits[4], probs[4];
+    ProbIndex scratch[4];
+    for (int i = 0; i < 4; i++) { logits[i] = logf(p[i]); }
+    warp_probs(logits, 4, 1.0f, 0.05f, probs, scratch);
+    check(probs[1] == 1.0f && sample_probs(probs, 4, 0.0f) == 1 && sample_probs(probs, 4, 0.99f) == 1,
+          "top-p 0.05 over (.2, .3, .28, .22): probs (%g, %g, %g, %g), want the nucleus {1}", probs[0], probs[1],
+          probs[2], probs[3]);
+}
+
 // End to end, the first three sampled tokens follow the model's exact joint distribution
 // P(t1, t2, t3) = p(t1 | prompt) p(t2 | prompt, t1) p(t3 | prompt, t1, t2). With max_new = 4 and
 // no draft exit, the round after t1 drafts two tokens d1, d2 (q rows 0 and 1) and t2, t3 come
@@ -346,6 +359,7 @@ static void test_edges(const char *dir) {
 int main(void) {
     test_gamma_rule();
     test_sampling_rule();
+    test_top_p();
     const char *dirs[] = {"tiny_models/llama2-tiny-random", "tiny_models/llama3-tiny-random"};
     for (int k = 0; k < 2; k++) {
         Model m;
