@@ -2454,6 +2454,11 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
         random_skip_set(&w->rng, L, 0, count, 1, L - 2, &cand);
     }
     double score = swift_matchness(m, seq, pos, w->p.window, &cand);
+    // Decision: Sec. 4.1.2 keeps the highest-scoring set, and a score is only comparable with one
+    // taken on the same tokens. The window slides (and the prompt changes), so the kept set is
+    // re-scored on this window before the comparison, one more draft pass per step; the official
+    // code instead scores every set on one fixed window per instance.
+    if (w->best_score >= 0) { w->best_score = swift_matchness(m, seq, pos, w->p.window, &w->best); }
     float v[GP_MAX_DIM];
     skip_to_vector(&cand, L, v);
     gp_add(&w->gp, v, score);

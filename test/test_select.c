@@ -460,6 +460,48 @@ static void test_swift_kappa(const char *dir) {
     free_model(&m);
 }
 
+// SWIFT Sec. 4.1.2 keeps the set with the highest matchness, compared on the same tokens: the
+// kept set's score was taken on an older window (here planted at 0.99, as a window where it
+// did well), so a step must re-score it on the current window before comparing. The kept set
+// skips every sublayer of layers 1..L-2 and scores low on this window; candidates skipping one
+// sublayer beat it, and the step must keep the first that does.
+static void test_swift_stale_score(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, seq[64], out[48], beaten = 0;
+    MethodParams mp = method_params_default();
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    GenStats gs;
+    Output o = output(out, 40, NULL, NULL, NULL);
+    int n = generate_plain(&m, prompt, 4, NULL, &greedy, &o, &gs);
+    memcpy(seq, prompt, sizeof(prompt));
+    memcpy(seq + 4, out, (size_t)n * sizeof(int));
+    int pos = 4 + n - 1;
+    Swift w;
+    swift_init(&w, &mp.swift, L, 3);
+    w.p.budget = 1.0f;
+    w.p.target = 1.01f; // never stops on the score
+    w.ratio = 1.0f / (2 * L); // candidates skip one sublayer
+    memset(&w.best, 0, sizeof(w.best));
+    for (int l = 1; l < L - 1; l++) { w.best.attn[l] = w.best.mlp[l] = 1; }
+    double kept = swift_matchness(&m, seq, pos, w.p.window, &w.best);
+    w.best_score = 0.99;
+    for (int step = 0; step < 8 && !beaten; step++) {
+        SkipSet before = w.best;
+        swift_step(&w, &m, seq, 4, pos);
+        double cand = w.gp.y[(w.gp.total - 1) % GP_WINDOW];
+        if (cand > kept) {
+            beaten = 1;
+            check(!same_set(&w.best, &before, L), "SWIFT: a candidate with matchness %.3f lost to the kept set, "
+                  "%.3f on this window (its stale score 0.99)", cand, kept);
+        }
+    }
+    check(beaten, "SWIFT stale score: no candidate beat the kept set's %.3f in 8 steps", kept);
+    gp_free(&w.gp);
+    free_model(&m);
+}
+
 // SWIFT's CPU budget: with the default 2% a step runs only while the steps so far took at most
 // 2% of the decoding time so far, so a run has far fewer steps than verifications, and the
 // time in steps exceeds 2% of the decoding time by about the last step at most.
@@ -535,6 +577,7 @@ int main(void) {
     test_swift_budget("tiny_models/llama2-tiny-random");
     test_swift_window("tiny_models/llama2-tiny-random");
     test_swift_kappa("tiny_models/llama2-tiny-random");
+    test_swift_stale_score("tiny_models/llama2-tiny-random");
     test_tree_mask();
     test_planted("tiny_models/llama2-tiny-random");
     test_asd_per_prompt("tiny_models/llama2-tiny-random");
