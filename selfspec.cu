@@ -3126,14 +3126,20 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         int capture = selector_wants_verify_capture(sel), next;
         int accepted = verify_draft(m, smp, k, pos, tree_params, capture, s, &next);
         st->verify_ms += lap_ms(&t);
-        // a leaf's row lies after the chain's k + 1 rows
-        st->leaf_accepts += tree_params && s->rows[accepted] > k;
         // emit the kept draft tokens, then the full model's token
-        for (int j = 0; j <= accepted && !done; j++) {
+        int emitted = 0;
+        for (int j = 0; j <= accepted && !done; j++, emitted++) {
             int token = j < accepted ? s->kept[j] : next;
             s->seq[pos + 1 + j] = token;
             done = emit(c, out, token, m->state.logits_host + (size_t)s->rows[j] * vocab);
         }
+        // a leaf's row lies after the chain's k + 1 rows; the leaf is the last kept token
+        st->leaf_accepts += tree_params && s->rows[accepted] > k && emitted >= accepted;
+        // Decision: an EOS among the kept drafts ends the output there. The round counts as if
+        // drafting had stopped before the EOS and the EOS were the round's own token, so every
+        // round emits accepted + 1 tokens and alpha, M (SWIFT Eq. 6), AR_e (Self-SD Eq. 2) and
+        // SWIFT's ratio rule count only what was emitted.
+        if (emitted <= accepted) { k = accepted = emitted - 1; }
         // the method may change the draft (CLaSp: a DP on the states of the last accepted token,
         // but not after the prompt's last round, whose set would never draft; SWIFT: its ratio)
         const float *h = capture && !done ? last_accepted_states(s, c, k, s->rows[accepted]) : NULL;

@@ -353,6 +353,17 @@ static void test_edges(const char *dir) {
     m.config.n_eos = 1;
     run_pair(&m, prompt, 3, 12, &identity, 12, "EOS inside an accepted draft", &n);
     check(n == first_at + 1, "EOS inside a draft: %d tokens, want %d", n, first_at + 1);
+    // and the statistics count only what was emitted: every round emits accepted + 1 tokens, and
+    // the drafts after the EOS are neither accepted nor drafted (alpha, M, AR_e, SWIFT's rule)
+    SpecParams all = {identity, 12, draft_exit_default()};
+    all.exit.mode = EXIT_NONE; // the first round drafts 10 tokens, all accepted, the EOS among them
+    Output eo = output(out, 12, NULL, NULL, NULL);
+    generate_spec(&m, prompt, 3, &all, NULL, &greedy, &eo, &st);
+    check(first_at >= 1 && st.rounds == 1, "EOS inside a draft: EOS at token %d, %d rounds: no draft held it",
+          first_at, st.rounds);
+    check(st.accepted + st.rounds == eo.n - 1 && st.accepted == st.drafted,
+          "EOS inside a draft: %d tokens emitted, %d of %d drafts counted accepted in %d rounds", eo.n, st.accepted,
+          st.drafted, st.rounds);
     free_model(&m);
 }
 
