@@ -5666,8 +5666,11 @@ static int decode_prompt(Model *m, const Tokenizer *tok, Options *o, Selector *s
     memset(&sink, 0, sizeof(sink));
     sink.tok = tok;
     sink.echo = !o->json;
+    // The continuation follows the prompt's text and keeps its leading space; after a prompt of
+    // special tokens only (-p "": BOS) it starts the text, whose leading space the decoder strips,
+    // as Hugging Face's decode and llama2.c's run.c do.
     decode_begin(&sink.ds);
-    sink.ds.at_start = 0; // the continuation follows the prompt: keep its leading space
+    for (int t = 0; t < n_prompt; t++) { sink.ds.at_start &= tok->tok[prompt[t]].special; }
     Sampler smp = {o->temperature, o->top_p, {0}};
     rng_seed(&smp.rng, (uint64_t)o->seed);
     Output tokens = output(out, o->n_new, NULL, on_token, &sink);
