@@ -176,6 +176,35 @@ static void test_top_p(void) {
           probs[2], probs[3]);
 }
 
+// The bonus token (all k drafts kept) comes from the warped p of row k, like every other token:
+// softmax(logits / T), then top-p. Logits log(.1, .2, .3, .4) at T = 0.5 give p ~ (.01, .04, .09,
+// .16); top-p .6 keeps {3, 2}: P(3) = .16 / .25 = .64, P(2) = .36, P(0) = P(1) = 0. Drawn 20000
+// times from verify_chain with k = 0 (row 0 is the bonus row); 5 sigma of P(3) is .017, so the
+// untempered p (P(3) .4, P(0) .1) or top-p without the temperature (P(3) .57) fails.
+static void test_bonus_token(void) {
+    float logits[4] = {logf(0.1f), logf(0.2f), logf(0.3f), logf(0.4f)};
+    Model m;
+    memset(&m, 0, sizeof(m));
+    m.config.vocab_size = 4;
+    m.state.logits_host = logits;
+    SpecScratch *s = build_spec_scratch(&m.config, 0, 1);
+    Sampler smp = {0.5f, 0.6f, {0}};
+    rng_seed(&smp.rng, 3);
+    long counts[4] = {0}, draws = 20000;
+    int kept = 0;
+    s->draft[0] = 0;
+    for (long d = 0; d < draws; d++) {
+        int next;
+        kept += verify_chain(&m, &smp, 0, s, &next);
+        counts[next >= 0 && next < 4 ? next : 0]++;
+    }
+    double p3 = (double)counts[3] / draws;
+    check(kept == 0 && counts[0] == 0 && counts[1] == 0 && fabs(p3 - 0.64) < 0.017,
+          "bonus token at T 0.5, top-p 0.6: counts (%ld, %ld, %ld, %ld) of %ld, want P(3) = .64, P(0) = P(1) = 0",
+          counts[0], counts[1], counts[2], counts[3], draws);
+    free_spec_scratch(s);
+}
+
 // End to end, the first three sampled tokens follow the model's exact joint distribution
 // P(t1, t2, t3) = p(t1 | prompt) p(t2 | prompt, t1) p(t3 | prompt, t1, t2). With max_new = 4 and
 // no draft exit, the round after t1 drafts two tokens d1, d2 (q rows 0 and 1) and t2, t3 come
@@ -371,6 +400,7 @@ int main(void) {
     test_gamma_rule();
     test_sampling_rule();
     test_top_p();
+    test_bonus_token();
     const char *dirs[] = {"tiny_models/llama2-tiny-random", "tiny_models/llama3-tiny-random"};
     for (int k = 0; k < 2; k++) {
         Model m;

@@ -67,6 +67,20 @@ static void test_tree_mask(void) {
     check(ok, "tree: tokens, depths or mask differ from the hand-drawn tree");
 }
 
+// ASD's structural rules (Sec. 3.2, Table 2: alpha .985, m 3, n 2) on L = 8 with C_l given:
+// attention l (1-based) goes when C_l >= alpha, attention and MLP of every 3rd layer (3, 6) go,
+// and nothing in the last 2 layers (7, 8), whatever C_l says.
+static void test_asd_rules(void) {
+    double c_l[8] = {0.99, 0.5, 0.5, 0.99, 0.5, 0.5, 0.99, 0.99};
+    MethodParams mp = method_params_default();
+    SkipSet s = select_asd(c_l, 8, &mp.asd);
+    char attn[SS_MAX_LAYERS + 1], mlp[SS_MAX_LAYERS + 1];
+    layer_map(&s, 8, attn, mlp);
+    check(mp.asd.every_m == 3 && mp.asd.keep_last_n == 2 && strcmp(attn, "X.XX.X..") == 0 &&
+              strcmp(mlp, "..X..X..") == 0,
+          "ASD rules, C_l (.99 .5 .5 .99 .5 .5 .99 .99): attn %s mlp %s, want X.XX.X.. and ..X..X..", attn, mlp);
+}
+
 static int compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
@@ -579,6 +593,7 @@ int main(void) {
     test_swift_kappa("tiny_models/llama2-tiny-random");
     test_swift_stale_score("tiny_models/llama2-tiny-random");
     test_tree_mask();
+    test_asd_rules();
     test_planted("tiny_models/llama2-tiny-random");
     test_asd_per_prompt("tiny_models/llama2-tiny-random");
     test_dp_vs_brute_force("tiny_models/llama2-tiny-random");
