@@ -253,6 +253,69 @@ static void test_dp_vs_brute_force(const char *dir) {
     free_model(&m);
 }
 
+// CLaSp's DP input (Sec. 3.4): the hidden states of the last accepted token, not of the round's
+// first token x. A run is cut so that its second round drafts nothing and ends it: the set it ends
+// with is the DP after round 1, which must equal select_clasp on the states of round 1's last
+// accepted token, recomputed by a full forward over the text. The test uses a prompt where round 1
+// accepted drafts and x's states give another set, so that feeding x's states would be seen.
+static void test_clasp_input(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, dim = m.config.dim, seen = 0, ok = 1;
+    float *h = (float *)malloc_check((size_t)2 * (2 * L + 1) * dim * sizeof(float));
+    for (int pi = 0; pi < 16 && !seen; pi++) {
+        int prompt[4] = {1, 5 + 3 * pi, 9, 11}, out[64], n_prompt = 4;
+        int accepted = -1;
+        for (int run = 0; run < 2; run++) {
+            MethodParams mp = method_params_default();
+            mp.clasp.interval = 1;
+            Selector sel;
+            selector_init(&sel, METHOD_CLASP, &mp, L, 1);
+            DraftExit none = draft_exit_default();
+            none.mode = EXIT_NONE;
+            SpecParams sp = selector_params(4, none);
+            Sampler greedy = {0.0f, 1.0f, {1}};
+            SpecStats st;
+            // run 0 learns round 1's accepted count; run 1 stops one token after round 1
+            Output o = output(out, run == 0 ? 20 : accepted + 3, NULL, NULL, NULL);
+            generate_spec(&m, prompt, n_prompt, &sp, &sel, &greedy, &o, &st);
+            selector_free(&sel);
+            if (run == 0) {
+                accepted = st.hist.accepted[0];
+                if (accepted == 0) { break; }
+                continue;
+            }
+            // the states of x (position n_prompt) and of the last accepted token (n_prompt + accepted)
+            int seq[64], idx[2] = {n_prompt, n_prompt + accepted};
+            memcpy(seq, prompt, sizeof(prompt));
+            memcpy(seq + n_prompt, out, (size_t)(accepted + 1) * sizeof(int));
+            Capture cap = {2, idx, h};
+            forward(&m, seq, n_prompt + accepted + 1, 0, NULL, NULL, &cap);
+            // (2L + 1, 2, dim) -> the two tokens' (2L + 1, dim) each, x's after the capture
+            float *tmp = (float *)malloc_check((size_t)2 * (2 * L + 1) * dim * sizeof(float));
+            for (int b = 0; b <= 2 * L; b++) {
+                for (int t = 0; t < 2; t++) {
+                    memcpy(tmp + ((size_t)t * (2 * L + 1) + b) * dim, h + ((size_t)b * 2 + t) * dim,
+                           (size_t)dim * sizeof(float));
+                }
+            }
+            memcpy(h, tmp, (size_t)2 * (2 * L + 1) * dim * sizeof(float));
+            free(tmp);
+            int M = (int)lround(mp.clasp.skip_ratio * L);
+            SkipSet from_x = select_clasp(&m, h, n_prompt, M);
+            SkipSet want = select_clasp(&m, h + (size_t)(2 * L + 1) * dim, n_prompt + accepted, M);
+            if (same_set(&from_x, &want, L)) { break; } // this prompt could not tell them apart
+            seen = 1;
+            ok = same_set(&sp.skip, &want, L);
+        }
+    }
+    check(seen, "CLaSp input: no prompt where round 1 accepted drafts and x's states give another set");
+    check(ok, "CLaSp input: the DP after round 1 did not use the last accepted token's states");
+    free(h);
+    free_model(&m);
+}
+
 // CLaSp Eq. 2 written out over the whole (L+1) x (M+1) table, one state through one layer at a
 // time: select_clasp's band (states that cannot reach (L, M) are left out) and its batching
 // must not change the answer.
@@ -598,6 +661,7 @@ int main(void) {
     test_asd_per_prompt("tiny_models/llama2-tiny-random");
     test_dp_vs_brute_force("tiny_models/llama2-tiny-random");
     test_dp_band("tiny_models/llama2-tiny-random");
+    test_clasp_input("tiny_models/kjv-12l");
     test_dp_band("tiny_models/llama3-tiny-random");
     test_methods_lossless("tiny_models/llama2-tiny-random");
     test_methods_lossless("tiny_models/llama3-tiny-random");
