@@ -3172,34 +3172,37 @@ typedef struct {
     const int *lengths;
     int n_prompts;
     int n_new;                 // tokens decoded per prompt
-    int max_draft;             // K of those decodings, whose draft exit is Self-SD's adaptive rule
+    int max_draft;             // K of those decodings
     int use_cost_model;        // 1: sublayers run per token (deterministic); 0: ms per token
     double (*fake)(void *ctx, const SkipSet *s); // tests: a synthetic objective, no decoding
     void *fake_ctx;
+    DraftExit exit;            // the run's draft exit (mode, gamma_0, alpha), from its start
+    Sampler sampler;           // the run's temperature, top-p and seed
 } Objective;
 
 // Set by the CLI's SIGINT handler: the searches stop at the next candidate and return the best
 // set so far.
 static volatile sig_atomic_t search_interrupted;
 
-// Self-SD's objective (Sec. 3.3): decode the dev prompts greedily with skip set s and the
-// adaptive draft exit, and measure the cost per generated token (lower is better); --objective
+// Self-SD's objective (Sec. 3.3): decode the dev prompts with skip set s and the decoder the run
+// uses (its K, draft exit and sampling), and measure the cost per generated token (lower is
+// better), so the set found is tuned for the decoder that will use it; --objective
 // time measures the paper's average inference time per verified token. The cost model counts
 // sublayers run: a pass costs its active sublayers whatever its token count, because each
 // weight is streamed once per pass (SWIFT Eq. 6's cost coefficient c = 1 - r assumes the same).
-// Every candidate is scored from gamma_0 on every dev prompt, so a score does not depend on the
-// order the candidates are tried in.
+// Every candidate is scored from gamma_0 and the same seed on every dev prompt, so a score does
+// not depend on the order the candidates are tried in.
 static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
     if (obj->fake) { return obj->fake(obj->fake_ctx, s); }
     int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
     uint64_t sub0 = m->state.n_sublayers;
     double t0 = time_ms(), tokens = 0;
     for (int k = 0; k < obj->n_prompts; k++) {
-        SpecParams sp = {*s, obj->max_draft, draft_exit_default()};
-        Sampler greedy = {0.0f, 1.0f, {1}};
+        SpecParams sp = {*s, obj->max_draft, obj->exit};
+        Sampler smp = obj->sampler;
         Output o = output(out, obj->n_new, NULL, NULL, NULL);
         SpecStats st;
-        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &greedy, &o, &st);
+        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &smp, &o, &st);
     }
     free(out);
     double cost = obj->use_cost_model ? (double)(m->state.n_sublayers - sub0) : time_ms() - t0;
@@ -5488,8 +5491,9 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
         ids[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
         lengths[k] = encode_prompt(tok, &m->config, texts[k], p->dev_tokens, ids[k], where, scored);
     }
-    Objective obj = {(const int *const *)ids, lengths, n_dev, p->dev_tokens, p->max_draft,
-                     o->cost_model, NULL, NULL};
+    Objective obj = {(const int *const *)ids, lengths, n_dev, p->dev_tokens, o->max_draft,
+                     o->cost_model, NULL, NULL, o->exit, {o->temperature, o->top_p, {0}}};
+    rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
     double t0 = time_ms();
     SkipSet best;
     signal(SIGINT, on_interrupt);

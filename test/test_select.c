@@ -159,7 +159,7 @@ static void test_planted(const char *dir) {
     // iterations (the space has 2^12 sets)
     const int *prompts[1] = {prompt};
     int lengths[1] = {12};
-    Objective obj = {prompts, lengths, 1, 24, 12, 1, NULL, NULL};
+    Objective obj = {prompts, lengths, 1, 24, 12, 1, NULL, NULL, draft_exit_default(), {0.0f, 1.0f, {1}}};
     MethodParams mp_bo = method_params_default();
     mp_bo.selfsd.iters = 150;
     SkipSet bo = select_selfsd(&m, &obj, &mp_bo.selfsd, 7, 0, NULL);
@@ -609,6 +609,69 @@ static void test_swift_budget(const char *dir) {
     free_model(&m);
 }
 
+// Self-SD Sec. 3.3 scores a set by decoding with it, so the search must decode as the run will:
+// with its K, draft exit (the whole DraftExit: mode, gamma_0, alpha), temperature, top-p and seed.
+// Under the cost model every candidate the search recorded must cost exactly what decoding with
+// those settings costs.
+static void test_selfsd_run_decoder(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    // logits x4: confident drafts, so K and alpha matter to the drafts' lengths
+    for (size_t i = 0; i < (size_t)m.config.vocab_size * m.config.dim; i++) { m.weights.lm_head[i] *= 4.0f; }
+    int prompt[6] = {1, 40, 41, 42, 43, 44}, out[64], checked = 0;
+    const char *what[3] = {"K 3", "exit fixed:0.3", "T 0.8, top-p 0.9"};
+    MethodParams mp = method_params_default();
+    mp.selfsd.iters = 4;
+    for (int r = 0; r < 3; r++) {
+        const int *prompts[1] = {prompt};
+        int lengths[1] = {6};
+        Objective obj = {prompts, lengths, 1, 24, 12, 1, NULL, NULL, draft_exit_default(), {0.0f, 1.0f, {1}}};
+        if (r == 0) { obj.max_draft = 3; }
+        if (r == 1) { obj.exit.mode = EXIT_FIXED; obj.exit.threshold = 0.3f; }
+        if (r == 2) { obj.sampler.temperature = 0.8f; obj.sampler.top_p = 0.9f; }
+        rng_seed(&obj.sampler.rng, 5);
+        SetHistory *h = (SetHistory *)calloc_check(1, sizeof(SetHistory));
+        select_selfsd(&m, &obj, &mp.selfsd, 7, 0, h);
+        for (int i = 0; i < h->n; i++) {
+            SpecParams sp = {h->set[i], obj.max_draft, obj.exit};
+            Sampler smp = obj.sampler;
+            Output o = output(out, 24, NULL, NULL, NULL);
+            SpecStats st;
+            uint64_t sub0 = m.state.n_sublayers;
+            int n = generate_spec(&m, prompt, 6, &sp, NULL, &smp, &o, &st);
+            float cost = (float)((double)(m.state.n_sublayers - sub0) / n);
+            checked += skip_count(&h->set[i], m.config.n_layers) > 0;
+            check(h->cost[i] == cost, "Self-SD search under %s: candidate %d cost %.4f, but decoding with those "
+                  "settings costs %.4f sublayers/token", what[r], i, h->cost[i], cost);
+        }
+        free(h);
+    }
+    check(checked >= 6, "Self-SD search: only %d non-empty candidates compared", checked);
+    free_model(&m);
+    // and the CLI hands the search the run's settings: the first proposal (the GP's after the
+    // empty set, the same set whatever the costs) must cost differently under -K 3 and -t 1.5
+    char tmp[64], args[512];
+    double cost[3];
+    snprintf(tmp, sizeof(tmp), "/tmp/selfspec-select-XXXXXX");
+    if (!check(mkdtemp(tmp) != NULL, "mkdtemp failed")) { return; }
+    const char *extra[3] = {"", "-K 3", "-t 1.5"};
+    for (int r = 0; r < 3; r++) {
+        char *out, *err;
+        snprintf(args, sizeof(args), "-m %s -n 4 --method selfsd --iters 2 --objective cost --exit none %s", dir,
+                 extra[r]);
+        run_selfspec(tmp, "OMP_NUM_THREADS=1", args, &out, &err);
+        const char *line = strstr(err, "selfsd iter   1 of 2: cost ");
+        cost[r] = line ? strtod(line + 27, NULL) : -1;
+        free(out); free(err);
+    }
+    check(cost[0] > 0 && cost[0] != cost[1] && cost[0] != cost[2],
+          "selfspec --method selfsd: the search's first candidate costs %g, with -K 3 %g, with -t 1.5 %g: the search "
+          "ignores the run's settings", cost[0], cost[1], cost[2]);
+    snprintf(args, sizeof(args), "rm -r %s", tmp);
+    if (system(args) != 0) { fprintf(stderr, "test_select: could not remove %s\n", tmp); }
+}
+
 // ---------------------------------------------------------------------------- the CLI's per-method choices
 
 // CLaSp Sec. 5.3.3 finds a fixed draft-exiting threshold near 0.7 best: --method clasp uses
@@ -666,5 +729,6 @@ int main(void) {
     test_methods_lossless("tiny_models/llama2-tiny-random");
     test_methods_lossless("tiny_models/llama3-tiny-random");
     test_cli_method_defaults();
+    test_selfsd_run_decoder("tiny_models/llama2-tiny-random");
     return test_summary("test_select");
 }
