@@ -154,6 +154,20 @@ static void test_planted(const char *dir) {
     SkipSet other;
     parse_skip_spec("attn:0,2 mlp:0,1,5", L, &other, err);
     check(swift_matchness(&m, seq, 12 + n - 1, 32, &other) < 1.0, "SWIFT matchness of a non-planted set is 1.0");
+    // SWIFT's search (Sec. 4.1.2) must find the planted set: candidates of round(r 2L) = 5
+    // sublayers in layers 1..L-2 (56 sets), scored on the same 32 tokens, until one beats 0.95
+    MethodParams mp_sw = method_params_default();
+    mp_sw.swift.skip_ratio = 5.0f / (2 * L);
+    mp_sw.swift.budget = 1.0f;
+    Swift w;
+    swift_init(&w, &mp_sw.swift, L, 11);
+    while (!w.done) { swift_step(&w, &m, seq, 12, 12 + n - 1); }
+    layer_map(&w.best, L, a_map, m_map);
+    check(same_set(&w.best, &planted, L) && w.best_score == 1.0 && w.steps > 1,
+          "SWIFT's search stopped after %d steps at attn %s mlp %s (matchness %.3f), not the planted set", w.steps,
+          a_map, m_map, w.best_score);
+    printf("  SWIFT's search found the planted set in %d steps\n", w.steps);
+    gp_free(&w.gp);
 
     // Self-SD: BO under the cost model finds a set containing the planted sublayers within 150
     // iterations (the space has 2^12 sets)
