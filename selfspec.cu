@@ -2510,12 +2510,11 @@ typedef struct {
     unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
 } DraftTree;
 
-static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts,
-                       int max_n) {
+static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts) {
     int n = 0;
     for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
     for (int j = 1; j <= k; j++) {
-        for (int a = 0; a < n_alts[j] && n < max_n; a++) {
+        for (int a = 0; a < n_alts[j]; a++) {
             tr->tokens[n] = alts[j * MAX_ALTS + a];
             tr->depth[n] = j;
             n++;
@@ -2532,14 +2531,14 @@ static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, 
 }
 
 // The draft's top alternatives to its top-1 token at one step: k - 1 next-best ids, k the tree
-// width of the first confidence level the step's confidence is above.
+// width of the first confidence level the step's confidence is above; at most max_alts.
 static int top_alternatives(const float *logits, int vocab, float confidence, const SwiftParams *p,
-                            int *alts) {
+                            int max_alts, int *alts) {
     int level = 0;
     while (level < 3 && confidence <= p->tree_confidence[level]) { level++; }
     int k = p->tree_width[level];
     int n = 0, top = argmax(logits, vocab);
-    for (int a = 0; a < k - 1 && a < MAX_ALTS; a++) { // selection by repeated scans: k <= 10
+    for (int a = 0; a < k - 1 && a < MAX_ALTS && a < max_alts; a++) { // repeated scans: k <= 10
         int best = -1;
         for (int i = 0; i < vocab; i++) {
             int used = i == top;
@@ -3004,9 +3003,16 @@ static int draft_limit(const Model *m, const SpecParams *sp, int k_cap, int pos,
 // skip set, stopping after a token whose confidence is below the exit threshold. The tokens go
 // to s->draft[1..], and, when sampling, each warped draft distribution q to s->q_rows. With a
 // tree (SWIFT), also each step's next-best tokens. Returns how many were drafted.
+// Decision: a tree is bounded as it is built, by the tokens one pass can hold (and the context
+// left): each depth adds its chain token and its alternatives, and at the depth where the room
+// runs out, that depth's alternatives are narrowed to what fits and no deeper depth is drafted.
+// Depths go before widths because verification reaches a shallow node at least as often as a
+// deeper one (SWIFT Sec. 4.2 gives no bound: its GPU passes take the whole tree).
 static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int pos, int k_max,
                         const SwiftParams *tree_params, SpecScratch *s) {
-    int vocab = m->config.vocab_size, k = 0;
+    int vocab = m->config.vocab_size, k = 0, leaves = 0;
+    int room = m->config.seq_len - pos < m->state.max_tokens ? m->config.seq_len - pos
+                                                             : m->state.max_tokens;
     s->draft[0] = x;
     while (k < k_max) {
         forward(m, &s->draft[k], 1, pos + k, &sp->skip, NULL, NULL);
@@ -3016,7 +3022,9 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
         k++;
         if (tree_params) {
             s->n_alts[k] = top_alternatives(logits, vocab, confidence, tree_params,
-                                            s->alts + k * MAX_ALTS);
+                                            room - 1 - k - leaves, s->alts + k * MAX_ALTS);
+            leaves += s->n_alts[k];
+            if (1 + k + leaves == room) { break; } // the tree [x, d1..dk, leaves] fills the pass
         }
         if (sp->exit.mode != EXIT_NONE && confidence < sp->exit.threshold) { break; }
     }
@@ -3063,9 +3071,7 @@ static int verify_draft(Model *m, Sampler *smp, int k, int pos, const SwiftParam
         forward(m, s->draft, k + 1, pos, NULL, NULL, capture ? &cap : NULL);
         return verify_chain(m, smp, k, s, next);
     }
-    int room = m->config.seq_len - pos < m->state.max_tokens ? m->config.seq_len - pos
-                                                             : m->state.max_tokens;
-    build_tree(&s->tree, s->draft, k, s->alts, s->n_alts, room);
+    build_tree(&s->tree, s->draft, k, s->alts, s->n_alts);
     TokenTree tt = {s->tree.depth, s->tree.mask};
     forward(m, s->tree.tokens, s->tree.n, pos, NULL, &tt, capture ? &cap : NULL);
     return verify_tree(m, &s->tree, k, pos, s->kept, next, s->rows);

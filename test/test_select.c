@@ -52,7 +52,7 @@ static void test_tree_mask(void) {
     DraftTree tr;
     int draft[3] = {100, 101, 102}, alts[3 * 16], n_alts[3] = {0, 2, 1};
     alts[16] = 201; alts[17] = 202; alts[32] = 301;
-    build_tree(&tr, draft, 2, alts, n_alts, 64);
+    build_tree(&tr, draft, 2, alts, n_alts);
     int want_tokens[6] = {100, 101, 102, 201, 202, 301}, want_depth[6] = {0, 1, 2, 1, 1, 2};
     unsigned char want_mask[36] = {
         1, 0, 0, 0, 0, 0,   // x
@@ -65,6 +65,50 @@ static void test_tree_mask(void) {
     for (int t = 0; ok && t < 6; t++) { ok = tr.tokens[t] == want_tokens[t] && tr.depth[t] == want_depth[t]; }
     for (int t = 0; ok && t < 36; t++) { ok = tr.mask[(t / 6) * 6 + t % 6] == want_mask[t]; }
     check(ok, "tree: tokens, depths or mask differ from the hand-drawn tree");
+}
+
+// SWIFT's tree is bounded where it is built: with no draft exit and K = 63, every depth's
+// alternatives (2 to 9 of them) would make a tree of hundreds of tokens. Drafting must stop
+// where the tree fills the 64-token pass, only the last depth narrowed; and decoding at that
+// bound stays lossless.
+static void test_tree_bound(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, row, leaves = 0, full = 1;
+    SwiftParams sw = method_params_default().swift;
+    SpecParams sp = selector_params(MAX_DRAFT, draft_exit_default());
+    sp.skip = alternate_layers(L);
+    sp.exit.mode = EXIT_NONE;
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    SpecScratch *s = build_spec_scratch(&m.config, MAX_DRAFT, 64);
+    prefill(&m, prompt, 4, NULL, NULL, &row);
+    int x = argmax(m.state.logits_host + (size_t)row * m.config.vocab_size, m.config.vocab_size);
+    int k = draft_tokens(&m, &sp, &greedy, x, 4, MAX_DRAFT, &sw, s);
+    for (int j = 1; j <= k; j++) {
+        leaves += s->n_alts[j];
+        full &= j == k || s->n_alts[j] >= sw.tree_width[0] - 1;
+    }
+    check(1 + k + leaves == MAX_PASS_TOKENS && k < MAX_DRAFT && full, "SWIFT tree: %d drafts and %d leaves make %d "
+          "tokens (the pass holds %d), inner depths at full width: %d", k, leaves, 1 + k + leaves, MAX_PASS_TOKENS, full);
+    free_spec_scratch(s);
+    // decoding at the bound: the same tokens as plain greedy decoding
+    int a[64], b[64];
+    GenStats gs;
+    SpecStats st;
+    Output oa = output(a, 48, NULL, NULL, NULL), ob = output(b, 48, NULL, NULL, NULL);
+    generate_plain(&m, prompt, 4, NULL, &greedy, &oa, &gs);
+    MethodParams mp = method_params_default();
+    mp.swift.window = 1000; // no optimization: the tree of the starting set only
+    Selector sel;
+    selector_init(&sel, METHOD_SWIFT, &mp, L, 1);
+    sp = selector_params(MAX_DRAFT, draft_exit_default());
+    sp.exit.mode = EXIT_NONE;
+    generate_spec(&m, prompt, 4, &sp, &sel, &greedy, &ob, &st);
+    check(oa.n == ob.n && memcmp(a, b, (size_t)oa.n * sizeof(int)) == 0 && st.drafted > 0,
+          "SWIFT tree at the bound: output differs from plain greedy decoding (%d drafted)", st.drafted);
+    selector_free(&sel);
+    free_model(&m);
 }
 
 // ASD's structural rules (Sec. 3.2, Table 2: alpha .985, m 3, n 2) on L = 8 with C_l given:
@@ -733,6 +777,7 @@ int main(void) {
     test_swift_kappa("tiny_models/llama2-tiny-random");
     test_swift_stale_score("tiny_models/llama2-tiny-random");
     test_tree_mask();
+    test_tree_bound("tiny_models/llama2-tiny-random");
     test_asd_rules();
     test_planted("tiny_models/llama2-tiny-random");
     test_asd_per_prompt("tiny_models/llama2-tiny-random");
