@@ -2839,6 +2839,7 @@ typedef struct {
     int rounds;        // verification passes
     int drafted;       // draft tokens proposed
     int accepted;      // draft tokens accepted
+    long skipped;      // over the draft tokens, the sublayers each one's set skipped
     double draft_ms;   // time in draft forwards
     double verify_ms;  // time in verification forwards
     double select_ms;  // time choosing layers (layer-selection methods), search_ms included
@@ -2852,12 +2853,14 @@ typedef struct {
     int longest_draft; // the most draft tokens any round proposed
 } SpecStats;
 
-// One round into the statistics: k drafted, accepted of them, under the exit threshold
-// drafted_under, which the round's update moved to threshold.
-static void record_round(SpecStats *st, int k, int accepted, float drafted_under, float threshold) {
+// One round into the statistics: k drafted by a set skipping `skipped` sublayers, accepted of
+// them, under the exit threshold drafted_under, which the round's update moved to threshold.
+static void record_round(SpecStats *st, int k, int accepted, int skipped, float drafted_under,
+                         float threshold) {
     st->rounds++;
     st->drafted += k;
     st->accepted += accepted;
+    st->skipped += (long)k * skipped;
     st->threshold_sum += threshold;
     if (k > st->longest_draft) { st->longest_draft = k; }
     RoundHistory *h = &st->hist;
@@ -3128,6 +3131,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         // draft k tokens with the skip set, then verify them with the full model in one pass
         int k_max = draft_limit(m, sp, k_cap, pos, out);
         int k = draft_tokens(m, sp, smp, x, pos, k_max, tree_params, s);
+        int skipped = skip_count(&sp->skip, c->n_layers); // the set may change after verifying
         st->draft_ms += lap_ms(&t);
         int capture = selector_wants_verify_capture(sel), next;
         int accepted = verify_draft(m, smp, k, pos, tree_params, capture, s, &next);
@@ -3154,7 +3158,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
         float drafted_under = sp->exit.threshold;
         draft_exit_update(&sp->exit, accepted, k, k == k_cap);
-        record_round(st, k, accepted, drafted_under, sp->exit.threshold);
+        record_round(st, k, accepted, skipped, drafted_under, sp->exit.threshold);
         pos += accepted + 1;
         x = next;
     }
@@ -4629,7 +4633,9 @@ static double tokens_per_s(int n, double ms) { return ms > 0 ? n / (ms / 1e3) : 
 
 // The numbers a report prints for one prompt's run, derived from its statistics once.
 typedef struct {
-    double skip_ratio;       // r: fraction of the 2L sublayers skipped
+    double skip_ratio;       // r: fraction of the 2L sublayers skipped, a mean over the draft
+                             // tokens, as Eq. 6's drafting cost sums them (SWIFT and CLaSp
+                             // change sets); the last set's when nothing was drafted
     double acceptance;       // alpha: accepted / drafted
     double mean_accepted;    // M: tokens emitted per verification (accepted + 1)
     double expected_speedup; // SWIFT Eq. 6 (1 for plain decoding)
@@ -4638,7 +4644,8 @@ typedef struct {
 static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_layers,
                                 int speculative) {
     RunSummary r;
-    r.skip_ratio = (double)skip_count(skip, n_layers) / (2.0 * n_layers);
+    r.skip_ratio = st->drafted > 0 ? (double)st->skipped / st->drafted / (2.0 * n_layers)
+                                   : (double)skip_count(skip, n_layers) / (2.0 * n_layers);
     r.acceptance = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
     r.mean_accepted = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
     double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;

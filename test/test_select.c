@@ -637,6 +637,42 @@ static void test_swift_stale_score(const char *dir) {
     free_model(&m);
 }
 
+// SWIFT Eq. 6's skip ratio r is the one the drafts were drafted with: CLaSp drafts its first
+// rounds with alternate_layers (4 of 12 sublayers) and later ones with the DP's (6 of 12), so
+// the r reported is the mean over the draft tokens of their set's ratio, not the last set's.
+static void test_eq6_skip_ratio(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, out[64], counts = 0, last = -1;
+    MethodParams mp = method_params_default();
+    mp.clasp.interval = 3;
+    Selector sel;
+    selector_init(&sel, METHOD_CLASP, &mp, L, 1);
+    SpecParams sp = selector_params(12, draft_exit_default());
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    SpecStats *st = (SpecStats *)calloc_check(1, sizeof(SpecStats));
+    Output o = output(out, 48, NULL, NULL, NULL);
+    generate_spec(&m, prompt, 4, &sp, &sel, &greedy, &o, st);
+    double skipped = 0; // over the rounds: drafts x the sublayers of the set in use at that round
+    for (int r = 0, i = 0; r < st->hist.n; r++) {
+        while (i + 1 < st->sets.n && st->sets.at[i + 1] <= r) { i++; }
+        int count = skip_count(&st->sets.set[i], L);
+        counts += st->hist.drafted[r] > 0 && count != last;
+        if (st->hist.drafted[r] > 0) { last = count; }
+        skipped += st->hist.drafted[r] * count;
+    }
+    RunSummary sum = summarize_run(st, &sp.skip, L, 1);
+    double want = skipped / st->drafted / (2.0 * L);
+    check(counts >= 2 && st->rounds == st->hist.n, "Eq. 6: the drafts used %d skip counts in %d rounds", counts,
+          st->rounds);
+    check(fabs(sum.skip_ratio - want) < 1e-12, "Eq. 6: skip ratio %.4f, the drafts were drafted at %.4f on average",
+          sum.skip_ratio, want);
+    free(st);
+    selector_free(&sel);
+    free_model(&m);
+}
+
 // SWIFT's CPU budget: with the default 2% a step runs only while the steps so far took at most
 // 2% of the decoding time so far, so a run has far fewer steps than verifications, and the
 // time in steps exceeds 2% of the decoding time by about the last step at most.
@@ -776,6 +812,7 @@ int main(void) {
     test_swift_window("tiny_models/llama2-tiny-random");
     test_swift_kappa("tiny_models/llama2-tiny-random");
     test_swift_stale_score("tiny_models/llama2-tiny-random");
+    test_eq6_skip_ratio("tiny_models/llama2-tiny-random");
     test_tree_mask();
     test_tree_bound("tiny_models/llama2-tiny-random");
     test_asd_rules();
