@@ -2428,12 +2428,12 @@ static SkipSet uniform_skip_set(int n_layers, int count) {
 // the best set carries over to later prompts. Restarting would need a shift detector the paper
 // does not define.
 // Decision on cost (CPU): the paper runs a step before every decoding step and reports the
-// steps at 0.8% of the time (Fig. 6), amortized over 1000 instances, with one 32-token draft
-// pass costing about one decoding step on a GPU. On the CPU that pass is compute-bound and
-// costs several decoding steps, so a step runs only if the steps so far plus this one (priced
-// at the last step's time) stay within `p.budget` of the decoding time so far (--swift-budget,
-// default 0.02; 1 restores the paper's schedule). The first step always runs. Fig. 8a's knobs
-// S and beta trade the same optimization against speed.
+// steps at 0.8% of the time (Fig. 6), amortized over 1000 instances. A step's draft passes over
+// gamma tokens are compute-bound on the CPU, where a decoding step streams the weights once for
+// one token, so each pass costs several decoding steps: a step runs only if the steps so far
+// plus this one (priced at the last step's time) stay within `p.budget` of the decoding time so
+// far (--swift-budget, default 0.02; 1 restores the paper's schedule). The first step always
+// runs. Fig. 8a's knobs S and beta trade the same optimization against speed.
 // Context accumulation (Sec. 4.1.1): no step until gamma = `p.window` LLM-generated tokens of this
 // prompt sit in the cache (seq[n_prompt .. pos-1]; seq[pos] is not run yet), so Eq. 3 scores
 // generated tokens only, never the prompt; until then the draft is the best set so far (at first
