@@ -4633,9 +4633,7 @@ static double tokens_per_s(int n, double ms) { return ms > 0 ? n / (ms / 1e3) : 
 
 // The numbers a report prints for one prompt's run, derived from its statistics once.
 typedef struct {
-    double skip_ratio;       // r: fraction of the 2L sublayers skipped, a mean over the draft
-                             // tokens, as Eq. 6's drafting cost sums them (SWIFT and CLaSp
-                             // change sets); the last set's when nothing was drafted
+    double skip_ratio;       // fraction of the 2L sublayers the last set skips
     double acceptance;       // alpha: accepted / drafted
     double mean_accepted;    // M: tokens emitted per verification (accepted + 1)
     double expected_speedup; // SWIFT Eq. 6 (1 for plain decoding)
@@ -4644,12 +4642,15 @@ typedef struct {
 static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_layers,
                                 int speculative) {
     RunSummary r;
-    r.skip_ratio = st->drafted > 0 ? (double)st->skipped / st->drafted / (2.0 * n_layers)
-                                   : (double)skip_count(skip, n_layers) / (2.0 * n_layers);
+    r.skip_ratio = (double)skip_count(skip, n_layers) / (2.0 * n_layers);
     r.acceptance = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
     r.mean_accepted = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
     double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;
-    r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, r.skip_ratio,
+    // Eq. 6's r is the one the drafts were drafted with (SWIFT and CLaSp change sets): a mean over
+    // the draft tokens, as the drafting cost sums them; the last set's when nothing was drafted
+    double drafted_r = st->drafted > 0 ? (double)st->skipped / st->drafted / (2.0 * n_layers)
+                                       : r.skip_ratio;
+    r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, drafted_r,
                                                         drafts_per_round)
                                      : 1.0;
     return r;
