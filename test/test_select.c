@@ -90,7 +90,8 @@ static void test_tree_bound(const char *dir) {
         full &= j == k || s->n_alts[j] >= sw.tree_width[0] - 1;
     }
     check(1 + k + leaves == MAX_PASS_TOKENS && k < MAX_DRAFT && full, "SWIFT tree: %d drafts and %d leaves make %d "
-          "tokens (the pass holds %d), inner depths at full width: %d", k, leaves, 1 + k + leaves, MAX_PASS_TOKENS, full);
+          "tokens (the pass holds %d), inner depths at full width: %d", k, leaves, 1 + k + leaves, MAX_PASS_TOKENS,
+          full);
     free_spec_scratch(s);
     // decoding at the bound: the same tokens as plain greedy decoding
     int a[64], b[64];
