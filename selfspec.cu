@@ -2904,7 +2904,8 @@ static DraftExit draft_exit_default(void) {
 //   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
 //   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
 // Decisions where the paper is silent: like the official code, gamma stays put when the draft
-// hit K with AR above target (lowering it further could not lengthen drafts, only let it drift).
+// hit its limit (K, or the context or tokens left) with AR above target (lowering it further
+// could not lengthen drafts, only let it drift).
 // Like the official notebooks, gamma carries over to the next prompt of a run; unlike the
 // official code, AR does too (the code restarts AR at 0 in every call, which pushes gamma up at
 // the start of every prompt).
@@ -3157,7 +3158,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         st->select_ms += lap_ms(&t);
         // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
         float drafted_under = sp->exit.threshold;
-        draft_exit_update(&sp->exit, accepted, k, k == k_cap);
+        draft_exit_update(&sp->exit, accepted, k, k == k_max);
         record_round(st, k, accepted, skipped, drafted_under, sp->exit.threshold);
         pos += accepted + 1;
         x = next;

@@ -396,6 +396,17 @@ static void test_edges(const char *dir) {
     check(st.accepted + st.rounds == eo.n - 1 && st.accepted == st.drafted,
           "EOS inside a draft: %d tokens emitted, %d of %d drafts counted accepted in %d rounds", eo.n, st.accepted,
           st.drafted, st.rounds);
+    // a draft cut by the tokens left (-n 8: 6 drafts, not K = 12) hit its limit as much as one at K:
+    // all accepted (AR 1 above alpha), gamma must stay put (Self-SD's rule), not drift down and
+    // carry the drift to the next prompt
+    m.config.n_eos = 0;
+    SpecParams cut = {identity, 12, draft_exit_default()};
+    cut.exit.threshold = 0.0f; // no confidence stops the draft
+    Output co = output(out, 8, NULL, NULL, NULL);
+    generate_spec(&m, prompt, 3, &cut, NULL, &greedy, &co, &st);
+    check(st.rounds == 1 && st.hist.drafted[0] == 6 && st.accepted == st.drafted && cut.exit.threshold == 0.0f,
+          "draft at the tokens left: %d rounds, %d drafted first, %d of %d accepted, gamma 0 -> %g", st.rounds,
+          st.hist.drafted[0], st.accepted, st.drafted, cut.exit.threshold);
     free_model(&m);
 }
 
