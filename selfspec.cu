@@ -1863,18 +1863,20 @@ static int compare_prob_desc(const void *a, const void *b) {
 // whose mass reaches top_p, and renormalizes. scratch holds n ProbIndex.
 static void warp_probs(const float *logits, int n, float temperature, float top_p, float *probs,
                        ProbIndex *scratch) {
-    float max = logits[argmax(logits, n)], sum = 0.0f;
+    int top = argmax(logits, n);
+    float max = logits[top], sum = 0.0f;
     for (int i = 0; i < n; i++) {
         probs[i] = expf((logits[i] - max) / temperature);
         sum += probs[i];
     }
     for (int i = 0; i < n; i++) { probs[i] /= sum; }
     if (top_p >= 1.0f) { return; }
-    // a token below (1 - top_p) / (n - 1) can never be in the nucleus: sort only the others
+    // a token below (1 - top_p) / (n - 1) can never be in the nucleus: sort only the others. The
+    // most likely token always is: when every token is below the cutoff, it alone reaches top_p.
     float cutoff = (1.0f - top_p) / (float)(n - 1 > 0 ? n - 1 : 1);
     int m = 0;
     for (int i = 0; i < n; i++) {
-        if (probs[i] >= cutoff) {
+        if (probs[i] >= cutoff || i == top) {
             scratch[m].prob = probs[i];
             scratch[m].index = i;
             m++;
@@ -2427,12 +2429,12 @@ static SkipSet uniform_skip_set(int n_layers, int count) {
 // the best set carries over to later prompts. Restarting would need a shift detector the paper
 // does not define.
 // Decision on cost (CPU): the paper runs a step before every decoding step and reports the
-// steps at 0.8% of the time (Fig. 6), amortized over 1000 instances, with one 32-token draft
-// pass costing about one decoding step on a GPU. On the CPU that pass is compute-bound and
-// costs several decoding steps, so a step runs only if the steps so far plus this one (priced
-// at the last step's time) stay within `p.budget` of the decoding time so far (--swift-budget,
-// default 0.02; 1 restores the paper's schedule). The first step always runs. Fig. 8a's knobs
-// S and beta trade the same optimization against speed.
+// steps at 0.8% of the time (Fig. 6), amortized over 1000 instances. A step's draft passes over
+// gamma tokens are compute-bound on the CPU, where a decoding step streams the weights once for
+// one token, so each pass costs several decoding steps: a step runs only if the steps so far
+// plus this one (priced at the last step's time) stay within `p.budget` of the decoding time so
+// far (--swift-budget, default 0.02; 1 restores the paper's schedule). The first step always
+// runs. Fig. 8a's knobs S and beta trade the same optimization against speed.
 // Context accumulation (Sec. 4.1.1): no step until gamma = `p.window` LLM-generated tokens of this
 // prompt sit in the cache (seq[n_prompt .. pos-1]; seq[pos] is not run yet), so Eq. 3 scores
 // generated tokens only, never the prompt; until then the draft is the best set so far (at first
@@ -2453,6 +2455,11 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
         random_skip_set(&w->rng, L, 0, count, 1, L - 2, &cand);
     }
     double score = swift_matchness(m, seq, pos, w->p.window, &cand);
+    // Decision: Sec. 4.1.2 keeps the highest-scoring set, and a score is only comparable with one
+    // taken on the same tokens. The window slides (and the prompt changes), so the kept set is
+    // re-scored on this window before the comparison, one more draft pass per step; the official
+    // code instead scores every set on one fixed window per instance.
+    if (w->best_score >= 0) { w->best_score = swift_matchness(m, seq, pos, w->p.window, &w->best); }
     float v[GP_MAX_DIM];
     skip_to_vector(&cand, L, v);
     gp_add(&w->gp, v, score);
@@ -2504,12 +2511,11 @@ typedef struct {
     unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
 } DraftTree;
 
-static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts,
-                       int max_n) {
+static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts) {
     int n = 0;
     for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
     for (int j = 1; j <= k; j++) {
-        for (int a = 0; a < n_alts[j] && n < max_n; a++) {
+        for (int a = 0; a < n_alts[j]; a++) {
             tr->tokens[n] = alts[j * MAX_ALTS + a];
             tr->depth[n] = j;
             n++;
@@ -2526,14 +2532,14 @@ static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, 
 }
 
 // The draft's top alternatives to its top-1 token at one step: k - 1 next-best ids, k the tree
-// width of the first confidence level the step's confidence is above.
+// width of the first confidence level the step's confidence is above; at most max_alts.
 static int top_alternatives(const float *logits, int vocab, float confidence, const SwiftParams *p,
-                            int *alts) {
+                            int max_alts, int *alts) {
     int level = 0;
     while (level < 3 && confidence <= p->tree_confidence[level]) { level++; }
     int k = p->tree_width[level];
     int n = 0, top = argmax(logits, vocab);
-    for (int a = 0; a < k - 1 && a < MAX_ALTS; a++) { // selection by repeated scans: k <= 10
+    for (int a = 0; a < k - 1 && a < MAX_ALTS && a < max_alts; a++) { // repeated scans: k <= 10
         int best = -1;
         for (int i = 0; i < vocab; i++) {
             int used = i == top;
@@ -2836,6 +2842,7 @@ typedef struct {
     int rounds;        // verification passes
     int drafted;       // draft tokens proposed
     int accepted;      // draft tokens accepted
+    long skipped;      // over the draft tokens, the sublayers each one's set skipped
     double draft_ms;   // time in draft forwards
     double verify_ms;  // time in verification forwards
     double select_ms;  // time choosing layers (layer-selection methods), search_ms included
@@ -2849,14 +2856,16 @@ typedef struct {
     int longest_draft; // the most draft tokens any round proposed
 } SpecStats;
 
-// One round into the statistics: k drafted, accepted of them, under the exit threshold
-// drafted_under, which the round's update moved to threshold; confidence: the last draft token's
-// top-1 probability, the one the exit rule compared with drafted_under.
-static void record_round(SpecStats *st, int k, int accepted, float drafted_under, float threshold,
-                         float confidence) {
+// One round into the statistics: k drafted by a set skipping `skipped` sublayers, accepted of
+// them, under the exit threshold drafted_under, which the round's update moved to threshold;
+// confidence: the last draft token's top-1 probability, the one the exit rule compared with
+// drafted_under.
+static void record_round(SpecStats *st, int k, int accepted, int skipped, float drafted_under,
+                         float threshold, float confidence) {
     st->rounds++;
     st->drafted += k;
     st->accepted += accepted;
+    st->skipped += (long)k * skipped;
     st->threshold_sum += threshold;
     if (k > st->longest_draft) { st->longest_draft = k; }
     RoundHistory *h = &st->hist;
@@ -2901,7 +2910,8 @@ static DraftExit draft_exit_default(void) {
 //   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
 //   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
 // Decisions where the paper is silent: like the official code, gamma stays put when the draft
-// hit K with AR above target (lowering it further could not lengthen drafts, only let it drift).
+// hit its limit (K, or the context or tokens left) with AR above target (lowering it further
+// could not lengthen drafts, only let it drift).
 // Like the official notebooks, gamma carries over to the next prompt of a run; unlike the
 // official code, AR does too (the code restarts AR at 0 in every call, which pushes gamma up at
 // the start of every prompt).
@@ -3004,9 +3014,16 @@ static int draft_limit(const Model *m, const SpecParams *sp, int k_cap, int pos,
 // skip set, stopping after a token whose confidence is below the exit threshold. The tokens go
 // to s->draft[1..], and, when sampling, each warped draft distribution q to s->q_rows. With a
 // tree (SWIFT), also each step's next-best tokens. Returns how many were drafted.
+// Decision: a tree is bounded as it is built, by the tokens one pass can hold (and the context
+// left): each depth adds its chain token and its alternatives, and at the depth where the room
+// runs out, that depth's alternatives are narrowed to what fits and no deeper depth is drafted.
+// Depths go before widths because verification reaches a shallow node at least as often as a
+// deeper one (SWIFT Sec. 4.2 gives no bound: its GPU passes take the whole tree).
 static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int pos, int k_max,
                         const SwiftParams *tree_params, SpecScratch *s) {
-    int vocab = m->config.vocab_size, k = 0;
+    int vocab = m->config.vocab_size, k = 0, leaves = 0;
+    int room = m->config.seq_len - pos < m->state.max_tokens ? m->config.seq_len - pos
+                                                             : m->state.max_tokens;
     s->draft[0] = x;
     while (k < k_max) {
         forward(m, &s->draft[k], 1, pos + k, &sp->skip, NULL, NULL);
@@ -3017,7 +3034,9 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
         k++;
         if (tree_params) {
             s->n_alts[k] = top_alternatives(logits, vocab, confidence, tree_params,
-                                            s->alts + k * MAX_ALTS);
+                                            room - 1 - k - leaves, s->alts + k * MAX_ALTS);
+            leaves += s->n_alts[k];
+            if (1 + k + leaves == room) { break; } // the tree [x, d1..dk, leaves] fills the pass
         }
         if (sp->exit.mode != EXIT_NONE && confidence < sp->exit.threshold) { break; }
     }
@@ -3064,9 +3083,7 @@ static int verify_draft(Model *m, Sampler *smp, int k, int pos, const SwiftParam
         forward(m, s->draft, k + 1, pos, NULL, NULL, capture ? &cap : NULL);
         return verify_chain(m, smp, k, s, next);
     }
-    int room = m->config.seq_len - pos < m->state.max_tokens ? m->config.seq_len - pos
-                                                             : m->state.max_tokens;
-    build_tree(&s->tree, s->draft, k, s->alts, s->n_alts, room);
+    build_tree(&s->tree, s->draft, k, s->alts, s->n_alts);
     TokenTree tt = {s->tree.depth, s->tree.mask};
     forward(m, s->tree.tokens, s->tree.n, pos, NULL, &tt, capture ? &cap : NULL);
     return verify_tree(m, &s->tree, k, pos, s->kept, next, s->rows);
@@ -3123,18 +3140,25 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         // draft k tokens with the skip set, then verify them with the full model in one pass
         int k_max = draft_limit(m, sp, k_cap, pos, out);
         int k = draft_tokens(m, sp, smp, x, pos, k_max, tree_params, s);
+        int skipped = skip_count(&sp->skip, c->n_layers); // the set may change after verifying
         st->draft_ms += lap_ms(&t);
         int capture = selector_wants_verify_capture(sel), next;
         int accepted = verify_draft(m, smp, k, pos, tree_params, capture, s, &next);
         st->verify_ms += lap_ms(&t);
-        // a leaf's row lies after the chain's k + 1 rows
-        st->leaf_accepts += tree_params && s->rows[accepted] > k;
         // emit the kept draft tokens, then the full model's token
-        for (int j = 0; j <= accepted && !done; j++) {
+        int emitted = 0;
+        for (int j = 0; j <= accepted && !done; j++, emitted++) {
             int token = j < accepted ? s->kept[j] : next;
             s->seq[pos + 1 + j] = token;
             done = emit(c, out, token, m->state.logits_host + (size_t)s->rows[j] * vocab);
         }
+        // a leaf's row lies after the chain's k + 1 rows; the leaf is the last kept token
+        st->leaf_accepts += tree_params && s->rows[accepted] > k && emitted >= accepted;
+        // Decision: an EOS among the kept drafts ends the output there. The round counts as if
+        // drafting had stopped before the EOS and the EOS were the round's own token, so every
+        // round emits accepted + 1 tokens and alpha, M (SWIFT Eq. 6), AR_e (Self-SD Eq. 2) and
+        // SWIFT's ratio rule count only what was emitted.
+        if (emitted <= accepted) { k = accepted = emitted - 1; }
         // the method may change the draft (CLaSp: a DP on the states of the last accepted token,
         // but not after the prompt's last round, whose set would never draft; SWIFT: its ratio)
         const float *h = capture && !done ? last_accepted_states(s, c, k, s->rows[accepted]) : NULL;
@@ -3142,8 +3166,8 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         st->select_ms += lap_ms(&t);
         // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
         float drafted_under = sp->exit.threshold;
-        draft_exit_update(&sp->exit, accepted, k, k == k_cap);
-        record_round(st, k, accepted, drafted_under, sp->exit.threshold, s->confidence);
+        draft_exit_update(&sp->exit, accepted, k, k == k_max);
+        record_round(st, k, accepted, skipped, drafted_under, sp->exit.threshold, s->confidence);
         pos += accepted + 1;
         x = next;
     }
@@ -3167,34 +3191,37 @@ typedef struct {
     const int *lengths;
     int n_prompts;
     int n_new;                 // tokens decoded per prompt
-    int max_draft;             // K of those decodings, whose draft exit is Self-SD's adaptive rule
+    int max_draft;             // K of those decodings
     int use_cost_model;        // 1: sublayers run per token (deterministic); 0: ms per token
     double (*fake)(void *ctx, const SkipSet *s); // tests: a synthetic objective, no decoding
     void *fake_ctx;
+    DraftExit exit;            // the run's draft exit (mode, gamma_0, alpha), from its start
+    Sampler sampler;           // the run's temperature, top-p and seed
 } Objective;
 
 // Set by the CLI's SIGINT handler: the searches stop at the next candidate and return the best
 // set so far.
 static volatile sig_atomic_t search_interrupted;
 
-// Self-SD's objective (Sec. 3.3): decode the dev prompts greedily with skip set s and the
-// adaptive draft exit, and measure the cost per generated token (lower is better); --objective
+// Self-SD's objective (Sec. 3.3): decode the dev prompts with skip set s and the decoder the run
+// uses (its K, draft exit and sampling), and measure the cost per generated token (lower is
+// better), so the set found is tuned for the decoder that will use it; --objective
 // time measures the paper's average inference time per verified token. The cost model counts
 // sublayers run: a pass costs its active sublayers whatever its token count, because each
 // weight is streamed once per pass (SWIFT Eq. 6's cost coefficient c = 1 - r assumes the same).
-// Every candidate is scored from gamma_0 on every dev prompt, so a score does not depend on the
-// order the candidates are tried in.
+// Every candidate is scored from gamma_0 and the same seed on every dev prompt, so a score does
+// not depend on the order the candidates are tried in.
 static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
     if (obj->fake) { return obj->fake(obj->fake_ctx, s); }
     int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
     uint64_t sub0 = m->state.n_sublayers;
     double t0 = time_ms(), tokens = 0;
     for (int k = 0; k < obj->n_prompts; k++) {
-        SpecParams sp = {*s, obj->max_draft, draft_exit_default()};
-        Sampler greedy = {0.0f, 1.0f, {1}};
+        SpecParams sp = {*s, obj->max_draft, obj->exit};
+        Sampler smp = obj->sampler;
         Output o = output(out, obj->n_new, NULL, NULL, NULL);
         SpecStats st;
-        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &greedy, &o, &st);
+        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &smp, &o, &st);
     }
     free(out);
     double cost = obj->use_cost_model ? (double)(m->state.n_sublayers - sub0) : time_ms() - t0;
@@ -4615,7 +4642,8 @@ static double tokens_per_s(int n, double ms) { return ms > 0 ? n / (ms / 1e3) : 
 
 // The numbers a report prints for one prompt's run, derived from its statistics once.
 typedef struct {
-    double skip_ratio;       // r: fraction of the 2L sublayers skipped
+    double skip_ratio;       // fraction of the 2L sublayers the last set skips
+    double draft_cost;       // Eq. 6's c = 1 - r, r the mean over the draft tokens' sets
     double acceptance;       // alpha: accepted / drafted
     double mean_accepted;    // M: tokens emitted per verification (accepted + 1)
     double expected_speedup; // SWIFT Eq. 6 (1 for plain decoding)
@@ -4628,7 +4656,12 @@ static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_
     r.acceptance = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
     r.mean_accepted = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
     double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;
-    r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, r.skip_ratio,
+    // Eq. 6's r is the one the drafts were drafted with (SWIFT and CLaSp change sets): a mean over
+    // the draft tokens, as the drafting cost sums them; the last set's when nothing was drafted
+    double drafted_r = st->drafted > 0 ? (double)st->skipped / st->drafted / (2.0 * n_layers)
+                                       : r.skip_ratio;
+    r.draft_cost = 1.0 - drafted_r;
+    r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, drafted_r,
                                                         drafts_per_round)
                                      : 1.0;
     return r;
@@ -4781,7 +4814,7 @@ static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, 
         fprintf(f,
                 "<text x=\"12\" y=\"%.1f\" class=\"costs\">in plain steps: a draft pass %.2f, a "
                 "verify pass %.2f (Eq. 6 takes %.2f and 1); these predict %.2fx</text>\n",
-                y + 86, pc.draft, pc.verify, 1 - ratio, pc.predicted);
+                y + 86, pc.draft, pc.verify, sum.draft_cost, pc.predicted);
     }
     double ym = y + 112;
     for (int l = 0; l < L; l++) {
@@ -5639,8 +5672,9 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
         ids[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
         lengths[k] = encode_prompt(tok, &m->config, texts[k], p->dev_tokens, ids[k], where, scored);
     }
-    Objective obj = {(const int *const *)ids, lengths, n_dev, p->dev_tokens, p->max_draft,
-                     o->cost_model, NULL, NULL};
+    Objective obj = {(const int *const *)ids, lengths, n_dev, p->dev_tokens, o->max_draft,
+                     o->cost_model, NULL, NULL, o->exit, {o->temperature, o->top_p, {0}}};
+    rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
     double t0 = time_ms();
     SkipSet best;
     signal(SIGINT, on_interrupt);
@@ -5809,7 +5843,7 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
         if (st->rounds > 0) {
             fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f "
                     "(Eq. 6 takes %.2f and 1): these alone predict %.2fx\n",
-                    pc.draft, pc.verify, 1 - sum.skip_ratio, pc.predicted);
+                    pc.draft, pc.verify, sum.draft_cost, pc.predicted);
         }
     }
 }
@@ -5838,8 +5872,11 @@ static int decode_prompt(Model *m, const Tokenizer *tok, Options *o, Selector *s
     memset(&sink, 0, sizeof(sink));
     sink.tok = tok;
     sink.echo = !o->json;
+    // The continuation follows the prompt's text and keeps its leading space; after a prompt of
+    // special tokens only (-p "": BOS) it starts the text, whose leading space the decoder strips,
+    // as Hugging Face's decode and llama2.c's run.c do.
     decode_begin(&sink.ds);
-    sink.ds.at_start = 0; // the continuation follows the prompt: keep its leading space
+    for (int t = 0; t < n_prompt; t++) { sink.ds.at_start &= tok->tok[prompt[t]].special; }
     Sampler smp = {o->temperature, o->top_p, {0}};
     rng_seed(&smp.rng, (uint64_t)o->seed);
     Output tokens = output(out, o->n_new, NULL, on_token, &sink);

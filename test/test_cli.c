@@ -129,6 +129,31 @@ static void test_json_lines(void) {
     free(out); free(err);
 }
 
+// An empty prompt (-p "": BOS only): the continuation starts the text, so the decoder strips its
+// leading space, as Hugging Face's decode and llama2.c's run.c do (" And" -> "And"), both in
+// --json and on stdout. The first token must carry that space for the test to see anything.
+static void test_empty_prompt(void) {
+    char err_buf[SS_ERR_LEN], *out, *err;
+    int rc = run("", "-p \"\" -n 4 --json", &out, &err);
+    Json j;
+    check(rc == 0 && json_parse(&j, out, strlen(out), "--json", err_buf) == 0, "-p \"\" --json: exit %d: %s", rc, err);
+    if (rc != 0) { free(out); free(err); return; }
+    long long first = -1;
+    size_t n;
+    int ids = json_get(&j, 0, "tokens"), t = json_get(&j, 0, "text");
+    json_int(&j, json_at(&j, ids, 0), 0, 1 << 30, &first);
+    char *text = json_string(&j, t, &n);
+    Tokenizer *tok = build_tokenizer("tiny_models/kjv-12l/tokenizer.json", err_buf);
+    check(tok != NULL && first >= 0 && first < tok->vocab_size && strncmp(tok->tok[first].text, "\xE2\x96\x81", 3) == 0,
+          "-p \"\": the first token (%lld) does not begin with a space: the test sees nothing", first);
+    check(n > 0 && text[0] != ' ', "-p \"\" --json: the text keeps its leading space: \"%s\"", text);
+    free(text); json_free(&j); free(out); free(err);
+    if (tok) { free_tokenizer(tok); }
+    rc = run("", "-p \"\" -n 4", &out, &err);
+    check(rc == 0 && out[0] != '\0' && out[0] != ' ', "-p \"\": stdout keeps the leading space: \"%s\"", out);
+    free(out); free(err);
+}
+
 // SWIFT Eq. 6 when every draft is rejected: drafting costs time, so less than 1x.
 static void test_expected_speedup(void) {
     check(expected_speedup(1.0, 0.0, 0.5, 2.0) == 0.5, "Eq. 6 at alpha 0, c 0.5, 2 drafts per round = %g, want 0.5",
@@ -163,7 +188,7 @@ static void test_selfsd_noise(void) {
     char err[SS_ERR_LEN];
     if (build_model(&m, RANDOM_MODEL, 64, err)) { check(0, "%s", err); return; }
     NoisyClock clock = {0};
-    Objective obj = {NULL, NULL, 0, 0, 12, 0, noisy_cost, &clock};
+    Objective obj = {NULL, NULL, 0, 0, 12, 0, noisy_cost, &clock, draft_exit_default(), {0.0f, 1.0f, {1}}};
     MethodParams mp = method_params_default();
     mp.selfsd.iters = 40;
     SkipSet best = select_selfsd(&m, &obj, &mp.selfsd, 5, 0, NULL);
@@ -316,6 +341,7 @@ int main(void) {
     test_help_and_compare();
     test_json_lines();
     test_method_notes();
+    test_empty_prompt();
     test_expected_speedup();
     test_selfsd_noise();
     test_selfsd_progress();

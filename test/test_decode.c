@@ -163,6 +163,48 @@ static void test_sampling_rule(void) {
     check(counts[0] == 0 && counts[6] == 0, "speculative sampling rule emitted a token with p = 0");
 }
 
+// Top-p keeps the smallest set of most likely tokens whose mass reaches top_p: never none. With
+// p = (.2, .3, .28, .22) and top-p .05 the nucleus is {1}, though every p is below the cutoff
+// (1 - .05) / 3 that spares the sort.
+static void test_top_p(void) {
+    float p[4] = {0.2f, 0.3f, 0.28f, 0.22f}, logits[4], probs[4];
+    ProbIndex scratch[4];
+    for (int i = 0; i < 4; i++) { logits[i] = logf(p[i]); }
+    warp_probs(logits, 4, 1.0f, 0.05f, probs, scratch);
+    check(probs[1] == 1.0f && sample_probs(probs, 4, 0.0f) == 1 && sample_probs(probs, 4, 0.99f) == 1,
+          "top-p 0.05 over (.2, .3, .28, .22): probs (%g, %g, %g, %g), want the nucleus {1}", probs[0], probs[1],
+          probs[2], probs[3]);
+}
+
+// The bonus token (all k drafts kept) comes from the warped p of row k, like every other token:
+// softmax(logits / T), then top-p. Logits log(.1, .2, .3, .4) at T = 0.5 give p ~ (.01, .04, .09,
+// .16); top-p .6 keeps {3, 2}: P(3) = .16 / .25 = .64, P(2) = .36, P(0) = P(1) = 0. Drawn 20000
+// times from verify_chain with k = 0 (row 0 is the bonus row); 5 sigma of P(3) is .017, so the
+// untempered p (P(3) .4, P(0) .1) or top-p without the temperature (P(3) .57) fails.
+static void test_bonus_token(void) {
+    float logits[4] = {logf(0.1f), logf(0.2f), logf(0.3f), logf(0.4f)};
+    Model m;
+    memset(&m, 0, sizeof(m));
+    m.config.vocab_size = 4;
+    m.state.logits_host = logits;
+    SpecScratch *s = build_spec_scratch(&m.config, 0, 1);
+    Sampler smp = {0.5f, 0.6f, {0}};
+    rng_seed(&smp.rng, 3);
+    long counts[4] = {0}, draws = 20000;
+    int kept = 0;
+    s->draft[0] = 0;
+    for (long d = 0; d < draws; d++) {
+        int next;
+        kept += verify_chain(&m, &smp, 0, s, &next);
+        counts[next >= 0 && next < 4 ? next : 0]++;
+    }
+    double p3 = (double)counts[3] / draws;
+    check(kept == 0 && counts[0] == 0 && counts[1] == 0 && fabs(p3 - 0.64) < 0.017,
+          "bonus token at T 0.5, top-p 0.6: counts (%ld, %ld, %ld, %ld) of %ld, want P(3) = .64, P(0) = P(1) = 0",
+          counts[0], counts[1], counts[2], counts[3], draws);
+    free_spec_scratch(s);
+}
+
 // End to end, the first three sampled tokens follow the model's exact joint distribution
 // P(t1, t2, t3) = p(t1 | prompt) p(t2 | prompt, t1) p(t3 | prompt, t1, t2). With max_new = 4 and
 // no draft exit, the round after t1 drafts two tokens d1, d2 (q rows 0 and 1) and t2, t3 come
@@ -206,13 +248,14 @@ static void test_sampling_end_to_end(Model *m, float temperature, float top_p, i
     MethodParams mp = method_params_default();
     mp.swift.window = 1;      // SWIFT: optimize from the first generated token on, so a step runs
     mp.swift.budget = 1.0f;   // before the round after a rejection of d1 (no timing)
-    mp.swift.max_steps = 40;
+    mp.swift.max_steps = mp.swift.patience = 1 << 30; // and never stop: a step in every seed
+    mp.swift.target = 2.0f;
     mp.swift.skip_ratio = 0.1f; // candidates skip 1 sublayer, starting from the static set: drafts
     mp.clasp.interval = 1;    // CLaSp: a DP after every verification
     Selector sel;
     selector_init(&sel, method, &mp, m->config.n_layers, 3);
     sel.swift.best = *skip;   // get accepted, so both d1 and d2 are judged
-    long multi = 0, both = 0, drafted = 0, selections = 0;
+    long multi = 0, both = 0, drafted = 0, selections = 0, changed = 0;
     for (long seed = 0; seed < seeds; seed++) {
         SpecParams sp;
         sp.skip = *skip;
@@ -233,17 +276,19 @@ static void test_sampling_end_to_end(Model *m, float temperature, float top_p, i
         both += st.rounds == 1 && st.accepted == 2;  // d1 and d2 both kept
         drafted += st.drafted;
         selections += st.selections;
+        changed += st.sets.total > 1; // the method changed the draft between two rounds
     }
     int df;
     double ratio = chi2_ratio(counts, prob, (int)(pair_base + (long)n_pairs * V), seeds, &df);
     const char *name = method_name(method);
     printf("  sampling %s T=%.1f top-p %.2f: joint of 3 tokens (%d pairs exact), %ld seeds, 2 drafts in %ld, both kept "
-           "in %ld, %ld selections: chi-square / critical(1e-3, df %d) = %.3f\n", name, temperature, top_p, n_pairs,
-           seeds, multi, both, selections, df, ratio);
+           "in %ld, %ld selections, the draft changed in %ld: chi-square / critical(1e-3, df %d) = %.3f\n", name, temperature, top_p, n_pairs,
+           seeds, multi, both, selections, changed, df, ratio);
     check(drafted > 0 && multi > seeds / 2 && both > 0, "sampling %s T=%.1f: %ld drafted, %ld seeds with two drafts in "
           "a round, %ld with both kept: the multi-token path went untested", name, temperature, drafted, multi, both);
-    check(method == METHOD_STATIC || method == METHOD_ASD || selections > 0,
-          "sampling %s T=%.1f: no layer selection ran during decoding", name, temperature);
+    check(method == METHOD_STATIC || method == METHOD_ASD || (selections > seeds / 2 && changed > seeds / 100),
+          "sampling %s T=%.1f: %ld layer selections in %ld seeds, the draft changed within %ld: the selection "
+          "went untested", name, temperature, selections, seeds, changed);
     check(df >= 10, "sampling %s T=%.1f: only %d degrees of freedom, the test would be weak", name, temperature, df);
     check(ratio < 1.0, "sampling %s T=%.1f top-p %.2f: self-speculative samples do not follow the model (chi2 ratio %.3f)",
           name, temperature, top_p, ratio);
@@ -340,12 +385,36 @@ static void test_edges(const char *dir) {
     m.config.n_eos = 1;
     run_pair(&m, prompt, 3, 12, &identity, 12, "EOS inside an accepted draft", &n);
     check(n == first_at + 1, "EOS inside a draft: %d tokens, want %d", n, first_at + 1);
+    // and the statistics count only what was emitted: every round emits accepted + 1 tokens, and
+    // the drafts after the EOS are neither accepted nor drafted (alpha, M, AR_e, SWIFT's rule)
+    SpecParams all = {identity, 12, draft_exit_default()};
+    all.exit.mode = EXIT_NONE; // the first round drafts 10 tokens, all accepted, the EOS among them
+    Output eo = output(out, 12, NULL, NULL, NULL);
+    generate_spec(&m, prompt, 3, &all, NULL, &greedy, &eo, &st);
+    check(first_at >= 1 && st.rounds == 1, "EOS inside a draft: EOS at token %d, %d rounds: no draft held it",
+          first_at, st.rounds);
+    check(st.accepted + st.rounds == eo.n - 1 && st.accepted == st.drafted,
+          "EOS inside a draft: %d tokens emitted, %d of %d drafts counted accepted in %d rounds", eo.n, st.accepted,
+          st.drafted, st.rounds);
+    // a draft cut by the tokens left (-n 8: 6 drafts, not K = 12) hit its limit as much as one at K:
+    // all accepted (AR 1 above alpha), gamma must stay put (Self-SD's rule), not drift down and
+    // carry the drift to the next prompt
+    m.config.n_eos = 0;
+    SpecParams cut = {identity, 12, draft_exit_default()};
+    cut.exit.threshold = 0.0f; // no confidence stops the draft
+    Output co = output(out, 8, NULL, NULL, NULL);
+    generate_spec(&m, prompt, 3, &cut, NULL, &greedy, &co, &st);
+    check(st.rounds == 1 && st.hist.drafted[0] == 6 && st.accepted == st.drafted && cut.exit.threshold == 0.0f,
+          "draft at the tokens left: %d rounds, %d drafted first, %d of %d accepted, gamma 0 -> %g", st.rounds,
+          st.hist.drafted[0], st.accepted, st.drafted, cut.exit.threshold);
     free_model(&m);
 }
 
 int main(void) {
     test_gamma_rule();
     test_sampling_rule();
+    test_top_p();
+    test_bonus_token();
     const char *dirs[] = {"tiny_models/llama2-tiny-random", "tiny_models/llama3-tiny-random"};
     for (int k = 0; k < 2; k++) {
         Model m;

@@ -52,7 +52,7 @@ static void test_tree_mask(void) {
     DraftTree tr;
     int draft[3] = {100, 101, 102}, alts[3 * 16], n_alts[3] = {0, 2, 1};
     alts[16] = 201; alts[17] = 202; alts[32] = 301;
-    build_tree(&tr, draft, 2, alts, n_alts, 64);
+    build_tree(&tr, draft, 2, alts, n_alts);
     int want_tokens[6] = {100, 101, 102, 201, 202, 301}, want_depth[6] = {0, 1, 2, 1, 1, 2};
     unsigned char want_mask[36] = {
         1, 0, 0, 0, 0, 0,   // x
@@ -65,6 +65,65 @@ static void test_tree_mask(void) {
     for (int t = 0; ok && t < 6; t++) { ok = tr.tokens[t] == want_tokens[t] && tr.depth[t] == want_depth[t]; }
     for (int t = 0; ok && t < 36; t++) { ok = tr.mask[(t / 6) * 6 + t % 6] == want_mask[t]; }
     check(ok, "tree: tokens, depths or mask differ from the hand-drawn tree");
+}
+
+// SWIFT's tree is bounded where it is built: with no draft exit and K = 63, every depth's
+// alternatives (2 to 9 of them) would make a tree of hundreds of tokens. Drafting must stop
+// where the tree fills the 64-token pass, only the last depth narrowed; and decoding at that
+// bound stays lossless.
+static void test_tree_bound(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, row, leaves = 0, full = 1;
+    SwiftParams sw = method_params_default().swift;
+    SpecParams sp = selector_params(MAX_DRAFT, draft_exit_default());
+    sp.skip = alternate_layers(L);
+    sp.exit.mode = EXIT_NONE;
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    SpecScratch *s = build_spec_scratch(&m.config, MAX_DRAFT, 64);
+    prefill(&m, prompt, 4, NULL, NULL, &row);
+    int x = argmax(m.state.logits_host + (size_t)row * m.config.vocab_size, m.config.vocab_size);
+    int k = draft_tokens(&m, &sp, &greedy, x, 4, MAX_DRAFT, &sw, s);
+    for (int j = 1; j <= k; j++) {
+        leaves += s->n_alts[j];
+        full &= j == k || s->n_alts[j] >= sw.tree_width[0] - 1;
+    }
+    check(1 + k + leaves == MAX_PASS_TOKENS && k < MAX_DRAFT && full, "SWIFT tree: %d drafts and %d leaves make %d "
+          "tokens (the pass holds %d), inner depths at full width: %d", k, leaves, 1 + k + leaves, MAX_PASS_TOKENS,
+          full);
+    free_spec_scratch(s);
+    // decoding at the bound: the same tokens as plain greedy decoding
+    int a[64], b[64];
+    GenStats gs;
+    SpecStats st;
+    Output oa = output(a, 48, NULL, NULL, NULL), ob = output(b, 48, NULL, NULL, NULL);
+    generate_plain(&m, prompt, 4, NULL, &greedy, &oa, &gs);
+    MethodParams mp = method_params_default();
+    mp.swift.window = 1000; // no optimization: the tree of the starting set only
+    Selector sel;
+    selector_init(&sel, METHOD_SWIFT, &mp, L, 1);
+    sp = selector_params(MAX_DRAFT, draft_exit_default());
+    sp.exit.mode = EXIT_NONE;
+    generate_spec(&m, prompt, 4, &sp, &sel, &greedy, &ob, &st);
+    check(oa.n == ob.n && memcmp(a, b, (size_t)oa.n * sizeof(int)) == 0 && st.drafted > 0,
+          "SWIFT tree at the bound: output differs from plain greedy decoding (%d drafted)", st.drafted);
+    selector_free(&sel);
+    free_model(&m);
+}
+
+// ASD's structural rules (Sec. 3.2, Table 2: alpha .985, m 3, n 2) on L = 8 with C_l given:
+// attention l (1-based) goes when C_l >= alpha, attention and MLP of every 3rd layer (3, 6) go,
+// and nothing in the last 2 layers (7, 8), whatever C_l says.
+static void test_asd_rules(void) {
+    double c_l[8] = {0.99, 0.5, 0.5, 0.99, 0.5, 0.5, 0.99, 0.99};
+    MethodParams mp = method_params_default();
+    SkipSet s = select_asd(c_l, 8, &mp.asd);
+    char attn[SS_MAX_LAYERS + 1], mlp[SS_MAX_LAYERS + 1];
+    layer_map(&s, 8, attn, mlp);
+    check(mp.asd.every_m == 3 && mp.asd.keep_last_n == 2 && strcmp(attn, "X.XX.X..") == 0 &&
+              strcmp(mlp, "..X..X..") == 0,
+          "ASD rules, C_l (.99 .5 .5 .99 .5 .5 .99 .99): attn %s mlp %s, want X.XX.X.. and ..X..X..", attn, mlp);
 }
 
 static int compare_double(const void *a, const void *b) {
@@ -140,12 +199,26 @@ static void test_planted(const char *dir) {
     SkipSet other;
     parse_skip_spec("attn:0,2 mlp:0,1,5", L, &other, err);
     check(swift_matchness(&m, seq, 12 + n - 1, 32, &other) < 1.0, "SWIFT matchness of a non-planted set is 1.0");
+    // SWIFT's search (Sec. 4.1.2) must find the planted set: candidates of round(r 2L) = 5
+    // sublayers in layers 1..L-2 (56 sets), scored on the same 32 tokens, until one beats 0.95
+    MethodParams mp_sw = method_params_default();
+    mp_sw.swift.skip_ratio = 5.0f / (2 * L);
+    mp_sw.swift.budget = 1.0f;
+    Swift w;
+    swift_init(&w, &mp_sw.swift, L, 11);
+    while (!w.done) { swift_step(&w, &m, seq, 12, 12 + n - 1); }
+    layer_map(&w.best, L, a_map, m_map);
+    check(same_set(&w.best, &planted, L) && w.best_score == 1.0 && w.steps > 1,
+          "SWIFT's search stopped after %d steps at attn %s mlp %s (matchness %.3f), not the planted set", w.steps,
+          a_map, m_map, w.best_score);
+    printf("  SWIFT's search found the planted set in %d steps\n", w.steps);
+    gp_free(&w.gp);
 
     // Self-SD: BO under the cost model finds a set containing the planted sublayers within 150
     // iterations (the space has 2^12 sets)
     const int *prompts[1] = {prompt};
     int lengths[1] = {12};
-    Objective obj = {prompts, lengths, 1, 24, 12, 1, NULL, NULL};
+    Objective obj = {prompts, lengths, 1, 24, 12, 1, NULL, NULL, draft_exit_default(), {0.0f, 1.0f, {1}}};
     MethodParams mp_bo = method_params_default();
     mp_bo.selfsd.iters = 150;
     SkipSet bo = select_selfsd(&m, &obj, &mp_bo.selfsd, 7, 0, NULL);
@@ -236,6 +309,69 @@ static void test_dp_vs_brute_force(const char *dir) {
     check(beat_median == cases, "CLaSp DP fell below the median skip set in %d of %d cases", cases - beat_median, cases);
     free(h);
     free(row);
+    free_model(&m);
+}
+
+// CLaSp's DP input (Sec. 3.4): the hidden states of the last accepted token, not of the round's
+// first token x. A run is cut so that its second round drafts nothing and ends it: the set it ends
+// with is the DP after round 1, which must equal select_clasp on the states of round 1's last
+// accepted token, recomputed by a full forward over the text. The test uses a prompt where round 1
+// accepted drafts and x's states give another set, so that feeding x's states would be seen.
+static void test_clasp_input(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, dim = m.config.dim, seen = 0, ok = 1;
+    float *h = (float *)malloc_check((size_t)2 * (2 * L + 1) * dim * sizeof(float));
+    for (int pi = 0; pi < 16 && !seen; pi++) {
+        int prompt[4] = {1, 5 + 3 * pi, 9, 11}, out[64], n_prompt = 4;
+        int accepted = -1;
+        for (int run = 0; run < 2; run++) {
+            MethodParams mp = method_params_default();
+            mp.clasp.interval = 1;
+            Selector sel;
+            selector_init(&sel, METHOD_CLASP, &mp, L, 1);
+            DraftExit none = draft_exit_default();
+            none.mode = EXIT_NONE;
+            SpecParams sp = selector_params(4, none);
+            Sampler greedy = {0.0f, 1.0f, {1}};
+            SpecStats st;
+            // run 0 learns round 1's accepted count; run 1 stops one token after round 1
+            Output o = output(out, run == 0 ? 20 : accepted + 3, NULL, NULL, NULL);
+            generate_spec(&m, prompt, n_prompt, &sp, &sel, &greedy, &o, &st);
+            selector_free(&sel);
+            if (run == 0) {
+                accepted = st.hist.accepted[0];
+                if (accepted == 0) { break; }
+                continue;
+            }
+            // the states of x (position n_prompt) and of the last accepted token (n_prompt + accepted)
+            int seq[64], idx[2] = {n_prompt, n_prompt + accepted};
+            memcpy(seq, prompt, sizeof(prompt));
+            memcpy(seq + n_prompt, out, (size_t)(accepted + 1) * sizeof(int));
+            Capture cap = {2, idx, h};
+            forward(&m, seq, n_prompt + accepted + 1, 0, NULL, NULL, &cap);
+            // (2L + 1, 2, dim) -> the two tokens' (2L + 1, dim) each, x's after the capture
+            float *tmp = (float *)malloc_check((size_t)2 * (2 * L + 1) * dim * sizeof(float));
+            for (int b = 0; b <= 2 * L; b++) {
+                for (int t = 0; t < 2; t++) {
+                    memcpy(tmp + ((size_t)t * (2 * L + 1) + b) * dim, h + ((size_t)b * 2 + t) * dim,
+                           (size_t)dim * sizeof(float));
+                }
+            }
+            memcpy(h, tmp, (size_t)2 * (2 * L + 1) * dim * sizeof(float));
+            free(tmp);
+            int M = (int)lround(mp.clasp.skip_ratio * L);
+            SkipSet from_x = select_clasp(&m, h, n_prompt, M);
+            SkipSet want = select_clasp(&m, h + (size_t)(2 * L + 1) * dim, n_prompt + accepted, M);
+            if (same_set(&from_x, &want, L)) { break; } // this prompt could not tell them apart
+            seen = 1;
+            ok = same_set(&sp.skip, &want, L);
+        }
+    }
+    check(seen, "CLaSp input: no prompt where round 1 accepted drafts and x's states give another set");
+    check(ok, "CLaSp input: the DP after round 1 did not use the last accepted token's states");
+    free(h);
     free_model(&m);
 }
 
@@ -460,6 +596,86 @@ static void test_swift_kappa(const char *dir) {
     free_model(&m);
 }
 
+// SWIFT Sec. 4.1.2 keeps the set with the highest matchness, compared on the same tokens: the
+// kept set's score was taken on an older window (here planted at 0.99, as a window where it
+// did well), so a step must re-score it on the current window before comparing. The kept set
+// skips every sublayer of layers 1..L-2 and scores low on this window; candidates skipping one
+// sublayer beat it, and the step must keep the first that does.
+static void test_swift_stale_score(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, seq[64], out[48], beaten = 0;
+    MethodParams mp = method_params_default();
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    GenStats gs;
+    Output o = output(out, 40, NULL, NULL, NULL);
+    int n = generate_plain(&m, prompt, 4, NULL, &greedy, &o, &gs);
+    memcpy(seq, prompt, sizeof(prompt));
+    memcpy(seq + 4, out, (size_t)n * sizeof(int));
+    int pos = 4 + n - 1;
+    Swift w;
+    swift_init(&w, &mp.swift, L, 3);
+    w.p.budget = 1.0f;
+    w.p.target = 1.01f; // never stops on the score
+    w.ratio = 1.0f / (2 * L); // candidates skip one sublayer
+    memset(&w.best, 0, sizeof(w.best));
+    for (int l = 1; l < L - 1; l++) { w.best.attn[l] = w.best.mlp[l] = 1; }
+    double kept = swift_matchness(&m, seq, pos, w.p.window, &w.best);
+    w.best_score = 0.99;
+    for (int step = 0; step < 8 && !beaten; step++) {
+        SkipSet before = w.best;
+        swift_step(&w, &m, seq, 4, pos);
+        double cand = w.gp.y[(w.gp.total - 1) % GP_WINDOW];
+        if (cand > kept) {
+            beaten = 1;
+            check(!same_set(&w.best, &before, L), "SWIFT: a candidate with matchness %.3f lost to the kept set, "
+                  "%.3f on this window (its stale score 0.99)", cand, kept);
+        }
+    }
+    check(beaten, "SWIFT stale score: no candidate beat the kept set's %.3f in 8 steps", kept);
+    gp_free(&w.gp);
+    free_model(&m);
+}
+
+// SWIFT Eq. 6's skip ratio r is the one the drafts were drafted with: CLaSp drafts its first
+// rounds with alternate_layers (4 of 12 sublayers) and later ones with the DP's (6 of 12), so
+// Eq. 6 takes r as the mean over the draft tokens of their set's ratio, not the last set's.
+static void test_eq6_skip_ratio(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, out[64], counts = 0, last = -1;
+    MethodParams mp = method_params_default();
+    mp.clasp.interval = 3;
+    Selector sel;
+    selector_init(&sel, METHOD_CLASP, &mp, L, 1);
+    SpecParams sp = selector_params(12, draft_exit_default());
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    SpecStats *st = (SpecStats *)calloc_check(1, sizeof(SpecStats));
+    Output o = output(out, 48, NULL, NULL, NULL);
+    generate_spec(&m, prompt, 4, &sp, &sel, &greedy, &o, st);
+    double skipped = 0; // over the rounds: drafts x the sublayers of the set in use at that round
+    for (int r = 0, i = 0; r < st->hist.n; r++) {
+        while (i + 1 < st->sets.n && st->sets.at[i + 1] <= r) { i++; }
+        int count = skip_count(&st->sets.set[i], L);
+        counts += st->hist.drafted[r] > 0 && count != last;
+        if (st->hist.drafted[r] > 0) { last = count; }
+        skipped += st->hist.drafted[r] * count;
+    }
+    RunSummary sum = summarize_run(st, &sp.skip, L, 1);
+    double r = skipped / st->drafted / (2.0 * L);
+    double want = expected_speedup(sum.mean_accepted, sum.acceptance, r, (double)st->drafted / st->rounds);
+    check(counts >= 2 && st->rounds == st->hist.n, "Eq. 6: the drafts used %d skip counts in %d rounds", counts,
+          st->rounds);
+    check(fabs(sum.expected_speedup - want) < 1e-12, "Eq. 6: expected speedup %.4f, want %.4f from the skip ratio "
+          "%.4f the drafts were drafted with on average (the last set's: %.4f)", sum.expected_speedup, want, r,
+          sum.skip_ratio);
+    free(st);
+    selector_free(&sel);
+    free_model(&m);
+}
+
 // SWIFT's CPU budget: with the default 2% a step runs only while the steps so far took at most
 // 2% of the decoding time so far, so a run has far fewer steps than verifications, and the
 // time in steps exceeds 2% of the decoding time by about the last step at most.
@@ -488,6 +704,69 @@ static void test_swift_budget(const char *dir) {
     check(sel.swift.opt_ms <= 0.02 * elapsed + 4 * mean_step, "SWIFT budget: steps took %.1f%% of the time", 100 * share);
     selector_free(&sel);
     free_model(&m);
+}
+
+// Self-SD Sec. 3.3 scores a set by decoding with it, so the search must decode as the run will:
+// with its K, draft exit (the whole DraftExit: mode, gamma_0, alpha), temperature, top-p and seed.
+// Under the cost model every candidate the search recorded must cost exactly what decoding with
+// those settings costs.
+static void test_selfsd_run_decoder(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    // logits x4: confident drafts, so K and alpha matter to the drafts' lengths
+    for (size_t i = 0; i < (size_t)m.config.vocab_size * m.config.dim; i++) { m.weights.lm_head[i] *= 4.0f; }
+    int prompt[6] = {1, 40, 41, 42, 43, 44}, out[64], checked = 0;
+    const char *what[3] = {"K 3", "exit fixed:0.3", "T 0.8, top-p 0.9"};
+    MethodParams mp = method_params_default();
+    mp.selfsd.iters = 4;
+    for (int r = 0; r < 3; r++) {
+        const int *prompts[1] = {prompt};
+        int lengths[1] = {6};
+        Objective obj = {prompts, lengths, 1, 24, 12, 1, NULL, NULL, draft_exit_default(), {0.0f, 1.0f, {1}}};
+        if (r == 0) { obj.max_draft = 3; }
+        if (r == 1) { obj.exit.mode = EXIT_FIXED; obj.exit.threshold = 0.3f; }
+        if (r == 2) { obj.sampler.temperature = 0.8f; obj.sampler.top_p = 0.9f; }
+        rng_seed(&obj.sampler.rng, 5);
+        SetHistory *h = (SetHistory *)calloc_check(1, sizeof(SetHistory));
+        select_selfsd(&m, &obj, &mp.selfsd, 7, 0, h);
+        for (int i = 0; i < h->n; i++) {
+            SpecParams sp = {h->set[i], obj.max_draft, obj.exit};
+            Sampler smp = obj.sampler;
+            Output o = output(out, 24, NULL, NULL, NULL);
+            SpecStats st;
+            uint64_t sub0 = m.state.n_sublayers;
+            int n = generate_spec(&m, prompt, 6, &sp, NULL, &smp, &o, &st);
+            float cost = (float)((double)(m.state.n_sublayers - sub0) / n);
+            checked += skip_count(&h->set[i], m.config.n_layers) > 0;
+            check(h->cost[i] == cost, "Self-SD search under %s: candidate %d cost %.4f, but decoding with those "
+                  "settings costs %.4f sublayers/token", what[r], i, h->cost[i], cost);
+        }
+        free(h);
+    }
+    check(checked >= 6, "Self-SD search: only %d non-empty candidates compared", checked);
+    free_model(&m);
+    // and the CLI hands the search the run's settings: the first proposal (the GP's after the
+    // empty set, the same set whatever the costs) must cost differently under -K 3 and -t 1.5
+    char tmp[64], args[512];
+    double cost[3];
+    snprintf(tmp, sizeof(tmp), "/tmp/selfspec-select-XXXXXX");
+    if (!check(mkdtemp(tmp) != NULL, "mkdtemp failed")) { return; }
+    const char *extra[3] = {"", "-K 3", "-t 1.5"};
+    for (int r = 0; r < 3; r++) {
+        char *out, *err;
+        snprintf(args, sizeof(args), "-m %s -n 4 --method selfsd --iters 2 --objective cost --exit none %s", dir,
+                 extra[r]);
+        run_selfspec(tmp, "OMP_NUM_THREADS=1", args, &out, &err);
+        const char *line = strstr(err, "selfsd iter   1 of 2: cost ");
+        cost[r] = line ? strtod(line + 27, NULL) : -1;
+        free(out); free(err);
+    }
+    check(cost[0] > 0 && cost[0] != cost[1] && cost[0] != cost[2],
+          "selfspec --method selfsd: the search's first candidate costs %g, with -K 3 %g, with -t 1.5 %g: the search "
+          "ignores the run's settings", cost[0], cost[1], cost[2]);
+    snprintf(args, sizeof(args), "rm -r %s", tmp);
+    if (system(args) != 0) { fprintf(stderr, "test_select: could not remove %s\n", tmp); }
 }
 
 // ---------------------------------------------------------------------------- the CLI's per-method choices
@@ -535,14 +814,20 @@ int main(void) {
     test_swift_budget("tiny_models/llama2-tiny-random");
     test_swift_window("tiny_models/llama2-tiny-random");
     test_swift_kappa("tiny_models/llama2-tiny-random");
+    test_swift_stale_score("tiny_models/llama2-tiny-random");
+    test_eq6_skip_ratio("tiny_models/llama2-tiny-random");
     test_tree_mask();
+    test_tree_bound("tiny_models/llama2-tiny-random");
+    test_asd_rules();
     test_planted("tiny_models/llama2-tiny-random");
     test_asd_per_prompt("tiny_models/llama2-tiny-random");
     test_dp_vs_brute_force("tiny_models/llama2-tiny-random");
     test_dp_band("tiny_models/llama2-tiny-random");
+    test_clasp_input("tiny_models/kjv-12l");
     test_dp_band("tiny_models/llama3-tiny-random");
     test_methods_lossless("tiny_models/llama2-tiny-random");
     test_methods_lossless("tiny_models/llama3-tiny-random");
     test_cli_method_defaults();
+    test_selfsd_run_decoder("tiny_models/llama2-tiny-random");
     return test_summary("test_select");
 }

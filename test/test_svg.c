@@ -325,7 +325,7 @@ static void test_selfsd_rows(Model *m, const char *dir, const char *tmp) {
     int n_prompt = encode_text(dir, "And God said,", prompt, 64);
     const int *prompts[1] = {prompt};
     int lengths[1] = {n_prompt};
-    Objective obj = {prompts, lengths, 1, 8, 12, 1, NULL, NULL};
+    Objective obj = {prompts, lengths, 1, 8, 12, 1, NULL, NULL, draft_exit_default(), {0.0f, 1.0f, {1}}};
     SetHistory *h = (SetHistory *)calloc_check(1, sizeof(SetHistory));
     MethodParams mp = method_params_default();
     mp.selfsd.iters = 6;
@@ -381,7 +381,7 @@ static void test_wide_and_rows(const char *tmp) {
         k.attn[i % L] = k.mlp[(i + 7) % L] = 1;
         set_history_add(sets, &k, 2 * i, -1.0f);
     }
-    for (int r = 0; r < 100; r++) { record_round(st, 3, 2, 0.6f + 0.001f * (r % 5), 0.6f, 0.5f); }
+    for (int r = 0; r < 100; r++) { record_round(st, 3, 2, 0, 0.6f + 0.001f * (r % 5), 0.6f, 0.5f); }
     st->draft_ms = 10;
     st->verify_ms = 20;
     st->gen.n_generated = 300;
