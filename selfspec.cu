@@ -33,6 +33,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -5302,29 +5303,73 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     return rc;
 }
 
-// --save-skip is written after the search, which can take minutes: a path that could not be
-// written then (a missing folder, a FIFO that would block) is refused before it.
-static void check_save_skip(const char *path) {
-    struct stat sb;
-    char dir[1100];
+// An output file (--svg, --save-skip) is written at the end of a run that can take minutes, so
+// its path is checked before it: a folder that exists and can be written, and not one of the
+// run's inputs or the other output (the rename at the end would replace it).
+static void check_output(const char *flag, const char *path, const Options *o) {
+    struct stat sb, in;
+    char dir[1100], model[4][1200];
     const char *slash = strrchr(path, '/');
     int dir_len = slash == NULL || slash == path ? 1 : (int)(slash - path);
     snprintf(dir, sizeof(dir), "%.*s", dir_len, slash ? path : ".");
-    if (stat(path, &sb) == 0) {
-        if (!S_ISREG(sb.st_mode)) {
-            flag_error("--save-skip", path, "exists and is not a regular file");
+    const char *names[4] = {"config.json", "tokenizer.json", "model.safetensors",
+                            "model.safetensors.index.json"};
+    const char *inputs[8] = {o->prompt_file, o->skip_file, o->dev_prompts,
+                             o->svg == path ? o->save_skip : o->svg};
+    for (int k = 0; k < 4; k++) {
+        snprintf(model[k], sizeof(model[k]), "%s/%s", o->model_dir, names[k]);
+        inputs[4 + k] = model[k];
+    }
+    int exists = stat(path, &sb) == 0;
+    for (int k = 0; k < 8; k++) {
+        if (inputs[k] && ((k == 3 && strcmp(inputs[k], path) == 0) ||
+                          (exists && stat(inputs[k], &in) == 0 && in.st_dev == sb.st_dev &&
+                           in.st_ino == sb.st_ino))) {
+            flag_error(flag, path, k == 3 ? "names the other output file too"
+                                          : "names one of the run's input files");
         }
-        if (access(path, W_OK) != 0) { flag_error("--save-skip", path, "cannot write to it"); }
-    } else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        flag_error("--save-skip", path, "its folder does not exist");
-    } else if (access(dir, W_OK | X_OK) != 0) {
-        flag_error("--save-skip", path, "cannot create a file in its folder");
+    }
+    if (exists && !S_ISREG(sb.st_mode)) {
+        flag_error(flag, path, "exists and is not a regular file");
+    } else if (!exists && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        flag_error(flag, path, "its folder does not exist");
+    } else if (access(dir, W_OK | X_OK) != 0) { // the temporary file is created beside it
+        flag_error(flag, path, "cannot create a file in its folder");
     }
 }
 
+// An output file is built in memory (open_memstream) and written whole at the end: to a
+// temporary file beside it, then rename()d over it. A run that fails or is killed before leaves
+// the old file as it was, and two runs writing one path leave one of the two whole.
+static int commit_output(const char *flag, const char *path, FILE *mem, char **buf, size_t *len,
+                         char *err) {
+    char tmp[1200];
+    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+    sigset_t block, old; // a kill between creating tmp and renaming it would leave tmp behind
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    mode_t mask = umask(0); // mkstemp creates 0600; give the file open()'s usual 0666 & ~umask
+    umask(mask);
+    int ok = fclose(mem) == 0, fd = ok ? mkstemp(tmp) : -1, saved;
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    ok = f != NULL && fchmod(fd, 0666 & ~mask) == 0 && fwrite(*buf, 1, *len, f) == *len;
+    ok = (f == NULL || fclose(f) == 0) && ok && rename(tmp, path) == 0;
+    saved = errno;
+    if (!ok && fd >= 0) { unlink(tmp); }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    free(*buf);
+    if (!ok) { return fail(err, "%s %s: cannot write: %s", flag, path, strerror(saved)); }
+    fprintf(stderr, "wrote %s\n", path);
+    return 0;
+}
+
 static int write_skip_file(const char *path, const SkipSet *s, int n_layers, char *err) {
-    FILE *f = fopen(path, "w");
-    if (f == NULL) { return fail(err, "--save-skip %s: cannot write: %s", path, strerror(errno)); }
+    char *buf;
+    size_t len;
+    FILE *f = open_memstream(&buf, &len);
     const unsigned char *flags[2] = {s->attn, s->mlp};
     fprintf(f, "{");
     for (int k = 0; k < 2; k++) {
@@ -5335,7 +5380,7 @@ static int write_skip_file(const char *path, const SkipSet *s, int n_layers, cha
         fprintf(f, "]");
     }
     fprintf(f, "}\n");
-    return fclose(f) == 0 ? 0 : fail(err, "--save-skip %s: write failed", path);
+    return commit_output("--save-skip", path, f, &buf, &len, err);
 }
 
 // Reads the non-empty lines of a prompts file; a two-character \\n in a line stands for a newline.
@@ -5686,19 +5731,25 @@ static int decode_plain(Model *m, const Options *o, const int *prompt, int n_pro
 }
 
 int main(int argc, char **argv) {
+    // A descriptor 0-2 the caller closed would go to the first file opened, and the text or the
+    // report would be written into it. A closed stdout or stderr becomes /dev/full: writes to it
+    // fail, and the check of stdout at the end reports it.
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) < 0 && open(fd ? "/dev/full" : "/dev/null", fd ? O_WRONLY : O_RDONLY) < 0) {
+            open("/dev/null", O_RDWR);
+        }
+    }
     Options o;
     parse_options(argc, argv, &o);
 #ifndef __CUDACC__
     threads_reason = choose_threads(o.threads); // the CPU build reports it in device_name()
 #endif
-    char err[SS_ERR_LEN], path[1200];
-    FILE *svg = NULL; // opened first, so an unwritable path stops the run before anything is loaded
-    if (o.svg && (svg = fopen(o.svg, "w")) == NULL) {
-        snprintf(err, sizeof(err), "cannot write: %s", strerror(errno));
-        flag_error("--svg", o.svg, err);
-    }
+    char err[SS_ERR_LEN], path[1200], *svg_buf = NULL;
+    size_t svg_len = 0;
     if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
-    if (o.save_skip) { check_save_skip(o.save_skip); }
+    if (o.save_skip) { check_output("--save-skip", o.save_skip, &o); }
+    if (o.svg) { check_output("--svg", o.svg, &o); }
+    FILE *svg = o.svg ? open_memstream(&svg_buf, &svg_len) : NULL; // written by commit_output
     Model m;
     if (build_model(&m, o.model_dir, o.ctx > 0 ? o.ctx : 4096, err)) {
         fprintf(stderr, "selfspec: error: %s\n", err);
@@ -5801,10 +5852,17 @@ int main(int argc, char **argv) {
         free(prompts);
         free(line_no);
     }
-    if (svg) {
+    if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
+        fprintf(stderr, "selfspec: error: writing to stdout failed\n");
+        status = EXIT_FAILURE;
+    }
+    if (svg && status != EXIT_SUCCESS) { // a failed run leaves the old file as it was
+        fclose(svg);
+        free(svg_buf);
+    } else if (svg) {
         svg_end(svg);
-        if (fclose(svg) != 0) {
-            fprintf(stderr, "selfspec: error: --svg %s: write failed\n", o.svg);
+        if (commit_output("--svg", o.svg, svg, &svg_buf, &svg_len, err)) {
+            fprintf(stderr, "selfspec: error: %s\n", err);
             status = EXIT_FAILURE;
         }
     }

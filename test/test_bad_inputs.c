@@ -8,6 +8,7 @@
 #include "../selfspec.cu"
 #include "testing.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
 static char tmp[64];          // the test's folder, removed at the end
@@ -233,6 +234,39 @@ static void flag_case(const char *name, const char *want1, const char *want2, co
     va_end(ap);
     snprintf(args, sizeof(args), "-m %s %s", SRC, flags);
     run_case(name, args, want1, want2);
+}
+
+
+// The output-file cases: tmp/out/ holds one file, old.txt, with the text "old\n". After a run
+// that must not write it (a failure, a refusal, a kill), it must still hold "old\n" and be the
+// folder's only file (no temporary file left beside it).
+static char out_dir[128], out_file[160];
+
+static void reset_output(void) {
+    mkdir(out_dir, 0700);
+    spit(out_file, "old\n", 4);
+}
+
+static void check_output_kept(const char *name) {
+    size_t len;
+    char *s = read_or_exit(out_file, &len);
+    check(len == 4 && memcmp(s, "old\n", 4) == 0, "%s: %s was changed (%zu bytes)", name, out_file, len);
+    free(s);
+    DIR *dir = opendir(out_dir);
+    int n = 0;
+    for (struct dirent *e; dir != NULL && (e = readdir(dir)) != NULL;) { n += e->d_name[0] != '.'; }
+    if (dir) { closedir(dir); }
+    check(n == 1, "%s: %d files in %s, want only old.txt (a temporary file left behind?)", name, n, out_dir);
+}
+
+// A flag_case whose flags name the output file with %s (once or twice): it must fail with the
+// wants, and leave the output file as it was.
+static void kept_output_case(const char *name, const char *want1, const char *want2, const char *flags) {
+    char f[1024];
+    reset_output();
+    snprintf(f, sizeof(f), flags, out_file, out_file);
+    flag_case(name, want1, want2, "%s", f);
+    check_output_kept(name);
 }
 
 int main(void) {
@@ -481,12 +515,12 @@ int main(void) {
     flag_case("-f with no prompts", "empty.txt", "no prompts", "-f %s/empty.txt", tmp);
     snprintf(buf, sizeof(buf), "-m %s/no-such-model", tmp);
     run_case("-m names no folder", buf, "no-such-model/config.json", "cannot open");
-    // --svg is opened before the model loads: a bad path is the error even with a bad model
-    flag_case("--svg into a missing folder", "--svg", "no-such-dir/out.svg: cannot write: No such file or directory",
+    // --svg is checked before the model loads: a bad path is the error even with a bad model
+    flag_case("--svg into a missing folder", "--svg", "no-such-dir/out.svg: its folder does not exist",
               "--skip attn:1 --svg %s/no-such-dir/out.svg", tmp);
-    flag_case("--svg a folder", "--svg", "cannot write: Is a directory", "--svg %s", tmp);
+    flag_case("--svg a folder", "--svg", "exists and is not a regular file", "--svg %s", tmp);
     snprintf(buf, sizeof(buf), "-m %s/no-such-model --svg %s/no-such-dir/out.svg", tmp, tmp);
-    run_case("--svg unwritable, checked before the model", buf, "--svg", "No such file or directory");
+    run_case("--svg unwritable, checked before the model", buf, "--svg", "its folder does not exist");
 
     // ---- round two: special files, limits, and flags against flags
     path_in(buf, sizeof(buf), tmp, "fifo");
@@ -559,6 +593,99 @@ int main(void) {
         spit(path, "one\n\ntwo\0", 9);
         flag_case("--dev-prompts with a NUL byte", "dev-nul.txt line 3", "NUL byte", "--method selfsd --dev-prompts %s",
                   path);
+    }
+
+    // ---- round three (issue 21): output files are written whole at the end, to a temporary file
+    // beside the target renamed over it; nothing is opened for writing before the run's checks
+    snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
+    snprintf(out_file, sizeof(out_file), "%s/old.txt", out_dir);
+    kept_output_case("--svg kept when -c is refused", "-c 1000", "max_position_embeddings", "-c 1000 --svg %s");
+    kept_output_case("--svg kept when the skip set is refused", "--skip", "out of range", "--skip mlp:6 --svg %s");
+    kept_output_case("--svg kept on a prompt past -c", "-p", "context", "-c 8 -p 'a prompt much longer than eight "
+                     "tokens of context' --svg %s");
+    kept_output_case("--svg names the -f file", "--svg", "names one of the run's input files", "-f %s --svg %s");
+    kept_output_case("--svg names the --skip-file", "--svg", "input files", "--skip-file %s --svg %s");
+    kept_output_case("--save-skip names the -f file", "--save-skip", "input files", "--method selfsd -f %s --save-skip %s");
+    kept_output_case("--save-skip names --dev-prompts", "--save-skip", "input files",
+                     "--method selfsd --dev-prompts %s --save-skip %s");
+    kept_output_case("--svg and --save-skip name one file", "other output file", NULL,
+                     "--method selfsd --save-skip %s --svg %s");
+    {
+        char link[256], f[512];
+        snprintf(link, sizeof(link), "%s/prompts-link.txt", tmp);
+        reset_output();
+        if (symlink(out_file, link) != 0) { fprintf(stderr, "test_bad_inputs: cannot link %s\n", link); exit(2); }
+        snprintf(f, sizeof(f), "-f %s --svg %s", link, out_file);
+        flag_case("--svg names -f through a symlink", "--svg", "input files", "%s", f);
+        check_output_kept("--svg names -f through a symlink");
+        reset_output();
+        snprintf(buf, sizeof(buf), "-m %s/no-such-model -n 4 --svg %s", tmp, out_file);
+        run_case("--svg kept when the model folder is missing", buf, "no-such-model", "cannot open");
+        check_output_kept("--svg kept when the model folder is missing");
+    }
+    static const char *const model_files[] = {"tokenizer.json", "config.json", "model.safetensors"};
+    for (int k = 0; k < 3; k++) { // the model's own files: the rename would have replaced them
+        char target[512], from[256], f[600], name[96];
+        size_t n0, n1;
+        d = broken_copy();
+        path_in(target, sizeof(target), d, model_files[k]);
+        snprintf(f, sizeof(f), "--svg %s", target);
+        snprintf(name, sizeof(name), "--svg names the model's %s", model_files[k]);
+        run_model_case(name, d, f, "--svg", "input files");
+        snprintf(from, sizeof(from), "%s/%s", SRC, model_files[k]);
+        char *a = read_or_exit(from, &n0), *b = read_or_exit(target, &n1);
+        check(n0 == n1 && memcmp(a, b, n0) == 0, "%s: %s was changed", name, target);
+        free(a);
+        free(b);
+    }
+    static const char *const kills[] = {"TERM", "HUP"};
+    for (int k = 0; k < 2; k++) { // killed in a long search: nothing was opened, nothing is left
+        char name[64];
+        snprintf(name, sizeof(name), "--svg kept on SIG%s in a search", kills[k]);
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 100000 --svg %s >/dev/null 2>&1 & "
+                 "sleep 2; kill -%s $!; wait", selfspec_bin(), SRC, out_file, kills[k]);
+        check(system(buf) != -1, "%s: system failed", name);
+        check_output_kept(name);
+    }
+    { // stdout closed: the SVG would take descriptor 1 and hold the text; the lost text is an error
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --svg %s >&- 2>/dev/null", selfspec_bin(), SRC, out_file);
+        int st = system(buf);
+        check(WIFEXITED(st) && WEXITSTATUS(st) == 1, "stdout closed: exit status %d, want 1", st);
+        check_output_kept("stdout closed, --svg");
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --svg %s 2>&- >/dev/null", selfspec_bin(), SRC, out_file);
+        st = system(buf);
+        size_t len;
+        char *svg = read_or_exit(out_file, &len);
+        check(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strncmp(svg, "<?xml", 5) == 0 && strstr(svg, "tokens/s") == NULL &&
+              strstr(svg, "</svg>\n") == svg + len - 7, "stderr closed: exit status %d, the SVG holds other text:\n%.300s", st, svg);
+        free(svg);
+        for (int json = 0; json < 2; json++) {
+            snprintf(buf, sizeof(buf), "%s -m %s -n 4 %s >/dev/full 2>%s/full.txt", selfspec_bin(), SRC, json ? "--json" : "", tmp);
+            st = system(buf);
+            path_in(buf, sizeof(buf), tmp, "full.txt");
+            char *e = read_or_exit(buf, NULL);
+            check(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(e, "selfspec: error: writing to stdout failed\n") != NULL,
+                  "%s into /dev/full: exit status %d, want 1 and an error line:\n%s", json ? "--json" : "text", st, e);
+            free(e);
+        }
+    }
+    { // a run that succeeds replaces the file whole and says so
+        char *e;
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -n 4 --svg %s", m, out_file);
+        int rc = run_selfspec(tmp, "", buf, NULL, &e);
+        size_t len;
+        char *svg = read_or_exit(out_file, &len);
+        snprintf(buf, sizeof(buf), "wrote %s\n", out_file);
+        check(rc == 0 && strstr(e, buf) != NULL && strncmp(svg, "<?xml", 5) == 0,
+              "--svg over an old file: exit %d, want the SVG and \"%s\" on stderr:\n%s", rc, buf, e);
+        free(svg);
+        free(e);
+        spit(out_file, "old\n", 4); // (the one file left, as check_output_kept wants)
+        check_output_kept("--svg over an old file");
     }
 
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
