@@ -745,10 +745,10 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
                     t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
     }
     size_t esize = t->dtype == DTYPE_F32 ? 4 : 2;
-    t->n_dim = j->tok[shp].size;
-    if (t->n_dim > 4) {
+    if (j->tok[shp].size > 4) { // (n_dim is set after: build_model reads shape[0..n_dim))
         return fail(err, "%s: tensor %s: more than 4 dimensions", sh->path, t->name);
     }
+    t->n_dim = j->tok[shp].size;
     size_t numel = 1;
     for (int d = 0; d < t->n_dim; d++) {
         long long s;
@@ -2533,7 +2533,8 @@ static int top_alternatives(const float *logits, int vocab, float confidence, co
     while (level < 3 && confidence <= p->tree_confidence[level]) { level++; }
     int k = p->tree_width[level];
     int n = 0, top = argmax(logits, vocab);
-    for (int a = 0; a < k - 1 && a < MAX_ALTS; a++) { // selection by repeated scans: k <= 10
+    // selection by repeated scans: k <= 10; a vocabulary smaller than k has vocab - 1 to give
+    for (int a = 0; a < k - 1 && a < MAX_ALTS && a < vocab - 1; a++) {
         int best = -1;
         for (int i = 0; i < vocab; i++) {
             int used = i == top;
@@ -3787,25 +3788,37 @@ static void pre_tokenize(Encoder *e, int stage, const char *s, size_t len, int a
     free(w);
 }
 
+// Byte k of added token a's sort key: its pass (0 raw, 1 normalized), then its text; -1 past
+// the end. load_added sorts t->added by this key, so the tokens of a pass that start with a given
+// text are one run of it.
+static int added_key(const Tokenizer *t, int a, size_t k) {
+    const TokenText *x = &t->tok[t->added[a]];
+    return k == 0 ? x->normalized : k <= (size_t)x->len ? (unsigned char)x->text[k - 1] : -1;
+}
+
+// The first a in [lo, hi) whose key byte k is >= byte (the run [lo, hi) shares key bytes 0..k-1).
+static int added_bound(const Tokenizer *t, int lo, int hi, size_t k, int byte) {
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (added_key(t, mid, k) < byte) { lo = mid + 1; } else { hi = mid; }
+    }
+    return lo;
+}
+
 // Leftmost-longest added token of one pass (normalized or not) in s[from..len), and where it is:
-// HF matches them all at once with an Aho-Corasick automaton in LeftmostLongest mode.
+// HF matches them all at once with an Aho-Corasick automaton in LeftmostLongest mode. At each i
+// the run of tokens matching s[i..] is narrowed one byte at a time by binary search, so a line
+// costs its length x the match depth x log(n_added), whatever the tokens have in common.
 static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from, int normalized,
                       size_t *at) {
-    unsigned char first[256] = {0}; // the first bytes of this pass's added tokens: a cheap filter
-    for (int a = 0; a < t->n_added; a++) {
-        const TokenText *x = &t->tok[t->added[a]];
-        if (x->normalized == normalized && x->len > 0) { first[(unsigned char)x->text[0]] = 1; }
-    }
     for (size_t i = from; i < len; i++) {
-        if (!first[(unsigned char)s[i]]) { continue; }
-        int best = -1;
-        for (int a = 0; a < t->n_added; a++) {
-            const TokenText *x = &t->tok[t->added[a]];
-            if (x->normalized == normalized &&
-                starts_with(s + i, len - i, x->text, (size_t)x->len) &&
-                (best < 0 || x->len > t->tok[best].len)) {
-                best = t->added[a];
-            }
+        int lo = 0, hi = t->n_added, best = -1;
+        for (size_t k = 0; lo < hi; k++) { // [lo, hi): the tokens whose key starts with k bytes
+            if (k >= 2 && added_key(t, lo, k) < 0) { best = t->added[lo]; } // s[i..i+k-1)
+            if (k > 0 && i + k - 1 >= len) { break; }
+            int want = k == 0 ? normalized : (unsigned char)s[i + k - 1];
+            lo = added_bound(t, lo, hi, k, want);
+            hi = added_bound(t, lo, hi, k, want + 1);
         }
         if (best >= 0) { *at = i; return best; }
     }
@@ -4255,6 +4268,16 @@ static int load_merges(Tokenizer *t, Loader *ld, int merges) {
     return rc;
 }
 
+// Added tokens by pass, then text (a prefix first), then id: the order added_key describes.
+static int compare_added(const void *a, const void *b) {
+    const TokenText *x = *(const TokenText *const *)a, *y = *(const TokenText *const *)b;
+    int c = memcmp(x->text, y->text, (size_t)(x->len < y->len ? x->len : y->len));
+    return x->normalized != y->normalized ? x->normalized - y->normalized
+           : c != 0                        ? c
+           : x->len != y->len              ? x->len - y->len
+                                           : (x > y) - (x < y);
+}
+
 // Added tokens with lstrip, rstrip or single_word, or normalized ones when there is a normalizer
 // (HF matches those in normalized text and decodes them as their normalized content) are refused.
 static int load_added(Tokenizer *t, Loader *ld, int arr) {
@@ -4281,6 +4304,11 @@ static int load_added(Tokenizer *t, Loader *ld, int arr) {
         x->normalized = (unsigned char)normalized;
         t->added[t->n_added++] = (int)id;
     }
+    const TokenText **order = (const TokenText **)malloc_check((size_t)t->n_added * sizeof(*order) + 1);
+    for (int k = 0; k < t->n_added; k++) { order[k] = &t->tok[t->added[k]]; }
+    qsort(order, (size_t)t->n_added, sizeof(*order), compare_added); // for find_added
+    for (int k = 0; k < t->n_added; k++) { t->added[k] = (int)(order[k] - t->tok); }
+    free(order);
     return 0;
 }
 

@@ -595,6 +595,26 @@ int main(void) {
                   path);
     }
 
+    // ---- round three: out-of-bounds reads
+    header_case("a shape of 5 dims", "\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[64,1,1,1,1],\"data_offsets\":[1469440",
+                0, "model.norm.weight", "more than 4 dimensions");
+    { // a vocabulary of 4 tokens, smaller than SWIFT's tree width (up to 10): no alternative is id -1
+        d = model_copy("vocab-4");
+        edit_text(d, "config.json", "\"vocab_size\": 512", "\"vocab_size\": 4");
+        edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": null"); // (token 2 came at once)
+        edit_header(d, "\"shape\":[512,64],\"data_offsets\":[0,131072]", "\"shape\":[4,64],\"data_offsets\":[0,1024]", 0);
+        edit_header(d, "\"shape\":[512,64],\"data_offsets\":[131072,262144]",
+                    "\"shape\":[4,64],\"data_offsets\":[131072,132096]", 0);
+        write_text(d, "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"d\": 3}, "
+                   "\"merges\": []}, \"decoder\": {\"type\": \"ByteLevel\"}, \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+                   "\"add_prefix_space\": false}}");
+        snprintf(buf, sizeof(buf), "-m %s -p abcd -n 24 --method swift --json", d);
+        run_ok_case("SWIFT on a 4-token vocabulary", buf);
+        char *o = read_or_exit(strcat(strcpy(buf, tmp), "/stdout.txt"), NULL);
+        check(strstr(o, "\"drafted\": 0,") == NULL && strstr(o, "\"drafted\": ") != NULL, "SWIFT drafted nothing:\n%s", o);
+        free(o);
+    }
+
     // ---- round three (issue 21): output files are written whole at the end, to a temporary file
     // beside the target renamed over it; nothing is opened for writing before the run's checks
     snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
@@ -686,6 +706,35 @@ int main(void) {
         free(e);
         spit(out_file, "old\n", 4); // (the one file left, as check_output_kept wants)
         check_output_kept("--svg over an old file");
+    }
+
+    // ---- round three, in-process: the two out-of-bounds reads the sanitizers found
+    { // a shape of 5 dims is refused, and the entry left holds no n_dim past shape[4]
+        static const char header[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1],\"data_offsets\":[0,4]}}";
+        Json j;
+        Shard sh;
+        TensorInfo t;
+        char err[SS_ERR_LEN];
+        memset(&sh, 0, sizeof(sh));
+        memset(&t, 0, sizeof(t));
+        sh.size = 8 + sizeof(header) - 1 + 4;
+        sh.data_start = 8 + sizeof(header) - 1;
+        check(json_parse(&j, header, sizeof(header) - 1, "header", err) == 0, "5-dim header: %s", err);
+        check(parse_tensor_entry(&j, 1, &sh, &t, err) != 0 && strstr(err, "more than 4") != NULL,
+              "5-dim shape: accepted (%s)", err);
+        check(t.n_dim <= 4, "5-dim shape: the refused entry has n_dim %d; build_model reads shape[0..n_dim)", t.n_dim);
+        free(t.name);
+        json_free(&j);
+    }
+    { // SWIFT's tree alternatives on a vocabulary smaller than the tree width: real ids only
+        SwiftParams p;
+        memset(&p, 0, sizeof(p));
+        for (int k = 0; k < 4; k++) { p.tree_width[k] = 8; }
+        float logits[3] = {0.5f, 2.0f, 1.0f};
+        int alts[MAX_ALTS], n = top_alternatives(logits, 3, 0.5f, &p, alts);
+        check(n == 2 && alts[0] == 2 && alts[1] == 0,
+              "top_alternatives on vocab 3, width 8: %d alternatives (%d, %d), want 2: (2, 0); an id -1 "
+              "reads token_embedding[-dim]", n, n > 0 ? alts[0] : -9, n > 1 ? alts[1] : -9);
     }
 
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
