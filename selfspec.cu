@@ -338,12 +338,20 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
     return 0;
 }
 
+static char *json_string(const Json *j, int i, size_t *len);
+
+// Whether the string at token i is s, compared as text: "hidden_\u0073ize" is hidden_size.
 static int json_eq(const Json *j, int i, const char *s) {
-    if (i < 0) { return 0; }
+    if (i < 0 || j->tok[i].type != JSMN_STRING) { return 0; }
     const jsmntok_t *t = &j->tok[i];
-    size_t n = strlen(s);
-    return t->type == JSMN_STRING && (size_t)(t->end - t->start) == n &&
-           memcmp(j->js + t->start, s, n) == 0;
+    size_t n = strlen(s), len = (size_t)(t->end - t->start);
+    if (memchr(j->js + t->start, '\\', len) == NULL) {
+        return len == n && memcmp(j->js + t->start, s, n) == 0;
+    }
+    char *text = json_string(j, i, &len);
+    int eq = text != NULL && len == n && memcmp(text, s, n) == 0;
+    free(text);
+    return eq;
 }
 
 // Value token of key in the object at obj, or -1. A key given twice is an error (-2), since
@@ -361,20 +369,36 @@ static int json_get(const Json *j, int obj, const char *key) {
     return found;
 }
 
-// The first key that appears twice in the object at obj, or -1. Quadratic: for small objects
-// (a config, a tensor entry), where a duplicate would otherwise surface as a misleading error.
+typedef struct { char *text; size_t n; int tok; } JsonKey;
+
+static int compare_keys(const void *a, const void *b) {
+    const JsonKey *x = (const JsonKey *)a, *y = (const JsonKey *)b;
+    int c = memcmp(x->text, y->text, x->n < y->n ? x->n : y->n);
+    return c != 0 ? c : x->n < y->n ? -1 : x->n > y->n;
+}
+
+// The first key (in sorted order) that appears twice in the object at obj, or -1. Keys are
+// compared as text ("a" and "\u0061" are one key) after sorting: n log n for an object of
+// 100k keys, where comparing every pair took minutes.
 static int json_duplicate_key(const Json *j, int obj) {
-    for (int k = 0, a = obj + 1; k < j->tok[obj].size; k++, a = json_skip(j, a + 1)) {
-        for (int m = k + 1, b = json_skip(j, a + 1); m < j->tok[obj].size;
-             m++, b = json_skip(j, b + 1)) {
-            int n = j->tok[a].end - j->tok[a].start;
-            if (j->tok[b].end - j->tok[b].start == n &&
-                memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start, (size_t)n) == 0) {
-                return a;
-            }
+    int n = j->tok[obj].size, dup = -1;
+    JsonKey *keys = (JsonKey *)malloc_check(((size_t)n + 1) * sizeof(JsonKey));
+    for (int k = 0, a = obj + 1; k < n; k++, a = json_skip(j, a + 1)) {
+        keys[k].text = json_string(j, a, &keys[k].n);
+        keys[k].tok = a;
+        if (keys[k].text == NULL) { // a bad escape (the reader of that key refuses it): raw text
+            keys[k].n = (size_t)(j->tok[a].end - j->tok[a].start);
+            keys[k].text = (char *)malloc_check(keys[k].n + 1);
+            memcpy(keys[k].text, j->js + j->tok[a].start, keys[k].n);
         }
     }
-    return -1;
+    qsort(keys, (size_t)n, sizeof(JsonKey), compare_keys);
+    for (int k = 1; k < n && dup < 0; k++) {
+        if (compare_keys(&keys[k - 1], &keys[k]) == 0) { dup = keys[k].tok; }
+    }
+    for (int k = 0; k < n; k++) { free(keys[k].text); }
+    free(keys);
+    return dup;
 }
 
 // i-th element of the array at arr, or -1.
@@ -533,9 +557,9 @@ static int config_check_unsupported(const Json *j, const char *path, char *err) 
     int arch = json_get(j, 0, "architectures");
     if (!json_is_null(j, arch)) {
         int ok = 0;
-        for (int k = 0; arch >= 0 && k < (j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0);
-             k++) {
-            ok |= json_eq(j, json_at(j, arch, k), "LlamaForCausalLM");
+        int n = arch >= 0 && j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0;
+        for (int k = 0, e = arch + 1; k < n; k++, e = json_skip(j, e)) { // (json_at: quadratic)
+            ok |= json_eq(j, e, "LlamaForCausalLM");
         }
         if (!ok) {
             return fail(

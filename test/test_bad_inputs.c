@@ -615,6 +615,65 @@ int main(void) {
         free(o);
     }
 
+    // ---- round three: quadratic work before any limit (each must finish inside CASE_SECONDS)
+    { // config.json: an id2label of 100k keys with one duplicate; architectures of 200k entries
+        size_t cap = 4 << 20, n = 0;
+        char *big = (char *)malloc_check(cap);
+        n += (size_t)snprintf(big + n, cap - n, "\"id2label\": {");
+        for (int k = 0; k < 100000; k++) { n += (size_t)snprintf(big + n, cap - n, "\"%d\": \"L\", ", k); }
+        n += (size_t)snprintf(big + n, cap - n, "\"77\": \"L\"}, \"hidden_act\":");
+        text_case("config.json id2label of 100k keys, one twice", "config.json", "\"hidden_act\":", big, "config.json",
+                  "key \"77\" appears twice");
+        n = (size_t)snprintf(big, cap, "\"architectures\": [");
+        for (int k = 0; k < 200000; k++) { n += (size_t)snprintf(big + n, cap - n, "\"X\", "); }
+        snprintf(big + n, cap - n, "\"X\"], \"hidden_act\":");
+        d = broken_copy();
+        edit_text(d, "config.json", "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ],", "");
+        edit_text(d, "config.json", "\"hidden_act\":", big);
+        run_model_case("config.json architectures of 200k entries", d, "", "config.json", "architectures is not");
+        free(big);
+    }
+    { // added tokens: a 24 MB line of '<' on kjv-12l (259 added tokens start with '<')
+        size_t n = 24 << 20;
+        char *line = (char *)malloc_check(n + 1), path[512];
+        memset(line, '<', n);
+        line[n] = '\n';
+        path_in(path, sizeof(path), tmp, "lt-24m.txt");
+        spit(path, line, n + 1);
+        free(line);
+        snprintf(buf, sizeof(buf), "-m tiny_models/kjv-12l -f %s", path);
+        run_case("-f with a 24 MB line of '<' on kjv-12l", buf, "lt-24m.txt line 1", "context");
+        remove(path);
+    }
+    { // 20k added tokens that are one text, and a 1 MB line of near matches
+        size_t cap = 2 << 20, n = 0;
+        char *big = (char *)malloc_check(cap), path[512];
+        d = broken_copy();
+        n += (size_t)snprintf(big + n, cap - n, "\"added_tokens\": [");
+        for (int k = 0; k < 20000; k++) {
+            n += (size_t)snprintf(big + n, cap - n, "{\"id\": 3, \"content\": \"<0x00>\", \"normalized\": false}, ");
+        }
+        snprintf(big + n, cap - n, "{\"id\": 0,");
+        edit_text(d, "tokenizer.json", "\"added_tokens\": [\n    {\n      \"id\": 0,", big);
+        for (int k = 0; k < 1 << 20; k++) { big[k] = "<0x0"[k % 4]; } // each '<' starts a near match
+        big[1 << 20] = '\n';
+        path_in(path, sizeof(path), tmp, "b-1m.txt");
+        spit(path, big, (1 << 20) + 1);
+        free(big);
+        snprintf(buf, sizeof(buf), "-f %s", path);
+        run_model_case("20k added tokens and a 1 MB line", d, buf, "b-1m.txt line 1", "context");
+    }
+
+    // ---- round three: JSON keys are compared as text, escapes resolved
+    d = model_copy("escaped-key");
+    edit_text(d, "config.json", "\"hidden_size\"", "\"hidden_\\u0073ize\"");
+    snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+    run_ok_case("config.json \"hidden_\\u0073ize\"", buf);
+    text_case("config.json rope_theta and rope_\\u0074heta", "config.json", "\"rope_theta\": 10000.0",
+              "\"rope_theta\": 10000.0, \"rope_\\u0074heta\": 500000.0", "config.json", "appears twice");
+    header_case("header dtype and d\\u0074ype", "{\"dtype\":\"F32\"", "{\"dtype\":\"F32\",\"d\\u0074ype\":\"F16\"", 0,
+                "model.safetensors", "appears twice");
+
     // ---- round three (issue 21): output files are written whole at the end, to a temporary file
     // beside the target renamed over it; nothing is opened for writing before the run's checks
     snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
@@ -706,6 +765,31 @@ int main(void) {
         free(e);
         spit(out_file, "old\n", 4); // (the one file left, as check_output_kept wants)
         check_output_kept("--svg over an old file");
+    }
+
+    // ---- round three: the added-token scan is not line length x added tokens (both hung > 60 s)
+    {
+        size_t n = 24u << 20;
+        char *line = (char *)malloc_check(n + 2), path[256];
+        memset(line, '<', n); // every byte starts kjv-12l's 259 added tokens (<s>, <0x00>, ...)
+        line[n] = '\n', line[n + 1] = '\0';
+        path_in(path, sizeof(path), tmp, "angles.txt");
+        spit(path, line, n + 1);
+        snprintf(buf, sizeof(buf), "-m tiny_models/kjv-12l -n 1 -f %s", path);
+        run_case("a 24 MB line of '<' on kjv-12l", buf, "angles.txt line 1", "does not fit the context");
+        line[1 << 20] = '\n', line[(1 << 20) + 1] = '\0';
+        spit(path, line, (1u << 20) + 1);
+        free(line);
+        d = broken_copy(); // 20000 copies of <s> in added_tokens, and a 1 MB line of '<'
+        char *many = (char *)malloc_check(20000 * 120 + 64), *at = many;
+        at += sprintf(at, "\"added_tokens\": [");
+        for (int k = 0; k < 20000; k++) {
+            at += sprintf(at, "{\"id\": 1, \"content\": \"<s>\", \"special\": true, \"normalized\": false},");
+        }
+        edit_text(d, "tokenizer.json", "\"added_tokens\": [", many);
+        free(many);
+        snprintf(buf, sizeof(buf), "-f %s", path);
+        run_model_case("20000 added <s> and a 1 MB line of '<'", d, buf, "angles.txt line 1", "context");
     }
 
     // ---- round three, in-process: the two out-of-bounds reads the sanitizers found
