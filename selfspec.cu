@@ -539,14 +539,16 @@ static int config_int(const Json *j, const char *key, int required, int *out, co
     return 0;
 }
 
-static int config_float(const Json *j, int obj, const char *key, float *out, const char *path,
+// The one rule for a config float: absent or null keeps the default; else a number that as a
+// float is positive, finite and normal ((float)1e300 is inf, (float)1e-300 is 0 and 1e-40 a
+// subnormal: each refused, not computed with).
+static int config_float(const Json *j, int i, const char *key, float *out, const char *path,
                         char *err) {
-    int i = json_get(j, obj, key);
     if (json_is_null(j, i)) { return 0; }
     double v;
-    // (float)1e300 is inf and (float)1e-300 is 0: refused, not computed with
-    if (json_number(j, i, &v) != 0 || !((float)v > 0) || !isfinite((float)v)) {
-        return fail(err, "%s: \"%s\" must be a positive number within float range", path, key);
+    if (json_number(j, i, &v) != 0 || !(v > 0) || !isnormal((float)v)) {
+        return fail(err, "%s: \"%s\" must be a positive number within float range (normal)", path,
+                    key);
     }
     *out = (float)v;
     return 0;
@@ -584,27 +586,52 @@ static int config_check_unsupported(const Json *j, const char *path, char *err) 
     return 0;
 }
 
-// rope_scaling: null, or {"rope_type": "llama3", ...} (Llama 3.1/3.2). Others are refused.
-static int config_rope_scaling(Config *c, const Json *j, const char *path, char *err) {
-    int rs = json_get(j, 0, "rope_scaling");
-    if (json_is_null(j, rs)) { return 0; }
-    int type = json_get(j, rs, "rope_type");
-    if (type < 0) { type = json_get(j, rs, "type"); }
-    if (json_eq(j, type, "default")) { return 0; }
+// A RoPE setting's value token: transformers 5 writes them all in rope_parameters; older
+// configs have rope_theta at the top level and the scaling in rope_scaling (obj). A value given
+// in both places must agree; -2 (err set) when they do not.
+static int rope_get(const Json *j, int obj, const char *key, const char *path, char *err) {
+    int a = json_get(j, obj, key), b = json_get(j, json_get(j, 0, "rope_parameters"), key);
+    double x, y;
+    if (a < 0 || b < 0) { return b >= 0 ? b : a; }
+    int same = json_number(j, a, &x) == 0 && json_number(j, b, &y) == 0
+                   ? x == y
+                   : j->tok[a].end - j->tok[a].start == j->tok[b].end - j->tok[b].start &&
+                         memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start,
+                                (size_t)(j->tok[a].end - j->tok[a].start)) == 0;
+    if (!same) {
+        return fail(err, "%s: %s%s and rope_parameters.%s disagree", path, obj ? "rope_scaling." : "",
+                    key, key) - 1;
+    }
+    return b;
+}
+
+// RoPE: rope_theta, and rope_type "default" or "llama3" (Llama 3.1/3.2's scaling, with its
+// factors). Other types are refused.
+static int config_rope(Config *c, const Json *j, const char *path, char *err) {
+    int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(j, 0, "rope_theta", path, err);
+    int type = rope_get(j, rs, "rope_type", path, err);
+    if (type == -1) { type = json_get(j, rs, "type"); }
+    if (theta == -2 || type == -2 || config_float(j, theta, "rope_theta", &c->rope_theta, path, err)) {
+        return -1;
+    }
+    if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
     if (!json_eq(j, type, "llama3")) {
-        return fail(err, "%s: rope_scaling type is not supported (only \"llama3\")", path);
+        return fail(err, "%s: rope_type is not supported (only \"default\" and \"llama3\")", path);
     }
     c->rope_llama3 = 1;
     c->rope_factor = c->rope_low_freq = c->rope_high_freq = 0;
-    long long orig = 0;
-    if (config_float(j, rs, "factor", &c->rope_factor, path, err) ||
-        config_float(j, rs, "low_freq_factor", &c->rope_low_freq, path, err) ||
-        config_float(j, rs, "high_freq_factor", &c->rope_high_freq, path, err)) {
-        return -1;
+    const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
+    float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
+    for (int k = 0; k < 3; k++) {
+        int i = rope_get(j, rs, keys[k], path, err);
+        if (i == -2 || config_float(j, i, keys[k], dst[k], path, err)) { return -1; }
     }
-    if (json_int(j, json_get(j, rs, "original_max_position_embeddings"), 1, 1 << 24, &orig) ||
-        c->rope_factor <= 0 || c->rope_low_freq <= 0 || c->rope_high_freq <= c->rope_low_freq) {
-        return fail(err, "%s: rope_scaling llama3 needs factor, low_freq_factor < high_freq_factor "
+    long long orig = 0;
+    int o = rope_get(j, rs, "original_max_position_embeddings", path, err);
+    if (o == -2) { return -1; }
+    if (json_int(j, o, 1, 1 << 24, &orig) || c->rope_factor <= 0 ||
+        c->rope_high_freq <= c->rope_low_freq) {
+        return fail(err, "%s: rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
                     "and original_max_position_embeddings", path);
     }
     c->rope_orig_max = (int)orig;
@@ -679,9 +706,9 @@ static int read_config(Config *c, const char *dir, char *err) {
         c->head_dim = c->dim / c->n_heads;
         rc = config_int(&j, "num_key_value_heads", 0, &c->n_kv_heads, path, err) ||
              config_int(&j, "head_dim", 0, &c->head_dim, path, err) ||
-             config_float(&j, 0, "rope_theta", &c->rope_theta, path, err) ||
-             config_float(&j, 0, "rms_norm_eps", &c->norm_eps, path, err) ||
-             config_rope_scaling(c, &j, path, err) || config_token_ids(c, &j, path, err) ? -1 : 0;
+             config_float(&j, json_get(&j, 0, "rms_norm_eps"), "rms_norm_eps", &c->norm_eps, path,
+                          err) ||
+             config_rope(c, &j, path, err) || config_token_ids(c, &j, path, err) ? -1 : 0;
     }
     if (rc == 0) {
         int tie = json_get(&j, 0, "tie_word_embeddings");

@@ -674,6 +674,55 @@ int main(void) {
     header_case("header dtype and d\\u0074ype", "{\"dtype\":\"F32\"", "{\"dtype\":\"F32\",\"d\\u0074ype\":\"F16\"", 0,
                 "model.safetensors", "appears twice");
 
+    // ---- round three: rope_parameters as transformers 5 writes it, and config floats that are
+    // subnormal as floats
+    {
+        Config c3, c5;
+        char err[SS_ERR_LEN];
+        d = model_copy("rope-params-theta"); // theta only in rope_parameters
+        edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_parameters\": {\"rope_theta\": 500000.0, "
+                  "\"rope_type\": \"default\"}");
+        check(read_config(&c5, d, err) == 0 && c5.rope_theta == 500000.0f && !c5.rope_llama3,
+              "rope_parameters.rope_theta 500000: read as %g (%s)", c5.rope_theta, err);
+        d = model_copy("rope-params-llama3"); // llama3 scaling only in rope_parameters
+        edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_parameters\": {\"rope_type\": \"llama3\", "
+                  "\"rope_theta\": 500000.0, \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+                  "\"original_max_position_embeddings\": 64}");
+        check(read_config(&c3, "tiny_models/llama3-tiny-random", err) == 0, "llama3-tiny-random: %s", err);
+        check(read_config(&c5, d, err) == 0 && c5.rope_llama3 && c5.rope_theta == c3.rope_theta &&
+              c5.rope_factor == c3.rope_factor && c5.rope_low_freq == c3.rope_low_freq &&
+              c5.rope_high_freq == c3.rope_high_freq && c5.rope_orig_max == c3.rope_orig_max,
+              "llama3 in rope_parameters: llama3 %d, theta %g, factor %g, orig %d (%s)", c5.rope_llama3,
+              c5.rope_theta, c5.rope_factor, c5.rope_orig_max, err);
+    }
+    text_case("rope_theta and rope_parameters.rope_theta disagree", "config.json", "\"rope_theta\": 10000.0",
+              "\"rope_theta\": 10000.0, \"rope_parameters\": {\"rope_theta\": 500000.0}", "config.json",
+              "rope_theta and rope_parameters.rope_theta disagree");
+    text_case("rope_theta 1e4 and rope_parameters' 10000.0 agree, yarn refused", "config.json", "\"rope_theta\": 10000.0",
+              "\"rope_theta\": 1e4, \"rope_parameters\": {\"rope_theta\": 10000.0, \"rope_type\": \"yarn\"}", "config.json",
+              "rope_type is not supported");
+    text_case("rope_scaling llama3, rope_parameters default", "config.json", "\"rope_scaling\": null",
+              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
+              "4.0, \"original_max_position_embeddings\": 64}, \"rope_parameters\": {\"rope_type\": \"default\"}",
+              "config.json", "rope_scaling.rope_type and rope_parameters.rope_type disagree");
+    text_case("rope_scaling and rope_parameters factors disagree", "config.json", "\"rope_scaling\": null",
+              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
+              "4.0, \"original_max_position_embeddings\": 64}, \"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 4}",
+              "config.json", "rope_scaling.factor and rope_parameters.factor disagree");
+    text_case("rope_theta 1e-45 (a float subnormal)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e-45",
+              "config.json", "\"rope_theta\" must be a positive number");
+    text_case("rope_parameters.rope_theta 1e-39", "config.json", "\"rope_theta\": 10000.0",
+              "\"rope_parameters\": {\"rope_theta\": 1e-39}", "config.json", "\"rope_theta\" must be");
+    text_case("rms_norm_eps 1e-40", "config.json", "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 1e-40", "config.json",
+              "\"rms_norm_eps\" must be");
+    text_case("llama3 factor 1e-40", "config.json", "\"rope_scaling\": null",
+              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 1e-40, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
+              "4.0, \"original_max_position_embeddings\": 64}", "config.json", "\"factor\" must be");
+    text_case("rope_theta 3.5e38 (above FLT_MAX)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 3.5e38",
+              "config.json", "\"rope_theta\" must be");
+    text_case("rope_theta -0.0", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": -0.0", "config.json",
+              "\"rope_theta\" must be");
+
     // ---- round three (issue 21): output files are written whole at the end, to a temporary file
     // beside the target renamed over it; nothing is opened for writing before the run's checks
     snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
