@@ -5170,14 +5170,12 @@ static long parse_long(const char *flag, const char *v, long lo, long hi) {
     return x;
 }
 
+// Parsed and range-checked as the float it becomes: 1e-300 is 0 as a float, outside (0, 1].
 static float parse_float(const char *flag, const char *v, float lo, float hi, int lo_open) {
     char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end != '\0' || errno != 0 || !isfinite(x)) {
-        flag_error(flag, v, "not a number");
-    }
-    if (x < lo || x > hi || (lo_open && x == lo)) {
+    float x = strtof(v, &end);
+    if (end == v || *end != '\0' || isnan(x)) { flag_error(flag, v, "not a number"); }
+    if (!(x >= lo && x <= hi) || (lo_open && x == lo)) {
         char why[96];
         snprintf(why, sizeof(why), "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
         flag_error(flag, v, why);

@@ -723,6 +723,17 @@ int main(void) {
     text_case("rope_theta -0.0", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": -0.0", "config.json",
               "\"rope_theta\" must be");
 
+    // ---- round three: float flags are range-checked as the float they become (1e-300 is 0.0f)
+    flag_case("--top-p 1e-300", "--top-p 1e-300", "must be in (0", "-t 1 --top-p 1e-300");
+    flag_case("--top-p 1e-46", "--top-p 1e-46", "must be in (0", "-t 1 --top-p 1e-46");
+    flag_case("--top-p 0x1p-150", "--top-p 0x1p-150", "must be in (0", "-t 1 --top-p 0x1p-150");
+    flag_case("--top-p 1.0000001", "--top-p 1.0000001", "must be in (0", "-t 1 --top-p 1.0000001");
+    flag_case("--alpha 1e-300", "--alpha 1e-300", "must be in (0", "--skip attn:1 --exit adaptive --alpha 1e-300");
+    flag_case("--swift-budget 1e-300", "--swift-budget 1e-300", "must be in (0", "--method swift --swift-budget 1e-300");
+    flag_case("--skip-ratio 1e-46", "--skip-ratio 1e-46", "must be in (0", "--method swift --skip-ratio 1e-46");
+    flag_case("-t 1e39 (inf as a float)", "-t 1e39", "must be in [0", "-t 1e39");
+    flag_case("-t -inf", "-t -inf", "must be in [0", "-t -inf");
+
     // ---- round three (issue 21): output files are written whole at the end, to a temporary file
     // beside the target renamed over it; nothing is opened for writing before the run's checks
     snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
