@@ -1002,6 +1002,10 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
                 memcpy(&dst[i], &bits, 4);
             }
         }
+        if (!isfinite(dst[i])) { // one would make every logit NaN: argmax then says token 0
+            return fail(err, "%s: tensor %s: weight %zu is %s", sh->path, name, i,
+                        isnan(dst[i]) ? "NaN" : "infinite");
+        }
     }
     return 0;
 }

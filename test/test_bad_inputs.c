@@ -237,6 +237,21 @@ static void flag_case(const char *name, const char *want1, const char *want2, co
 }
 
 
+// Overwrites n bytes at byte `at` of dir/model.safetensors' data section (after its header).
+static void poke_data(const char *dir, size_t at, const void *bytes, size_t n) {
+    char path[512];
+    unsigned char len[8];
+    path_in(path, sizeof(path), dir, "model.safetensors");
+    FILE *f = fopen(path, "r+b");
+    uint64_t h = 0;
+    if (f == NULL || fread(len, 1, 8, f) != 8) { fprintf(stderr, "test_bad_inputs: cannot read %s\n", path); exit(2); }
+    for (int k = 7; k >= 0; k--) { h = (h << 8) | len[k]; }
+    if (fseek(f, (long)(8 + h + at), SEEK_SET) != 0 || fwrite(bytes, 1, n, f) != n || fclose(f) != 0) {
+        fprintf(stderr, "test_bad_inputs: cannot write %s\n", path);
+        exit(2);
+    }
+}
+
 // The output-file cases: tmp/out/ holds one file, old.txt, with the text "old\n". After a run
 // that must not write it (a failure, a refusal, a kill), it must still hold "old\n" and be the
 // folder's only file (no temporary file left beside it).
@@ -733,6 +748,35 @@ int main(void) {
     flag_case("--skip-ratio 1e-46", "--skip-ratio 1e-46", "must be in (0", "--method swift --skip-ratio 1e-46");
     flag_case("-t 1e39 (inf as a float)", "-t 1e39", "must be in [0", "-t 1e39");
     flag_case("-t -inf", "-t -inf", "must be in [0", "-t -inf");
+
+    // ---- round three: weights are checked finite where they are converted to fp32
+    {
+        const float bad[3] = {NAN, INFINITY, -INFINITY};
+        const char *names[3] = {"NaN", "infinite", "infinite"};
+        for (int k = 0; k < 3; k++) {
+            char name[64];
+            snprintf(name, sizeof(name), "an F32 weight %g in model.norm.weight", bad[k]);
+            d = broken_copy();
+            poke_data(d, 1469440 + 4 * 5, &bad[k], 4);
+            run_model_case(name, d, "", "model.norm.weight: weight 5 is", names[k]);
+        }
+        const uint16_t half_nan = 0x7E00, half_inf = 0xFC00, bf16_nan = 0x7FC0;
+        d = broken_copy(); // model.norm.weight as F16: its first 128 bytes, one of them a NaN
+        edit_header(d, "{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440,1469696]",
+                    "{\"dtype\":\"F16\",\"shape\":[64],\"data_offsets\":[1469440,1469568]", 0);
+        poke_data(d, 1469440 + 2 * 63, &half_nan, 2);
+        run_model_case("an F16 NaN weight", d, "", "model.norm.weight: weight 63 is", "NaN");
+        d = broken_copy();
+        edit_header(d, "{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440,1469696]",
+                    "{\"dtype\":\"F16\",\"shape\":[64],\"data_offsets\":[1469440,1469568]", 0);
+        poke_data(d, 1469440, &half_inf, 2);
+        run_model_case("an F16 -inf weight", d, "", "model.norm.weight: weight 0 is", "infinite");
+        d = broken_copy();
+        edit_header(d, "{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440,1469696]",
+                    "{\"dtype\":\"BF16\",\"shape\":[64],\"data_offsets\":[1469440,1469568]", 0);
+        poke_data(d, 1469440 + 2, &bf16_nan, 2);
+        run_model_case("a BF16 NaN weight", d, "", "model.norm.weight: weight 1 is", "NaN");
+    }
 
     // ---- round three (issue 21): output files are written whole at the end, to a temporary file
     // beside the target renamed over it; nothing is opened for writing before the run's checks
