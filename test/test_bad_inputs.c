@@ -382,7 +382,7 @@ int main(void) {
     text_case("heads not divisible by kv heads", "config.json", "\"num_key_value_heads\": 4",
               "\"num_key_value_heads\": 3", "config.json", "not a multiple of num_key_value_heads");
     text_case("sizes far beyond the checkpoint", "config.json", "\"hidden_size\": 64", "\"hidden_size\": 16000000",
-              "config.json", "does not match the checkpoint");
+              "model.embed_tokens.weight", "config.json implies [512, 16000000]");
     text_case("rope_theta beyond float", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e300",
               "config.json", "rope_theta");
     text_case("eos_token_id lists too many", "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": [2, 3, 4, 5, 6]",
@@ -776,6 +776,35 @@ int main(void) {
                     "{\"dtype\":\"BF16\",\"shape\":[64],\"data_offsets\":[1469440,1469568]", 0);
         poke_data(d, 1469440 + 2, &bf16_nan, 2);
         run_model_case("a BF16 NaN weight", d, "", "model.norm.weight: weight 1 is", "NaN");
+    }
+
+    // ---- round three: names, links and messages
+    header_case("tensor name \"model.norm.weight\\u0000evil\"", "\"model.norm.weight\"",
+                "\"model.norm.weight\\u0000evil\"", 0, "model.safetensors", "a NUL byte");
+    header_case("tensor name with a lone surrogate", "\"model.norm.weight\"", "\"model.norm.weight\\udc00\"", 0,
+                "model.safetensors", "bad tensor name");
+    header_case("a tensor of shape [4294967296, 0]", "\"shape\":[512,64],\"data_offsets\":[131072,262144]",
+                "\"shape\":[4294967296,0],\"data_offsets\":[131072,131072]", 0,
+                "model.embed_tokens.weight has shape [4294967296, 0]", "config.json implies [512, 64]");
+    d = broken_copy();
+    edit_text(d, "config.json", "\"head_dim\": 16,", "");
+    edit_text(d, "config.json", "\"num_attention_heads\": 4", "\"num_attention_heads\": 128");
+    run_model_case("128 heads on hidden_size 64, no head_dim", d, "", "config.json",
+                   "head_dim 0 (hidden_size / num_attention_heads");
+    {
+        char link[512];
+        d = broken_copy(); // a Hugging Face cache whose blob is missing
+        path_in(link, sizeof(link), d, "model.safetensors");
+        remove(link);
+        check(symlink("../blobs/missing", link) == 0, "cannot make the symlink %s", link);
+        run_model_case("model.safetensors a dangling symlink", d, "", "model.safetensors: cannot open",
+                       "No such file or directory");
+        d = broken_copy();
+        path_in(link, sizeof(link), d, "model.safetensors");
+        remove(link);
+        check(symlink("model.safetensors", link) == 0, "cannot make the symlink %s", link);
+        run_model_case("model.safetensors a symlink loop", d, "", "model.safetensors: cannot open",
+                       "symbolic links");
     }
 
     // ---- round three (issue 21): output files are written whole at the end, to a temporary file
