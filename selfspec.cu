@@ -165,7 +165,12 @@ static char *read_file(const char *path, size_t *len_out, char *err) {
         fail(err, "%s: cannot determine the file size", path);
         return NULL;
     }
-    char *buf = (char *)malloc_check((size_t)size + 1);
+    char *buf = (char *)malloc((size_t)size + 1);
+    if (buf == NULL) {
+        fclose(f);
+        fail(err, "%s: out of host memory reading its %ld bytes", path, size);
+        return NULL;
+    }
     size_t got = fread(buf, 1, (size_t)size, f);
     fclose(f);
     if (got != (size_t)size) {
@@ -830,22 +835,36 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
     return 0;
 }
 
+// Whether the 8-byte little-endian header length at b is zero or runs past a file of size bytes.
+static int bad_header_length(const char *path, const unsigned char *b, size_t size, char *err) {
+    uint64_t n = 0;
+    for (int k = 7; k >= 0; k--) { n = (n << 8) | b[k]; }
+    return n == 0 || n > size - 8
+               ? fail(err, "%s: header length %llu is zero or runs past the end of the file (%zu "
+                      "bytes)", path, (unsigned long long)n, size)
+               : 0;
+}
+
 // Reads one .safetensors file and appends its tensors to tf: an 8-byte little-endian header
 // length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the raw data.
 static int load_shard(TensorFiles *tf, const char *path, char *err) {
     Shard *sh = &tf->shards[tf->n_shards];
     snprintf(sh->path, sizeof(sh->path), "%s", path);
+    // The header length is checked before the file is read whole (a sparse 30 GB file of zeros
+    // is refused at once), then again on what was read. (O_NONBLOCK: a FIFO does not block.)
+    unsigned char head[8];
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    int peeked = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pread(fd, head, 8, 0) == 8;
+    if (fd >= 0) { close(fd); }
+    if (peeked && bad_header_length(path, head, (size_t)sb.st_size, err)) { return -1; }
     sh->bytes = read_file(path, &sh->size, err);
     if (sh->bytes == NULL) { return -1; }
     tf->n_shards++;
     if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
+    if (bad_header_length(path, (const unsigned char *)sh->bytes, sh->size, err)) { return -1; }
     uint64_t n = 0;
     for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)sh->bytes[k]; }
-    if (n == 0 || n > sh->size - 8) {
-        return fail(err,
-                    "%s: header length %llu is zero or runs past the end of the file (%zu bytes)",
-                    path, (unsigned long long)n, sh->size);
-    }
     sh->data_start = 8 + (size_t)n;
     int line;
     const char *syntax = json_syntax(sh->bytes + 8, (size_t)n, &line);

@@ -807,6 +807,15 @@ int main(void) {
                        "symbolic links");
     }
 
+    { // a sparse 30 GB file of zeros: its header length is read first, not the whole file
+        d = broken_copy();
+        write_text(d, "model.safetensors", "");
+        truncate_file(d, "model.safetensors", (size_t)30 << 30);
+        run_model_case("model.safetensors a sparse 30 GB of zeros", d, "", "model.safetensors: header length 0",
+                       "32212254720 bytes");
+        truncate_file(d, "model.safetensors", 0);
+    }
+
     // ---- round three (issue 21): output files are written whole at the end, to a temporary file
     // beside the target renamed over it; nothing is opened for writing before the run's checks
     snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
