@@ -648,37 +648,6 @@ int main(void) {
         run_model_case("config.json architectures of 200k entries", d, "", "config.json", "architectures is not");
         free(big);
     }
-    { // added tokens: a 24 MB line of '<' on kjv-12l (259 added tokens start with '<')
-        size_t n = 24 << 20;
-        char *line = (char *)malloc_check(n + 1), path[512];
-        memset(line, '<', n);
-        line[n] = '\n';
-        path_in(path, sizeof(path), tmp, "lt-24m.txt");
-        spit(path, line, n + 1);
-        free(line);
-        snprintf(buf, sizeof(buf), "-m tiny_models/kjv-12l -f %s", path);
-        run_case("-f with a 24 MB line of '<' on kjv-12l", buf, "lt-24m.txt line 1", "context");
-        remove(path);
-    }
-    { // 20k added tokens that are one text, and a 1 MB line of near matches
-        size_t cap = 2 << 20, n = 0;
-        char *big = (char *)malloc_check(cap), path[512];
-        d = broken_copy();
-        n += (size_t)snprintf(big + n, cap - n, "\"added_tokens\": [");
-        for (int k = 0; k < 20000; k++) {
-            n += (size_t)snprintf(big + n, cap - n, "{\"id\": 3, \"content\": \"<0x00>\", \"normalized\": false}, ");
-        }
-        snprintf(big + n, cap - n, "{\"id\": 0,");
-        edit_text(d, "tokenizer.json", "\"added_tokens\": [\n    {\n      \"id\": 0,", big);
-        for (int k = 0; k < 1 << 20; k++) { big[k] = "<0x0"[k % 4]; } // each '<' starts a near match
-        big[1 << 20] = '\n';
-        path_in(path, sizeof(path), tmp, "b-1m.txt");
-        spit(path, big, (1 << 20) + 1);
-        free(big);
-        snprintf(buf, sizeof(buf), "-f %s", path);
-        run_model_case("20k added tokens and a 1 MB line", d, buf, "b-1m.txt line 1", "context");
-    }
-
     // ---- round three: JSON keys are compared as text, escapes resolved
     d = model_copy("escaped-key");
     edit_text(d, "config.json", "\"hidden_size\"", "\"hidden_\\u0073ize\"");
