@@ -167,7 +167,7 @@ static void run_ok_case(const char *name, const char *args) {
 
 // Runs a case on a model folder: `-m dir` plus extra flags.
 static void run_model_case(const char *name, const char *dir, const char *extra, const char *want1, const char *want2) {
-    char args[1024];
+    char args[2048];
     snprintf(args, sizeof(args), "-m %s -n 4 %s", dir, extra);
     run_case(name, args, want1, want2);
 }
