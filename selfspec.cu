@@ -4186,7 +4186,11 @@ static int load_template(Tokenizer *t, Loader *ld, int p) {
         }
         seen_a |= seq >= 0;
         char *name = seq >= 0 ? NULL : get_string(ld, jkey(ld, i, "SpecialToken"), "id", &len);
-        e = name != NULL ? get_array(ld, jkey(ld, specials, name), "ids", &m) : -1;
+        int entry = name != NULL ? jkey(ld, specials, name) : -1;
+        if (name != NULL && entry < 0) { // (lfail keeps this message, not get_array's)
+            lfail(ld, "post_processor: special_tokens has no \"%.64s\"", name);
+        }
+        e = name != NULL ? get_array(ld, entry, "ids", &m) : -1;
         free(name);
         for (int q = 0; q < m && e >= 0; q++, e = json_skip(j, e)) {
             long long id;

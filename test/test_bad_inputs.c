@@ -785,6 +785,11 @@ int main(void) {
         truncate_file(d, "model.safetensors", 0);
     }
 
+    text_case("post_processor without special_tokens", "tokenizer.json", "\"special_tokens\": {",
+              "\"special_tokenz\": {", "tokenizer.json", "post_processor: special_tokens has no \"<s>\"");
+    text_case("post_processor special_tokens without <s>", "tokenizer.json", "\"special_tokens\": {\n      \"<s>\": {",
+              "\"special_tokens\": {\n      \"<t>\": {", "tokenizer.json", "special_tokens has no \"<s>\"");
+
     // ---- round three (issue 21): output files are written whole at the end, to a temporary file
     // beside the target renamed over it; nothing is opened for writing before the run's checks
     snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
