@@ -4733,13 +4733,18 @@ static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_
 }
 
 // Writes s as a JSON string literal.
+// JSON text is UTF-8; a byte that is not (a folder name is bytes) is written as U+FFFD.
 static void json_write_string(FILE *f, const char *s) {
+    size_t len = strlen(s), n;
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') { fprintf(f, "\\%c", *p); }
-        else if (*p == '\n') { fputs("\\n", f); }
-        else if (*p < 0x20) { fprintf(f, "\\u%04x", *p); }
-        else { fputc(*p, f); }
+    for (size_t i = 0; i < len; i += n) {
+        int cp;
+        n = utf8_decode(s, len, i, &cp);
+        if (cp < 0) { fputs("\\ufffd", f); }
+        else if (cp == '"' || cp == '\\') { fprintf(f, "\\%c", cp); }
+        else if (cp == '\n') { fputs("\\n", f); }
+        else if (cp < 0x20) { fprintf(f, "\\u%04x", cp); }
+        else { fwrite(s + i, 1, n, f); }
     }
     fputc('"', f);
 }

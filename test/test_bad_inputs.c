@@ -790,6 +790,18 @@ int main(void) {
     text_case("post_processor special_tokens without <s>", "tokenizer.json", "\"special_tokens\": {\n      \"<s>\": {",
               "\"special_tokens\": {\n      \"<t>\": {", "tokenizer.json", "special_tokens has no \"<s>\"");
 
+    { // --json writes UTF-8: a folder name with byte 0xFF is written with U+FFFD
+        d = model_copy("bad\xff-name");
+        snprintf(buf, sizeof(buf), "-m '%s' -n 2 --json", d);
+        run_ok_case("--json -m with byte 0xFF", buf);
+        size_t len;
+        char *o = read_or_exit(strcat(strcpy(buf, tmp), "/stdout.txt"), &len);
+        int bad = 0, cp;
+        for (size_t i = 0; i < len; i += utf8_decode(o, len, i, &cp)) { bad |= (utf8_decode(o, len, i, &cp), cp < 0); }
+        check(!bad && strstr(o, "bad\\ufffd-name") != NULL, "--json -m with byte 0xFF: not UTF-8 JSON:\n%.200s", o);
+        free(o);
+    }
+
     // ---- round three (issue 21): output files are written whole at the end, to a temporary file
     // beside the target renamed over it; nothing is opened for writing before the run's checks
     snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
