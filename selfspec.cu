@@ -5549,16 +5549,17 @@ typedef struct {
 
 static void on_token(void *ctx, int token) {
     TextSink *ts = (TextSink *)ctx;
-    char piece[256];
-    size_t n = decode_token(ts->tok, &ts->ds, token, piece, sizeof(piece));
-    if (ts->len + n + 1 > ts->cap) {
-        ts->cap = 2 * (ts->len + n + 1);
+    const Tokenizer *t = ts->tok;
+    // a token decodes to at most 3 bytes per byte of its text (U+FFFD for one that is not
+    // UTF-8), plus the bytes held back from the token before
+    size_t most = 3 * (token >= 0 && token < t->vocab_size ? (size_t)t->tok[token].len : 0) + 16;
+    if (ts->len + most > ts->cap) {
+        ts->cap = 2 * (ts->len + most);
         ts->text = (char *)realloc_check(ts->text, ts->cap);
     }
-    memcpy(ts->text + ts->len, piece, n);
+    size_t n = decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
+    if (ts->echo) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
     ts->len += n;
-    ts->text[ts->len] = '\0';
-    if (ts->echo) { fwrite(piece, 1, n, stdout); fflush(stdout); }
 }
 
 static const char *default_model_dir(const char *argv0) {

@@ -252,6 +252,22 @@ static void poke_data(const char *dir, size_t at, const void *bytes, size_t n) {
     }
 }
 
+// A copy of the tiny model cut to a vocabulary of 4 tokens: a, b, c and `fourth` (id 3), and no EOS.
+static const char *vocab4_model(const char *name, const char *fourth) {
+    const char *d = model_copy(name);
+    char tok[1024];
+    edit_text(d, "config.json", "\"vocab_size\": 512", "\"vocab_size\": 4");
+    edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": null"); // (token 2 came at once)
+    edit_header(d, "\"shape\":[512,64],\"data_offsets\":[0,131072]", "\"shape\":[4,64],\"data_offsets\":[0,1024]", 0);
+    edit_header(d, "\"shape\":[512,64],\"data_offsets\":[131072,262144]",
+                "\"shape\":[4,64],\"data_offsets\":[131072,132096]", 0);
+    snprintf(tok, sizeof(tok), "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"%s\": 3}, "
+             "\"merges\": []}, \"decoder\": {\"type\": \"ByteLevel\"}, \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+             "\"add_prefix_space\": false}}", fourth);
+    write_text(d, "tokenizer.json", tok);
+    return d;
+}
+
 // The output-file cases: tmp/out/ holds one file, old.txt, with the text "old\n". After a run
 // that must not write it (a failure, a refusal, a kill), it must still hold "old\n" and be the
 // folder's only file (no temporary file left beside it).
@@ -614,15 +630,7 @@ int main(void) {
     header_case("a shape of 5 dims", "\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[64,1,1,1,1],\"data_offsets\":[1469440",
                 0, "model.norm.weight", "more than 4 dimensions");
     { // a vocabulary of 4 tokens, smaller than SWIFT's tree width (up to 10): no alternative is id -1
-        d = model_copy("vocab-4");
-        edit_text(d, "config.json", "\"vocab_size\": 512", "\"vocab_size\": 4");
-        edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": null"); // (token 2 came at once)
-        edit_header(d, "\"shape\":[512,64],\"data_offsets\":[0,131072]", "\"shape\":[4,64],\"data_offsets\":[0,1024]", 0);
-        edit_header(d, "\"shape\":[512,64],\"data_offsets\":[131072,262144]",
-                    "\"shape\":[4,64],\"data_offsets\":[131072,132096]", 0);
-        write_text(d, "tokenizer.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"d\": 3}, "
-                   "\"merges\": []}, \"decoder\": {\"type\": \"ByteLevel\"}, \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
-                   "\"add_prefix_space\": false}}");
+        d = vocab4_model("vocab-4", "d");
         snprintf(buf, sizeof(buf), "-m %s -p abcd -n 24 --method swift --json", d);
         run_ok_case("SWIFT on a 4-token vocabulary", buf);
         char *o = read_or_exit(strcat(strcpy(buf, tmp), "/stdout.txt"), NULL);
@@ -800,6 +808,21 @@ int main(void) {
         for (size_t i = 0; i < len; i += utf8_decode(o, len, i, &cp)) { bad |= (utf8_decode(o, len, i, &cp), cp < 0); }
         check(!bad && strstr(o, "bad\\ufffd-name") != NULL, "--json -m with byte 0xFF: not UTF-8 JSON:\n%.200s", o);
         free(o);
+    }
+
+    { // a vocabulary token of 300 bytes is written whole (it was cut to 255), in text and JSON
+        char long_token[301], *o;
+        memset(long_token, 'd', 300);
+        long_token[300] = '\0';
+        d = vocab4_model("vocab-long", long_token);
+        for (int json = 0; json < 2; json++) {
+            snprintf(buf, sizeof(buf), "-m %s -p abc -n 24%s", d, json ? " --json" : "");
+            run_ok_case("a 300-byte vocabulary token", buf);
+            o = read_or_exit(strcat(strcpy(buf, tmp), "/stdout.txt"), NULL);
+            check(strstr(o, long_token) != NULL && (!json || strstr(o, ", 3") != NULL),
+                  "a 300-byte token (id 3): not written whole (%s):\n%.400s", json ? "--json" : "text", o);
+            free(o);
+        }
     }
 
     // ---- round three (issue 21): output files are written whole at the end, to a temporary file
