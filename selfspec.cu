@@ -5572,6 +5572,17 @@ static const char *default_model_dir(const char *argv0) {
     return path;
 }
 
+// Checks that n prompt tokens and the n_extra to come after them fit the context; exits with
+// one error line otherwise.
+static int fit_context(const Config *c, int n, int n_extra, const char *where, const char *extra) {
+    if ((long)n + n_extra - 1 > c->seq_len) {
+        fprintf(stderr, "selfspec: error: %s: %d prompt tokens + %s exceed the context of %d "
+                "(-c or max_position_embeddings)\n", where, n, extra, c->seq_len);
+        exit(EXIT_FAILURE);
+    }
+    return n;
+}
+
 // Encodes a prompt and checks it against the context; exits with one error line otherwise.
 // where names the prompt ("-p", "-f FILE line 3"), extra the tokens to come after it (n_extra).
 static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_extra,
@@ -5590,12 +5601,7 @@ static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text
                 where);
         exit(EXIT_FAILURE);
     }
-    if ((long)n + n_extra - 1 > c->seq_len) {
-        fprintf(stderr, "selfspec: error: %s: %d prompt tokens + %s exceed the context of %d "
-                "(-c or max_position_embeddings)\n", where, n, extra, c->seq_len);
-        exit(EXIT_FAILURE);
-    }
-    return n;
+    return fit_context(c, n, n_extra, where, extra);
 }
 
 // The first Ctrl-C during a search stops it (the search returns its best set so far, which is
@@ -5622,7 +5628,8 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
     int **ids = (int **)malloc_check(sizeof(int *) * (size_t)n_dev),
         *lengths = (int *)malloc_check(sizeof(int) * (size_t)n_dev);
     ids[0] = (int *)prompt;
-    lengths[0] = n_prompt;
+    lengths[0] = fit_context(&m->config, n_prompt, o->dev_prompts ? 0 : p->dev_tokens,
+                             "the prompt the search runs on", scored);
     for (int k = 0; o->dev_prompts && k < n_dev; k++) {
         char where[1200];
         snprintf(where, sizeof(where), "--dev-prompts %s line %d", o->dev_prompts, line_no[k]);

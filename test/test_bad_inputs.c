@@ -457,6 +457,13 @@ int main(void) {
         write_text(tmp, "dev-short.txt", "And God said, Let there be light\n");
         flag_case("--dev-prompts line + 32 tokens past -c", "dev-short.txt line 1", "32 tokens the search scores",
                   "-c 24 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev-short.txt", tmp);
+        // with no --dev-prompts the search runs on the prompt itself, under the same check (at
+        // -c 3 it scored 1 of its 32 tokens, exit 0); oracle searches the same way
+        flag_case("selfsd on the prompt + 32 tokens past -c", "the prompt the search runs on",
+                  "2 prompt tokens + the 32 tokens the search scores exceed the context of 3",
+                  "-c 3 -n 1 -p a --method selfsd --iters 1");
+        flag_case("oracle on the prompt + 32 tokens past -c", "the prompt the search runs on", "context of 32",
+                  "-c 32 -n 1 -p a --method oracle");
     }
     { // flags the chosen method never reads
         static const char *const conflicts[][3] = { // flags, the flag named, the problem
