@@ -5437,13 +5437,23 @@ static void check_output(const char *flag, const char *path, const Options *o) {
                                           : "names one of the run's input files");
         }
     }
+    if (path[0] == '\0') { flag_error(flag, NULL, "the file name is empty"); }
     if (exists && !S_ISREG(sb.st_mode)) {
         flag_error(flag, path, "exists and is not a regular file");
     } else if (!exists && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
         flag_error(flag, path, "its folder does not exist");
-    } else if (access(dir, W_OK | X_OK) != 0) { // the temporary file is created beside it
-        flag_error(flag, path, "cannot create a file in its folder");
     }
+    // commit_output creates its temporary file beside it: done once now, it shows that this
+    // works (access() says yes to root on a read-only file system; a name can be too long)
+    char tmp[1200];
+    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(tmp, sizeof(tmp), "cannot create a file in its folder: %s", strerror(errno));
+        flag_error(flag, path, tmp);
+    }
+    close(fd);
+    unlink(tmp);
 }
 
 // An output file is built in memory (open_memstream) and written whole at the end: to a
@@ -5674,10 +5684,6 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
             "%s: searched on the first prompt itself, not on a separate development set as Self-SD "
             "does (give one with --dev-prompts F)\n",
             method_name(o->method));
-    }
-    if (o->save_skip && write_skip_file(o->save_skip, &best, m->config.n_layers, err)) {
-        fprintf(stderr, "selfspec: error: %s\n", err);
-        exit(EXIT_FAILURE);
     }
     if (o->dev_prompts) {
         for (int k = 0; k < n_dev; k++) { free(ids[k]); free(texts[k]); }
@@ -5923,11 +5929,13 @@ int main(int argc, char **argv) {
     SetHistory *search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory));
     if (svg) { svg_begin(svg, c->n_layers, o.method, n_prompts); }
     int status = EXIT_SUCCESS;
+    SkipSet searched = skip;
     for (int pi = 0; pi < n_prompts; pi++) {
         int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt, "-p", ""); // checked
         double search_ms = 0;
         if ((o.method == METHOD_SELFSD || o.method == METHOD_ORACLE) && pi == 0) {
             skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms, search_hist);
+            searched = skip; // saved at the end (--save-skip)
         }
         SpecStats st;
         char *text = NULL;
@@ -5970,6 +5978,11 @@ int main(int argc, char **argv) {
     }
     if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
         fprintf(stderr, "selfspec: error: writing to stdout failed\n");
+        status = EXIT_FAILURE;
+    }
+    if (o.save_skip && status == EXIT_SUCCESS &&
+        write_skip_file(o.save_skip, &searched, c->n_layers, err)) {
+        fprintf(stderr, "selfspec: error: %s\n", err);
         status = EXIT_FAILURE;
     }
     if (svg && status != EXIT_SUCCESS) { // a failed run leaves the old file as it was

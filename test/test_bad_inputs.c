@@ -909,6 +909,29 @@ int main(void) {
             free(e);
         }
     }
+    { // paths checked before the run by creating the temporary file once: an empty name, a
+      // folder no file can be made in, a name too long
+        char name[600];
+        flag_case("--svg ''", "--svg", "the file name is empty", "--svg ''");
+        flag_case("--save-skip ''", "--save-skip", "the file name is empty", "--method selfsd --save-skip ''");
+        flag_case("--svg in /proc", "/proc/out.svg", "cannot create a file in its folder", "--svg /proc/out.svg");
+        memset(name, 'a', 300);
+        name[300] = '\0';
+        flag_case("--svg a 300-byte name", "--svg", "File name too long", "--svg %s/%s.svg", out_dir, name);
+    }
+    { // --save-skip is written at the end too: a run that fails after the search keeps the old file
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 2 --save-skip %s >/dev/full 2>/dev/null",
+                 selfspec_bin(), SRC, out_file);
+        int st = system(buf);
+        check(WIFEXITED(st) && WEXITSTATUS(st) == 1, "--save-skip, stdout /dev/full: exit status %d, want 1", st);
+        check_output_kept("--save-skip kept when stdout fails after the search");
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 100000 --save-skip %s >/dev/null 2>&1 & "
+                 "sleep 2; kill -TERM $!; wait", selfspec_bin(), SRC, out_file);
+        check(system(buf) != -1, "system failed");
+        check_output_kept("--save-skip kept on SIGTERM in a search");
+    }
     { // a run that succeeds replaces the file whole and says so
         char *e;
         reset_output();
