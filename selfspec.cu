@@ -545,15 +545,14 @@ static int config_int(const Json *j, const char *key, int required, int *out, co
 }
 
 // The one rule for a config float: absent or null keeps the default; else a number that as a
-// float is positive, finite and normal ((float)1e300 is inf, (float)1e-300 is 0 and 1e-40 a
+// float is finite, normal and in (lo, hi] ((float)1e300 is inf, (float)1e-300 is 0 and 1e-40 a
 // subnormal: each refused, not computed with).
-static int config_float(const Json *j, int i, const char *key, float *out, const char *path,
-                        char *err) {
+static int config_float(const Json *j, int i, const char *key, float lo, float hi, float *out,
+                        const char *path, char *err) {
     if (json_is_null(j, i)) { return 0; }
     double v;
-    if (json_number(j, i, &v) != 0 || !(v > 0) || !isnormal((float)v)) {
-        return fail(err, "%s: \"%s\" must be a positive number within float range (normal)", path,
-                    key);
+    if (json_number(j, i, &v) != 0 || !isnormal((float)v) || !((float)v > lo && (float)v <= hi)) {
+        return fail(err, "%s: \"%s\" must be a normal float in (%g, %g]", path, key, lo, hi);
     }
     *out = (float)v;
     return 0;
@@ -616,7 +615,8 @@ static int config_rope(Config *c, const Json *j, const char *path, char *err) {
     int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(j, 0, "rope_theta", path, err);
     int type = rope_get(j, rs, "rope_type", path, err);
     if (type == -1) { type = json_get(j, rs, "type"); }
-    if (theta == -2 || type == -2 || config_float(j, theta, "rope_theta", &c->rope_theta, path, err)) {
+    if (theta == -2 || type == -2 ||
+        config_float(j, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta, path, err)) {
         return -1;
     }
     if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
@@ -629,7 +629,7 @@ static int config_rope(Config *c, const Json *j, const char *path, char *err) {
     float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
     for (int k = 0; k < 3; k++) {
         int i = rope_get(j, rs, keys[k], path, err);
-        if (i == -2 || config_float(j, i, keys[k], dst[k], path, err)) { return -1; }
+        if (i == -2 || config_float(j, i, keys[k], 0, FLT_MAX, dst[k], path, err)) { return -1; }
     }
     long long orig = 0;
     int o = rope_get(j, rs, "original_max_position_embeddings", path, err);
@@ -711,8 +711,8 @@ static int read_config(Config *c, const char *dir, char *err) {
         c->head_dim = c->dim / c->n_heads;
         rc = config_int(&j, "num_key_value_heads", 0, &c->n_kv_heads, path, err) ||
              config_int(&j, "head_dim", 0, &c->head_dim, path, err) ||
-             config_float(&j, json_get(&j, 0, "rms_norm_eps"), "rms_norm_eps", &c->norm_eps, path,
-                          err) ||
+             config_float(&j, json_get(&j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps,
+                          path, err) ||
              config_rope(c, &j, path, err) || config_token_ids(c, &j, path, err) ? -1 : 0;
     }
     if (rc == 0) {

@@ -709,7 +709,7 @@ int main(void) {
               "4.0, \"original_max_position_embeddings\": 64}, \"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 4}",
               "config.json", "rope_scaling.factor and rope_parameters.factor disagree");
     text_case("rope_theta 1e-45 (a float subnormal)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e-45",
-              "config.json", "\"rope_theta\" must be a positive number");
+              "config.json", "\"rope_theta\" must be a normal float in (1, ");
     text_case("rope_parameters.rope_theta 1e-39", "config.json", "\"rope_theta\": 10000.0",
               "\"rope_parameters\": {\"rope_theta\": 1e-39}", "config.json", "\"rope_theta\" must be");
     text_case("rms_norm_eps 1e-40", "config.json", "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 1e-40", "config.json",
@@ -721,6 +721,22 @@ int main(void) {
               "config.json", "\"rope_theta\" must be");
     text_case("rope_theta -0.0", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": -0.0", "config.json",
               "\"rope_theta\" must be");
+
+    text_case("rope_theta 1 (every frequency 1)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1",
+              "config.json", "\"rope_theta\" must be a normal float in (1, 3.40282e+38]");
+    text_case("rope_theta 1e-400 (0 as a double)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e-400",
+              "config.json", "\"rope_theta\" must be");
+    text_case("rope_theta 1e400 (inf as a double)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e400",
+              "config.json", "\"rope_theta\" must be");
+    text_case("rms_norm_eps 2", "config.json", "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 2", "config.json",
+              "\"rms_norm_eps\" must be a normal float in (0, 1]");
+    text_case("llama3 high_freq_factor 3.5e38", "config.json", "\"rope_scaling\": null",
+              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
+              "3.5e38, \"original_max_position_embeddings\": 64}", "config.json", "\"high_freq_factor\" must be");
+    d = model_copy("theta-flt-max");
+    edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 3.4028235e38");
+    snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+    run_ok_case("rope_theta FLT_MAX", buf);
 
     // ---- round three: float flags are range-checked as the float they become (1e-300 is 0.0f)
     flag_case("--top-p 1e-300", "--top-p 1e-300", "must be in (0", "-t 1 --top-p 1e-300");
