@@ -673,6 +673,43 @@ int main(void) {
     header_case("header dtype and d\\u0074ype", "{\"dtype\":\"F32\"", "{\"dtype\":\"F32\",\"d\\u0074ype\":\"F16\"", 0,
                 "model.safetensors", "appears twice");
 
+    { // escapes in keys and values read as the text they stand for
+        static const char *const ok[][4] = { // name, file, from, to
+            {"tokenizer.json \"m\\u006fdel\"", "tokenizer.json", "\"model\": {", "\"m\\u006fdel\": {"},
+            {"architectures [\"LlamaForCausalL\\u004d\"]", "config.json", "\"LlamaForCausalLM\"", "\"LlamaForCausalL\\u004d\""},
+            {"hidden_act \"s\\u0069lu\"", "config.json", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"s\\u0069lu\""},
+            {"header \"__m\\u0065tadata__\"", "model.safetensors", "{\"__metadata__\"", "{\"__m\\u0065tadata__\""},
+            {"rope_parameters {\"rope_th\\u0065ta\": 1e4}", "config.json", "\"rope_theta\": 10000.0",
+             "\"rope_parameters\": {\"rope_th\\u0065ta\": 1e4}"},
+        };
+        for (int k = 0; k < 5; k++) {
+            char name[64];
+            snprintf(name, sizeof(name), "escaped-%d", k);
+            d = model_copy(name);
+            if (strcmp(ok[k][1], "model.safetensors") == 0) {
+                edit_header(d, ok[k][2], ok[k][3], 0);
+            } else {
+                edit_text(d, ok[k][1], ok[k][2], ok[k][3]);
+            }
+            snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+            run_ok_case(ok[k][0], buf);
+        }
+        d = model_copy("escaped-model-type"); // no architectures: model_type decides
+        edit_text(d, "config.json", "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ],", "");
+        edit_text(d, "config.json", "\"model_type\": \"llama\"", "\"model_type\": \"ll\\u0061ma\"");
+        snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+        run_ok_case("model_type \"ll\\u0061ma\"", buf);
+        snprintf(buf, sizeof(buf), "%s --skip-file", m);
+        write_text(tmp, "skip-esc.json", "{\"\\u0061ttn\": [1]}");
+        snprintf(buf, sizeof(buf), "%s -n 2 --skip-file %s/skip-esc.json", m, tmp);
+        run_ok_case("--skip-file {\"\\u0061ttn\": [1]}", buf);
+        snprintf(buf, sizeof(buf), "%s --skip-file", m);
+        run_file_case("--skip-file attn and \\u0061ttn", buf, "skip-esc2.json", "{\"attn\": [1], \"\\u0061ttn\": [2]}",
+                      "skip-esc2.json", "\"attn\" appears twice");
+        text_case("config.json \"a\" and \"\\u0061\" in one object", "config.json", "\"hidden_act\":",
+                  "\"x\": {\"a\": 1, \"\\u0061\": 2}, \"hidden_act\":", "config.json", "appears twice in one object");
+    }
+
     // ---- round three: rope_parameters as transformers 5 writes it, and config floats that are
     // subnormal as floats
     {
