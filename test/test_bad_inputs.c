@@ -464,6 +464,8 @@ int main(void) {
                   "-c 3 -n 1 -p a --method selfsd --iters 1");
         flag_case("oracle on the prompt + 32 tokens past -c", "the prompt the search runs on", "context of 32",
                   "-c 32 -n 1 -p a --method oracle");
+        snprintf(buf, sizeof(buf), "-m %s -c 33 -n 1 -p a --method selfsd --iters 1", SRC); // 2 + 32 - 1 = 33
+        run_ok_case("selfsd on the prompt + 32 tokens filling -c", buf);
     }
     { // flags the chosen method never reads
         static const char *const conflicts[][3] = { // flags, the flag named, the problem
