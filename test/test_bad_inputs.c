@@ -648,14 +648,14 @@ int main(void) {
     }
 
     // ---- round three: quadratic work before any limit (each must finish inside CASE_SECONDS)
-    { // config.json: an id2label of 100k keys with one duplicate; architectures of 200k entries
-        size_t cap = 4 << 20, n = 0;
+    { // config.json: an id2label of 300k keys with one duplicate; architectures of 200k entries
+        size_t cap = 8 << 20, n = 0;
         char *big = (char *)malloc_check(cap);
         n += (size_t)snprintf(big + n, cap - n, "\"id2label\": {");
-        for (int k = 0; k < 100000; k++) { n += (size_t)snprintf(big + n, cap - n, "\"%d\": \"L\", ", k); }
-        n += (size_t)snprintf(big + n, cap - n, "\"77\": \"L\"}, \"hidden_act\":");
-        text_case("config.json id2label of 100k keys, one twice", "config.json", "\"hidden_act\":", big, "config.json",
-                  "key \"77\" appears twice");
+        for (int k = 0; k < 300000; k++) { n += (size_t)snprintf(big + n, cap - n, "\"%d\": \"L\", ", k); }
+        n += (size_t)snprintf(big + n, cap - n, "\"299999\": \"L\"}, \"hidden_act\":"); // found last
+        text_case("config.json id2label of 300k keys, one twice", "config.json", "\"hidden_act\":", big, "config.json",
+                  "key \"299999\" appears twice");
         n = (size_t)snprintf(big, cap, "\"architectures\": [");
         for (int k = 0; k < 200000; k++) { n += (size_t)snprintf(big + n, cap - n, "\"X\", "); }
         snprintf(big + n, cap - n, "\"X\"], \"hidden_act\":");
@@ -986,6 +986,23 @@ int main(void) {
                  "sleep 2; kill -TERM $!; wait", selfspec_bin(), SRC, out_file);
         check(system(buf) != -1, "system failed");
         check_output_kept("--save-skip kept on SIGTERM in a search");
+    }
+    kept_output_case("--svg names the --dev-prompts file", "--svg", "input files",
+                     "--method selfsd --dev-prompts %s --svg %s");
+    kept_output_case("--svg FILE/ (a file named as a folder)", "--svg", "its folder does not exist", "--svg %s/");
+    flag_case("-t 100.00001", "-t 100.00001", "must be in [0, 100]", "-t 100.00001");
+    { // two runs saving one --save-skip file at once: it holds one of the two, whole
+        reset_output();
+        snprintf(buf, sizeof(buf), "for s in 1 2; do %s -m %s -n 4 --method selfsd --iters 20 -s $s --save-skip %s "
+                 ">/dev/null 2>&1 & done; wait", selfspec_bin(), SRC, out_file);
+        check(system(buf) != -1, "system failed");
+        size_t len;
+        char *text = read_or_exit(out_file, &len), err[SS_ERR_LEN];
+        Json j;
+        check(json_parse(&j, text, len, out_file, err) == 0 && strstr(text, "\"mlp\"") != NULL,
+              "two runs saving one file: %s:\n%s", err, text);
+        json_free(&j);
+        free(text);
     }
     { // a run that succeeds replaces the file whole and says so
         char *e;
