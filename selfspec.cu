@@ -5417,6 +5417,7 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
 static void check_output(const char *flag, const char *path, const Options *o) {
     struct stat sb, in;
     char dir[1100], model[4][1200];
+    if (path[0] == '\0') { flag_error(flag, NULL, "the file name is empty"); }
     const char *slash = strrchr(path, '/');
     int dir_len = slash == NULL || slash == path ? 1 : (int)(slash - path);
     snprintf(dir, sizeof(dir), "%.*s", dir_len, slash ? path : ".");
@@ -5437,7 +5438,6 @@ static void check_output(const char *flag, const char *path, const Options *o) {
                                           : "names one of the run's input files");
         }
     }
-    if (path[0] == '\0') { flag_error(flag, NULL, "the file name is empty"); }
     if (exists && !S_ISREG(sb.st_mode)) {
         flag_error(flag, path, "exists and is not a regular file");
     } else if (!exists && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
@@ -5485,8 +5485,8 @@ static int commit_output(const char *flag, const char *path, FILE *mem, char **b
 }
 
 static int write_skip_file(const char *path, const SkipSet *s, int n_layers, char *err) {
-    char *buf;
-    size_t len;
+    char *buf = NULL;
+    size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
     const unsigned char *flags[2] = {s->attn, s->mlp};
     fprintf(f, "{");
