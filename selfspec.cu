@@ -603,8 +603,8 @@ static int rope_get(const Json *j, int obj, const char *key, const char *path, c
                          memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start,
                                 (size_t)(j->tok[a].end - j->tok[a].start)) == 0;
     if (!same) {
-        return fail(err, "%s: %s%s and rope_parameters.%s disagree", path, obj ? "rope_scaling." : "",
-                    key, key) - 1;
+        return fail(err, "%s: %s%s and rope_parameters.%s disagree", path,
+                    obj ? "rope_scaling." : "", key, key) - 1;
     }
     return b;
 }
@@ -855,7 +855,8 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
     unsigned char head[8];
     struct stat sb;
     int fd = open(path, O_RDONLY | O_NONBLOCK);
-    int peeked = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pread(fd, head, 8, 0) == 8;
+    int peeked =
+        fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pread(fd, head, 8, 0) == 8;
     if (fd >= 0) { close(fd); }
     if (peeked && bad_header_length(path, head, (size_t)sb.st_size, err)) { return -1; }
     sh->bytes = read_file(path, &sh->size, err);
@@ -5857,7 +5858,8 @@ int main(int argc, char **argv) {
     // report would be written into it. A closed stdout or stderr becomes /dev/full: writes to it
     // fail, and the check of stdout at the end reports it.
     for (int fd = 0; fd < 3; fd++) {
-        if (fcntl(fd, F_GETFD) < 0 && open(fd ? "/dev/full" : "/dev/null", fd ? O_WRONLY : O_RDONLY) < 0) {
+        if (fcntl(fd, F_GETFD) < 0 &&
+            open(fd ? "/dev/full" : "/dev/null", fd ? O_WRONLY : O_RDONLY) < 0) {
             open("/dev/null", O_RDWR);
         }
     }
