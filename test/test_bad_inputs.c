@@ -875,6 +875,7 @@ int main(void) {
     { // a vocabulary token of 300 bytes is written whole (it was cut to 255), in text and JSON
         char long_token[301], *o;
         memset(long_token, 'd', 300);
+        long_token[299] = 'X'; // (cut to 255 bytes, no token's X is left)
         long_token[300] = '\0';
         d = vocab4_model("vocab-long", long_token);
         for (int json = 0; json < 2; json++) {
