@@ -5873,7 +5873,6 @@ int main(int argc, char **argv) {
     if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
     if (o.save_skip) { check_output("--save-skip", o.save_skip, &o); }
     if (o.svg) { check_output("--svg", o.svg, &o); }
-    FILE *svg = o.svg ? open_memstream(&svg_buf, &svg_len) : NULL; // written by commit_output
     Model m;
     if (build_model(&m, o.model_dir, o.ctx > 0 ? o.ctx : 4096, err)) {
         fprintf(stderr, "selfspec: error: %s\n", err);
@@ -5929,6 +5928,8 @@ int main(int argc, char **argv) {
     int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     // Self-SD's candidates
     SetHistory *search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory));
+    // opened after the checks that return early, which do not close it
+    FILE *svg = o.svg ? open_memstream(&svg_buf, &svg_len) : NULL; // written by commit_output
     if (svg) { svg_begin(svg, c->n_layers, o.method, n_prompts); }
     int status = EXIT_SUCCESS;
     SkipSet searched = skip;
