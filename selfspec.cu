@@ -4382,7 +4382,8 @@ static int load_added(Tokenizer *t, Loader *ld, int arr) {
         x->normalized = (unsigned char)normalized;
         t->added[t->n_added++] = (int)id;
     }
-    const TokenText **order = (const TokenText **)malloc_check((size_t)t->n_added * sizeof(*order) + 1);
+    const TokenText **order =
+        (const TokenText **)malloc_check((size_t)t->n_added * sizeof(*order) + 1);
     for (int k = 0; k < t->n_added; k++) { order[k] = &t->tok[t->added[k]]; }
     qsort(order, (size_t)t->n_added, sizeof(*order), compare_added); // for find_added
     for (int k = 0; k < t->n_added; k++) { t->added[k] = (int)(order[k] - t->tok); }
