@@ -33,6 +33,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <float.h>
 #include <limits.h>
 #include <math.h>
@@ -164,7 +165,12 @@ static char *read_file(const char *path, size_t *len_out, char *err) {
         fail(err, "%s: cannot determine the file size", path);
         return NULL;
     }
-    char *buf = (char *)malloc_check((size_t)size + 1);
+    char *buf = (char *)malloc((size_t)size + 1);
+    if (buf == NULL) {
+        fclose(f);
+        fail(err, "%s: out of host memory reading its %ld bytes", path, size);
+        return NULL;
+    }
     size_t got = fread(buf, 1, (size_t)size, f);
     fclose(f);
     if (got != (size_t)size) {
@@ -337,12 +343,20 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
     return 0;
 }
 
+static char *json_string(const Json *j, int i, size_t *len);
+
+// Whether the string at token i is s, compared as text: "hidden_\u0073ize" is hidden_size.
 static int json_eq(const Json *j, int i, const char *s) {
-    if (i < 0) { return 0; }
+    if (i < 0 || j->tok[i].type != JSMN_STRING) { return 0; }
     const jsmntok_t *t = &j->tok[i];
-    size_t n = strlen(s);
-    return t->type == JSMN_STRING && (size_t)(t->end - t->start) == n &&
-           memcmp(j->js + t->start, s, n) == 0;
+    size_t n = strlen(s), len = (size_t)(t->end - t->start);
+    if (memchr(j->js + t->start, '\\', len) == NULL) {
+        return len == n && memcmp(j->js + t->start, s, n) == 0;
+    }
+    char *text = json_string(j, i, &len);
+    int eq = text != NULL && len == n && memcmp(text, s, n) == 0;
+    free(text);
+    return eq;
 }
 
 // Value token of key in the object at obj, or -1. A key given twice is an error (-2), since
@@ -360,20 +374,36 @@ static int json_get(const Json *j, int obj, const char *key) {
     return found;
 }
 
-// The first key that appears twice in the object at obj, or -1. Quadratic: for small objects
-// (a config, a tensor entry), where a duplicate would otherwise surface as a misleading error.
+typedef struct { char *text; size_t n; int tok; } JsonKey;
+
+static int compare_keys(const void *a, const void *b) {
+    const JsonKey *x = (const JsonKey *)a, *y = (const JsonKey *)b;
+    int c = memcmp(x->text, y->text, x->n < y->n ? x->n : y->n);
+    return c != 0 ? c : x->n < y->n ? -1 : x->n > y->n;
+}
+
+// The first key (in sorted order) that appears twice in the object at obj, or -1. Keys are
+// compared as text ("a" and "\u0061" are one key) after sorting: n log n for an object of
+// 100k keys, where comparing every pair took minutes.
 static int json_duplicate_key(const Json *j, int obj) {
-    for (int k = 0, a = obj + 1; k < j->tok[obj].size; k++, a = json_skip(j, a + 1)) {
-        for (int m = k + 1, b = json_skip(j, a + 1); m < j->tok[obj].size;
-             m++, b = json_skip(j, b + 1)) {
-            int n = j->tok[a].end - j->tok[a].start;
-            if (j->tok[b].end - j->tok[b].start == n &&
-                memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start, (size_t)n) == 0) {
-                return a;
-            }
+    int n = j->tok[obj].size, dup = -1;
+    JsonKey *keys = (JsonKey *)malloc_check(((size_t)n + 1) * sizeof(JsonKey));
+    for (int k = 0, a = obj + 1; k < n; k++, a = json_skip(j, a + 1)) {
+        keys[k].text = json_string(j, a, &keys[k].n);
+        keys[k].tok = a;
+        if (keys[k].text == NULL) { // a bad escape (the reader of that key refuses it): raw text
+            keys[k].n = (size_t)(j->tok[a].end - j->tok[a].start);
+            keys[k].text = (char *)malloc_check(keys[k].n + 1);
+            memcpy(keys[k].text, j->js + j->tok[a].start, keys[k].n);
         }
     }
-    return -1;
+    qsort(keys, (size_t)n, sizeof(JsonKey), compare_keys);
+    for (int k = 1; k < n && dup < 0; k++) {
+        if (compare_keys(&keys[k - 1], &keys[k]) == 0) { dup = keys[k].tok; }
+    }
+    for (int k = 0; k < n; k++) { free(keys[k].text); }
+    free(keys);
+    return dup;
 }
 
 // i-th element of the array at arr, or -1.
@@ -514,14 +544,15 @@ static int config_int(const Json *j, const char *key, int required, int *out, co
     return 0;
 }
 
-static int config_float(const Json *j, int obj, const char *key, float *out, const char *path,
-                        char *err) {
-    int i = json_get(j, obj, key);
+// The one rule for a config float: absent or null keeps the default; else a number that as a
+// float is finite, normal and in (lo, hi] ((float)1e300 is inf, (float)1e-300 is 0 and 1e-40 a
+// subnormal: each refused, not computed with).
+static int config_float(const Json *j, int i, const char *key, float lo, float hi, float *out,
+                        const char *path, char *err) {
     if (json_is_null(j, i)) { return 0; }
     double v;
-    // (float)1e300 is inf and (float)1e-300 is 0: refused, not computed with
-    if (json_number(j, i, &v) != 0 || !((float)v > 0) || !isfinite((float)v)) {
-        return fail(err, "%s: \"%s\" must be a positive number within float range", path, key);
+    if (json_number(j, i, &v) != 0 || !isnormal((float)v) || !((float)v > lo && (float)v <= hi)) {
+        return fail(err, "%s: \"%s\" must be a normal float in (%g, %g]", path, key, lo, hi);
     }
     *out = (float)v;
     return 0;
@@ -532,9 +563,9 @@ static int config_check_unsupported(const Json *j, const char *path, char *err) 
     int arch = json_get(j, 0, "architectures");
     if (!json_is_null(j, arch)) {
         int ok = 0;
-        for (int k = 0; arch >= 0 && k < (j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0);
-             k++) {
-            ok |= json_eq(j, json_at(j, arch, k), "LlamaForCausalLM");
+        int n = arch >= 0 && j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0;
+        for (int k = 0, e = arch + 1; k < n; k++, e = json_skip(j, e)) { // (json_at: quadratic)
+            ok |= json_eq(j, e, "LlamaForCausalLM");
         }
         if (!ok) {
             return fail(
@@ -559,27 +590,53 @@ static int config_check_unsupported(const Json *j, const char *path, char *err) 
     return 0;
 }
 
-// rope_scaling: null, or {"rope_type": "llama3", ...} (Llama 3.1/3.2). Others are refused.
-static int config_rope_scaling(Config *c, const Json *j, const char *path, char *err) {
-    int rs = json_get(j, 0, "rope_scaling");
-    if (json_is_null(j, rs)) { return 0; }
-    int type = json_get(j, rs, "rope_type");
-    if (type < 0) { type = json_get(j, rs, "type"); }
-    if (json_eq(j, type, "default")) { return 0; }
+// A RoPE setting's value token: transformers 5 writes them all in rope_parameters; older
+// configs have rope_theta at the top level and the scaling in rope_scaling (obj). A value given
+// in both places must agree; -2 (err set) when they do not.
+static int rope_get(const Json *j, int obj, const char *key, const char *path, char *err) {
+    int a = json_get(j, obj, key), b = json_get(j, json_get(j, 0, "rope_parameters"), key);
+    double x, y;
+    if (a < 0 || b < 0) { return b >= 0 ? b : a; }
+    int same = json_number(j, a, &x) == 0 && json_number(j, b, &y) == 0
+                   ? x == y
+                   : j->tok[a].end - j->tok[a].start == j->tok[b].end - j->tok[b].start &&
+                         memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start,
+                                (size_t)(j->tok[a].end - j->tok[a].start)) == 0;
+    if (!same) {
+        return fail(err, "%s: %s%s and rope_parameters.%s disagree", path,
+                    obj ? "rope_scaling." : "", key, key) - 1;
+    }
+    return b;
+}
+
+// RoPE: rope_theta, and rope_type "default" or "llama3" (Llama 3.1/3.2's scaling, with its
+// factors). Other types are refused.
+static int config_rope(Config *c, const Json *j, const char *path, char *err) {
+    int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(j, 0, "rope_theta", path, err);
+    int type = rope_get(j, rs, "rope_type", path, err);
+    if (type == -1) { type = json_get(j, rs, "type"); }
+    if (theta == -2 || type == -2 ||
+        config_float(j, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta, path, err)) {
+        return -1;
+    }
+    if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
     if (!json_eq(j, type, "llama3")) {
-        return fail(err, "%s: rope_scaling type is not supported (only \"llama3\")", path);
+        return fail(err, "%s: rope_type is not supported (only \"default\" and \"llama3\")", path);
     }
     c->rope_llama3 = 1;
     c->rope_factor = c->rope_low_freq = c->rope_high_freq = 0;
-    long long orig = 0;
-    if (config_float(j, rs, "factor", &c->rope_factor, path, err) ||
-        config_float(j, rs, "low_freq_factor", &c->rope_low_freq, path, err) ||
-        config_float(j, rs, "high_freq_factor", &c->rope_high_freq, path, err)) {
-        return -1;
+    const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
+    float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
+    for (int k = 0; k < 3; k++) {
+        int i = rope_get(j, rs, keys[k], path, err);
+        if (i == -2 || config_float(j, i, keys[k], 0, FLT_MAX, dst[k], path, err)) { return -1; }
     }
-    if (json_int(j, json_get(j, rs, "original_max_position_embeddings"), 1, 1 << 24, &orig) ||
-        c->rope_factor <= 0 || c->rope_low_freq <= 0 || c->rope_high_freq <= c->rope_low_freq) {
-        return fail(err, "%s: rope_scaling llama3 needs factor, low_freq_factor < high_freq_factor "
+    long long orig = 0;
+    int o = rope_get(j, rs, "original_max_position_embeddings", path, err);
+    if (o == -2) { return -1; }
+    if (json_int(j, o, 1, 1 << 24, &orig) || c->rope_factor <= 0 ||
+        c->rope_high_freq <= c->rope_low_freq) {
+        return fail(err, "%s: rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
                     "and original_max_position_embeddings", path);
     }
     c->rope_orig_max = (int)orig;
@@ -654,9 +711,9 @@ static int read_config(Config *c, const char *dir, char *err) {
         c->head_dim = c->dim / c->n_heads;
         rc = config_int(&j, "num_key_value_heads", 0, &c->n_kv_heads, path, err) ||
              config_int(&j, "head_dim", 0, &c->head_dim, path, err) ||
-             config_float(&j, 0, "rope_theta", &c->rope_theta, path, err) ||
-             config_float(&j, 0, "rms_norm_eps", &c->norm_eps, path, err) ||
-             config_rope_scaling(c, &j, path, err) || config_token_ids(c, &j, path, err) ? -1 : 0;
+             config_float(&j, json_get(&j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps,
+                          path, err) ||
+             config_rope(c, &j, path, err) || config_token_ids(c, &j, path, err) ? -1 : 0;
     }
     if (rc == 0) {
         int tie = json_get(&j, 0, "tie_word_embeddings");
@@ -671,7 +728,8 @@ static int read_config(Config *c, const char *dir, char *err) {
         rc = fail(err, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
                   path, c->n_heads, c->n_kv_heads);
     } else if (rc == 0 && (c->head_dim % 2 != 0 || c->head_dim < 2)) {
-        rc = fail(err, "%s: head_dim %d must be even (RoPE rotates pairs)", path, c->head_dim);
+        rc = fail(err, "%s: head_dim %d (hidden_size / num_attention_heads when not given) must be "
+                  "even and at least 2 (RoPE rotates pairs)", path, c->head_dim);
     } else if (rc == 0 && (size_t)c->n_heads * c->head_dim > (1 << 24)) {
         // the kernels index a pass's (n_tokens, n_heads, head_dim) rows with int
         rc = fail(err, "%s: num_attention_heads %d x head_dim %d exceeds %d", path, c->n_heads,
@@ -721,7 +779,9 @@ static int compare_by_begin(const void *a, const void *b) {
 static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInfo *t, char *err) {
     size_t name_len;
     t->name = json_string(j, key, &name_len);
-    if (t->name == NULL) { return fail(err, "%s: bad tensor name in header", sh->path); }
+    if (t->name == NULL || strlen(t->name) != name_len) { // "a\u0000b" would be read as "a"
+        return fail(err, "%s: bad tensor name in header (a bad escape or a NUL byte)", sh->path);
+    }
     int v = key + 1, dt = json_get(j, v, "dtype"), shp = json_get(j, v, "shape");
     int off = json_get(j, v, "data_offsets");
     if (dt == -2 || shp == -2 || off == -2) {
@@ -744,10 +804,10 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
                     t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
     }
     size_t esize = t->dtype == DTYPE_F32 ? 4 : 2;
-    t->n_dim = j->tok[shp].size;
-    if (t->n_dim > 4) {
+    if (j->tok[shp].size > 4) { // (n_dim is set after: build_model reads shape[0..n_dim))
         return fail(err, "%s: tensor %s: more than 4 dimensions", sh->path, t->name);
     }
+    t->n_dim = j->tok[shp].size;
     size_t numel = 1;
     for (int d = 0; d < t->n_dim; d++) {
         long long s;
@@ -775,22 +835,37 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
     return 0;
 }
 
+// Whether the 8-byte little-endian header length at b is zero or runs past a file of size bytes.
+static int bad_header_length(const char *path, const unsigned char *b, size_t size, char *err) {
+    uint64_t n = 0;
+    for (int k = 7; k >= 0; k--) { n = (n << 8) | b[k]; }
+    return n == 0 || n > size - 8
+               ? fail(err, "%s: header length %llu is zero or runs past the end of the file (%zu "
+                      "bytes)", path, (unsigned long long)n, size)
+               : 0;
+}
+
 // Reads one .safetensors file and appends its tensors to tf: an 8-byte little-endian header
 // length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the raw data.
 static int load_shard(TensorFiles *tf, const char *path, char *err) {
     Shard *sh = &tf->shards[tf->n_shards];
     snprintf(sh->path, sizeof(sh->path), "%s", path);
+    // The header length is checked before the file is read whole (a sparse 30 GB file of zeros
+    // is refused at once), then again on what was read. (O_NONBLOCK: a FIFO does not block.)
+    unsigned char head[8];
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    int peeked =
+        fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pread(fd, head, 8, 0) == 8;
+    if (fd >= 0) { close(fd); }
+    if (peeked && bad_header_length(path, head, (size_t)sb.st_size, err)) { return -1; }
     sh->bytes = read_file(path, &sh->size, err);
     if (sh->bytes == NULL) { return -1; }
     tf->n_shards++;
     if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
+    if (bad_header_length(path, (const unsigned char *)sh->bytes, sh->size, err)) { return -1; }
     uint64_t n = 0;
     for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)sh->bytes[k]; }
-    if (n == 0 || n > sh->size - 8) {
-        return fail(err,
-                    "%s: header length %llu is zero or runs past the end of the file (%zu bytes)",
-                    path, (unsigned long long)n, sh->size);
-    }
     sh->data_start = 8 + (size_t)n;
     int line;
     const char *syntax = json_syntax(sh->bytes + 8, (size_t)n, &line);
@@ -842,8 +917,10 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     memset(tf, 0, sizeof(*tf));
     char path[1100];
     snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-    struct stat sb; // (not fopen: that blocks on a FIFO; read_file refuses anything but a file)
-    if (stat(path, &sb) == 0) {
+    // (not fopen: that blocks on a FIFO; read_file refuses anything but a file). lstat: a
+    // dangling or looping symlink is this file, which read_file then says it cannot open.
+    struct stat sb;
+    if (lstat(path, &sb) == 0) {
         tf->shards = (Shard *)calloc_check(1, sizeof(Shard));
         return load_shard(tf, path, err);
     }
@@ -936,6 +1013,7 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
     }
     size_t n = cols == 0 ? rows : rows * cols;
     t->used = 1;
+    if (dst == NULL) { return 0; } // build_model's check of every name and shape
     const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
     for (size_t i = 0; i < n; i++) {
         if (t->dtype == DTYPE_F32) {
@@ -949,6 +1027,10 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
                 uint32_t bits = (uint32_t)h << 16; // bf16 is the top half of an fp32
                 memcpy(&dst[i], &bits, 4);
             }
+        }
+        if (!isfinite(dst[i])) { // one would make every logit NaN: argmax then says token 0
+            return fail(err, "%s: tensor %s: weight %zu is %s", sh->path, name, i,
+                        isnan(dst[i]) ? "NaN" : "infinite");
         }
     }
     return 0;
@@ -1006,6 +1088,10 @@ static size_t layout_weights(Weights *w, float *base, const Config *c) {
     return off;
 }
 
+static float *at(float *p, size_t i) { return p ? p + i : NULL; } // NULL: only check shapes
+
+// Loads every weight into w; with w's pointers NULL (layout_weights without memory), only checks
+// that every tensor is there with its shape.
 static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
@@ -1026,9 +1112,9 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
         size_t rows[] = {dim, q_dim, kv_dim, kv_dim, dim, dim, hid, hid, dim};
         size_t cols[] = {0, dim, dim, dim, q_dim, 0, dim, dim, hid};
         float *dst[] = {
-            w->rms_att + l * dim,      w->wq + l * q_dim * dim, w->wk + l * kv_dim * dim,
-            w->wv + l * kv_dim * dim,  w->wo + l * dim * q_dim, w->rms_ffn + l * dim,
-            w->w_gate + l * hid * dim, w->w_up + l * hid * dim, w->w_down + l * dim * hid};
+            at(w->rms_att, l * dim),      at(w->wq, l * q_dim * dim), at(w->wk, l * kv_dim * dim),
+            at(w->wv, l * kv_dim * dim),  at(w->wo, l * dim * q_dim), at(w->rms_ffn, l * dim),
+            at(w->w_gate, l * hid * dim), at(w->w_up, l * hid * dim), at(w->w_down, l * dim * hid)};
         for (int k = 0; k < 9; k++) {
             char name[128];
             snprintf(name, sizeof(name), "model.layers.%d.%s.weight", l, names[k]);
@@ -1050,7 +1136,7 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
                         tf->shards[t->file].path, t->name, c->n_layers);
         }
     }
-    rope_frequencies(c, w->rope_inv_freq);
+    if (w->rope_inv_freq) { rope_frequencies(c, w->rope_inv_freq); }
     return 0;
 }
 
@@ -1566,23 +1652,12 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
             "(the default when absent)",
             tf.shards[0].path, dir);
     }
+    // Every weight must be a tensor of the files with its shape, whose sizes were checked
+    // against the file sizes: a config that needs more is refused here, naming the tensor,
+    // before its sizes are allocated.
     Weights host;
-    size_t n = layout_weights(&host, NULL, c), held = (size_t)c->head_dim / 2;
-    // Every weight comes from a tensor in the files, whose sizes were checked against the file
-    // sizes: a config that needs more is refused here, before its sizes are allocated.
-    for (int k = 0; k < tf.n_tensors; k++) {
-        size_t numel = 1;
-        for (int d = 0; d < tf.tensors[k].n_dim; d++) {
-            numel = mul_size(numel, tf.tensors[k].shape[d]);
-        }
-        held = add_size(held, numel);
-    }
-    if (rc == 0 && n > held) {
-        rc = fail(err,
-                  "%s/config.json: its sizes need %zu weights but the safetensors files hold %zu; "
-                  "the config does not match the checkpoint",
-                  dir, n, held);
-    }
+    size_t n = layout_weights(&host, NULL, c);
+    if (rc == 0) { rc = load_weights(&host, c, &tf, err); }
     float *host_memory = NULL;
     if (rc == 0) {
         host_memory = (float *)malloc_check(mul_size(n, sizeof(float)));
@@ -2539,7 +2614,8 @@ static int top_alternatives(const float *logits, int vocab, float confidence, co
     while (level < 3 && confidence <= p->tree_confidence[level]) { level++; }
     int k = p->tree_width[level];
     int n = 0, top = argmax(logits, vocab);
-    for (int a = 0; a < k - 1 && a < MAX_ALTS && a < max_alts; a++) { // repeated scans: k <= 10
+    // selection by repeated scans: k <= 10; a vocabulary smaller than k has vocab - 1 to give
+    for (int a = 0; a < k - 1 && a < MAX_ALTS && a < max_alts && a < vocab - 1; a++) {
         int best = -1;
         for (int i = 0; i < vocab; i++) {
             int used = i == top;
@@ -3821,25 +3897,37 @@ static void pre_tokenize(Encoder *e, int stage, const char *s, size_t len, int a
     free(w);
 }
 
+// Byte k of added token a's sort key: its pass (0 raw, 1 normalized), then its text; -1 past
+// the end. load_added sorts t->added by this key, so the tokens of a pass that start with a given
+// text are one run of it.
+static int added_key(const Tokenizer *t, int a, size_t k) {
+    const TokenText *x = &t->tok[t->added[a]];
+    return k == 0 ? x->normalized : k <= (size_t)x->len ? (unsigned char)x->text[k - 1] : -1;
+}
+
+// The first a in [lo, hi) whose key byte k is >= byte (the run [lo, hi) shares key bytes 0..k-1).
+static int added_bound(const Tokenizer *t, int lo, int hi, size_t k, int byte) {
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (added_key(t, mid, k) < byte) { lo = mid + 1; } else { hi = mid; }
+    }
+    return lo;
+}
+
 // Leftmost-longest added token of one pass (normalized or not) in s[from..len), and where it is:
-// HF matches them all at once with an Aho-Corasick automaton in LeftmostLongest mode.
+// HF matches them all at once with an Aho-Corasick automaton in LeftmostLongest mode. At each i
+// the run of tokens matching s[i..] is narrowed one byte at a time by binary search, so a line
+// costs its length x the match depth x log(n_added), whatever the tokens have in common.
 static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from, int normalized,
                       size_t *at) {
-    unsigned char first[256] = {0}; // the first bytes of this pass's added tokens: a cheap filter
-    for (int a = 0; a < t->n_added; a++) {
-        const TokenText *x = &t->tok[t->added[a]];
-        if (x->normalized == normalized && x->len > 0) { first[(unsigned char)x->text[0]] = 1; }
-    }
     for (size_t i = from; i < len; i++) {
-        if (!first[(unsigned char)s[i]]) { continue; }
-        int best = -1;
-        for (int a = 0; a < t->n_added; a++) {
-            const TokenText *x = &t->tok[t->added[a]];
-            if (x->normalized == normalized &&
-                starts_with(s + i, len - i, x->text, (size_t)x->len) &&
-                (best < 0 || x->len > t->tok[best].len)) {
-                best = t->added[a];
-            }
+        int lo = 0, hi = t->n_added, best = -1;
+        for (size_t k = 0; lo < hi; k++) { // [lo, hi): the tokens whose key starts with k bytes
+            if (k >= 2 && added_key(t, lo, k) < 0) { best = t->added[lo]; } // s[i..i+k-1)
+            if (k > 0 && i + k - 1 >= len) { break; }
+            int want = k == 0 ? normalized : (unsigned char)s[i + k - 1];
+            lo = added_bound(t, lo, hi, k, want);
+            hi = added_bound(t, lo, hi, k, want + 1);
         }
         if (best >= 0) { *at = i; return best; }
     }
@@ -4134,7 +4222,11 @@ static int load_template(Tokenizer *t, Loader *ld, int p) {
         }
         seen_a |= seq >= 0;
         char *name = seq >= 0 ? NULL : get_string(ld, jkey(ld, i, "SpecialToken"), "id", &len);
-        e = name != NULL ? get_array(ld, jkey(ld, specials, name), "ids", &m) : -1;
+        int entry = name != NULL ? jkey(ld, specials, name) : -1;
+        if (name != NULL && entry < 0) { // (lfail keeps this message, not get_array's)
+            lfail(ld, "post_processor: special_tokens has no \"%.64s\"", name);
+        }
+        e = name != NULL ? get_array(ld, entry, "ids", &m) : -1;
         free(name);
         for (int q = 0; q < m && e >= 0; q++, e = json_skip(j, e)) {
             long long id;
@@ -4289,6 +4381,16 @@ static int load_merges(Tokenizer *t, Loader *ld, int merges) {
     return rc;
 }
 
+// Added tokens by pass, then text (a prefix first), then id: the order added_key describes.
+static int compare_added(const void *a, const void *b) {
+    const TokenText *x = *(const TokenText *const *)a, *y = *(const TokenText *const *)b;
+    int c = memcmp(x->text, y->text, (size_t)(x->len < y->len ? x->len : y->len));
+    return x->normalized != y->normalized ? x->normalized - y->normalized
+           : c != 0                        ? c
+           : x->len != y->len              ? x->len - y->len
+                                           : (x > y) - (x < y);
+}
+
 // Added tokens with lstrip, rstrip or single_word, or normalized ones when there is a normalizer
 // (HF matches those in normalized text and decodes them as their normalized content) are refused.
 static int load_added(Tokenizer *t, Loader *ld, int arr) {
@@ -4315,6 +4417,12 @@ static int load_added(Tokenizer *t, Loader *ld, int arr) {
         x->normalized = (unsigned char)normalized;
         t->added[t->n_added++] = (int)id;
     }
+    const TokenText **order =
+        (const TokenText **)malloc_check((size_t)t->n_added * sizeof(*order) + 1);
+    for (int k = 0; k < t->n_added; k++) { order[k] = &t->tok[t->added[k]]; }
+    qsort(order, (size_t)t->n_added, sizeof(*order), compare_added); // for find_added
+    for (int k = 0; k < t->n_added; k++) { t->added[k] = (int)(order[k] - t->tok); }
+    free(order);
     return 0;
 }
 
@@ -4708,13 +4816,18 @@ static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
 }
 
 // Writes s as a JSON string literal.
+// JSON text is UTF-8; a byte that is not (a folder name is bytes) is written as U+FFFD.
 static void json_write_string(FILE *f, const char *s) {
+    size_t len = strlen(s), n;
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') { fprintf(f, "\\%c", *p); }
-        else if (*p == '\n') { fputs("\\n", f); }
-        else if (*p < 0x20) { fprintf(f, "\\u%04x", *p); }
-        else { fputc(*p, f); }
+    for (size_t i = 0; i < len; i += n) {
+        int cp;
+        n = utf8_decode(s, len, i, &cp);
+        if (cp < 0) { fputs("\\ufffd", f); }
+        else if (cp == '"' || cp == '\\') { fprintf(f, "\\%c", cp); }
+        else if (cp == '\n') { fputs("\\n", f); }
+        else if (cp < 0x20) { fprintf(f, "\\u%04x", cp); }
+        else { fwrite(s + i, 1, n, f); }
     }
     fputc('"', f);
 }
@@ -5246,14 +5359,12 @@ static long parse_long(const char *flag, const char *v, long lo, long hi) {
     return x;
 }
 
+// Parsed and range-checked as the float it becomes: 1e-300 is 0 as a float, outside (0, 1].
 static float parse_float(const char *flag, const char *v, float lo, float hi, int lo_open) {
     char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || *end != '\0' || errno != 0 || !isfinite(x)) {
-        flag_error(flag, v, "not a number");
-    }
-    if (x < lo || x > hi || (lo_open && x == lo)) {
+    float x = strtof(v, &end);
+    if (end == v || *end != '\0' || isnan(x)) { flag_error(flag, v, "not a number"); }
+    if (!(x >= lo && x <= hi) || (lo_open && x == lo)) {
         char why[96];
         snprintf(why, sizeof(why), "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
         flag_error(flag, v, why);
@@ -5499,29 +5610,83 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     return rc;
 }
 
-// --save-skip is written after the search, which can take minutes: a path that could not be
-// written then (a missing folder, a FIFO that would block) is refused before it.
-static void check_save_skip(const char *path) {
-    struct stat sb;
-    char dir[1100];
+// An output file (--svg, --save-skip) is written at the end of a run that can take minutes, so
+// its path is checked before it: a folder that exists and can be written, and not one of the
+// run's inputs or the other output (the rename at the end would replace it).
+static void check_output(const char *flag, const char *path, const Options *o) {
+    struct stat sb, in;
+    char dir[1100], model[4][1200];
+    if (path[0] == '\0') { flag_error(flag, NULL, "the file name is empty"); }
     const char *slash = strrchr(path, '/');
     int dir_len = slash == NULL || slash == path ? 1 : (int)(slash - path);
     snprintf(dir, sizeof(dir), "%.*s", dir_len, slash ? path : ".");
-    if (stat(path, &sb) == 0) {
-        if (!S_ISREG(sb.st_mode)) {
-            flag_error("--save-skip", path, "exists and is not a regular file");
-        }
-        if (access(path, W_OK) != 0) { flag_error("--save-skip", path, "cannot write to it"); }
-    } else if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-        flag_error("--save-skip", path, "its folder does not exist");
-    } else if (access(dir, W_OK | X_OK) != 0) {
-        flag_error("--save-skip", path, "cannot create a file in its folder");
+    const char *names[4] = {"config.json", "tokenizer.json", "model.safetensors",
+                            "model.safetensors.index.json"};
+    const char *inputs[8] = {o->prompt_file, o->skip_file, o->dev_prompts,
+                             o->svg == path ? o->save_skip : o->svg};
+    for (int k = 0; k < 4; k++) {
+        snprintf(model[k], sizeof(model[k]), "%s/%s", o->model_dir, names[k]);
+        inputs[4 + k] = model[k];
     }
+    int exists = stat(path, &sb) == 0;
+    for (int k = 0; k < 8; k++) {
+        if (inputs[k] && ((k == 3 && strcmp(inputs[k], path) == 0) ||
+                          (exists && stat(inputs[k], &in) == 0 && in.st_dev == sb.st_dev &&
+                           in.st_ino == sb.st_ino))) {
+            flag_error(flag, path, k == 3 ? "names the other output file too"
+                                          : "names one of the run's input files");
+        }
+    }
+    if (exists && !S_ISREG(sb.st_mode)) {
+        flag_error(flag, path, "exists and is not a regular file");
+    } else if (!exists && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        flag_error(flag, path, "its folder does not exist");
+    }
+    // commit_output creates its temporary file beside it: done once now, it shows that this
+    // works (access() says yes to root on a read-only file system; a name can be too long)
+    char tmp[1200];
+    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        snprintf(tmp, sizeof(tmp), "cannot create a file in its folder: %s", strerror(errno));
+        flag_error(flag, path, tmp);
+    }
+    close(fd);
+    unlink(tmp);
+}
+
+// An output file is built in memory (open_memstream) and written whole at the end: to a
+// temporary file beside it, then rename()d over it. A run that fails or is killed before leaves
+// the old file as it was, and two runs writing one path leave one of the two whole.
+static int commit_output(const char *flag, const char *path, FILE *mem, char **buf, size_t *len,
+                         char *err) {
+    char tmp[1200];
+    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
+    sigset_t block, old; // a kill between creating tmp and renaming it would leave tmp behind
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    mode_t mask = umask(0); // mkstemp creates 0600; give the file open()'s usual 0666 & ~umask
+    umask(mask);
+    int ok = fclose(mem) == 0, fd = ok ? mkstemp(tmp) : -1, saved;
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    ok = f != NULL && fchmod(fd, 0666 & ~mask) == 0 && fwrite(*buf, 1, *len, f) == *len;
+    ok = (f == NULL || fclose(f) == 0) && ok && rename(tmp, path) == 0;
+    saved = errno;
+    if (!ok && fd >= 0) { unlink(tmp); }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    free(*buf);
+    if (!ok) { return fail(err, "%s %s: cannot write: %s", flag, path, strerror(saved)); }
+    fprintf(stderr, "wrote %s\n", path);
+    return 0;
 }
 
 static int write_skip_file(const char *path, const SkipSet *s, int n_layers, char *err) {
-    FILE *f = fopen(path, "w");
-    if (f == NULL) { return fail(err, "--save-skip %s: cannot write: %s", path, strerror(errno)); }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
     const unsigned char *flags[2] = {s->attn, s->mlp};
     fprintf(f, "{");
     for (int k = 0; k < 2; k++) {
@@ -5532,7 +5697,7 @@ static int write_skip_file(const char *path, const SkipSet *s, int n_layers, cha
         fprintf(f, "]");
     }
     fprintf(f, "}\n");
-    return fclose(f) == 0 ? 0 : fail(err, "--save-skip %s: write failed", path);
+    return commit_output("--save-skip", path, f, &buf, &len, err);
 }
 
 // Reads the non-empty lines of a prompts file; a two-character \\n in a line stands for a newline.
@@ -5593,16 +5758,17 @@ typedef struct {
 
 static void on_token(void *ctx, int token) {
     TextSink *ts = (TextSink *)ctx;
-    char piece[256];
-    size_t n = decode_token(ts->tok, &ts->ds, token, piece, sizeof(piece));
-    if (ts->len + n + 1 > ts->cap) {
-        ts->cap = 2 * (ts->len + n + 1);
+    const Tokenizer *t = ts->tok;
+    // a token decodes to at most 3 bytes per byte of its text (U+FFFD for one that is not
+    // UTF-8), plus the bytes held back from the token before
+    size_t most = 3 * (token >= 0 && token < t->vocab_size ? (size_t)t->tok[token].len : 0) + 16;
+    if (ts->len + most > ts->cap) {
+        ts->cap = 2 * (ts->len + most);
         ts->text = (char *)realloc_check(ts->text, ts->cap);
     }
-    memcpy(ts->text + ts->len, piece, n);
+    size_t n = decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
+    if (ts->echo) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
     ts->len += n;
-    ts->text[ts->len] = '\0';
-    if (ts->echo) { fwrite(piece, 1, n, stdout); fflush(stdout); }
 }
 
 static const char *default_model_dir(const char *argv0) {
@@ -5613,6 +5779,17 @@ static const char *default_model_dir(const char *argv0) {
     snprintf(path, sizeof(path), "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1,
              slash ? argv0 : ".");
     return path;
+}
+
+// Checks that n prompt tokens and the n_extra to come after them fit the context; exits with
+// one error line otherwise.
+static int fit_context(const Config *c, int n, int n_extra, const char *where, const char *extra) {
+    if ((long)n + n_extra - 1 > c->seq_len) {
+        fprintf(stderr, "selfspec: error: %s: %d prompt tokens + %s exceed the context of %d "
+                "(-c or max_position_embeddings)\n", where, n, extra, c->seq_len);
+        exit(EXIT_FAILURE);
+    }
+    return n;
 }
 
 // Encodes a prompt and checks it against the context; exits with one error line otherwise.
@@ -5633,12 +5810,7 @@ static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text
                 where);
         exit(EXIT_FAILURE);
     }
-    if ((long)n + n_extra - 1 > c->seq_len) {
-        fprintf(stderr, "selfspec: error: %s: %d prompt tokens + %s exceed the context of %d "
-                "(-c or max_position_embeddings)\n", where, n, extra, c->seq_len);
-        exit(EXIT_FAILURE);
-    }
-    return n;
+    return fit_context(c, n, n_extra, where, extra);
 }
 
 // The first Ctrl-C during a search stops it (the search returns its best set so far, which is
@@ -5665,7 +5837,8 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
     int **ids = (int **)malloc_check(sizeof(int *) * (size_t)n_dev),
         *lengths = (int *)malloc_check(sizeof(int) * (size_t)n_dev);
     ids[0] = (int *)prompt;
-    lengths[0] = n_prompt;
+    lengths[0] = fit_context(&m->config, n_prompt, o->dev_prompts ? 0 : p->dev_tokens,
+                             "the prompt the search runs on", scored);
     for (int k = 0; o->dev_prompts && k < n_dev; k++) {
         char where[1200];
         snprintf(where, sizeof(where), "--dev-prompts %s line %d", o->dev_prompts, line_no[k]);
@@ -5711,10 +5884,6 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
             "%s: searched on the first prompt itself, not on a separate development set as Self-SD "
             "does (give one with --dev-prompts F)\n",
             method_name(o->method));
-    }
-    if (o->save_skip && write_skip_file(o->save_skip, &best, m->config.n_layers, err)) {
-        fprintf(stderr, "selfspec: error: %s\n", err);
-        exit(EXIT_FAILURE);
     }
     if (o->dev_prompts) {
         for (int k = 0; k < n_dev; k++) { free(ids[k]); free(texts[k]); }
@@ -5908,16 +6077,22 @@ static int decode_plain(Model *m, const Options *o, const int *prompt, int n_pro
 }
 
 int main(int argc, char **argv) {
+    // A descriptor 0-2 the caller closed would go to the first file opened, and the text or the
+    // report would be written into it. A closed stdout or stderr becomes /dev/full: writes to it
+    // fail, and the check of stdout at the end reports it.
+    for (int fd = 0; fd < 3; fd++) {
+        if (fcntl(fd, F_GETFD) < 0 &&
+            open(fd ? "/dev/full" : "/dev/null", fd ? O_WRONLY : O_RDONLY) < 0) {
+            open("/dev/null", O_RDWR);
+        }
+    }
     Options o;
     parse_options(argc, argv, &o);
-    char err[SS_ERR_LEN], path[1200];
-    FILE *svg = NULL; // opened first, so an unwritable path stops the run before anything is loaded
-    if (o.svg && (svg = fopen(o.svg, "w")) == NULL) {
-        snprintf(err, sizeof(err), "cannot write: %s", strerror(errno));
-        flag_error("--svg", o.svg, err);
-    }
+    char err[SS_ERR_LEN], path[1200], *svg_buf = NULL;
+    size_t svg_len = 0;
     if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
-    if (o.save_skip) { check_save_skip(o.save_skip); }
+    if (o.save_skip) { check_output("--save-skip", o.save_skip, &o); }
+    if (o.svg) { check_output("--svg", o.svg, &o); }
     Model m;
     if (build_model(&m, o.model_dir, o.ctx > 0 ? o.ctx : 4096, err)) {
         fprintf(stderr, "selfspec: error: %s\n", err);
@@ -5977,13 +6152,17 @@ int main(int argc, char **argv) {
     int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
     // Self-SD's candidates
     SetHistory *search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory));
+    // opened after the checks that return early, which do not close it
+    FILE *svg = o.svg ? open_memstream(&svg_buf, &svg_len) : NULL; // written by commit_output
     if (svg) { svg_begin(svg, c->n_layers, o.method, n_prompts); }
     int status = EXIT_SUCCESS;
+    SkipSet searched = skip;
     for (int pi = 0; pi < n_prompts; pi++) {
         int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt, "-p", ""); // checked
         double search_ms = 0;
         if ((o.method == METHOD_SELFSD || o.method == METHOD_ORACLE) && pi == 0) {
             skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms, search_hist);
+            searched = skip; // saved at the end (--save-skip)
         }
         SpecStats st;
         char *text = NULL;
@@ -6026,10 +6205,22 @@ int main(int argc, char **argv) {
         free(prompts);
         free(line_no);
     }
-    if (svg) {
+    if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
+        fprintf(stderr, "selfspec: error: writing to stdout failed\n");
+        status = EXIT_FAILURE;
+    }
+    if (o.save_skip && status == EXIT_SUCCESS &&
+        write_skip_file(o.save_skip, &searched, c->n_layers, err)) {
+        fprintf(stderr, "selfspec: error: %s\n", err);
+        status = EXIT_FAILURE;
+    }
+    if (svg && status != EXIT_SUCCESS) { // a failed run leaves the old file as it was
+        fclose(svg);
+        free(svg_buf);
+    } else if (svg) {
         svg_end(svg);
-        if (fclose(svg) != 0) {
-            fprintf(stderr, "selfspec: error: --svg %s: write failed\n", o.svg);
+        if (commit_output("--svg", o.svg, svg, &svg_buf, &svg_len, err)) {
+            fprintf(stderr, "selfspec: error: %s\n", err);
             status = EXIT_FAILURE;
         }
     }

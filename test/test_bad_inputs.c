@@ -8,6 +8,7 @@
 #include "../selfspec.cu"
 #include "testing.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
 static char tmp[64];          // the test's folder, removed at the end
@@ -166,7 +167,7 @@ static void run_ok_case(const char *name, const char *args) {
 
 // Runs a case on a model folder: `-m dir` plus extra flags.
 static void run_model_case(const char *name, const char *dir, const char *extra, const char *want1, const char *want2) {
-    char args[1024];
+    char args[2048];
     snprintf(args, sizeof(args), "-m %s -n 4 %s", dir, extra);
     run_case(name, args, want1, want2);
 }
@@ -233,6 +234,70 @@ static void flag_case(const char *name, const char *want1, const char *want2, co
     va_end(ap);
     snprintf(args, sizeof(args), "-m %s %s", SRC, flags);
     run_case(name, args, want1, want2);
+}
+
+
+// Overwrites n bytes at byte `at` of dir/model.safetensors' data section (after its header).
+static void poke_data(const char *dir, size_t at, const void *bytes, size_t n) {
+    char path[512];
+    unsigned char len[8];
+    path_in(path, sizeof(path), dir, "model.safetensors");
+    FILE *f = fopen(path, "r+b");
+    uint64_t h = 0;
+    if (f == NULL || fread(len, 1, 8, f) != 8) { fprintf(stderr, "test_bad_inputs: cannot read %s\n", path); exit(2); }
+    for (int k = 7; k >= 0; k--) { h = (h << 8) | len[k]; }
+    if (fseek(f, (long)(8 + h + at), SEEK_SET) != 0 || fwrite(bytes, 1, n, f) != n || fclose(f) != 0) {
+        fprintf(stderr, "test_bad_inputs: cannot write %s\n", path);
+        exit(2);
+    }
+}
+
+// A copy of the tiny model cut to a vocabulary of 4 tokens: a, b, c and `fourth` (id 3), and no EOS.
+static const char *vocab4_model(const char *name, const char *fourth) {
+    const char *d = model_copy(name);
+    char tok[1024];
+    edit_text(d, "config.json", "\"vocab_size\": 512", "\"vocab_size\": 4");
+    edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": null"); // (token 2 came at once)
+    edit_header(d, "\"shape\":[512,64],\"data_offsets\":[0,131072]", "\"shape\":[4,64],\"data_offsets\":[0,1024]", 0);
+    edit_header(d, "\"shape\":[512,64],\"data_offsets\":[131072,262144]",
+                "\"shape\":[4,64],\"data_offsets\":[131072,132096]", 0);
+    snprintf(tok, sizeof(tok), "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0, \"b\": 1, \"c\": 2, \"%s\": 3}, "
+             "\"merges\": []}, \"decoder\": {\"type\": \"ByteLevel\"}, \"pre_tokenizer\": {\"type\": \"ByteLevel\", "
+             "\"add_prefix_space\": false}}", fourth);
+    write_text(d, "tokenizer.json", tok);
+    return d;
+}
+
+// The output-file cases: tmp/out/ holds one file, old.txt, with the text "old\n". After a run
+// that must not write it (a failure, a refusal, a kill), it must still hold "old\n" and be the
+// folder's only file (no temporary file left beside it).
+static char out_dir[128], out_file[160];
+
+static void reset_output(void) {
+    mkdir(out_dir, 0700);
+    spit(out_file, "old\n", 4);
+}
+
+static void check_output_kept(const char *name) {
+    size_t len;
+    char *s = read_or_exit(out_file, &len);
+    check(len == 4 && memcmp(s, "old\n", 4) == 0, "%s: %s was changed (%zu bytes)", name, out_file, len);
+    free(s);
+    DIR *dir = opendir(out_dir);
+    int n = 0;
+    for (struct dirent *e; dir != NULL && (e = readdir(dir)) != NULL;) { n += e->d_name[0] != '.'; }
+    if (dir) { closedir(dir); }
+    check(n == 1, "%s: %d files in %s, want only old.txt (a temporary file left behind?)", name, n, out_dir);
+}
+
+// A flag_case whose flags name the output file with %s (once or twice): it must fail with the
+// wants, and leave the output file as it was.
+static void kept_output_case(const char *name, const char *want1, const char *want2, const char *flags) {
+    char f[1024];
+    reset_output();
+    snprintf(f, sizeof(f), flags, out_file, out_file);
+    flag_case(name, want1, want2, "%s", f);
+    check_output_kept(name);
 }
 
 int main(void) {
@@ -333,7 +398,7 @@ int main(void) {
     text_case("heads not divisible by kv heads", "config.json", "\"num_key_value_heads\": 4",
               "\"num_key_value_heads\": 3", "config.json", "not a multiple of num_key_value_heads");
     text_case("sizes far beyond the checkpoint", "config.json", "\"hidden_size\": 64", "\"hidden_size\": 16000000",
-              "config.json", "does not match the checkpoint");
+              "model.embed_tokens.weight", "config.json implies [512, 16000000]");
     text_case("rope_theta beyond float", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e300",
               "config.json", "rope_theta");
     text_case("eos_token_id lists too many", "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": [2, 3, 4, 5, 6]",
@@ -392,6 +457,15 @@ int main(void) {
         write_text(tmp, "dev-short.txt", "And God said, Let there be light\n");
         flag_case("--dev-prompts line + 32 tokens past -c", "dev-short.txt line 1", "32 tokens the search scores",
                   "-c 24 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev-short.txt", tmp);
+        // with no --dev-prompts the search runs on the prompt itself, under the same check (at
+        // -c 3 it scored 1 of its 32 tokens, exit 0); oracle searches the same way
+        flag_case("selfsd on the prompt + 32 tokens past -c", "the prompt the search runs on",
+                  "2 prompt tokens + the 32 tokens the search scores exceed the context of 3",
+                  "-c 3 -n 1 -p a --method selfsd --iters 1");
+        flag_case("oracle on the prompt + 32 tokens past -c", "the prompt the search runs on", "context of 32",
+                  "-c 32 -n 1 -p a --method oracle");
+        snprintf(buf, sizeof(buf), "-m %s -c 33 -n 1 -p a --method selfsd --iters 1", SRC); // 2 + 32 - 1 = 33
+        run_ok_case("selfsd on the prompt + 32 tokens filling -c", buf);
     }
     { // flags the chosen method never reads
         static const char *const conflicts[][3] = { // flags, the flag named, the problem
@@ -481,12 +555,12 @@ int main(void) {
     flag_case("-f with no prompts", "empty.txt", "no prompts", "-f %s/empty.txt", tmp);
     snprintf(buf, sizeof(buf), "-m %s/no-such-model", tmp);
     run_case("-m names no folder", buf, "no-such-model/config.json", "cannot open");
-    // --svg is opened before the model loads: a bad path is the error even with a bad model
-    flag_case("--svg into a missing folder", "--svg", "no-such-dir/out.svg: cannot write: No such file or directory",
+    // --svg is checked before the model loads: a bad path is the error even with a bad model
+    flag_case("--svg into a missing folder", "--svg", "no-such-dir/out.svg: its folder does not exist",
               "--skip attn:1 --svg %s/no-such-dir/out.svg", tmp);
-    flag_case("--svg a folder", "--svg", "cannot write: Is a directory", "--svg %s", tmp);
+    flag_case("--svg a folder", "--svg", "exists and is not a regular file", "--svg %s", tmp);
     snprintf(buf, sizeof(buf), "-m %s/no-such-model --svg %s/no-such-dir/out.svg", tmp, tmp);
-    run_case("--svg unwritable, checked before the model", buf, "--svg", "No such file or directory");
+    run_case("--svg unwritable, checked before the model", buf, "--svg", "its folder does not exist");
 
     // ---- round two: special files, limits, and flags against flags
     path_in(buf, sizeof(buf), tmp, "fifo");
@@ -559,6 +633,446 @@ int main(void) {
         spit(path, "one\n\ntwo\0", 9);
         flag_case("--dev-prompts with a NUL byte", "dev-nul.txt line 3", "NUL byte", "--method selfsd --dev-prompts %s",
                   path);
+    }
+
+    // ---- round three: out-of-bounds reads
+    header_case("a shape of 5 dims", "\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[64,1,1,1,1],\"data_offsets\":[1469440",
+                0, "model.norm.weight", "more than 4 dimensions");
+    { // a vocabulary of 4 tokens, smaller than SWIFT's tree width (up to 10): no alternative is id -1
+        d = vocab4_model("vocab-4", "d");
+        snprintf(buf, sizeof(buf), "-m %s -p abcd -n 24 --method swift --json", d);
+        run_ok_case("SWIFT on a 4-token vocabulary", buf);
+        char *o = read_or_exit(strcat(strcpy(buf, tmp), "/stdout.txt"), NULL);
+        check(strstr(o, "\"drafted\": 0,") == NULL && strstr(o, "\"drafted\": ") != NULL, "SWIFT drafted nothing:\n%s", o);
+        free(o);
+    }
+
+    // ---- round three: quadratic work before any limit (each must finish inside CASE_SECONDS)
+    { // config.json: an id2label of 300k keys with one duplicate; architectures of 200k entries
+        size_t cap = 8 << 20, n = 0;
+        char *big = (char *)malloc_check(cap);
+        n += (size_t)snprintf(big + n, cap - n, "\"id2label\": {");
+        for (int k = 0; k < 300000; k++) { n += (size_t)snprintf(big + n, cap - n, "\"%d\": \"L\", ", k); }
+        n += (size_t)snprintf(big + n, cap - n, "\"299999\": \"L\"}, \"hidden_act\":"); // found last
+        text_case("config.json id2label of 300k keys, one twice", "config.json", "\"hidden_act\":", big, "config.json",
+                  "key \"299999\" appears twice");
+        n = (size_t)snprintf(big, cap, "\"architectures\": [");
+        for (int k = 0; k < 200000; k++) { n += (size_t)snprintf(big + n, cap - n, "\"X\", "); }
+        snprintf(big + n, cap - n, "\"X\"], \"hidden_act\":");
+        d = broken_copy();
+        edit_text(d, "config.json", "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ],", "");
+        edit_text(d, "config.json", "\"hidden_act\":", big);
+        run_model_case("config.json architectures of 200k entries", d, "", "config.json", "architectures is not");
+        free(big);
+    }
+    // ---- round three: JSON keys are compared as text, escapes resolved
+    d = model_copy("escaped-key");
+    edit_text(d, "config.json", "\"hidden_size\"", "\"hidden_\\u0073ize\"");
+    snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+    run_ok_case("config.json \"hidden_\\u0073ize\"", buf);
+    text_case("config.json rope_theta and rope_\\u0074heta", "config.json", "\"rope_theta\": 10000.0",
+              "\"rope_theta\": 10000.0, \"rope_\\u0074heta\": 500000.0", "config.json", "appears twice");
+    header_case("header dtype and d\\u0074ype", "{\"dtype\":\"F32\"", "{\"dtype\":\"F32\",\"d\\u0074ype\":\"F16\"", 0,
+                "model.safetensors", "appears twice");
+
+    { // escapes in keys and values read as the text they stand for
+        static const char *const ok[][4] = { // name, file, from, to
+            {"tokenizer.json \"m\\u006fdel\"", "tokenizer.json", "\"model\": {", "\"m\\u006fdel\": {"},
+            {"architectures [\"LlamaForCausalL\\u004d\"]", "config.json", "\"LlamaForCausalLM\"", "\"LlamaForCausalL\\u004d\""},
+            {"hidden_act \"s\\u0069lu\"", "config.json", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"s\\u0069lu\""},
+            {"header \"__m\\u0065tadata__\"", "model.safetensors", "{\"__metadata__\"", "{\"__m\\u0065tadata__\""},
+            {"rope_parameters {\"rope_th\\u0065ta\": 1e4}", "config.json", "\"rope_theta\": 10000.0",
+             "\"rope_parameters\": {\"rope_th\\u0065ta\": 1e4}"},
+        };
+        for (int k = 0; k < 5; k++) {
+            char name[64];
+            snprintf(name, sizeof(name), "escaped-%d", k);
+            d = model_copy(name);
+            if (strcmp(ok[k][1], "model.safetensors") == 0) {
+                edit_header(d, ok[k][2], ok[k][3], 0);
+            } else {
+                edit_text(d, ok[k][1], ok[k][2], ok[k][3]);
+            }
+            snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+            run_ok_case(ok[k][0], buf);
+        }
+        d = model_copy("escaped-model-type"); // no architectures: model_type decides
+        edit_text(d, "config.json", "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ],", "");
+        edit_text(d, "config.json", "\"model_type\": \"llama\"", "\"model_type\": \"ll\\u0061ma\"");
+        snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+        run_ok_case("model_type \"ll\\u0061ma\"", buf);
+        snprintf(buf, sizeof(buf), "%s --skip-file", m);
+        write_text(tmp, "skip-esc.json", "{\"\\u0061ttn\": [1]}");
+        snprintf(buf, sizeof(buf), "%s -n 2 --skip-file %s/skip-esc.json", m, tmp);
+        run_ok_case("--skip-file {\"\\u0061ttn\": [1]}", buf);
+        snprintf(buf, sizeof(buf), "%s --skip-file", m);
+        run_file_case("--skip-file attn and \\u0061ttn", buf, "skip-esc2.json", "{\"attn\": [1], \"\\u0061ttn\": [2]}",
+                      "skip-esc2.json", "\"attn\" appears twice");
+        text_case("config.json \"a\" and \"\\u0061\" in one object", "config.json", "\"hidden_act\":",
+                  "\"x\": {\"a\": 1, \"\\u0061\": 2}, \"hidden_act\":", "config.json", "appears twice in one object");
+    }
+
+    // ---- round three: rope_parameters as transformers 5 writes it, and config floats that are
+    // subnormal as floats
+    {
+        Config c3, c5;
+        char err[SS_ERR_LEN];
+        d = model_copy("rope-params-theta"); // theta only in rope_parameters
+        edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_parameters\": {\"rope_theta\": 500000.0, "
+                  "\"rope_type\": \"default\"}");
+        check(read_config(&c5, d, err) == 0 && c5.rope_theta == 500000.0f && !c5.rope_llama3,
+              "rope_parameters.rope_theta 500000: read as %g (%s)", c5.rope_theta, err);
+        d = model_copy("rope-params-llama3"); // llama3 scaling only in rope_parameters
+        edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_parameters\": {\"rope_type\": \"llama3\", "
+                  "\"rope_theta\": 500000.0, \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": 4.0, "
+                  "\"original_max_position_embeddings\": 64}");
+        check(read_config(&c3, "tiny_models/llama3-tiny-random", err) == 0, "llama3-tiny-random: %s", err);
+        check(read_config(&c5, d, err) == 0 && c5.rope_llama3 && c5.rope_theta == c3.rope_theta &&
+              c5.rope_factor == c3.rope_factor && c5.rope_low_freq == c3.rope_low_freq &&
+              c5.rope_high_freq == c3.rope_high_freq && c5.rope_orig_max == c3.rope_orig_max,
+              "llama3 in rope_parameters: llama3 %d, theta %g, factor %g, orig %d (%s)", c5.rope_llama3,
+              c5.rope_theta, c5.rope_factor, c5.rope_orig_max, err);
+    }
+    text_case("rope_theta and rope_parameters.rope_theta disagree", "config.json", "\"rope_theta\": 10000.0",
+              "\"rope_theta\": 10000.0, \"rope_parameters\": {\"rope_theta\": 500000.0}", "config.json",
+              "rope_theta and rope_parameters.rope_theta disagree");
+    text_case("rope_theta 1e4 and rope_parameters' 10000.0 agree, yarn refused", "config.json", "\"rope_theta\": 10000.0",
+              "\"rope_theta\": 1e4, \"rope_parameters\": {\"rope_theta\": 10000.0, \"rope_type\": \"yarn\"}", "config.json",
+              "rope_type is not supported");
+    text_case("rope_scaling llama3, rope_parameters default", "config.json", "\"rope_scaling\": null",
+              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
+              "4.0, \"original_max_position_embeddings\": 64}, \"rope_parameters\": {\"rope_type\": \"default\"}",
+              "config.json", "rope_scaling.rope_type and rope_parameters.rope_type disagree");
+    text_case("rope_scaling and rope_parameters factors disagree", "config.json", "\"rope_scaling\": null",
+              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
+              "4.0, \"original_max_position_embeddings\": 64}, \"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 4}",
+              "config.json", "rope_scaling.factor and rope_parameters.factor disagree");
+    text_case("rope_theta 1e-45 (a float subnormal)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e-45",
+              "config.json", "\"rope_theta\" must be a normal float in (1, ");
+    text_case("rope_parameters.rope_theta 1e-39", "config.json", "\"rope_theta\": 10000.0",
+              "\"rope_parameters\": {\"rope_theta\": 1e-39}", "config.json", "\"rope_theta\" must be");
+    text_case("rms_norm_eps 1e-40", "config.json", "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 1e-40", "config.json",
+              "\"rms_norm_eps\" must be");
+    text_case("llama3 factor 1e-40", "config.json", "\"rope_scaling\": null",
+              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 1e-40, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
+              "4.0, \"original_max_position_embeddings\": 64}", "config.json", "\"factor\" must be");
+    text_case("rope_theta 3.5e38 (above FLT_MAX)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 3.5e38",
+              "config.json", "\"rope_theta\" must be");
+    text_case("rope_theta -0.0", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": -0.0", "config.json",
+              "\"rope_theta\" must be");
+
+    text_case("rope_theta 1 (every frequency 1)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1",
+              "config.json", "\"rope_theta\" must be a normal float in (1, 3.40282e+38]");
+    text_case("rope_theta 1e-400 (0 as a double)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e-400",
+              "config.json", "\"rope_theta\" must be");
+    text_case("rope_theta 1e400 (inf as a double)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e400",
+              "config.json", "\"rope_theta\" must be");
+    text_case("rms_norm_eps 2", "config.json", "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 2", "config.json",
+              "\"rms_norm_eps\" must be a normal float in (0, 1]");
+    text_case("llama3 high_freq_factor 3.5e38", "config.json", "\"rope_scaling\": null",
+              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
+              "3.5e38, \"original_max_position_embeddings\": 64}", "config.json", "\"high_freq_factor\" must be");
+    d = model_copy("theta-flt-max");
+    edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 3.4028235e38");
+    snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+    run_ok_case("rope_theta FLT_MAX", buf);
+
+    // ---- round three: float flags are range-checked as the float they become (1e-300 is 0.0f)
+    flag_case("--top-p 1e-300", "--top-p 1e-300", "must be in (0", "-t 1 --top-p 1e-300");
+    flag_case("--top-p 1e-46", "--top-p 1e-46", "must be in (0", "-t 1 --top-p 1e-46");
+    flag_case("--top-p 0x1p-150", "--top-p 0x1p-150", "must be in (0", "-t 1 --top-p 0x1p-150");
+    flag_case("--top-p 1.0000001", "--top-p 1.0000001", "must be in (0", "-t 1 --top-p 1.0000001");
+    flag_case("--alpha 1e-300", "--alpha 1e-300", "must be in (0", "--skip attn:1 --exit adaptive --alpha 1e-300");
+    flag_case("--swift-budget 1e-300", "--swift-budget 1e-300", "must be in (0", "--method swift --swift-budget 1e-300");
+    flag_case("--skip-ratio 1e-46", "--skip-ratio 1e-46", "must be in (0", "--method swift --skip-ratio 1e-46");
+    flag_case("-t 1e39 (inf as a float)", "-t 1e39", "must be in [0", "-t 1e39");
+    flag_case("-t -inf", "-t -inf", "must be in [0", "-t -inf");
+
+    // ---- round three: weights are checked finite where they are converted to fp32
+    {
+        const float bad[3] = {NAN, INFINITY, -INFINITY};
+        const char *names[3] = {"NaN", "infinite", "infinite"};
+        for (int k = 0; k < 3; k++) {
+            char name[64];
+            snprintf(name, sizeof(name), "an F32 weight %g in model.norm.weight", bad[k]);
+            d = broken_copy();
+            poke_data(d, 1469440 + 4 * 5, &bad[k], 4);
+            run_model_case(name, d, "", "model.norm.weight: weight 5 is", names[k]);
+        }
+        const uint16_t half_nan = 0x7E00, half_inf = 0xFC00, bf16_nan = 0x7FC0;
+        d = broken_copy(); // model.norm.weight as F16: its first 128 bytes, one of them a NaN
+        edit_header(d, "{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440,1469696]",
+                    "{\"dtype\":\"F16\",\"shape\":[64],\"data_offsets\":[1469440,1469568]", 0);
+        poke_data(d, 1469440 + 2 * 63, &half_nan, 2);
+        run_model_case("an F16 NaN weight", d, "", "model.norm.weight: weight 63 is", "NaN");
+        d = broken_copy();
+        edit_header(d, "{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440,1469696]",
+                    "{\"dtype\":\"F16\",\"shape\":[64],\"data_offsets\":[1469440,1469568]", 0);
+        poke_data(d, 1469440, &half_inf, 2);
+        run_model_case("an F16 -inf weight", d, "", "model.norm.weight: weight 0 is", "infinite");
+        d = broken_copy();
+        edit_header(d, "{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440,1469696]",
+                    "{\"dtype\":\"BF16\",\"shape\":[64],\"data_offsets\":[1469440,1469568]", 0);
+        poke_data(d, 1469440 + 2, &bf16_nan, 2);
+        run_model_case("a BF16 NaN weight", d, "", "model.norm.weight: weight 1 is", "NaN");
+    }
+
+    // ---- round three: names, links and messages
+    header_case("tensor name \"model.norm.weight\\u0000evil\"", "\"model.norm.weight\"",
+                "\"model.norm.weight\\u0000evil\"", 0, "model.safetensors", "a NUL byte");
+    header_case("tensor name with a lone surrogate", "\"model.norm.weight\"", "\"model.norm.weight\\udc00\"", 0,
+                "model.safetensors", "bad tensor name");
+    header_case("a tensor of shape [4294967296, 0]", "\"shape\":[512,64],\"data_offsets\":[131072,262144]",
+                "\"shape\":[4294967296,0],\"data_offsets\":[131072,131072]", 0,
+                "model.embed_tokens.weight has shape [4294967296, 0]", "config.json implies [512, 64]");
+    d = broken_copy();
+    edit_text(d, "config.json", "\"head_dim\": 16,", "");
+    edit_text(d, "config.json", "\"num_attention_heads\": 4", "\"num_attention_heads\": 128");
+    run_model_case("128 heads on hidden_size 64, no head_dim", d, "", "config.json",
+                   "head_dim 0 (hidden_size / num_attention_heads");
+    {
+        char link[512];
+        d = broken_copy(); // a Hugging Face cache whose blob is missing
+        path_in(link, sizeof(link), d, "model.safetensors");
+        remove(link);
+        check(symlink("../blobs/missing", link) == 0, "cannot make the symlink %s", link);
+        run_model_case("model.safetensors a dangling symlink", d, "", "model.safetensors: cannot open",
+                       "No such file or directory");
+        d = broken_copy();
+        path_in(link, sizeof(link), d, "model.safetensors");
+        remove(link);
+        check(symlink("model.safetensors", link) == 0, "cannot make the symlink %s", link);
+        run_model_case("model.safetensors a symlink loop", d, "", "model.safetensors: cannot open",
+                       "symbolic links");
+    }
+
+    { // a sparse 30 GB file of zeros: its header length is read first, not the whole file
+        d = broken_copy();
+        write_text(d, "model.safetensors", "");
+        truncate_file(d, "model.safetensors", (size_t)30 << 30);
+        run_model_case("model.safetensors a sparse 30 GB of zeros", d, "", "model.safetensors: header length 0",
+                       "32212254720 bytes");
+        truncate_file(d, "model.safetensors", 0);
+    }
+
+    text_case("post_processor without special_tokens", "tokenizer.json", "\"special_tokens\": {",
+              "\"special_tokenz\": {", "tokenizer.json", "post_processor: special_tokens has no \"<s>\"");
+    text_case("post_processor special_tokens without <s>", "tokenizer.json", "\"special_tokens\": {\n      \"<s>\": {",
+              "\"special_tokens\": {\n      \"<t>\": {", "tokenizer.json", "special_tokens has no \"<s>\"");
+
+    { // --json writes UTF-8: a folder name with byte 0xFF is written with U+FFFD
+        d = model_copy("bad\xff-name");
+        snprintf(buf, sizeof(buf), "-m '%s' -n 2 --json", d);
+        run_ok_case("--json -m with byte 0xFF", buf);
+        size_t len;
+        char *o = read_or_exit(strcat(strcpy(buf, tmp), "/stdout.txt"), &len);
+        int bad = 0, cp;
+        for (size_t i = 0; i < len; i += utf8_decode(o, len, i, &cp)) { bad |= (utf8_decode(o, len, i, &cp), cp < 0); }
+        check(!bad && strstr(o, "bad\\ufffd-name") != NULL, "--json -m with byte 0xFF: not UTF-8 JSON:\n%.200s", o);
+        free(o);
+    }
+
+    { // a vocabulary token of 300 bytes is written whole (it was cut to 255), in text and JSON
+        char long_token[301], *o;
+        memset(long_token, 'd', 300);
+        long_token[299] = 'X'; // (cut to 255 bytes, no token's X is left)
+        long_token[300] = '\0';
+        d = vocab4_model("vocab-long", long_token);
+        for (int json = 0; json < 2; json++) {
+            snprintf(buf, sizeof(buf), "-m %s -p abc -n 24%s", d, json ? " --json" : "");
+            run_ok_case("a 300-byte vocabulary token", buf);
+            o = read_or_exit(strcat(strcpy(buf, tmp), "/stdout.txt"), NULL);
+            check(strstr(o, long_token) != NULL && (!json || strstr(o, ", 3") != NULL),
+                  "a 300-byte token (id 3): not written whole (%s):\n%.400s", json ? "--json" : "text", o);
+            free(o);
+        }
+    }
+
+    // ---- round three (issue 21): output files are written whole at the end, to a temporary file
+    // beside the target renamed over it; nothing is opened for writing before the run's checks
+    snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
+    snprintf(out_file, sizeof(out_file), "%s/old.txt", out_dir);
+    kept_output_case("--svg kept when -c is refused", "-c 1000", "max_position_embeddings", "-c 1000 --svg %s");
+    kept_output_case("--svg kept when the skip set is refused", "--skip", "out of range", "--skip mlp:6 --svg %s");
+    kept_output_case("--svg kept on a prompt past -c", "-p", "context", "-c 8 -p 'a prompt much longer than eight "
+                     "tokens of context' --svg %s");
+    kept_output_case("--svg names the -f file", "--svg", "names one of the run's input files", "-f %s --svg %s");
+    kept_output_case("--svg names the --skip-file", "--svg", "input files", "--skip-file %s --svg %s");
+    kept_output_case("--save-skip names the -f file", "--save-skip", "input files", "--method selfsd -f %s --save-skip %s");
+    kept_output_case("--save-skip names --dev-prompts", "--save-skip", "input files",
+                     "--method selfsd --dev-prompts %s --save-skip %s");
+    kept_output_case("--svg and --save-skip name one file", "other output file", NULL,
+                     "--method selfsd --save-skip %s --svg %s");
+    {
+        char link[256], f[512];
+        snprintf(link, sizeof(link), "%s/prompts-link.txt", tmp);
+        reset_output();
+        if (symlink(out_file, link) != 0) { fprintf(stderr, "test_bad_inputs: cannot link %s\n", link); exit(2); }
+        snprintf(f, sizeof(f), "-f %s --svg %s", link, out_file);
+        flag_case("--svg names -f through a symlink", "--svg", "input files", "%s", f);
+        check_output_kept("--svg names -f through a symlink");
+        reset_output();
+        snprintf(buf, sizeof(buf), "-m %s/no-such-model -n 4 --svg %s", tmp, out_file);
+        run_case("--svg kept when the model folder is missing", buf, "no-such-model", "cannot open");
+        check_output_kept("--svg kept when the model folder is missing");
+    }
+    static const char *const model_files[] = {"tokenizer.json", "config.json", "model.safetensors"};
+    for (int k = 0; k < 3; k++) { // the model's own files: the rename would have replaced them
+        char target[512], from[256], f[600], name[96];
+        size_t n0, n1;
+        d = broken_copy();
+        path_in(target, sizeof(target), d, model_files[k]);
+        snprintf(f, sizeof(f), "--svg %s", target);
+        snprintf(name, sizeof(name), "--svg names the model's %s", model_files[k]);
+        run_model_case(name, d, f, "--svg", "input files");
+        snprintf(from, sizeof(from), "%s/%s", SRC, model_files[k]);
+        char *a = read_or_exit(from, &n0), *b = read_or_exit(target, &n1);
+        check(n0 == n1 && memcmp(a, b, n0) == 0, "%s: %s was changed", name, target);
+        free(a);
+        free(b);
+    }
+    static const char *const kills[] = {"TERM", "HUP"};
+    for (int k = 0; k < 2; k++) { // killed in a long search: nothing was opened, nothing is left
+        char name[64];
+        snprintf(name, sizeof(name), "--svg kept on SIG%s in a search", kills[k]);
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 100000 --svg %s >/dev/null 2>&1 & "
+                 "sleep 2; kill -%s $!; wait", selfspec_bin(), SRC, out_file, kills[k]);
+        check(system(buf) != -1, "%s: system failed", name);
+        check_output_kept(name);
+    }
+    { // stdout closed: the SVG would take descriptor 1 and hold the text; the lost text is an error
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --svg %s >&- 2>/dev/null", selfspec_bin(), SRC, out_file);
+        int st = system(buf);
+        check(WIFEXITED(st) && WEXITSTATUS(st) == 1, "stdout closed: exit status %d, want 1", st);
+        check_output_kept("stdout closed, --svg");
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --svg %s 2>&- >/dev/null", selfspec_bin(), SRC, out_file);
+        st = system(buf);
+        size_t len;
+        char *svg = read_or_exit(out_file, &len);
+        check(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strncmp(svg, "<?xml", 5) == 0 && strstr(svg, "tokens/s") == NULL &&
+              strstr(svg, "</svg>\n") == svg + len - 7, "stderr closed: exit status %d, the SVG holds other text:\n%.300s", st, svg);
+        free(svg);
+        for (int json = 0; json < 2; json++) {
+            snprintf(buf, sizeof(buf), "%s -m %s -n 4 %s >/dev/full 2>%s/full.txt", selfspec_bin(), SRC, json ? "--json" : "", tmp);
+            st = system(buf);
+            path_in(buf, sizeof(buf), tmp, "full.txt");
+            char *e = read_or_exit(buf, NULL);
+            check(WIFEXITED(st) && WEXITSTATUS(st) == 1 && strstr(e, "selfspec: error: writing to stdout failed\n") != NULL,
+                  "%s into /dev/full: exit status %d, want 1 and an error line:\n%s", json ? "--json" : "text", st, e);
+            free(e);
+        }
+    }
+    { // paths checked before the run by creating the temporary file once: an empty name, a
+      // folder no file can be made in, a name too long
+        char name[600];
+        flag_case("--svg ''", "--svg", "the file name is empty", "--svg ''");
+        flag_case("--save-skip ''", "--save-skip", "the file name is empty", "--method selfsd --save-skip ''");
+        flag_case("--svg in /proc", "/proc/out.svg", "cannot create a file in its folder", "--svg /proc/out.svg");
+        memset(name, 'a', 300);
+        name[300] = '\0';
+        flag_case("--svg a 300-byte name", "--svg", "File name too long", "--svg %s/%s.svg", out_dir, name);
+    }
+    { // --save-skip is written at the end too: a run that fails after the search keeps the old file
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 2 --save-skip %s >/dev/full 2>/dev/null",
+                 selfspec_bin(), SRC, out_file);
+        int st = system(buf);
+        check(WIFEXITED(st) && WEXITSTATUS(st) == 1, "--save-skip, stdout /dev/full: exit status %d, want 1", st);
+        check_output_kept("--save-skip kept when stdout fails after the search");
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 100000 --save-skip %s >/dev/null 2>&1 & "
+                 "sleep 2; kill -TERM $!; wait", selfspec_bin(), SRC, out_file);
+        check(system(buf) != -1, "system failed");
+        check_output_kept("--save-skip kept on SIGTERM in a search");
+    }
+    kept_output_case("--svg names the --dev-prompts file", "--svg", "input files",
+                     "--method selfsd --dev-prompts %s --svg %s");
+    kept_output_case("--svg FILE/ (a file named as a folder)", "--svg", "its folder does not exist", "--svg %s/");
+    flag_case("-t 100.00001", "-t 100.00001", "must be in [0, 100]", "-t 100.00001");
+    { // two runs saving one --save-skip file at once: it holds one of the two, whole
+        reset_output();
+        snprintf(buf, sizeof(buf), "for s in 1 2; do %s -m %s -n 4 --method selfsd --iters 20 -s $s --save-skip %s "
+                 ">/dev/null 2>&1 & done; wait", selfspec_bin(), SRC, out_file);
+        check(system(buf) != -1, "system failed");
+        size_t len;
+        char *text = read_or_exit(out_file, &len), err[SS_ERR_LEN];
+        Json j;
+        check(json_parse(&j, text, len, out_file, err) == 0 && strstr(text, "\"mlp\"") != NULL,
+              "two runs saving one file: %s:\n%s", err, text);
+        json_free(&j);
+        free(text);
+    }
+    { // a run that succeeds replaces the file whole and says so
+        char *e;
+        reset_output();
+        snprintf(buf, sizeof(buf), "%s -n 4 --svg %s", m, out_file);
+        int rc = run_selfspec(tmp, "", buf, NULL, &e);
+        size_t len;
+        char *svg = read_or_exit(out_file, &len);
+        snprintf(buf, sizeof(buf), "wrote %s\n", out_file);
+        check(rc == 0 && strstr(e, buf) != NULL && strncmp(svg, "<?xml", 5) == 0,
+              "--svg over an old file: exit %d, want the SVG and \"%s\" on stderr:\n%s", rc, buf, e);
+        free(svg);
+        free(e);
+        spit(out_file, "old\n", 4); // (the one file left, as check_output_kept wants)
+        check_output_kept("--svg over an old file");
+    }
+
+    // ---- round three: the added-token scan is not line length x added tokens (both hung > 60 s)
+    {
+        size_t n = 24u << 20;
+        char *line = (char *)malloc_check(n + 2), path[256];
+        memset(line, '<', n); // every byte starts kjv-12l's 259 added tokens (<s>, <0x00>, ...)
+        line[n] = '\n', line[n + 1] = '\0';
+        path_in(path, sizeof(path), tmp, "angles.txt");
+        spit(path, line, n + 1);
+        snprintf(buf, sizeof(buf), "-m tiny_models/kjv-12l -n 1 -f %s", path);
+        run_case("a 24 MB line of '<' on kjv-12l", buf, "angles.txt line 1", "does not fit the context");
+        line[1 << 20] = '\n', line[(1 << 20) + 1] = '\0';
+        spit(path, line, (1u << 20) + 1);
+        free(line);
+        d = broken_copy(); // 20000 copies of <s> in added_tokens, and a 1 MB line of '<'
+        char *many = (char *)malloc_check(20000 * 120 + 64), *at = many;
+        at += sprintf(at, "\"added_tokens\": [");
+        for (int k = 0; k < 20000; k++) {
+            at += sprintf(at, "{\"id\": 1, \"content\": \"<s>\", \"special\": true, \"normalized\": false},");
+        }
+        edit_text(d, "tokenizer.json", "\"added_tokens\": [", many);
+        free(many);
+        snprintf(buf, sizeof(buf), "-f %s", path);
+        run_model_case("20000 added <s> and a 1 MB line of '<'", d, buf, "angles.txt line 1", "context");
+    }
+
+    // ---- round three, in-process: the two out-of-bounds reads the sanitizers found
+    { // a shape of 5 dims is refused, and the entry left holds no n_dim past shape[4]
+        static const char header[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1],\"data_offsets\":[0,4]}}";
+        Json j;
+        Shard sh;
+        TensorInfo t;
+        char err[SS_ERR_LEN];
+        memset(&sh, 0, sizeof(sh));
+        memset(&t, 0, sizeof(t));
+        sh.size = 8 + sizeof(header) - 1 + 4;
+        sh.data_start = 8 + sizeof(header) - 1;
+        check(json_parse(&j, header, sizeof(header) - 1, "header", err) == 0, "5-dim header: %s", err);
+        check(parse_tensor_entry(&j, 1, &sh, &t, err) != 0 && strstr(err, "more than 4") != NULL,
+              "5-dim shape: accepted (%s)", err);
+        check(t.n_dim <= 4, "5-dim shape: the refused entry has n_dim %d; build_model reads shape[0..n_dim)", t.n_dim);
+        free(t.name);
+        json_free(&j);
+    }
+    { // SWIFT's tree alternatives on a vocabulary smaller than the tree width: real ids only
+        SwiftParams p;
+        memset(&p, 0, sizeof(p));
+        for (int k = 0; k < 4; k++) { p.tree_width[k] = 8; }
+        float logits[3] = {0.5f, 2.0f, 1.0f};
+        int alts[MAX_ALTS], n = top_alternatives(logits, 3, 0.5f, &p, alts);
+        check(n == 2 && alts[0] == 2 && alts[1] == 0,
+              "top_alternatives on vocab 3, width 8: %d alternatives (%d, %d), want 2: (2, 0); an id -1 "
+              "reads token_embedding[-dim]", n, n > 0 ? alts[0] : -9, n > 1 ? alts[1] : -9);
     }
 
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);

@@ -288,6 +288,56 @@ static void test_loader(int *ids, char *text) {
     free(json[1]);
 }
 
+// Added tokens that share prefixes ("<a", "<ab", "<abc", "<abc" listed twice, "b<"), matched in
+// random text: the ids encode() cuts out must be the leftmost-longest matches a scan of every
+// token at every position finds (find_added narrows a sorted list instead, issue 21).
+static void test_added_prefixes(int *ids) {
+    static const char *const added[] = {"<a", "<ab", "<abc", "<abc", "b<"};
+    static const int added_id[] = {600, 601, 602, 602, 603};
+    char err[SS_ERR_LEN], to[1024], text[64];
+    size_t len;
+    char *json = read_file("tiny_models/llama2-tiny-random/tokenizer.json", &len, err);
+    if (!check(json != NULL, "%s", err)) { return; }
+    int n = snprintf(to, sizeof(to), "\"added_tokens\": [");
+    for (int k = 0; k < 5; k++) {
+        n += snprintf(to + n, sizeof(to) - (size_t)n, "{\"id\": %d, \"content\": \"%s\", \"special\": true, "
+                      "\"normalized\": false}, ", added_id[k], added[k]);
+    }
+    Tokenizer *t = load_edited(json, "\"added_tokens\": [", to, err);
+    free(json);
+    if (!check(t != NULL, "added prefixes: %s", err)) { return; }
+    Rng rng;
+    rng_seed(&rng, 11);
+    int matched = 0;
+    for (int trial = 0; trial < 2000; trial++) {
+        int tl = 1 + (int)(rng_uniform(&rng) * 20), want[64], n_want = 0, n_got = 0;
+        for (int i = 0; i < tl; i++) { text[i] = "<<abcx"[(int)(rng_uniform(&rng) * 6) % 6]; }
+        text[tl] = '\0';
+        for (int i = 0; i < tl;) { // leftmost-longest, by brute force
+            int best = -1;
+            for (int k = 0; k < 5; k++) {
+                int al = (int)strlen(added[k]);
+                if (al <= tl - i && memcmp(text + i, added[k], (size_t)al) == 0 &&
+                    (best < 0 || al > (int)strlen(added[best]))) {
+                    best = k;
+                }
+            }
+            if (best >= 0) { want[n_want++] = added_id[best]; i += (int)strlen(added[best]); } else { i++; }
+        }
+        int n_ids = encode(t, text, (size_t)tl, 0, ids, MAX_IDS, err), same = n_ids >= 0;
+        for (int k = 0; same && k < n_ids; k++) {
+            if (ids[k] >= 600) { same = n_got < n_want && ids[k] == want[n_got++]; }
+        }
+        matched += n_want;
+        if (!check(same && n_got == n_want, "added prefixes: \"%s\" cut out other added tokens than "
+                   "leftmost-longest (%d of %d)", text, n_got, n_want)) {
+            break;
+        }
+    }
+    check(matched > 1000, "added prefixes: only %d matches in the random texts", matched);
+    free_tokenizer(t);
+}
+
 int main(void) {
     int *ids = (int *)malloc_check(MAX_IDS * sizeof(int));
     char *buf = (char *)malloc_check(TEXT_CAP), *text = (char *)malloc_check(TEXT_CAP);
@@ -304,6 +354,7 @@ int main(void) {
     }
     closedir(refs);
     test_loader(ids, text);
+    test_added_prefixes(ids);
     free(ids);
     free(buf);
     free(text);
