@@ -548,6 +548,19 @@ static void test_swift_window(const char *dir) {
     free_model(&m);
 }
 
+// A 4-token prompt and 40 plain greedy tokens into seq (64 ints) and the cache: 39 generated
+// tokens sit in the cache, past SWIFT's window of 32. Returns the position of the last one.
+static int past_swift_window(Model *m, int *seq) {
+    int prompt[4] = {1, 9, 17, 25}, out[48];
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    GenStats gs;
+    Output o = output(out, 40, NULL, NULL, NULL);
+    int n = generate_plain(m, prompt, 4, NULL, &greedy, &o, &gs);
+    memcpy(seq, prompt, sizeof(prompt));
+    memcpy(seq + 4, out, (size_t)n * sizeof(int));
+    return 4 + n - 1;
+}
+
 // UCB's kappa follows each paper's official code: 2.5 for SWIFT, 2.576 for Self-SD. A SWIFT
 // state is driven to its first BO step (the 25th), and the candidate it scores must be
 // gp_propose's at SWIFT's kappa from the same RNG state. On these small GPs kappa 2.5 and 2.576
@@ -557,15 +570,9 @@ static void test_swift_kappa(const char *dir) {
     Model m;
     if (!load_model(&m, dir)) { return; }
     m.config.n_eos = 0;
-    int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, seq[64], out[48], same = 0, differs = 0, seeds = 3;
+    int L = m.config.n_layers, seq[64], same = 0, differs = 0, seeds = 3;
     MethodParams defaults = method_params_default();
-    Sampler greedy = {0.0f, 1.0f, {1}};
-    GenStats gs;
-    Output o = output(out, 40, NULL, NULL, NULL);
-    int n = generate_plain(&m, prompt, 4, NULL, &greedy, &o, &gs);
-    memcpy(seq, prompt, sizeof(prompt));
-    memcpy(seq + 4, out, (size_t)n * sizeof(int));
-    int pos = 4 + n - 1; // 39 generated tokens in the cache: past the window of 32
+    int pos = past_swift_window(&m, seq);
     for (int seed = 1; seed <= seeds; seed++) {
         Swift w;
         swift_init(&w, &defaults.swift, L, (uint64_t)seed);
@@ -605,15 +612,9 @@ static void test_swift_stale_score(const char *dir) {
     Model m;
     if (!load_model(&m, dir)) { return; }
     m.config.n_eos = 0;
-    int L = m.config.n_layers, prompt[4] = {1, 9, 17, 25}, seq[64], out[48], beaten = 0;
+    int L = m.config.n_layers, seq[64], beaten = 0;
     MethodParams mp = method_params_default();
-    Sampler greedy = {0.0f, 1.0f, {1}};
-    GenStats gs;
-    Output o = output(out, 40, NULL, NULL, NULL);
-    int n = generate_plain(&m, prompt, 4, NULL, &greedy, &o, &gs);
-    memcpy(seq, prompt, sizeof(prompt));
-    memcpy(seq + 4, out, (size_t)n * sizeof(int));
-    int pos = 4 + n - 1;
+    int pos = past_swift_window(&m, seq);
     Swift w;
     swift_init(&w, &mp.swift, L, 3);
     w.p.budget = 1.0f;
