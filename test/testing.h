@@ -73,6 +73,37 @@ static char *read_or_exit(const char *path, size_t *len) {
     return s;
 }
 
+// With SELFSPEC_LOG=FILE, appends each run's arguments, exit status, stderr and stdout to FILE,
+// the temporary folder written as DIR: two builds' logs diff to show the same behaviour
+// (test/same_behaviour.sh).
+static void record_text(FILE *f, const char *text, const char *dir) {
+    size_t n = strlen(dir);
+    for (const char *s = text; *s != '\0'; s++) {
+        if (strncmp(s, dir, n) == 0) {
+            fputs("DIR", f);
+            s += n - 1;
+        } else {
+            fputc(*s, f);
+        }
+    }
+}
+
+static void record_run(const char *dir, const char *args, int rc, const char *o, const char *e) {
+    const char *log = getenv("SELFSPEC_LOG");
+    FILE *f = log != NULL ? fopen(log, "a") : NULL;
+    if (f == NULL) { return; }
+    char *out = read_or_exit(o, NULL), *err = read_or_exit(e, NULL);
+    fputs("=== ", f);
+    record_text(f, args, dir);
+    fprintf(f, "\nrc %d\n", rc);
+    record_text(f, err, dir);
+    fputs("--- stdout\n", f);
+    record_text(f, out, dir);
+    fclose(f);
+    free(out);
+    free(err);
+}
+
 // Runs `env <prefix> <selfspec_bin()> <args>` through the shell with stdin from /dev/null and
 // stdout and stderr into dir/stdout.txt and dir/stderr.txt. prefix sets the environment or
 // wraps the binary ("OMP_NUM_THREADS=1", "-u OMP_NUM_THREADS", "timeout -s KILL 60"; "" for
@@ -84,9 +115,11 @@ static int run_selfspec(const char *dir, const char *prefix, const char *args, c
     snprintf(e, sizeof(e), "%s/stderr.txt", dir);
     snprintf(cmd, sizeof(cmd), "env %s %s %s >%s 2>%s </dev/null", prefix, selfspec_bin(), args, o, e);
     int status = system(cmd);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    record_run(dir, args, rc, o, e);
     if (out != NULL) { *out = read_or_exit(o, NULL); }
     if (err != NULL) { *err = read_or_exit(e, NULL); }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return rc;
 }
 
 #endif
