@@ -18,11 +18,12 @@
 // one thread per output element or row, no shared memory, no warp functions, no atomics. The
 // same kernels run on the CPU through the launch shim below, so the CPU tests check GPU code.
 //
-// Reading order: utilities, JSON -> config, weights -> kernels (the launch shim first) ->
+// Reading order: the papers first. A few utilities -> the launch shim and the kernels ->
 // forward -> sampler -> layer selection used during decoding (each method's settings, the GP,
 // ASD, CLaSp, SWIFT, the selector hooks) -> decoding (plain; self-speculative: the exit rule,
 // speculative sampling, draft, verify, generate_spec) -> searches before decoding (Self-SD, the
-// oracle) -> tokenizer -> statistics, SVG -> threads -> CLI.
+// oracle). Then the plumbing, which a reader of the papers may skip: reading files, JSON,
+// config.json, safetensors -> tokenizer -> statistics, SVG -> threads -> CLI.
 //
 // Build and run (the Makefile's flags matter: -ffp-contract=off and nvcc's -fmad=false keep
 // every build's arithmetic the one the bit-exactness argument assumes):
@@ -134,1012 +135,6 @@ static double lap_ms(double *t) {
 }
 
 // Reads a whole file into a NUL-terminated buffer. Returns NULL with err set.
-static char *read_file(const char *path, size_t *len_out, char *err) {
-    // opening a FIFO with no writer blocks forever: look at what path is before opening it
-    struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        fail(err, "%s: not a regular file", path);
-        return NULL;
-    }
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4; and path may
-    // have been replaced since the stat above
-    int is_file = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
-    if (!is_file) {
-        fclose(f);
-        fail(err, "%s: not a regular file", path);
-        return NULL;
-    }
-    if (fseek(f, 0, SEEK_END) != 0) {
-        fclose(f);
-        fail(err, "%s: cannot seek (not a regular file?)", path);
-        return NULL;
-    }
-    long size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
-        fail(err, "%s: cannot determine the file size", path);
-        return NULL;
-    }
-    char *buf = (char *)malloc((size_t)size + 1);
-    if (buf == NULL) {
-        fclose(f);
-        fail(err, "%s: out of host memory reading its %ld bytes", path, size);
-        return NULL;
-    }
-    size_t got = fread(buf, 1, (size_t)size, f);
-    fclose(f);
-    if (got != (size_t)size) {
-        free(buf);
-        fail(err, "%s: read %zu of %ld bytes", path, got, size);
-        return NULL;
-    }
-    buf[size] = '\0';
-    *len_out = (size_t)size;
-    return buf;
-}
-
-// ----------------------------------------------------------------------------
-// JSON: jsmn tokens over a buffer, and the few look-ups the loaders need
-
-typedef struct {
-    const char *js;  // the text (not owned)
-    jsmntok_t *tok;  // (n_tok) tokens in document order
-    int n_tok;
-} Json;
-
-enum { JSON_MAX_DEPTH = 64 };
-
-static void json_free(Json *j) {
-    free(j->tok);
-    j->tok = NULL;
-}
-
-// Index of the token after the whole value at i (iterative: children counts, no recursion).
-static int json_skip(const Json *j, int i) {
-    int pending = 1;
-    while (pending > 0 && i < j->n_tok) {
-        pending += j->tok[i].size - 1;
-        i++;
-    }
-    return i;
-}
-
-// A JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-static int json_number_syntax(const char *s, int n) {
-    int i = 0, digits;
-    if (i < n && s[i] == '-') { i++; }
-    if (i < n && s[i] == '0') {
-        i++;
-    } else if (i < n && s[i] >= '1' && s[i] <= '9') {
-        while (i < n && isdigit((unsigned char)s[i])) { i++; }
-    } else {
-        return 0;
-    }
-    if (i < n && s[i] == '.') {
-        for (i++, digits = 0; i < n && isdigit((unsigned char)s[i]); i++) { digits++; }
-        if (digits == 0) { return 0; }
-    }
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        if (i < n && (s[i] == '+' || s[i] == '-')) { i++; }
-        for (digits = 0; i < n && isdigit((unsigned char)s[i]); i++) { digits++; }
-        if (digits == 0) { return 0; }
-    }
-    return i == n;
-}
-
-// The grammar of RFC 8259 over js, as one pass with a stack of open brackets. jsmn, even strict,
-// takes stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`, `{,"a":1}`), which Python's json
-// and serde reject; this refuses them, and nesting deeper than JSON_MAX_DEPTH, so no later walk
-// can blow up. Returns NULL, or what is wrong in words, with *line where (1-based).
-static const char JSON_TRAILING[] = "trailing data after the JSON value",
-                  JSON_ENDS_EARLY[] = "ends inside a value";
-static const char *json_syntax(const char *js, size_t len, int *line) {
-    char brackets[JSON_MAX_DEPTH]; // '{' or '[' of each container around i
-    int depth = 0, may_close = 0; // may_close: just after '{' or '[', so '}' or ']' may follow
-    char prev = 0;                // the last ',' ':' '{' or '[' read, for the messages
-    enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_NEXT, WANT_END } want = WANT_VALUE;
-    *line = 1;
-    if (len >= 3 && memcmp(js, "\xEF\xBB\xBF", 3) == 0) {
-        return "starts with a UTF-8 byte order mark (save it without one)";
-    }
-    for (size_t i = 0;;) {
-        while (i < len && (js[i] == ' ' || js[i] == '\t' || js[i] == '\r' || js[i] == '\n')) {
-            *line += js[i++] == '\n';
-        }
-        if (i == len) {
-            return want == WANT_END          ? NULL
-                   : depth == 0 && prev == 0 ? "empty (no JSON value)"
-                                             : JSON_ENDS_EARLY;
-        }
-        char c = js[i];
-        int done = 0; // a whole value ended at i
-        if (want == WANT_END) { return JSON_TRAILING; }
-        if (want == WANT_COLON) {
-            if (c != ':') { return "a key without ':' after it"; }
-            want = WANT_VALUE, may_close = 0, prev = c, i++;
-        } else if ((c == '}' || c == ']') && (want == WANT_NEXT || may_close)) {
-            if (depth == 0 || brackets[depth - 1] != (c == '}' ? '{' : '[')) {
-                return "a closing bracket that does not match";
-            }
-            depth--, done = 1, i++;
-        } else if (c == '}' || c == ']') {
-            if (prev == ':') { return "a key without a value"; }
-            return c == '}' ? "a ',' before '}'" : "a ',' before ']'";
-        } else if (want == WANT_NEXT) {
-            if (c != ',') { return "two values with no ',' between them"; }
-            want = brackets[depth - 1] == '{' ? WANT_KEY : WANT_VALUE, may_close = 0, prev = c, i++;
-        } else if (c == ',') {
-            return prev == ':' ? "a key without a value" : "a ',' with no value before it";
-        } else if (want == WANT_KEY && c != '"') {
-            return "an object key that is not a string";
-        } else if (c == '{' || c == '[') {
-            if (depth == JSON_MAX_DEPTH) { return "nested too deep"; }
-            brackets[depth++] = c;
-            want = c == '{' ? WANT_KEY : WANT_VALUE, may_close = 1, prev = c, i++;
-        } else if (c == '"') {
-            // a string: no raw control characters; json_string checks the escapes
-            for (i++; i < len && js[i] != '"'; i++) {
-                if ((unsigned char)js[i] < 0x20) { return "a control character inside a string"; }
-                if (js[i] == '\\') { i++; }
-            }
-            if (i >= len) { return "a string that does not end"; }
-            i++;
-            if (want == WANT_KEY) { want = WANT_COLON; } else { done = 1; }
-        } else { // true, false, null or a number
-            size_t n = 0;
-            while (i + n < len && (isalnum((unsigned char)js[i + n]) || js[i + n] == '+' ||
-                                   js[i + n] == '-' || js[i + n] == '.')) {
-                n++;
-            }
-            const char *s = js + i;
-            if (n == 0 ||
-                !((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
-                  (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, (int)n))) {
-                return n == 0 ? "a character that starts no JSON value"
-                              : "a literal that is not true, false, null or a number";
-            }
-            i += n, done = 1;
-        }
-        if (done) { want = depth == 0 ? WANT_END : WANT_NEXT, may_close = 0; }
-    }
-}
-
-// Parses js; first checks its syntax (json_syntax), which jsmn alone does not fully do: jsmn,
-// even strict, accepts a key without a value (`{"a":, "b"}`, whose child counts then send
-// json_skip off the end), several top-level values, and primitives such as `tru`. On text that
-// passes json_syntax, strict jsmn builds one consistent tree, which every walk below relies on.
-static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
-    j->js = js;
-    j->tok = NULL;
-    j->n_tok = 0;
-    if (len >= (size_t)INT_MAX) { return fail(err, "%s: JSON too large (%zu bytes)", what, len); }
-    int line;
-    const char *syntax = json_syntax(js, len, &line);
-    if (syntax != NULL && strcmp(syntax, "nested too deep") == 0) {
-        return fail(err, "%s: JSON nested deeper than %d levels (line %d)", what, JSON_MAX_DEPTH,
-                    line);
-    }
-    if (syntax != NULL) { return fail(err, "%s: not valid JSON: line %d: %s", what, line, syntax); }
-    size_t first = strspn(js, " \t\r\n"); // (jsmn's strict mode refuses a bare top-level literal)
-    if (js[first] != '{' && js[first] != '[') { return fail(err, "%s: not a JSON object", what); }
-    jsmn_parser p;
-    jsmn_init(&p);
-    int n = jsmn_parse(&p, js, len, NULL, 0);
-    if (n <= 0) { return fail(err, "%s: not valid JSON (jsmn error %d)", what, n); }
-    j->tok = (jsmntok_t *)malloc_check(mul_size((size_t)n, sizeof(jsmntok_t)));
-    jsmn_init(&p);
-    j->n_tok = jsmn_parse(&p, js, len, j->tok, (unsigned int)n);
-    if (j->n_tok != n) {
-        free(j->tok);
-        j->tok = NULL;
-        return fail(err, "%s: not valid JSON", what);
-    }
-    return 0;
-}
-
-static char *json_string(const Json *j, int i, size_t *len);
-
-// Whether the string at token i is s, compared as text: "hidden_\u0073ize" is hidden_size.
-static int json_eq(const Json *j, int i, const char *s) {
-    if (i < 0 || j->tok[i].type != JSMN_STRING) { return 0; }
-    const jsmntok_t *t = &j->tok[i];
-    size_t n = strlen(s), len = (size_t)(t->end - t->start);
-    if (memchr(j->js + t->start, '\\', len) == NULL) {
-        return len == n && memcmp(j->js + t->start, s, n) == 0;
-    }
-    char *text = json_string(j, i, &len);
-    int eq = text != NULL && len == n && memcmp(text, s, n) == 0;
-    free(text);
-    return eq;
-}
-
-// Value token of key in the object at obj, or -1. A key given twice is an error (-2), since
-// JSON parsers disagree on which copy wins.
-static int json_get(const Json *j, int obj, const char *key) {
-    if (obj < 0 || j->tok[obj].type != JSMN_OBJECT) { return -1; }
-    int found = -1, i = obj + 1;
-    for (int k = 0; k < j->tok[obj].size; k++) {
-        if (json_eq(j, i, key)) {
-            if (found >= 0) { return -2; }
-            found = i + 1;
-        }
-        i = json_skip(j, i + 1);
-    }
-    return found;
-}
-
-typedef struct { char *text; size_t n; int tok; } JsonKey;
-
-static int compare_keys(const void *a, const void *b) {
-    const JsonKey *x = (const JsonKey *)a, *y = (const JsonKey *)b;
-    int c = memcmp(x->text, y->text, x->n < y->n ? x->n : y->n);
-    return c != 0 ? c : x->n < y->n ? -1 : x->n > y->n;
-}
-
-// The first key (in sorted order) that appears twice in the object at obj, or -1. Keys are
-// compared as text ("a" and "\u0061" are one key) after sorting: n log n for an object of
-// 100k keys, where comparing every pair took minutes.
-static int json_duplicate_key(const Json *j, int obj) {
-    int n = j->tok[obj].size, dup = -1;
-    JsonKey *keys = (JsonKey *)malloc_check(((size_t)n + 1) * sizeof(JsonKey));
-    for (int k = 0, a = obj + 1; k < n; k++, a = json_skip(j, a + 1)) {
-        keys[k].text = json_string(j, a, &keys[k].n);
-        keys[k].tok = a;
-        if (keys[k].text == NULL) { // a bad escape (the reader of that key refuses it): raw text
-            keys[k].n = (size_t)(j->tok[a].end - j->tok[a].start);
-            keys[k].text = (char *)malloc_check(keys[k].n + 1);
-            memcpy(keys[k].text, j->js + j->tok[a].start, keys[k].n);
-        }
-    }
-    qsort(keys, (size_t)n, sizeof(JsonKey), compare_keys);
-    for (int k = 1; k < n && dup < 0; k++) {
-        if (compare_keys(&keys[k - 1], &keys[k]) == 0) { dup = keys[k].tok; }
-    }
-    for (int k = 0; k < n; k++) { free(keys[k].text); }
-    free(keys);
-    return dup;
-}
-
-// i-th element of the array at arr, or -1.
-static int json_at(const Json *j, int arr, int index) {
-    if (arr < 0 || j->tok[arr].type != JSMN_ARRAY || index < 0 || index >= j->tok[arr].size) {
-        return -1;
-    }
-    int i = arr + 1;
-    for (int k = 0; k < index; k++) { i = json_skip(j, i); }
-    return i;
-}
-
-// An absent key (-1) or a literal null. A duplicated key (-2) is not null: readers then fail on it.
-static int json_is_null(const Json *j, int i) {
-    return i == -1 || (i >= 0 && j->tok[i].type == JSMN_PRIMITIVE && j->js[j->tok[i].start] == 'n');
-}
-
-// Number at token i into *out; 0 if it is a JSON number, -1 otherwise.
-static int json_number(const Json *j, int i, double *out) {
-    if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
-    const char *s = j->js + j->tok[i].start;
-    if (!(*s == '-' || (*s >= '0' && *s <= '9'))) { return -1; }
-    char buf[64];
-    int n = j->tok[i].end - j->tok[i].start;
-    if (n <= 0 || n >= (int)sizeof(buf)) { return -1; }
-    memcpy(buf, s, (size_t)n);
-    buf[n] = '\0';
-    char *end = NULL;
-    *out = strtod(buf, &end);
-    return (end == buf + n && isfinite(*out)) ? 0 : -1;
-}
-
-// Integer at token i that fits in [lo, hi]; 0 on success.
-static int json_int(const Json *j, int i, long long lo, long long hi, long long *out) {
-    double d;
-    if (json_number(j, i, &d) != 0 || d != floor(d) || d < (double)lo || d > (double)hi) {
-        return -1;
-    }
-    *out = (long long)d;
-    return 0;
-}
-
-static int json_bool(const Json *j, int i, int *out) {
-    if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
-    char c = j->js[j->tok[i].start];
-    if (c != 't' && c != 'f') { return -1; }
-    *out = (c == 't');
-    return 0;
-}
-
-static void put_utf8(unsigned int cp, char *out, size_t *n) {
-    if (cp < 0x80) {
-        out[(*n)++] = (char)cp;
-    } else if (cp < 0x800) {
-        out[(*n)++] = (char)(0xC0 | (cp >> 6));
-        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out[(*n)++] = (char)(0xE0 | (cp >> 12));
-        out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
-    } else {
-        out[(*n)++] = (char)(0xF0 | (cp >> 18));
-        out[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
-    }
-}
-
-static int hex_value(char c) {
-    if (c >= '0' && c <= '9') { return c - '0'; }
-    if (c >= 'a' && c <= 'f') { return c - 'a' + 10; }
-    if (c >= 'A' && c <= 'F') { return c - 'A' + 10; }
-    return -1;
-}
-
-// Unescapes the JSON string at token i into a new NUL-terminated UTF-8 buffer (*len bytes,
-// which may contain NUL from \u0000). Returns NULL if i is not a string or an escape is bad.
-static char *json_string(const Json *j, int i, size_t *len) {
-    if (i < 0 || j->tok[i].type != JSMN_STRING) { return NULL; }
-    const char *s = j->js + j->tok[i].start;
-    size_t n = (size_t)(j->tok[i].end - j->tok[i].start), o = 0;
-    char *out = (char *)malloc_check(n + 1); // unescaping never grows the text
-    for (size_t k = 0; k < n; k++) {
-        if (s[k] != '\\') { out[o++] = s[k]; continue; }
-        if (++k >= n) { free(out); return NULL; }
-        char e = s[k];
-        const char *simple = strchr("\"\\/bfnrt", e);
-        if (e != '\0' && simple != NULL) {
-            out[o++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
-            continue;
-        }
-        if (e != 'u' || k + 4 >= n) { free(out); return NULL; }
-        unsigned int cp = 0;
-        for (int h = 1; h <= 4; h++) {
-            int v = hex_value(s[k + h]);
-            if (v < 0) { free(out); return NULL; }
-            cp = cp * 16 + (unsigned int)v;
-        }
-        k += 4;
-        if (cp >= 0xD800 && cp < 0xDC00) { // a high surrogate must pair with a low one
-            unsigned int lo = 0;
-            if (k + 6 >= n || s[k + 1] != '\\' || s[k + 2] != 'u') { free(out); return NULL; }
-            for (int h = 3; h <= 6; h++) {
-                int v = hex_value(s[k + h]);
-                if (v < 0) { free(out); return NULL; }
-                lo = lo * 16 + (unsigned int)v;
-            }
-            if (lo < 0xDC00 || lo > 0xDFFF) { free(out); return NULL; }
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            k += 6;
-        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            free(out);
-            return NULL;
-        }
-        put_utf8(cp, out, &o);
-    }
-    out[o] = '\0';
-    *len = o;
-    return out;
-}
-
-// ----------------------------------------------------------------------------
-// config: config.json of a Hugging Face LlamaForCausalLM
-
-// Reads an optional positive int key; *out keeps its default when the key is absent or null.
-static int config_int(const Json *j, const char *key, int required, int *out, const char *path,
-                      char *err) {
-    int i = json_get(j, 0, key);
-    if (i == -2) { return fail(err, "%s: key \"%s\" appears twice", path, key); }
-    if (json_is_null(j, i)) {
-        return required ? fail(err, "%s: missing \"%s\"", path, key) : 0;
-    }
-    long long v;
-    if (json_int(j, i, 1, 1 << 24, &v) != 0) {
-        return fail(err, "%s: \"%s\" must be an integer in [1, %d]", path, key, 1 << 24);
-    }
-    *out = (int)v;
-    return 0;
-}
-
-// The one rule for a config float: absent or null keeps the default; else a number that as a
-// float is finite, normal and in (lo, hi] ((float)1e300 is inf, (float)1e-300 is 0 and 1e-40 a
-// subnormal: each refused, not computed with).
-static int config_float(const Json *j, int i, const char *key, float lo, float hi, float *out,
-                        const char *path, char *err) {
-    if (json_is_null(j, i)) { return 0; }
-    double v;
-    if (json_number(j, i, &v) != 0 || !isnormal((float)v) || !((float)v > lo && (float)v <= hi)) {
-        return fail(err, "%s: \"%s\" must be a normal float in (%g, %g]", path, key, lo, hi);
-    }
-    *out = (float)v;
-    return 0;
-}
-
-// A bias or non-SiLU activation would change the math; refuse rather than compute garbage.
-static int config_check_unsupported(const Json *j, const char *path, char *err) {
-    int arch = json_get(j, 0, "architectures");
-    if (!json_is_null(j, arch)) {
-        int ok = 0;
-        int n = arch >= 0 && j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0;
-        for (int k = 0, e = arch + 1; k < n; k++, e = json_skip(j, e)) { // (json_at: quadratic)
-            ok |= json_eq(j, e, "LlamaForCausalLM");
-        }
-        if (!ok) {
-            return fail(
-                err,
-                "%s: architectures is not [\"LlamaForCausalLM\"]; only LLaMA models are supported",
-                path);
-        }
-    } else if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
-        return fail(err, "%s: neither architectures nor model_type says LLaMA", path);
-    }
-    int act = json_get(j, 0, "hidden_act");
-    if (!json_is_null(j, act) && !json_eq(j, act, "silu")) {
-        return fail(err, "%s: hidden_act must be \"silu\"", path);
-    }
-    const char *biases[] = {"attention_bias", "mlp_bias"};
-    for (int k = 0; k < 2; k++) {
-        int b = 0, i = json_get(j, 0, biases[k]);
-        if (!json_is_null(j, i) && (json_bool(j, i, &b) != 0 || b)) {
-            return fail(err, "%s: %s=true is not supported", path, biases[k]);
-        }
-    }
-    return 0;
-}
-
-// A RoPE setting's value token: transformers 5 writes them all in rope_parameters; older
-// configs have rope_theta at the top level and the scaling in rope_scaling (obj). A value given
-// in both places must agree; -2 (err set) when they do not.
-static int rope_get(const Json *j, int obj, const char *key, const char *path, char *err) {
-    int a = json_get(j, obj, key), b = json_get(j, json_get(j, 0, "rope_parameters"), key);
-    double x, y;
-    if (a < 0 || b < 0) { return b >= 0 ? b : a; }
-    int same = json_number(j, a, &x) == 0 && json_number(j, b, &y) == 0
-                   ? x == y
-                   : j->tok[a].end - j->tok[a].start == j->tok[b].end - j->tok[b].start &&
-                         memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start,
-                                (size_t)(j->tok[a].end - j->tok[a].start)) == 0;
-    if (!same) {
-        return fail(err, "%s: %s%s and rope_parameters.%s disagree", path,
-                    obj ? "rope_scaling." : "", key, key) - 1;
-    }
-    return b;
-}
-
-// RoPE: rope_theta, and rope_type "default" or "llama3" (Llama 3.1/3.2's scaling, with its
-// factors). Other types are refused.
-static int config_rope(Config *c, const Json *j, const char *path, char *err) {
-    int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(j, 0, "rope_theta", path, err);
-    int type = rope_get(j, rs, "rope_type", path, err);
-    if (type == -1) { type = json_get(j, rs, "type"); }
-    if (theta == -2 || type == -2 ||
-        config_float(j, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta, path, err)) {
-        return -1;
-    }
-    if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
-    if (!json_eq(j, type, "llama3")) {
-        return fail(err, "%s: rope_type is not supported (only \"default\" and \"llama3\")", path);
-    }
-    c->rope_llama3 = 1;
-    c->rope_factor = c->rope_low_freq = c->rope_high_freq = 0;
-    const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
-    float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
-    for (int k = 0; k < 3; k++) {
-        int i = rope_get(j, rs, keys[k], path, err);
-        if (i == -2 || config_float(j, i, keys[k], 0, FLT_MAX, dst[k], path, err)) { return -1; }
-    }
-    long long orig = 0;
-    int o = rope_get(j, rs, "original_max_position_embeddings", path, err);
-    if (o == -2) { return -1; }
-    if (json_int(j, o, 1, 1 << 24, &orig) || c->rope_factor <= 0 ||
-        c->rope_high_freq <= c->rope_low_freq) {
-        return fail(err, "%s: rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
-                    "and original_max_position_embeddings", path);
-    }
-    c->rope_orig_max = (int)orig;
-    return 0;
-}
-
-static int config_token_ids(Config *c, const Json *j, const char *path, char *err) {
-    long long v;
-    int bos = json_get(j, 0, "bos_token_id"), eos = json_get(j, 0, "eos_token_id");
-    c->bos_id = -1;
-    c->n_eos = 0;
-    if (bos == -2 || eos == -2) {
-        return fail(err, "%s: bos_token_id or eos_token_id appears twice", path);
-    }
-    if (!json_is_null(j, bos)) {
-        if (json_int(j, bos, 0, c->vocab_size - 1, &v)) {
-            return fail(err, "%s: bos_token_id is not a token id below vocab_size", path);
-        }
-        c->bos_id = (int)v;
-    }
-    if (json_is_null(j, eos)) { return 0; }
-    int is_list = j->tok[eos].type == JSMN_ARRAY;
-    int n = is_list ? j->tok[eos].size : 1;
-    if (n > SS_MAX_EOS) { // dropping some would quietly generate past them
-        return fail(err, "%s: eos_token_id lists %d ids; at most %d are supported", path, n,
-                    SS_MAX_EOS);
-    }
-    for (int k = 0; k < n; k++) {
-        if (json_int(j, is_list ? json_at(j, eos, k) : eos, 0, c->vocab_size - 1, &v)) {
-            return fail(err, "%s: eos_token_id is not a token id below vocab_size", path);
-        }
-        c->eos_ids[c->n_eos++] = (int)v;
-    }
-    return 0;
-}
-
-static int read_config(Config *c, const char *dir, char *err) {
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/config.json", dir);
-    size_t len;
-    char *text = read_file(path, &len, err);
-    if (text == NULL) { return -1; }
-    Json j;
-    int rc = json_parse(&j, text, len, path, err);
-    if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = fail(err, "%s: not a JSON object", path); }
-    // JSON parsers disagree on which copy of a key wins
-    for (int i = 0; rc == 0 && i < j.n_tok; i++) {
-        int dup = j.tok[i].type == JSMN_OBJECT ? json_duplicate_key(&j, i) : -1;
-        if (dup >= 0) {
-            int n = j.tok[dup].end - j.tok[dup].start;
-            rc = fail(err, "%s: key \"%.*s\" appears twice in one object", path, n < 64 ? n : 64,
-                      j.js + j.tok[dup].start);
-        }
-    }
-    memset(c, 0, sizeof(*c));
-    c->rope_theta = 10000.0f; // LlamaConfig defaults
-    c->norm_eps = 1e-6f;
-    c->head_dim = 0;
-    if (rc == 0) {
-        rc = config_check_unsupported(&j, path, err);
-    }
-    if (rc == 0) {
-        rc = config_int(&j, "hidden_size", 1, &c->dim, path, err) ||
-             config_int(&j, "intermediate_size", 1, &c->hidden_dim, path, err) ||
-             config_int(&j, "num_hidden_layers", 1, &c->n_layers, path, err) ||
-             config_int(&j, "num_attention_heads", 1, &c->n_heads, path, err) ||
-             config_int(&j, "vocab_size", 1, &c->vocab_size, path, err) ||
-             config_int(&j, "max_position_embeddings", 1, &c->max_pos, path, err) ? -1 : 0;
-    }
-    if (rc == 0) {
-        c->n_kv_heads = c->n_heads;
-        c->head_dim = c->dim / c->n_heads;
-        rc = config_int(&j, "num_key_value_heads", 0, &c->n_kv_heads, path, err) ||
-             config_int(&j, "head_dim", 0, &c->head_dim, path, err) ||
-             config_float(&j, json_get(&j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps,
-                          path, err) ||
-             config_rope(c, &j, path, err) || config_token_ids(c, &j, path, err) ? -1 : 0;
-    }
-    if (rc == 0) {
-        int tie = json_get(&j, 0, "tie_word_embeddings");
-        if (!json_is_null(&j, tie) && json_bool(&j, tie, &c->tied) != 0) {
-            rc = fail(err, "%s: tie_word_embeddings must be true or false", path);
-        }
-    }
-    if (rc == 0 && c->n_layers > SS_MAX_LAYERS) {
-        rc = fail(err, "%s: num_hidden_layers %d exceeds the supported %d", path, c->n_layers,
-                  SS_MAX_LAYERS);
-    } else if (rc == 0 && c->n_heads % c->n_kv_heads != 0) {
-        rc = fail(err, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
-                  path, c->n_heads, c->n_kv_heads);
-    } else if (rc == 0 && (c->head_dim % 2 != 0 || c->head_dim < 2)) {
-        rc = fail(err, "%s: head_dim %d (hidden_size / num_attention_heads when not given) must be "
-                  "even and at least 2 (RoPE rotates pairs)", path, c->head_dim);
-    } else if (rc == 0 && (size_t)c->n_heads * c->head_dim > (1 << 24)) {
-        // the kernels index a pass's (n_tokens, n_heads, head_dim) rows with int
-        rc = fail(err, "%s: num_attention_heads %d x head_dim %d exceeds %d", path, c->n_heads,
-                  c->head_dim, 1 << 24);
-    }
-    json_free(&j);
-    free(text);
-    return rc;
-}
-
-// ----------------------------------------------------------------------------
-// weights: model.safetensors (or sharded), F32/F16/BF16 converted to fp32 at load
-
-enum { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
-
-typedef struct {
-    char *name;     // owned
-    int dtype;
-    int n_dim;
-    size_t shape[4];
-    size_t begin;   // byte range within the file's data section
-    size_t end;
-    int file;       // index into the shard list
-    int used;       // set by load_tensor (a tensor nothing loads: the config is another model's)
-} TensorInfo;
-
-typedef struct {
-    char path[1100];
-    char *bytes;       // the whole file
-    size_t size;
-    size_t data_start; // 8 + header length
-} Shard;
-
-typedef struct {
-    Shard *shards;
-    int n_shards;
-    TensorInfo *tensors;
-    int n_tensors;
-} TensorFiles;
-
-static int compare_by_begin(const void *a, const void *b) {
-    const TensorInfo *x = *(const TensorInfo *const *)a, *y = *(const TensorInfo *const *)b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : 0;
-}
-
-// Parses one tensor entry of a safetensors header and checks its dtype, shape and byte range.
-static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInfo *t, char *err) {
-    size_t name_len;
-    t->name = json_string(j, key, &name_len);
-    if (t->name == NULL || strlen(t->name) != name_len) { // "a\u0000b" would be read as "a"
-        return fail(err, "%s: bad tensor name in header (a bad escape or a NUL byte)", sh->path);
-    }
-    int v = key + 1, dt = json_get(j, v, "dtype"), shp = json_get(j, v, "shape");
-    int off = json_get(j, v, "data_offsets");
-    if (dt == -2 || shp == -2 || off == -2) {
-        return fail(err, "%s: tensor %s: dtype, shape or data_offsets appears twice", sh->path,
-                    t->name);
-    }
-    if (dt < 0 || shp < 0 || off < 0 || j->tok[shp].type != JSMN_ARRAY ||
-        j->tok[off].type != JSMN_ARRAY || j->tok[off].size != 2) {
-        return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path,
-                    t->name);
-    }
-    if (json_eq(j, dt, "F32")) {
-        t->dtype = DTYPE_F32;
-    } else if (json_eq(j, dt, "F16")) {
-        t->dtype = DTYPE_F16;
-    } else if (json_eq(j, dt, "BF16")) {
-        t->dtype = DTYPE_BF16;
-    } else {
-        return fail(err, "%s: tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", sh->path,
-                    t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
-    }
-    size_t esize = t->dtype == DTYPE_F32 ? 4 : 2;
-    if (j->tok[shp].size > 4) { // (n_dim is set after: build_model reads shape[0..n_dim))
-        return fail(err, "%s: tensor %s: more than 4 dimensions", sh->path, t->name);
-    }
-    t->n_dim = j->tok[shp].size;
-    size_t numel = 1;
-    for (int d = 0; d < t->n_dim; d++) {
-        long long s;
-        if (json_int(j, json_at(j, shp, d), 0, LLONG_MAX / 2, &s)) {
-            return fail(err, "%s: tensor %s: bad shape", sh->path, t->name);
-        }
-        t->shape[d] = (size_t)s;
-        numel = mul_size(numel, t->shape[d]);
-    }
-    long long b, e;
-    if (json_int(j, json_at(j, off, 0), 0, LLONG_MAX / 2, &b) ||
-        json_int(j, json_at(j, off, 1), 0, LLONG_MAX / 2, &e) || b > e) {
-        return fail(err, "%s: tensor %s: bad data_offsets", sh->path, t->name);
-    }
-    t->begin = (size_t)b;
-    t->end = (size_t)e;
-    if (t->end > sh->size - sh->data_start) {
-        return fail(err, "%s: tensor %s: data_offsets run past the end of the file", sh->path,
-                    t->name);
-    }
-    if (mul_size(numel, esize) != t->end - t->begin) {
-        return fail(err, "%s: tensor %s: data_offsets span %zu bytes but the shape needs %zu",
-                    sh->path, t->name, t->end - t->begin, mul_size(numel, esize));
-    }
-    return 0;
-}
-
-// Whether the 8-byte little-endian header length at b is zero or runs past a file of size bytes.
-static int bad_header_length(const char *path, const unsigned char *b, size_t size, char *err) {
-    uint64_t n = 0;
-    for (int k = 7; k >= 0; k--) { n = (n << 8) | b[k]; }
-    return n == 0 || n > size - 8
-               ? fail(err, "%s: header length %llu is zero or runs past the end of the file (%zu "
-                      "bytes)", path, (unsigned long long)n, size)
-               : 0;
-}
-
-// Reads one .safetensors file and appends its tensors to tf: an 8-byte little-endian header
-// length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the raw data.
-static int load_shard(TensorFiles *tf, const char *path, char *err) {
-    Shard *sh = &tf->shards[tf->n_shards];
-    snprintf(sh->path, sizeof(sh->path), "%s", path);
-    // The header length is checked before the file is read whole (a sparse 30 GB file of zeros
-    // is refused at once), then again on what was read. (O_NONBLOCK: a FIFO does not block.)
-    unsigned char head[8];
-    struct stat sb;
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    int peeked =
-        fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pread(fd, head, 8, 0) == 8;
-    if (fd >= 0) { close(fd); }
-    if (peeked && bad_header_length(path, head, (size_t)sb.st_size, err)) { return -1; }
-    sh->bytes = read_file(path, &sh->size, err);
-    if (sh->bytes == NULL) { return -1; }
-    tf->n_shards++;
-    if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
-    if (bad_header_length(path, (const unsigned char *)sh->bytes, sh->size, err)) { return -1; }
-    uint64_t n = 0;
-    for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)sh->bytes[k]; }
-    sh->data_start = 8 + (size_t)n;
-    int line;
-    const char *syntax = json_syntax(sh->bytes + 8, (size_t)n, &line);
-    if (syntax == JSON_TRAILING || syntax == JSON_ENDS_EARLY) {
-        return fail(err, "%s: header length %llu %s the JSON header (line %d)", path,
-                    (unsigned long long)n,
-                    syntax == JSON_TRAILING ? "runs past the end of" : "cuts off", line);
-    }
-    Json j;
-    if (json_parse(&j, sh->bytes + 8, (size_t)n, path, err)) { return -1; }
-    int rc = j.tok[0].type == JSMN_OBJECT ? 0 : fail(err, "%s: header is not a JSON object", path);
-    int n_entries = rc == 0 ? j.tok[0].size : 0, first = tf->n_tensors;
-    size_t table = (size_t)tf->n_tensors + (size_t)n_entries + 1;
-    tf->tensors = (TensorInfo *)realloc_check(tf->tensors, mul_size(table, sizeof(TensorInfo)));
-    for (int k = 0, key = 1; rc == 0 && k < n_entries; k++, key = json_skip(&j, key + 1)) {
-        if (json_eq(&j, key, "__metadata__")) { continue; }
-        TensorInfo *t = &tf->tensors[tf->n_tensors++];
-        memset(t, 0, sizeof(*t));
-        t->file = tf->n_shards - 1;
-        rc = parse_tensor_entry(&j, key, sh, t, err);
-    }
-    json_free(&j);
-    if (rc != 0) { return rc; }
-    // byte ranges must not overlap: sort this file's tensors by start and compare neighbours
-    int count = tf->n_tensors - first;
-    TensorInfo **order = (TensorInfo **)malloc_check((size_t)(count + 1) * sizeof(TensorInfo *));
-    for (int k = 0; k < count; k++) { order[k] = &tf->tensors[first + k]; }
-    qsort(order, (size_t)count, sizeof(TensorInfo *), compare_by_begin);
-    for (int k = 1; k < count && rc == 0; k++) {
-        if (order[k]->begin < order[k - 1]->end) {
-            rc = fail(err, "%s: tensors %s and %s overlap in the file", path, order[k - 1]->name,
-                      order[k]->name);
-        }
-    }
-    free(order);
-    return rc;
-}
-
-static void free_tensor_files(TensorFiles *tf) {
-    for (int k = 0; k < tf->n_shards; k++) { free(tf->shards[k].bytes); }
-    for (int k = 0; k < tf->n_tensors; k++) { free(tf->tensors[k].name); }
-    free(tf->shards);
-    free(tf->tensors);
-    memset(tf, 0, sizeof(*tf));
-}
-
-// Opens model.safetensors, or every shard named by model.safetensors.index.json.
-static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
-    memset(tf, 0, sizeof(*tf));
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
-    // (not fopen: that blocks on a FIFO; read_file refuses anything but a file). lstat: a
-    // dangling or looping symlink is this file, which read_file then says it cannot open.
-    struct stat sb;
-    if (lstat(path, &sb) == 0) {
-        tf->shards = (Shard *)calloc_check(1, sizeof(Shard));
-        return load_shard(tf, path, err);
-    }
-    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
-    size_t len;
-    char *text = read_file(path, &len, err);
-    if (text == NULL) {
-        return fail(err, "%s: no model.safetensors or model.safetensors.index.json", dir);
-    }
-    Json j;
-    int rc = json_parse(&j, text, len, path, err);
-    int map = rc == 0 ? json_get(&j, 0, "weight_map") : -1;
-    if (rc == 0 && (map < 0 || j.tok[map].type != JSMN_OBJECT || j.tok[map].size == 0)) {
-        rc = fail(err, "%s: no weight_map object, or an empty one", path);
-    }
-    int n = rc == 0 ? j.tok[map].size : 0;
-    tf->shards = (Shard *)calloc_check((size_t)n + 1, sizeof(Shard));
-    char **names = (char **)calloc_check((size_t)n + 1, sizeof(char *));
-    int n_names = 0;
-    for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
-        size_t flen;
-        char *file = json_string(&j, key + 1, &flen);
-        if (file == NULL || flen == 0 || strlen(file) != flen || strchr(file, '/') != NULL) {
-            free(file);
-            rc = fail(err, "%s: weight_map entry %d is not a plain file name", path, k);
-            break;
-        }
-        int seen = 0;
-        for (int s = 0; s < n_names; s++) { seen |= strcmp(names[s], file) == 0; }
-        if (seen) { free(file); continue; }
-        names[n_names++] = file;
-        char shard_path[1100];
-        snprintf(shard_path, sizeof(shard_path), "%s/%s", dir, file);
-        rc = load_shard(tf, shard_path, err);
-    }
-    for (int s = 0; s < n_names; s++) { free(names[s]); }
-    free(names);
-    json_free(&j);
-    free(text);
-    return rc;
-}
-
-static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
-    if (exp == 0x1F) {
-        bits = sign | 0x7F800000u | (man << 13);     // inf or nan
-    } else if (exp != 0) {
-        bits = sign | ((exp + 112) << 23) | (man << 13); // normal: rebias 15 -> 127
-    } else if (man == 0) {
-        bits = sign;                                      // signed zero
-    } else {                                              // subnormal: normalize the mantissa
-        int e = -1;
-        do { man <<= 1; e++; } while ((man & 0x400) == 0);
-        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3FF) << 13);
-    }
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
-}
-
-// Finds tensor name, checks its shape, converts it to fp32 into dst. Little-endian host assumed.
-static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
-                       char *err) {
-    TensorInfo *t = NULL;
-    for (int k = 0; k < tf->n_tensors; k++) {
-        if (strcmp(tf->tensors[k].name, name) != 0) { continue; }
-        if (t != NULL) {
-            return fail(err, "%s: tensor %s appears twice", tf->shards[tf->tensors[k].file].path,
-                        name);
-        }
-        t = &tf->tensors[k];
-    }
-    if (t == NULL) { return fail(err, "%s: missing tensor %s", tf->shards[0].path, name); }
-    const Shard *sh = &tf->shards[t->file];
-    int want_dims = cols == 0 ? 1 : 2;
-    if (t->n_dim != want_dims || t->shape[0] != rows || (cols != 0 && t->shape[1] != cols)) {
-        char have[128] = "[", want[64];
-        for (int d = 0; d < t->n_dim; d++) {
-            size_t at = strlen(have);
-            snprintf(have + at, sizeof(have) - at, d ? ", %zu" : "%zu", t->shape[d]);
-        }
-        strcat(have, "]");
-        if (cols == 0) {
-            snprintf(want, sizeof(want), "[%zu]", rows);
-        } else {
-            snprintf(want, sizeof(want), "[%zu, %zu]", rows, cols);
-        }
-        return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name,
-                    have, want);
-    }
-    size_t n = cols == 0 ? rows : rows * cols;
-    t->used = 1;
-    if (dst == NULL) { return 0; } // build_model's check of every name and shape
-    const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
-    for (size_t i = 0; i < n; i++) {
-        if (t->dtype == DTYPE_F32) {
-            memcpy(&dst[i], src + 4 * i, 4);
-        } else {
-            uint16_t h;
-            memcpy(&h, src + 2 * i, 2);
-            if (t->dtype == DTYPE_F16) {
-                dst[i] = half_to_float(h);
-            } else {
-                uint32_t bits = (uint32_t)h << 16; // bf16 is the top half of an fp32
-                memcpy(&dst[i], &bits, 4);
-            }
-        }
-        if (!isfinite(dst[i])) { // one would make every logit NaN: argmax then says token 0
-            return fail(err, "%s: tensor %s: weight %zu is %s", sh->path, name, i,
-                        isnan(dst[i]) ? "NaN" : "infinite");
-        }
-    }
-    return 0;
-}
-
-static int has_tensor(const TensorFiles *tf, const char *name) {
-    for (int k = 0; k < tf->n_tensors; k++) {
-        if (strcmp(tf->tensors[k].name, name) == 0) { return 1; }
-    }
-    return 0;
-}
-
-// RoPE inverse frequencies theta^(-2i/d), with Llama 3's rope_scaling: long wavelengths are
-// slowed down by factor, short ones kept, and the band between blended smoothly.
-static void rope_frequencies(const Config *c, float *inv_freq) {
-    for (int i = 0; i < c->head_dim / 2; i++) {
-        float f = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
-        if (c->rope_llama3) {
-            double wavelen = 2.0 * M_PI / f;
-            double low_wavelen = c->rope_orig_max / c->rope_low_freq;
-            double high_wavelen = c->rope_orig_max / c->rope_high_freq;
-            if (wavelen > low_wavelen) {
-                f = f / c->rope_factor;
-            } else if (wavelen >= high_wavelen) {
-                float smooth = (float)((c->rope_orig_max / wavelen - c->rope_low_freq) /
-                                       (c->rope_high_freq - c->rope_low_freq));
-                f = (1.0f - smooth) * f / c->rope_factor + smooth * f;
-            }
-        }
-        inv_freq[i] = f;
-    }
-}
-
-// Carves the Weights pointers out of one buffer; returns the number of floats used. With
-// base == NULL it only counts (size_t arithmetic throughout, overflow-checked by the caller).
-static size_t layout_weights(Weights *w, float *base, const Config *c) {
-    size_t n_layers = (size_t)c->n_layers, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
-    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    size_t off = 0;
-    float **slots[] = {&w->token_embedding, &w->rms_att, &w->wq, &w->wk, &w->wv, &w->wo,
-                       &w->rms_ffn, &w->w_gate, &w->w_up, &w->w_down, &w->rms_final,
-                       &w->lm_head, &w->rope_inv_freq};
-    size_t vocab = (size_t)c->vocab_size, attn = mul_size(n_layers, mul_size(q_dim, dim));
-    size_t kv = mul_size(n_layers, mul_size(kv_dim, dim)),
-           mlp = mul_size(n_layers, mul_size(hid, dim));
-    size_t norms = n_layers * dim, lm_head = c->tied ? 0 : mul_size(vocab, dim);
-    size_t sizes[] = {mul_size(vocab, dim), norms, attn, kv,  kv,      attn, norms, mlp,
-                      mlp,                  mlp,   dim,  lm_head, (size_t)c->head_dim / 2};
-    // SIZE_MAX if the config's sizes overflow: build_model refuses it
-    for (int k = 0; k < 13; k++) {
-        *slots[k] = base ? base + off : NULL;
-        off = add_size(off, sizes[k]);
-    }
-    if (c->tied) { w->lm_head = w->token_embedding; }
-    return off;
-}
-
-static float *at(float *p, size_t i) { return p ? p + i : NULL; } // NULL: only check shapes
-
-// Loads every weight into w; with w's pointers NULL (layout_weights without memory), only checks
-// that every tensor is there with its shape.
-static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err) {
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
-    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    if (load_tensor(tf, "model.embed_tokens.weight", (size_t)c->vocab_size, dim, w->token_embedding,
-                    err) ||
-        load_tensor(tf, "model.norm.weight", dim, 0, w->rms_final, err)) {
-        return -1;
-    }
-    if (!c->tied &&
-        load_tensor(tf, "lm_head.weight", (size_t)c->vocab_size, dim, w->lm_head, err)) {
-        return -1;
-    }
-    for (int l = 0; l < c->n_layers; l++) {
-        // per layer: (name, rows, cols, destination) in the order of the HF module tree
-        const char *names[] = {"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
-                               "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
-                               "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
-        size_t rows[] = {dim, q_dim, kv_dim, kv_dim, dim, dim, hid, hid, dim};
-        size_t cols[] = {0, dim, dim, dim, q_dim, 0, dim, dim, hid};
-        float *dst[] = {
-            at(w->rms_att, l * dim),      at(w->wq, l * q_dim * dim), at(w->wk, l * kv_dim * dim),
-            at(w->wv, l * kv_dim * dim),  at(w->wo, l * dim * q_dim), at(w->rms_ffn, l * dim),
-            at(w->w_gate, l * hid * dim), at(w->w_up, l * hid * dim), at(w->w_down, l * dim * hid)};
-        for (int k = 0; k < 9; k++) {
-            char name[128];
-            snprintf(name, sizeof(name), "model.layers.%d.%s.weight", l, names[k]);
-            if (load_tensor(tf, name, rows[k], cols[k], dst[k], err)) { return -1; }
-        }
-    }
-    // A tensor left over means config.json describes another model (num_hidden_layers 3 on a
-    // 6-layer checkpoint ran and printed garbage). Transformers ignores these two as well: the
-    // rotary_emb.inv_freq buffers old checkpoints saved, and lm_head.weight when tied.
-    for (int k = 0; k < tf->n_tensors; k++) {
-        const TensorInfo *t = &tf->tensors[k];
-        size_t n = strlen(t->name), nr = strlen("rotary_emb.inv_freq");
-        int ignored = (n >= nr && strcmp(t->name + n - nr, "rotary_emb.inv_freq") == 0) ||
-                      (c->tied && strcmp(t->name, "lm_head.weight") == 0);
-        if (!t->used && !ignored) {
-            return fail(err,
-                        "%s: tensor %s is not used by the model config.json describes (%d layers); "
-                        "the config does not match the checkpoint",
-                        tf->shards[t->file].path, t->name, c->n_layers);
-        }
-    }
-    if (w->rope_inv_freq) { rope_frequencies(c, w->rope_inv_freq); }
-    return 0;
-}
-
 // ----------------------------------------------------------------------------
 // kernels: the launch shim, then one thread per output element or row, serial reductions in a
 // fixed order
@@ -1635,60 +630,6 @@ static void free_run_state(RunState *s) {
 // The most tokens one forward pass runs: longer prompts are prefilled in chunks of this many, and
 // it bounds a draft plus its verification, a SWIFT tree and a CLaSp batch.
 enum { MAX_PASS_TOKENS = 64 };
-
-int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
-    memset(m, 0, sizeof(*m));
-    snprintf(m->dir, sizeof(m->dir), "%s", dir);
-    Config *c = &m->config;
-    if (read_config(c, dir, err)) { return -1; }
-    c->seq_len = seq_len_cap > 0 && seq_len_cap < c->max_pos ? seq_len_cap : c->max_pos;
-    TensorFiles tf;
-    int rc = open_tensor_files(&tf, dir, err);
-    if (rc == 0 && !c->tied && !has_tensor(&tf, "lm_head.weight")) {
-        // transformers would start lm_head from random weights (with a warning), not tie it
-        rc = fail(
-            err,
-            "%s: missing tensor lm_head.weight, and %s/config.json has tie_word_embeddings false "
-            "(the default when absent)",
-            tf.shards[0].path, dir);
-    }
-    // Every weight must be a tensor of the files with its shape, whose sizes were checked
-    // against the file sizes: a config that needs more is refused here, naming the tensor,
-    // before its sizes are allocated.
-    Weights host;
-    size_t n = layout_weights(&host, NULL, c);
-    if (rc == 0) { rc = load_weights(&host, c, &tf, err); }
-    float *host_memory = NULL;
-    if (rc == 0) {
-        host_memory = (float *)malloc_check(mul_size(n, sizeof(float)));
-        layout_weights(&host, host_memory, c);
-        rc = load_weights(&host, c, &tf, err);
-    }
-    free_tensor_files(&tf);
-    if (rc != 0) {
-        free(host_memory);
-        return -1;
-    }
-#ifdef __CUDACC__
-    device_init();
-    m->memory = (float *)device_malloc(n * sizeof(float));
-    copy_to_device(m->memory, host_memory, n * sizeof(float));
-    free(host_memory);
-#else
-    m->memory = host_memory;
-#endif
-    m->n_floats = n;
-    layout_weights(&m->weights, m->memory, c);
-    build_run_state(&m->state, c, c->seq_len < MAX_PASS_TOKENS ? c->seq_len : MAX_PASS_TOKENS);
-    return 0;
-}
-
-void free_model(Model *m) {
-    if (m->memory == NULL) { return; }
-    free_run_state(&m->state);
-    device_free(m->memory);
-    m->memory = NULL;
-}
 
 // Uploads this pass's tokens (NULL: keep those on the device), RoPE offsets and mask (a causal
 // chain when tree is NULL) in one copy, from the staging buffer laid out like the device's.
@@ -3465,6 +2406,1073 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
     }
     *n_tried = tried;
     return best;
+}
+
+// ----------------------------------------------------------------------------
+// plumbing below: reading Hugging Face files (JSON, config.json, safetensors), the tokenizer,
+// reports, SVG, threads and the CLI. A reader of the papers may stop here.
+
+// ----------------------------------------------------------------------------
+// files: reading one whole
+
+static char *read_file(const char *path, size_t *len_out, char *err) {
+    // opening a FIFO with no writer blocks forever: look at what path is before opening it
+    struct stat sb;
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        fail(err, "%s: not a regular file", path);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        fail(err, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4; and path may
+    // have been replaced since the stat above
+    int is_file = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
+    if (!is_file) {
+        fclose(f);
+        fail(err, "%s: not a regular file", path);
+        return NULL;
+    }
+    if (fseek(f, 0, SEEK_END) != 0) {
+        fclose(f);
+        fail(err, "%s: cannot seek (not a regular file?)", path);
+        return NULL;
+    }
+    long size = ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fclose(f);
+        fail(err, "%s: cannot determine the file size", path);
+        return NULL;
+    }
+    char *buf = (char *)malloc((size_t)size + 1);
+    if (buf == NULL) {
+        fclose(f);
+        fail(err, "%s: out of host memory reading its %ld bytes", path, size);
+        return NULL;
+    }
+    size_t got = fread(buf, 1, (size_t)size, f);
+    fclose(f);
+    if (got != (size_t)size) {
+        free(buf);
+        fail(err, "%s: read %zu of %ld bytes", path, got, size);
+        return NULL;
+    }
+    buf[size] = '\0';
+    *len_out = (size_t)size;
+    return buf;
+}
+
+// ----------------------------------------------------------------------------
+// JSON: jsmn tokens over a buffer, and the few look-ups the loaders need
+
+typedef struct {
+    const char *js;  // the text (not owned)
+    jsmntok_t *tok;  // (n_tok) tokens in document order
+    int n_tok;
+} Json;
+
+enum { JSON_MAX_DEPTH = 64 };
+
+static void json_free(Json *j) {
+    free(j->tok);
+    j->tok = NULL;
+}
+
+// Index of the token after the whole value at i (iterative: children counts, no recursion).
+static int json_skip(const Json *j, int i) {
+    int pending = 1;
+    while (pending > 0 && i < j->n_tok) {
+        pending += j->tok[i].size - 1;
+        i++;
+    }
+    return i;
+}
+
+// A JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+static int json_number_syntax(const char *s, int n) {
+    int i = 0, digits;
+    if (i < n && s[i] == '-') { i++; }
+    if (i < n && s[i] == '0') {
+        i++;
+    } else if (i < n && s[i] >= '1' && s[i] <= '9') {
+        while (i < n && isdigit((unsigned char)s[i])) { i++; }
+    } else {
+        return 0;
+    }
+    if (i < n && s[i] == '.') {
+        for (i++, digits = 0; i < n && isdigit((unsigned char)s[i]); i++) { digits++; }
+        if (digits == 0) { return 0; }
+    }
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        if (i < n && (s[i] == '+' || s[i] == '-')) { i++; }
+        for (digits = 0; i < n && isdigit((unsigned char)s[i]); i++) { digits++; }
+        if (digits == 0) { return 0; }
+    }
+    return i == n;
+}
+
+// The grammar of RFC 8259 over js, as one pass with a stack of open brackets. jsmn, even strict,
+// takes stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`, `{,"a":1}`), which Python's json
+// and serde reject; this refuses them, and nesting deeper than JSON_MAX_DEPTH, so no later walk
+// can blow up. Returns NULL, or what is wrong in words, with *line where (1-based).
+static const char JSON_TRAILING[] = "trailing data after the JSON value",
+                  JSON_ENDS_EARLY[] = "ends inside a value";
+static const char *json_syntax(const char *js, size_t len, int *line) {
+    char brackets[JSON_MAX_DEPTH]; // '{' or '[' of each container around i
+    int depth = 0, may_close = 0; // may_close: just after '{' or '[', so '}' or ']' may follow
+    char prev = 0;                // the last ',' ':' '{' or '[' read, for the messages
+    enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_NEXT, WANT_END } want = WANT_VALUE;
+    *line = 1;
+    if (len >= 3 && memcmp(js, "\xEF\xBB\xBF", 3) == 0) {
+        return "starts with a UTF-8 byte order mark (save it without one)";
+    }
+    for (size_t i = 0;;) {
+        while (i < len && (js[i] == ' ' || js[i] == '\t' || js[i] == '\r' || js[i] == '\n')) {
+            *line += js[i++] == '\n';
+        }
+        if (i == len) {
+            return want == WANT_END          ? NULL
+                   : depth == 0 && prev == 0 ? "empty (no JSON value)"
+                                             : JSON_ENDS_EARLY;
+        }
+        char c = js[i];
+        int done = 0; // a whole value ended at i
+        if (want == WANT_END) { return JSON_TRAILING; }
+        if (want == WANT_COLON) {
+            if (c != ':') { return "a key without ':' after it"; }
+            want = WANT_VALUE, may_close = 0, prev = c, i++;
+        } else if ((c == '}' || c == ']') && (want == WANT_NEXT || may_close)) {
+            if (depth == 0 || brackets[depth - 1] != (c == '}' ? '{' : '[')) {
+                return "a closing bracket that does not match";
+            }
+            depth--, done = 1, i++;
+        } else if (c == '}' || c == ']') {
+            if (prev == ':') { return "a key without a value"; }
+            return c == '}' ? "a ',' before '}'" : "a ',' before ']'";
+        } else if (want == WANT_NEXT) {
+            if (c != ',') { return "two values with no ',' between them"; }
+            want = brackets[depth - 1] == '{' ? WANT_KEY : WANT_VALUE, may_close = 0, prev = c, i++;
+        } else if (c == ',') {
+            return prev == ':' ? "a key without a value" : "a ',' with no value before it";
+        } else if (want == WANT_KEY && c != '"') {
+            return "an object key that is not a string";
+        } else if (c == '{' || c == '[') {
+            if (depth == JSON_MAX_DEPTH) { return "nested too deep"; }
+            brackets[depth++] = c;
+            want = c == '{' ? WANT_KEY : WANT_VALUE, may_close = 1, prev = c, i++;
+        } else if (c == '"') {
+            // a string: no raw control characters; json_string checks the escapes
+            for (i++; i < len && js[i] != '"'; i++) {
+                if ((unsigned char)js[i] < 0x20) { return "a control character inside a string"; }
+                if (js[i] == '\\') { i++; }
+            }
+            if (i >= len) { return "a string that does not end"; }
+            i++;
+            if (want == WANT_KEY) { want = WANT_COLON; } else { done = 1; }
+        } else { // true, false, null or a number
+            size_t n = 0;
+            while (i + n < len && (isalnum((unsigned char)js[i + n]) || js[i + n] == '+' ||
+                                   js[i + n] == '-' || js[i + n] == '.')) {
+                n++;
+            }
+            const char *s = js + i;
+            if (n == 0 ||
+                !((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
+                  (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, (int)n))) {
+                return n == 0 ? "a character that starts no JSON value"
+                              : "a literal that is not true, false, null or a number";
+            }
+            i += n, done = 1;
+        }
+        if (done) { want = depth == 0 ? WANT_END : WANT_NEXT, may_close = 0; }
+    }
+}
+
+// Parses js; first checks its syntax (json_syntax), which jsmn alone does not fully do: jsmn,
+// even strict, accepts a key without a value (`{"a":, "b"}`, whose child counts then send
+// json_skip off the end), several top-level values, and primitives such as `tru`. On text that
+// passes json_syntax, strict jsmn builds one consistent tree, which every walk below relies on.
+static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
+    j->js = js;
+    j->tok = NULL;
+    j->n_tok = 0;
+    if (len >= (size_t)INT_MAX) { return fail(err, "%s: JSON too large (%zu bytes)", what, len); }
+    int line;
+    const char *syntax = json_syntax(js, len, &line);
+    if (syntax != NULL && strcmp(syntax, "nested too deep") == 0) {
+        return fail(err, "%s: JSON nested deeper than %d levels (line %d)", what, JSON_MAX_DEPTH,
+                    line);
+    }
+    if (syntax != NULL) { return fail(err, "%s: not valid JSON: line %d: %s", what, line, syntax); }
+    size_t first = strspn(js, " \t\r\n"); // (jsmn's strict mode refuses a bare top-level literal)
+    if (js[first] != '{' && js[first] != '[') { return fail(err, "%s: not a JSON object", what); }
+    jsmn_parser p;
+    jsmn_init(&p);
+    int n = jsmn_parse(&p, js, len, NULL, 0);
+    if (n <= 0) { return fail(err, "%s: not valid JSON (jsmn error %d)", what, n); }
+    j->tok = (jsmntok_t *)malloc_check(mul_size((size_t)n, sizeof(jsmntok_t)));
+    jsmn_init(&p);
+    j->n_tok = jsmn_parse(&p, js, len, j->tok, (unsigned int)n);
+    if (j->n_tok != n) {
+        free(j->tok);
+        j->tok = NULL;
+        return fail(err, "%s: not valid JSON", what);
+    }
+    return 0;
+}
+
+static char *json_string(const Json *j, int i, size_t *len);
+
+// Whether the string at token i is s, compared as text: "hidden_\u0073ize" is hidden_size.
+static int json_eq(const Json *j, int i, const char *s) {
+    if (i < 0 || j->tok[i].type != JSMN_STRING) { return 0; }
+    const jsmntok_t *t = &j->tok[i];
+    size_t n = strlen(s), len = (size_t)(t->end - t->start);
+    if (memchr(j->js + t->start, '\\', len) == NULL) {
+        return len == n && memcmp(j->js + t->start, s, n) == 0;
+    }
+    char *text = json_string(j, i, &len);
+    int eq = text != NULL && len == n && memcmp(text, s, n) == 0;
+    free(text);
+    return eq;
+}
+
+// Value token of key in the object at obj, or -1. A key given twice is an error (-2), since
+// JSON parsers disagree on which copy wins.
+static int json_get(const Json *j, int obj, const char *key) {
+    if (obj < 0 || j->tok[obj].type != JSMN_OBJECT) { return -1; }
+    int found = -1, i = obj + 1;
+    for (int k = 0; k < j->tok[obj].size; k++) {
+        if (json_eq(j, i, key)) {
+            if (found >= 0) { return -2; }
+            found = i + 1;
+        }
+        i = json_skip(j, i + 1);
+    }
+    return found;
+}
+
+typedef struct { char *text; size_t n; int tok; } JsonKey;
+
+static int compare_keys(const void *a, const void *b) {
+    const JsonKey *x = (const JsonKey *)a, *y = (const JsonKey *)b;
+    int c = memcmp(x->text, y->text, x->n < y->n ? x->n : y->n);
+    return c != 0 ? c : x->n < y->n ? -1 : x->n > y->n;
+}
+
+// The first key (in sorted order) that appears twice in the object at obj, or -1. Keys are
+// compared as text ("a" and "\u0061" are one key) after sorting: n log n for an object of
+// 100k keys, where comparing every pair took minutes.
+static int json_duplicate_key(const Json *j, int obj) {
+    int n = j->tok[obj].size, dup = -1;
+    JsonKey *keys = (JsonKey *)malloc_check(((size_t)n + 1) * sizeof(JsonKey));
+    for (int k = 0, a = obj + 1; k < n; k++, a = json_skip(j, a + 1)) {
+        keys[k].text = json_string(j, a, &keys[k].n);
+        keys[k].tok = a;
+        if (keys[k].text == NULL) { // a bad escape (the reader of that key refuses it): raw text
+            keys[k].n = (size_t)(j->tok[a].end - j->tok[a].start);
+            keys[k].text = (char *)malloc_check(keys[k].n + 1);
+            memcpy(keys[k].text, j->js + j->tok[a].start, keys[k].n);
+        }
+    }
+    qsort(keys, (size_t)n, sizeof(JsonKey), compare_keys);
+    for (int k = 1; k < n && dup < 0; k++) {
+        if (compare_keys(&keys[k - 1], &keys[k]) == 0) { dup = keys[k].tok; }
+    }
+    for (int k = 0; k < n; k++) { free(keys[k].text); }
+    free(keys);
+    return dup;
+}
+
+// i-th element of the array at arr, or -1.
+static int json_at(const Json *j, int arr, int index) {
+    if (arr < 0 || j->tok[arr].type != JSMN_ARRAY || index < 0 || index >= j->tok[arr].size) {
+        return -1;
+    }
+    int i = arr + 1;
+    for (int k = 0; k < index; k++) { i = json_skip(j, i); }
+    return i;
+}
+
+// An absent key (-1) or a literal null. A duplicated key (-2) is not null: readers then fail on it.
+static int json_is_null(const Json *j, int i) {
+    return i == -1 || (i >= 0 && j->tok[i].type == JSMN_PRIMITIVE && j->js[j->tok[i].start] == 'n');
+}
+
+// Number at token i into *out; 0 if it is a JSON number, -1 otherwise.
+static int json_number(const Json *j, int i, double *out) {
+    if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
+    const char *s = j->js + j->tok[i].start;
+    if (!(*s == '-' || (*s >= '0' && *s <= '9'))) { return -1; }
+    char buf[64];
+    int n = j->tok[i].end - j->tok[i].start;
+    if (n <= 0 || n >= (int)sizeof(buf)) { return -1; }
+    memcpy(buf, s, (size_t)n);
+    buf[n] = '\0';
+    char *end = NULL;
+    *out = strtod(buf, &end);
+    return (end == buf + n && isfinite(*out)) ? 0 : -1;
+}
+
+// Integer at token i that fits in [lo, hi]; 0 on success.
+static int json_int(const Json *j, int i, long long lo, long long hi, long long *out) {
+    double d;
+    if (json_number(j, i, &d) != 0 || d != floor(d) || d < (double)lo || d > (double)hi) {
+        return -1;
+    }
+    *out = (long long)d;
+    return 0;
+}
+
+static int json_bool(const Json *j, int i, int *out) {
+    if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
+    char c = j->js[j->tok[i].start];
+    if (c != 't' && c != 'f') { return -1; }
+    *out = (c == 't');
+    return 0;
+}
+
+static void put_utf8(unsigned int cp, char *out, size_t *n) {
+    if (cp < 0x80) {
+        out[(*n)++] = (char)cp;
+    } else if (cp < 0x800) {
+        out[(*n)++] = (char)(0xC0 | (cp >> 6));
+        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
+    } else if (cp < 0x10000) {
+        out[(*n)++] = (char)(0xE0 | (cp >> 12));
+        out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
+    } else {
+        out[(*n)++] = (char)(0xF0 | (cp >> 18));
+        out[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3F));
+        out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
+        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
+    }
+}
+
+static int hex_value(char c) {
+    if (c >= '0' && c <= '9') { return c - '0'; }
+    if (c >= 'a' && c <= 'f') { return c - 'a' + 10; }
+    if (c >= 'A' && c <= 'F') { return c - 'A' + 10; }
+    return -1;
+}
+
+// Unescapes the JSON string at token i into a new NUL-terminated UTF-8 buffer (*len bytes,
+// which may contain NUL from \u0000). Returns NULL if i is not a string or an escape is bad.
+static char *json_string(const Json *j, int i, size_t *len) {
+    if (i < 0 || j->tok[i].type != JSMN_STRING) { return NULL; }
+    const char *s = j->js + j->tok[i].start;
+    size_t n = (size_t)(j->tok[i].end - j->tok[i].start), o = 0;
+    char *out = (char *)malloc_check(n + 1); // unescaping never grows the text
+    for (size_t k = 0; k < n; k++) {
+        if (s[k] != '\\') { out[o++] = s[k]; continue; }
+        if (++k >= n) { free(out); return NULL; }
+        char e = s[k];
+        const char *simple = strchr("\"\\/bfnrt", e);
+        if (e != '\0' && simple != NULL) {
+            out[o++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
+            continue;
+        }
+        if (e != 'u' || k + 4 >= n) { free(out); return NULL; }
+        unsigned int cp = 0;
+        for (int h = 1; h <= 4; h++) {
+            int v = hex_value(s[k + h]);
+            if (v < 0) { free(out); return NULL; }
+            cp = cp * 16 + (unsigned int)v;
+        }
+        k += 4;
+        if (cp >= 0xD800 && cp < 0xDC00) { // a high surrogate must pair with a low one
+            unsigned int lo = 0;
+            if (k + 6 >= n || s[k + 1] != '\\' || s[k + 2] != 'u') { free(out); return NULL; }
+            for (int h = 3; h <= 6; h++) {
+                int v = hex_value(s[k + h]);
+                if (v < 0) { free(out); return NULL; }
+                lo = lo * 16 + (unsigned int)v;
+            }
+            if (lo < 0xDC00 || lo > 0xDFFF) { free(out); return NULL; }
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            k += 6;
+        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+            free(out);
+            return NULL;
+        }
+        put_utf8(cp, out, &o);
+    }
+    out[o] = '\0';
+    *len = o;
+    return out;
+}
+
+// ----------------------------------------------------------------------------
+// config: config.json of a Hugging Face LlamaForCausalLM
+
+// Reads an optional positive int key; *out keeps its default when the key is absent or null.
+static int config_int(const Json *j, const char *key, int required, int *out, const char *path,
+                      char *err) {
+    int i = json_get(j, 0, key);
+    if (i == -2) { return fail(err, "%s: key \"%s\" appears twice", path, key); }
+    if (json_is_null(j, i)) {
+        return required ? fail(err, "%s: missing \"%s\"", path, key) : 0;
+    }
+    long long v;
+    if (json_int(j, i, 1, 1 << 24, &v) != 0) {
+        return fail(err, "%s: \"%s\" must be an integer in [1, %d]", path, key, 1 << 24);
+    }
+    *out = (int)v;
+    return 0;
+}
+
+// The one rule for a config float: absent or null keeps the default; else a number that as a
+// float is finite, normal and in (lo, hi] ((float)1e300 is inf, (float)1e-300 is 0 and 1e-40 a
+// subnormal: each refused, not computed with).
+static int config_float(const Json *j, int i, const char *key, float lo, float hi, float *out,
+                        const char *path, char *err) {
+    if (json_is_null(j, i)) { return 0; }
+    double v;
+    if (json_number(j, i, &v) != 0 || !isnormal((float)v) || !((float)v > lo && (float)v <= hi)) {
+        return fail(err, "%s: \"%s\" must be a normal float in (%g, %g]", path, key, lo, hi);
+    }
+    *out = (float)v;
+    return 0;
+}
+
+// A bias or non-SiLU activation would change the math; refuse rather than compute garbage.
+static int config_check_unsupported(const Json *j, const char *path, char *err) {
+    int arch = json_get(j, 0, "architectures");
+    if (!json_is_null(j, arch)) {
+        int ok = 0;
+        int n = arch >= 0 && j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0;
+        for (int k = 0, e = arch + 1; k < n; k++, e = json_skip(j, e)) { // (json_at: quadratic)
+            ok |= json_eq(j, e, "LlamaForCausalLM");
+        }
+        if (!ok) {
+            return fail(
+                err,
+                "%s: architectures is not [\"LlamaForCausalLM\"]; only LLaMA models are supported",
+                path);
+        }
+    } else if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
+        return fail(err, "%s: neither architectures nor model_type says LLaMA", path);
+    }
+    int act = json_get(j, 0, "hidden_act");
+    if (!json_is_null(j, act) && !json_eq(j, act, "silu")) {
+        return fail(err, "%s: hidden_act must be \"silu\"", path);
+    }
+    const char *biases[] = {"attention_bias", "mlp_bias"};
+    for (int k = 0; k < 2; k++) {
+        int b = 0, i = json_get(j, 0, biases[k]);
+        if (!json_is_null(j, i) && (json_bool(j, i, &b) != 0 || b)) {
+            return fail(err, "%s: %s=true is not supported", path, biases[k]);
+        }
+    }
+    return 0;
+}
+
+// A RoPE setting's value token: transformers 5 writes them all in rope_parameters; older
+// configs have rope_theta at the top level and the scaling in rope_scaling (obj). A value given
+// in both places must agree; -2 (err set) when they do not.
+static int rope_get(const Json *j, int obj, const char *key, const char *path, char *err) {
+    int a = json_get(j, obj, key), b = json_get(j, json_get(j, 0, "rope_parameters"), key);
+    double x, y;
+    if (a < 0 || b < 0) { return b >= 0 ? b : a; }
+    int same = json_number(j, a, &x) == 0 && json_number(j, b, &y) == 0
+                   ? x == y
+                   : j->tok[a].end - j->tok[a].start == j->tok[b].end - j->tok[b].start &&
+                         memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start,
+                                (size_t)(j->tok[a].end - j->tok[a].start)) == 0;
+    if (!same) {
+        return fail(err, "%s: %s%s and rope_parameters.%s disagree", path,
+                    obj ? "rope_scaling." : "", key, key) - 1;
+    }
+    return b;
+}
+
+// RoPE: rope_theta, and rope_type "default" or "llama3" (Llama 3.1/3.2's scaling, with its
+// factors). Other types are refused.
+static int config_rope(Config *c, const Json *j, const char *path, char *err) {
+    int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(j, 0, "rope_theta", path, err);
+    int type = rope_get(j, rs, "rope_type", path, err);
+    if (type == -1) { type = json_get(j, rs, "type"); }
+    if (theta == -2 || type == -2 ||
+        config_float(j, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta, path, err)) {
+        return -1;
+    }
+    if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
+    if (!json_eq(j, type, "llama3")) {
+        return fail(err, "%s: rope_type is not supported (only \"default\" and \"llama3\")", path);
+    }
+    c->rope_llama3 = 1;
+    c->rope_factor = c->rope_low_freq = c->rope_high_freq = 0;
+    const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
+    float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
+    for (int k = 0; k < 3; k++) {
+        int i = rope_get(j, rs, keys[k], path, err);
+        if (i == -2 || config_float(j, i, keys[k], 0, FLT_MAX, dst[k], path, err)) { return -1; }
+    }
+    long long orig = 0;
+    int o = rope_get(j, rs, "original_max_position_embeddings", path, err);
+    if (o == -2) { return -1; }
+    if (json_int(j, o, 1, 1 << 24, &orig) || c->rope_factor <= 0 ||
+        c->rope_high_freq <= c->rope_low_freq) {
+        return fail(err, "%s: rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
+                    "and original_max_position_embeddings", path);
+    }
+    c->rope_orig_max = (int)orig;
+    return 0;
+}
+
+static int config_token_ids(Config *c, const Json *j, const char *path, char *err) {
+    long long v;
+    int bos = json_get(j, 0, "bos_token_id"), eos = json_get(j, 0, "eos_token_id");
+    c->bos_id = -1;
+    c->n_eos = 0;
+    if (bos == -2 || eos == -2) {
+        return fail(err, "%s: bos_token_id or eos_token_id appears twice", path);
+    }
+    if (!json_is_null(j, bos)) {
+        if (json_int(j, bos, 0, c->vocab_size - 1, &v)) {
+            return fail(err, "%s: bos_token_id is not a token id below vocab_size", path);
+        }
+        c->bos_id = (int)v;
+    }
+    if (json_is_null(j, eos)) { return 0; }
+    int is_list = j->tok[eos].type == JSMN_ARRAY;
+    int n = is_list ? j->tok[eos].size : 1;
+    if (n > SS_MAX_EOS) { // dropping some would quietly generate past them
+        return fail(err, "%s: eos_token_id lists %d ids; at most %d are supported", path, n,
+                    SS_MAX_EOS);
+    }
+    for (int k = 0; k < n; k++) {
+        if (json_int(j, is_list ? json_at(j, eos, k) : eos, 0, c->vocab_size - 1, &v)) {
+            return fail(err, "%s: eos_token_id is not a token id below vocab_size", path);
+        }
+        c->eos_ids[c->n_eos++] = (int)v;
+    }
+    return 0;
+}
+
+static int read_config(Config *c, const char *dir, char *err) {
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/config.json", dir);
+    size_t len;
+    char *text = read_file(path, &len, err);
+    if (text == NULL) { return -1; }
+    Json j;
+    int rc = json_parse(&j, text, len, path, err);
+    if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = fail(err, "%s: not a JSON object", path); }
+    // JSON parsers disagree on which copy of a key wins
+    for (int i = 0; rc == 0 && i < j.n_tok; i++) {
+        int dup = j.tok[i].type == JSMN_OBJECT ? json_duplicate_key(&j, i) : -1;
+        if (dup >= 0) {
+            int n = j.tok[dup].end - j.tok[dup].start;
+            rc = fail(err, "%s: key \"%.*s\" appears twice in one object", path, n < 64 ? n : 64,
+                      j.js + j.tok[dup].start);
+        }
+    }
+    memset(c, 0, sizeof(*c));
+    c->rope_theta = 10000.0f; // LlamaConfig defaults
+    c->norm_eps = 1e-6f;
+    c->head_dim = 0;
+    if (rc == 0) {
+        rc = config_check_unsupported(&j, path, err);
+    }
+    if (rc == 0) {
+        rc = config_int(&j, "hidden_size", 1, &c->dim, path, err) ||
+             config_int(&j, "intermediate_size", 1, &c->hidden_dim, path, err) ||
+             config_int(&j, "num_hidden_layers", 1, &c->n_layers, path, err) ||
+             config_int(&j, "num_attention_heads", 1, &c->n_heads, path, err) ||
+             config_int(&j, "vocab_size", 1, &c->vocab_size, path, err) ||
+             config_int(&j, "max_position_embeddings", 1, &c->max_pos, path, err) ? -1 : 0;
+    }
+    if (rc == 0) {
+        c->n_kv_heads = c->n_heads;
+        c->head_dim = c->dim / c->n_heads;
+        rc = config_int(&j, "num_key_value_heads", 0, &c->n_kv_heads, path, err) ||
+             config_int(&j, "head_dim", 0, &c->head_dim, path, err) ||
+             config_float(&j, json_get(&j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps,
+                          path, err) ||
+             config_rope(c, &j, path, err) || config_token_ids(c, &j, path, err) ? -1 : 0;
+    }
+    if (rc == 0) {
+        int tie = json_get(&j, 0, "tie_word_embeddings");
+        if (!json_is_null(&j, tie) && json_bool(&j, tie, &c->tied) != 0) {
+            rc = fail(err, "%s: tie_word_embeddings must be true or false", path);
+        }
+    }
+    if (rc == 0 && c->n_layers > SS_MAX_LAYERS) {
+        rc = fail(err, "%s: num_hidden_layers %d exceeds the supported %d", path, c->n_layers,
+                  SS_MAX_LAYERS);
+    } else if (rc == 0 && c->n_heads % c->n_kv_heads != 0) {
+        rc = fail(err, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                  path, c->n_heads, c->n_kv_heads);
+    } else if (rc == 0 && (c->head_dim % 2 != 0 || c->head_dim < 2)) {
+        rc = fail(err, "%s: head_dim %d (hidden_size / num_attention_heads when not given) must be "
+                  "even and at least 2 (RoPE rotates pairs)", path, c->head_dim);
+    } else if (rc == 0 && (size_t)c->n_heads * c->head_dim > (1 << 24)) {
+        // the kernels index a pass's (n_tokens, n_heads, head_dim) rows with int
+        rc = fail(err, "%s: num_attention_heads %d x head_dim %d exceeds %d", path, c->n_heads,
+                  c->head_dim, 1 << 24);
+    }
+    json_free(&j);
+    free(text);
+    return rc;
+}
+
+// ----------------------------------------------------------------------------
+// weights: model.safetensors (or sharded), F32/F16/BF16 converted to fp32 at load
+
+enum { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
+
+typedef struct {
+    char *name;     // owned
+    int dtype;
+    int n_dim;
+    size_t shape[4];
+    size_t begin;   // byte range within the file's data section
+    size_t end;
+    int file;       // index into the shard list
+    int used;       // set by load_tensor (a tensor nothing loads: the config is another model's)
+} TensorInfo;
+
+typedef struct {
+    char path[1100];
+    char *bytes;       // the whole file
+    size_t size;
+    size_t data_start; // 8 + header length
+} Shard;
+
+typedef struct {
+    Shard *shards;
+    int n_shards;
+    TensorInfo *tensors;
+    int n_tensors;
+} TensorFiles;
+
+static int compare_by_begin(const void *a, const void *b) {
+    const TensorInfo *x = *(const TensorInfo *const *)a, *y = *(const TensorInfo *const *)b;
+    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : 0;
+}
+
+// Parses one tensor entry of a safetensors header and checks its dtype, shape and byte range.
+static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInfo *t, char *err) {
+    size_t name_len;
+    t->name = json_string(j, key, &name_len);
+    if (t->name == NULL || strlen(t->name) != name_len) { // "a\u0000b" would be read as "a"
+        return fail(err, "%s: bad tensor name in header (a bad escape or a NUL byte)", sh->path);
+    }
+    int v = key + 1, dt = json_get(j, v, "dtype"), shp = json_get(j, v, "shape");
+    int off = json_get(j, v, "data_offsets");
+    if (dt == -2 || shp == -2 || off == -2) {
+        return fail(err, "%s: tensor %s: dtype, shape or data_offsets appears twice", sh->path,
+                    t->name);
+    }
+    if (dt < 0 || shp < 0 || off < 0 || j->tok[shp].type != JSMN_ARRAY ||
+        j->tok[off].type != JSMN_ARRAY || j->tok[off].size != 2) {
+        return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path,
+                    t->name);
+    }
+    if (json_eq(j, dt, "F32")) {
+        t->dtype = DTYPE_F32;
+    } else if (json_eq(j, dt, "F16")) {
+        t->dtype = DTYPE_F16;
+    } else if (json_eq(j, dt, "BF16")) {
+        t->dtype = DTYPE_BF16;
+    } else {
+        return fail(err, "%s: tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", sh->path,
+                    t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
+    }
+    size_t esize = t->dtype == DTYPE_F32 ? 4 : 2;
+    if (j->tok[shp].size > 4) { // (n_dim is set after: build_model reads shape[0..n_dim))
+        return fail(err, "%s: tensor %s: more than 4 dimensions", sh->path, t->name);
+    }
+    t->n_dim = j->tok[shp].size;
+    size_t numel = 1;
+    for (int d = 0; d < t->n_dim; d++) {
+        long long s;
+        if (json_int(j, json_at(j, shp, d), 0, LLONG_MAX / 2, &s)) {
+            return fail(err, "%s: tensor %s: bad shape", sh->path, t->name);
+        }
+        t->shape[d] = (size_t)s;
+        numel = mul_size(numel, t->shape[d]);
+    }
+    long long b, e;
+    if (json_int(j, json_at(j, off, 0), 0, LLONG_MAX / 2, &b) ||
+        json_int(j, json_at(j, off, 1), 0, LLONG_MAX / 2, &e) || b > e) {
+        return fail(err, "%s: tensor %s: bad data_offsets", sh->path, t->name);
+    }
+    t->begin = (size_t)b;
+    t->end = (size_t)e;
+    if (t->end > sh->size - sh->data_start) {
+        return fail(err, "%s: tensor %s: data_offsets run past the end of the file", sh->path,
+                    t->name);
+    }
+    if (mul_size(numel, esize) != t->end - t->begin) {
+        return fail(err, "%s: tensor %s: data_offsets span %zu bytes but the shape needs %zu",
+                    sh->path, t->name, t->end - t->begin, mul_size(numel, esize));
+    }
+    return 0;
+}
+
+// Whether the 8-byte little-endian header length at b is zero or runs past a file of size bytes.
+static int bad_header_length(const char *path, const unsigned char *b, size_t size, char *err) {
+    uint64_t n = 0;
+    for (int k = 7; k >= 0; k--) { n = (n << 8) | b[k]; }
+    return n == 0 || n > size - 8
+               ? fail(err, "%s: header length %llu is zero or runs past the end of the file (%zu "
+                      "bytes)", path, (unsigned long long)n, size)
+               : 0;
+}
+
+// Reads one .safetensors file and appends its tensors to tf: an 8-byte little-endian header
+// length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the raw data.
+static int load_shard(TensorFiles *tf, const char *path, char *err) {
+    Shard *sh = &tf->shards[tf->n_shards];
+    snprintf(sh->path, sizeof(sh->path), "%s", path);
+    // The header length is checked before the file is read whole (a sparse 30 GB file of zeros
+    // is refused at once), then again on what was read. (O_NONBLOCK: a FIFO does not block.)
+    unsigned char head[8];
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    int peeked =
+        fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pread(fd, head, 8, 0) == 8;
+    if (fd >= 0) { close(fd); }
+    if (peeked && bad_header_length(path, head, (size_t)sb.st_size, err)) { return -1; }
+    sh->bytes = read_file(path, &sh->size, err);
+    if (sh->bytes == NULL) { return -1; }
+    tf->n_shards++;
+    if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
+    if (bad_header_length(path, (const unsigned char *)sh->bytes, sh->size, err)) { return -1; }
+    uint64_t n = 0;
+    for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)sh->bytes[k]; }
+    sh->data_start = 8 + (size_t)n;
+    int line;
+    const char *syntax = json_syntax(sh->bytes + 8, (size_t)n, &line);
+    if (syntax == JSON_TRAILING || syntax == JSON_ENDS_EARLY) {
+        return fail(err, "%s: header length %llu %s the JSON header (line %d)", path,
+                    (unsigned long long)n,
+                    syntax == JSON_TRAILING ? "runs past the end of" : "cuts off", line);
+    }
+    Json j;
+    if (json_parse(&j, sh->bytes + 8, (size_t)n, path, err)) { return -1; }
+    int rc = j.tok[0].type == JSMN_OBJECT ? 0 : fail(err, "%s: header is not a JSON object", path);
+    int n_entries = rc == 0 ? j.tok[0].size : 0, first = tf->n_tensors;
+    size_t table = (size_t)tf->n_tensors + (size_t)n_entries + 1;
+    tf->tensors = (TensorInfo *)realloc_check(tf->tensors, mul_size(table, sizeof(TensorInfo)));
+    for (int k = 0, key = 1; rc == 0 && k < n_entries; k++, key = json_skip(&j, key + 1)) {
+        if (json_eq(&j, key, "__metadata__")) { continue; }
+        TensorInfo *t = &tf->tensors[tf->n_tensors++];
+        memset(t, 0, sizeof(*t));
+        t->file = tf->n_shards - 1;
+        rc = parse_tensor_entry(&j, key, sh, t, err);
+    }
+    json_free(&j);
+    if (rc != 0) { return rc; }
+    // byte ranges must not overlap: sort this file's tensors by start and compare neighbours
+    int count = tf->n_tensors - first;
+    TensorInfo **order = (TensorInfo **)malloc_check((size_t)(count + 1) * sizeof(TensorInfo *));
+    for (int k = 0; k < count; k++) { order[k] = &tf->tensors[first + k]; }
+    qsort(order, (size_t)count, sizeof(TensorInfo *), compare_by_begin);
+    for (int k = 1; k < count && rc == 0; k++) {
+        if (order[k]->begin < order[k - 1]->end) {
+            rc = fail(err, "%s: tensors %s and %s overlap in the file", path, order[k - 1]->name,
+                      order[k]->name);
+        }
+    }
+    free(order);
+    return rc;
+}
+
+static void free_tensor_files(TensorFiles *tf) {
+    for (int k = 0; k < tf->n_shards; k++) { free(tf->shards[k].bytes); }
+    for (int k = 0; k < tf->n_tensors; k++) { free(tf->tensors[k].name); }
+    free(tf->shards);
+    free(tf->tensors);
+    memset(tf, 0, sizeof(*tf));
+}
+
+// Opens model.safetensors, or every shard named by model.safetensors.index.json.
+static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
+    memset(tf, 0, sizeof(*tf));
+    char path[1100];
+    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    // (not fopen: that blocks on a FIFO; read_file refuses anything but a file). lstat: a
+    // dangling or looping symlink is this file, which read_file then says it cannot open.
+    struct stat sb;
+    if (lstat(path, &sb) == 0) {
+        tf->shards = (Shard *)calloc_check(1, sizeof(Shard));
+        return load_shard(tf, path, err);
+    }
+    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+    size_t len;
+    char *text = read_file(path, &len, err);
+    if (text == NULL) {
+        return fail(err, "%s: no model.safetensors or model.safetensors.index.json", dir);
+    }
+    Json j;
+    int rc = json_parse(&j, text, len, path, err);
+    int map = rc == 0 ? json_get(&j, 0, "weight_map") : -1;
+    if (rc == 0 && (map < 0 || j.tok[map].type != JSMN_OBJECT || j.tok[map].size == 0)) {
+        rc = fail(err, "%s: no weight_map object, or an empty one", path);
+    }
+    int n = rc == 0 ? j.tok[map].size : 0;
+    tf->shards = (Shard *)calloc_check((size_t)n + 1, sizeof(Shard));
+    char **names = (char **)calloc_check((size_t)n + 1, sizeof(char *));
+    int n_names = 0;
+    for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
+        size_t flen;
+        char *file = json_string(&j, key + 1, &flen);
+        if (file == NULL || flen == 0 || strlen(file) != flen || strchr(file, '/') != NULL) {
+            free(file);
+            rc = fail(err, "%s: weight_map entry %d is not a plain file name", path, k);
+            break;
+        }
+        int seen = 0;
+        for (int s = 0; s < n_names; s++) { seen |= strcmp(names[s], file) == 0; }
+        if (seen) { free(file); continue; }
+        names[n_names++] = file;
+        char shard_path[1100];
+        snprintf(shard_path, sizeof(shard_path), "%s/%s", dir, file);
+        rc = load_shard(tf, shard_path, err);
+    }
+    for (int s = 0; s < n_names; s++) { free(names[s]); }
+    free(names);
+    json_free(&j);
+    free(text);
+    return rc;
+}
+
+static float half_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
+    if (exp == 0x1F) {
+        bits = sign | 0x7F800000u | (man << 13);     // inf or nan
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (man << 13); // normal: rebias 15 -> 127
+    } else if (man == 0) {
+        bits = sign;                                      // signed zero
+    } else {                                              // subnormal: normalize the mantissa
+        int e = -1;
+        do { man <<= 1; e++; } while ((man & 0x400) == 0);
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3FF) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, 4);
+    return f;
+}
+
+// Finds tensor name, checks its shape, converts it to fp32 into dst. Little-endian host assumed.
+static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
+                       char *err) {
+    TensorInfo *t = NULL;
+    for (int k = 0; k < tf->n_tensors; k++) {
+        if (strcmp(tf->tensors[k].name, name) != 0) { continue; }
+        if (t != NULL) {
+            return fail(err, "%s: tensor %s appears twice", tf->shards[tf->tensors[k].file].path,
+                        name);
+        }
+        t = &tf->tensors[k];
+    }
+    if (t == NULL) { return fail(err, "%s: missing tensor %s", tf->shards[0].path, name); }
+    const Shard *sh = &tf->shards[t->file];
+    int want_dims = cols == 0 ? 1 : 2;
+    if (t->n_dim != want_dims || t->shape[0] != rows || (cols != 0 && t->shape[1] != cols)) {
+        char have[128] = "[", want[64];
+        for (int d = 0; d < t->n_dim; d++) {
+            size_t at = strlen(have);
+            snprintf(have + at, sizeof(have) - at, d ? ", %zu" : "%zu", t->shape[d]);
+        }
+        strcat(have, "]");
+        if (cols == 0) {
+            snprintf(want, sizeof(want), "[%zu]", rows);
+        } else {
+            snprintf(want, sizeof(want), "[%zu, %zu]", rows, cols);
+        }
+        return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name,
+                    have, want);
+    }
+    size_t n = cols == 0 ? rows : rows * cols;
+    t->used = 1;
+    if (dst == NULL) { return 0; } // build_model's check of every name and shape
+    const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
+    for (size_t i = 0; i < n; i++) {
+        if (t->dtype == DTYPE_F32) {
+            memcpy(&dst[i], src + 4 * i, 4);
+        } else {
+            uint16_t h;
+            memcpy(&h, src + 2 * i, 2);
+            if (t->dtype == DTYPE_F16) {
+                dst[i] = half_to_float(h);
+            } else {
+                uint32_t bits = (uint32_t)h << 16; // bf16 is the top half of an fp32
+                memcpy(&dst[i], &bits, 4);
+            }
+        }
+        if (!isfinite(dst[i])) { // one would make every logit NaN: argmax then says token 0
+            return fail(err, "%s: tensor %s: weight %zu is %s", sh->path, name, i,
+                        isnan(dst[i]) ? "NaN" : "infinite");
+        }
+    }
+    return 0;
+}
+
+static int has_tensor(const TensorFiles *tf, const char *name) {
+    for (int k = 0; k < tf->n_tensors; k++) {
+        if (strcmp(tf->tensors[k].name, name) == 0) { return 1; }
+    }
+    return 0;
+}
+
+// RoPE inverse frequencies theta^(-2i/d), with Llama 3's rope_scaling: long wavelengths are
+// slowed down by factor, short ones kept, and the band between blended smoothly.
+static void rope_frequencies(const Config *c, float *inv_freq) {
+    for (int i = 0; i < c->head_dim / 2; i++) {
+        float f = 1.0f / powf(c->rope_theta, (float)(2 * i) / (float)c->head_dim);
+        if (c->rope_llama3) {
+            double wavelen = 2.0 * M_PI / f;
+            double low_wavelen = c->rope_orig_max / c->rope_low_freq;
+            double high_wavelen = c->rope_orig_max / c->rope_high_freq;
+            if (wavelen > low_wavelen) {
+                f = f / c->rope_factor;
+            } else if (wavelen >= high_wavelen) {
+                float smooth = (float)((c->rope_orig_max / wavelen - c->rope_low_freq) /
+                                       (c->rope_high_freq - c->rope_low_freq));
+                f = (1.0f - smooth) * f / c->rope_factor + smooth * f;
+            }
+        }
+        inv_freq[i] = f;
+    }
+}
+
+// Carves the Weights pointers out of one buffer; returns the number of floats used. With
+// base == NULL it only counts (size_t arithmetic throughout, overflow-checked by the caller).
+static size_t layout_weights(Weights *w, float *base, const Config *c) {
+    size_t n_layers = (size_t)c->n_layers, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
+    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    size_t off = 0;
+    float **slots[] = {&w->token_embedding, &w->rms_att, &w->wq, &w->wk, &w->wv, &w->wo,
+                       &w->rms_ffn, &w->w_gate, &w->w_up, &w->w_down, &w->rms_final,
+                       &w->lm_head, &w->rope_inv_freq};
+    size_t vocab = (size_t)c->vocab_size, attn = mul_size(n_layers, mul_size(q_dim, dim));
+    size_t kv = mul_size(n_layers, mul_size(kv_dim, dim)),
+           mlp = mul_size(n_layers, mul_size(hid, dim));
+    size_t norms = n_layers * dim, lm_head = c->tied ? 0 : mul_size(vocab, dim);
+    size_t sizes[] = {mul_size(vocab, dim), norms, attn, kv,  kv,      attn, norms, mlp,
+                      mlp,                  mlp,   dim,  lm_head, (size_t)c->head_dim / 2};
+    // SIZE_MAX if the config's sizes overflow: build_model refuses it
+    for (int k = 0; k < 13; k++) {
+        *slots[k] = base ? base + off : NULL;
+        off = add_size(off, sizes[k]);
+    }
+    if (c->tied) { w->lm_head = w->token_embedding; }
+    return off;
+}
+
+static float *at(float *p, size_t i) { return p ? p + i : NULL; } // NULL: only check shapes
+
+// Loads every weight into w; with w's pointers NULL (layout_weights without memory), only checks
+// that every tensor is there with its shape.
+static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
+    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    if (load_tensor(tf, "model.embed_tokens.weight", (size_t)c->vocab_size, dim, w->token_embedding,
+                    err) ||
+        load_tensor(tf, "model.norm.weight", dim, 0, w->rms_final, err)) {
+        return -1;
+    }
+    if (!c->tied &&
+        load_tensor(tf, "lm_head.weight", (size_t)c->vocab_size, dim, w->lm_head, err)) {
+        return -1;
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        // per layer: (name, rows, cols, destination) in the order of the HF module tree
+        const char *names[] = {"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
+                               "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
+                               "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+        size_t rows[] = {dim, q_dim, kv_dim, kv_dim, dim, dim, hid, hid, dim};
+        size_t cols[] = {0, dim, dim, dim, q_dim, 0, dim, dim, hid};
+        float *dst[] = {
+            at(w->rms_att, l * dim),      at(w->wq, l * q_dim * dim), at(w->wk, l * kv_dim * dim),
+            at(w->wv, l * kv_dim * dim),  at(w->wo, l * dim * q_dim), at(w->rms_ffn, l * dim),
+            at(w->w_gate, l * hid * dim), at(w->w_up, l * hid * dim), at(w->w_down, l * dim * hid)};
+        for (int k = 0; k < 9; k++) {
+            char name[128];
+            snprintf(name, sizeof(name), "model.layers.%d.%s.weight", l, names[k]);
+            if (load_tensor(tf, name, rows[k], cols[k], dst[k], err)) { return -1; }
+        }
+    }
+    // A tensor left over means config.json describes another model (num_hidden_layers 3 on a
+    // 6-layer checkpoint ran and printed garbage). Transformers ignores these two as well: the
+    // rotary_emb.inv_freq buffers old checkpoints saved, and lm_head.weight when tied.
+    for (int k = 0; k < tf->n_tensors; k++) {
+        const TensorInfo *t = &tf->tensors[k];
+        size_t n = strlen(t->name), nr = strlen("rotary_emb.inv_freq");
+        int ignored = (n >= nr && strcmp(t->name + n - nr, "rotary_emb.inv_freq") == 0) ||
+                      (c->tied && strcmp(t->name, "lm_head.weight") == 0);
+        if (!t->used && !ignored) {
+            return fail(err,
+                        "%s: tensor %s is not used by the model config.json describes (%d layers); "
+                        "the config does not match the checkpoint",
+                        tf->shards[t->file].path, t->name, c->n_layers);
+        }
+    }
+    if (w->rope_inv_freq) { rope_frequencies(c, w->rope_inv_freq); }
+    return 0;
+}
+
+int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
+    memset(m, 0, sizeof(*m));
+    snprintf(m->dir, sizeof(m->dir), "%s", dir);
+    Config *c = &m->config;
+    if (read_config(c, dir, err)) { return -1; }
+    c->seq_len = seq_len_cap > 0 && seq_len_cap < c->max_pos ? seq_len_cap : c->max_pos;
+    TensorFiles tf;
+    int rc = open_tensor_files(&tf, dir, err);
+    if (rc == 0 && !c->tied && !has_tensor(&tf, "lm_head.weight")) {
+        // transformers would start lm_head from random weights (with a warning), not tie it
+        rc = fail(
+            err,
+            "%s: missing tensor lm_head.weight, and %s/config.json has tie_word_embeddings false "
+            "(the default when absent)",
+            tf.shards[0].path, dir);
+    }
+    // Every weight must be a tensor of the files with its shape, whose sizes were checked
+    // against the file sizes: a config that needs more is refused here, naming the tensor,
+    // before its sizes are allocated.
+    Weights host;
+    size_t n = layout_weights(&host, NULL, c);
+    if (rc == 0) { rc = load_weights(&host, c, &tf, err); }
+    float *host_memory = NULL;
+    if (rc == 0) {
+        host_memory = (float *)malloc_check(mul_size(n, sizeof(float)));
+        layout_weights(&host, host_memory, c);
+        rc = load_weights(&host, c, &tf, err);
+    }
+    free_tensor_files(&tf);
+    if (rc != 0) {
+        free(host_memory);
+        return -1;
+    }
+#ifdef __CUDACC__
+    device_init();
+    m->memory = (float *)device_malloc(n * sizeof(float));
+    copy_to_device(m->memory, host_memory, n * sizeof(float));
+    free(host_memory);
+#else
+    m->memory = host_memory;
+#endif
+    m->n_floats = n;
+    layout_weights(&m->weights, m->memory, c);
+    build_run_state(&m->state, c, c->seq_len < MAX_PASS_TOKENS ? c->seq_len : MAX_PASS_TOKENS);
+    return 0;
+}
+
+void free_model(Model *m) {
+    if (m->memory == NULL) { return; }
+    free_run_state(&m->state);
+    device_free(m->memory);
+    m->memory = NULL;
 }
 
 // ----------------------------------------------------------------------------
