@@ -6084,161 +6084,189 @@ static int decode_plain(Model *m, const Options *o, const int *prompt, int n_pro
     return n;
 }
 
-int main(int argc, char **argv) {
-    // A descriptor 0-2 the caller closed would go to the first file opened, and the text or the
-    // report would be written into it. A closed stdout or stderr becomes /dev/full: writes to it
-    // fail, and the check of stdout at the end reports it.
+// A descriptor 0-2 the caller closed would go to the first file opened, and the text or the
+// report would be written into it. A closed stdout or stderr becomes /dev/full: writes to it
+// fail, and the check of stdout at the end reports it.
+static void open_std_descriptors(void) {
     for (int fd = 0; fd < 3; fd++) {
         if (fcntl(fd, F_GETFD) < 0 &&
             open(fd ? "/dev/full" : "/dev/null", fd ? O_WRONLY : O_RDONLY) < 0) {
             open("/dev/null", O_RDWR);
         }
     }
-    Options o;
-    parse_options(argc, argv, &o);
-    char err[SS_ERR_LEN], path[1200], *svg_buf = NULL;
-    size_t svg_len = 0;
-    if (o.model_dir == NULL) { o.model_dir = default_model_dir(argv[0]); }
-    if (o.save_skip) { check_output("--save-skip", o.save_skip, &o); }
-    if (o.svg) { check_output("--svg", o.svg, &o); }
+}
+
+// Everything one run of the CLI holds; zeroed first, so free_run frees whatever was built.
+typedef struct {
     Model m;
-    if (build_model(&m, o.model_dir, o.ctx > 0 ? o.ctx : 4096, err)) {
-        fprintf(stderr, "selfspec: error: %s\n", err);
-        return EXIT_FAILURE;
-    }
-    const Config *c = &m.config;
+    Tokenizer *tok;
+    SkipSet skip, searched;  // the set decoding uses; the one the search chose (--save-skip)
+    char **prompts;          // (n_prompts) -p's text, or -f's lines
+    int n_prompts, *line_no; // -f: each prompt's line in the file
+    int *prompt;             // (seq_len) one prompt's token ids
+    int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
+    Selector sel;
+    SetHistory *search_hist; // Self-SD's candidates, for --svg
+    FILE *svg;               // --svg: the drawing, in memory until commit_output
+    char *svg_buf;
+    size_t svg_len;
+} CliRun;
+
+// Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
+// in err, 2 * SS_ERR_LEN bytes: room for the flag before a loader's message.
+static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
+    char path[1200];
+    if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
+    if (o->save_skip) { check_output("--save-skip", o->save_skip, o); }
+    if (o->svg) { check_output("--svg", o->svg, o); }
+    if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) { return -1; }
+    const Config *c = &r->m.config;
 #ifndef __CUDACC__
     Weights sizes;
-    threads_reason = choose_threads(o.threads, layout_weights(&sizes, NULL, c) * sizeof(float));
+    threads_reason = choose_threads(o->threads, layout_weights(&sizes, NULL, c) * sizeof(float));
 #endif
     // positions past it were never trained (and RoPE scaling assumes them)
-    if (o.ctx > c->max_pos) {
-        fprintf(stderr,
-                "selfspec: error: -c %d: above max_position_embeddings %d of %s/config.json\n",
-                o.ctx, c->max_pos, o.model_dir);
-        free_model(&m);
-        return EXIT_FAILURE;
+    if (o->ctx > c->max_pos) {
+        return fail(err, "-c %d: above max_position_embeddings %d of %s/config.json", o->ctx,
+                    c->max_pos, o->model_dir);
     }
-    snprintf(path, sizeof(path), "%s/tokenizer.json", o.model_dir);
-    Tokenizer *tok = build_tokenizer(path, err);
-    // error paths free what they built, so leak checkers (make test-asan) stay quiet on them
-    if (tok == NULL) {
-        fprintf(stderr, "selfspec: error: %s\n", err);
-        free_model(&m);
-        return EXIT_FAILURE;
+    snprintf(path, sizeof(path), "%s/tokenizer.json", o->model_dir);
+    if ((r->tok = build_tokenizer(path, err)) == NULL) { return -1; }
+    if (tokenizer_vocab_size(r->tok) > c->vocab_size) {
+        return fail(err, "%s: %d tokens, but config.json has vocab_size %d", path,
+                    tokenizer_vocab_size(r->tok), c->vocab_size);
     }
-    if (tokenizer_vocab_size(tok) > c->vocab_size) {
-        fprintf(stderr, "selfspec: error: %s: %d tokens, but config.json has vocab_size %d\n", path,
-                tokenizer_vocab_size(tok), c->vocab_size);
-        free_tokenizer(tok);
-        free_model(&m);
-        return EXIT_FAILURE;
+    char why[SS_ERR_LEN];
+    if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, err)) { return -1; }
+    if (o->skip_file && read_skip_file(o->skip_file, c->n_layers, &r->skip, why)) {
+        snprintf(err, 2 * SS_ERR_LEN, "--skip-file %s", why); // --skip and --skip-file conflict
+        return -1;
     }
-    SkipSet skip;
-    memset(&skip, 0, sizeof(skip));
-    if ((o.skip_spec && parse_skip_spec(o.skip_spec, c->n_layers, &skip, err)) ||
-        (o.skip_file && read_skip_file(o.skip_file, c->n_layers, &skip, err))) {
-        fprintf(stderr, "selfspec: error: %s%s\n",
-                o.skip_file && !o.skip_spec ? "--skip-file " : "", err);
-        free_tokenizer(tok);
-        free_model(&m);
-        return EXIT_FAILURE;
+    r->prompts = (char **)&o->prompt;
+    r->n_prompts = 1;
+    if (o->prompt_file &&
+        (r->n_prompts = read_prompts(o->prompt_file, &r->prompts, &r->line_no, why)) < 0) {
+        snprintf(err, 2 * SS_ERR_LEN, "-f %s", why);
+        return -1;
     }
-    char **prompts = (char **)&o.prompt;
-    int n_prompts = 1, *line_no = NULL;
-    if (o.prompt_file && (n_prompts = read_prompts(o.prompt_file, &prompts, &line_no, err)) < 0) {
-        fprintf(stderr, "selfspec: error: -f %s\n", err);
-        free_tokenizer(tok);
-        free_model(&m);
-        return EXIT_FAILURE;
+    r->prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
+    check_prompts(r->tok, c, o, r->prompts, r->n_prompts, r->line_no, r->prompt);
+    selector_init(&r->sel, o->method, &o->params, c->n_layers, (uint64_t)o->seed);
+    r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
+    r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
+    r->search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory));
+    r->searched = r->skip;
+    if (o->svg) {
+        r->svg = open_memstream(&r->svg_buf, &r->svg_len); // written by commit_output
+        svg_begin(r->svg, c->n_layers, o->method, r->n_prompts);
     }
-    int *prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
-    check_prompts(tok, c, &o, prompts, n_prompts, line_no, prompt);
-    Selector sel;
-    selector_init(&sel, o.method, &o.params, c->n_layers, (uint64_t)o.seed);
-    int *out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
-    int *plain_out = (int *)malloc_check((size_t)o.n_new * sizeof(int));
-    // Self-SD's candidates
-    SetHistory *search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory));
-    // opened after the checks that return early, which do not close it
-    FILE *svg = o.svg ? open_memstream(&svg_buf, &svg_len) : NULL; // written by commit_output
-    if (svg) { svg_begin(svg, c->n_layers, o.method, n_prompts); }
-    int status = EXIT_SUCCESS;
-    SkipSet searched = skip;
-    for (int pi = 0; pi < n_prompts; pi++) {
-        int n_prompt = encode_prompt(tok, c, prompts[pi], o.n_new, prompt, "-p", ""); // checked
-        double search_ms = 0;
-        if ((o.method == METHOD_SELFSD || o.method == METHOD_ORACLE) && pi == 0) {
-            skip = search_skip_set(&m, tok, &o, prompt, n_prompt, &search_ms, search_hist);
-            searched = skip; // saved at the end (--save-skip)
-        }
-        SpecStats st;
-        char *text = NULL;
-        if (!o.json) { printf("%s", prompts[pi]); fflush(stdout); }
-        int n = decode_prompt(&m, tok, &o, &sel, &skip, prompt, n_prompt, out, &st, &text);
-        if (!o.json) { printf("\n"); }
-        st.select_ms += search_ms;
-        st.search_ms = search_ms;
-        int n_plain = -1, identical = 1;
-        double plain_tps = 0;
-        if (o.compare) {
-            n_plain = decode_plain(&m, &o, prompt, n_prompt, plain_out, &plain_tps);
-            identical = n == n_plain && memcmp(out, plain_out, (size_t)n * sizeof(int)) == 0;
-        }
-        PromptResult result = {text, out, n, n_prompt, &st, &skip, n_plain, plain_tps, identical,
-                               &sel.swift};
-        if (o.json) {
-            print_json_report(&o, &m, &result);
-        } else {
-            print_text_report(&o, &m, &result);
-        }
-        if (svg) {
-            double y = pi * svg_panel_height(o.method);
-            int searched = o.method == METHOD_SELFSD && pi == 0;
-            svg_layer_map(svg, y, pi + 1, prompts[pi], m.dir, o.method, &skip, c->n_layers, &st,
-                          plain_tps);
-            svg_time_series(svg, y + SVG_HEAD, o.method, searched ? search_hist : &st.sets,
-                            &st.hist, st.rounds, c->n_layers,
-                            o.cost_model ? "sublayers/token" : "ms/token");
-        }
-        free(text);
-        if (o.compare && o.temperature == 0.0f && !identical) {
-            fprintf(stderr, "selfspec: error: --compare: greedy self-speculative output differs "
-                            "from plain decoding\n");
-            status = EXIT_FAILURE;
-        }
+    return 0;
+}
+
+// One prompt: the search before decoding (the first prompt, selfsd and oracle), decoding, the
+// report, the SVG panel, and --compare's plain run. Returns -1 when greedy output differs.
+static int run_prompt(CliRun *r, Options *o, int pi) {
+    const Config *c = &r->m.config;
+    int n_prompt = encode_prompt(r->tok, c, r->prompts[pi], o->n_new, r->prompt, "-p", ""); // checked
+    double search_ms = 0;
+    if ((o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) && pi == 0) {
+        r->skip = search_skip_set(&r->m, r->tok, o, r->prompt, n_prompt, &search_ms, r->search_hist);
+        r->searched = r->skip; // saved at the end (--save-skip)
     }
-    if (o.prompt_file) {
-        for (int k = 0; k < n_prompts; k++) { free(prompts[k]); }
-        free(prompts);
-        free(line_no);
+    SpecStats st;
+    char *text = NULL;
+    if (!o->json) { printf("%s", r->prompts[pi]); fflush(stdout); }
+    int n = decode_prompt(&r->m, r->tok, o, &r->sel, &r->skip, r->prompt, n_prompt, r->out, &st, &text);
+    if (!o->json) { printf("\n"); }
+    st.select_ms += search_ms;
+    st.search_ms = search_ms;
+    int n_plain = -1, identical = 1;
+    double plain_tps = 0;
+    if (o->compare) {
+        n_plain = decode_plain(&r->m, o, r->prompt, n_prompt, r->plain_out, &plain_tps);
+        identical = n == n_plain && memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
+    PromptResult result = {text, r->out, n, n_prompt, &st, &r->skip, n_plain, plain_tps, identical,
+                           &r->sel.swift};
+    if (o->json) {
+        print_json_report(o, &r->m, &result);
+    } else {
+        print_text_report(o, &r->m, &result);
+    }
+    if (r->svg) {
+        double y = pi * svg_panel_height(o->method);
+        int searched = o->method == METHOD_SELFSD && pi == 0;
+        svg_layer_map(r->svg, y, pi + 1, r->prompts[pi], r->m.dir, o->method, &r->skip,
+                      c->n_layers, &st, plain_tps);
+        svg_time_series(r->svg, y + SVG_HEAD, o->method, searched ? r->search_hist : &st.sets,
+                        &st.hist, st.rounds, c->n_layers,
+                        o->cost_model ? "sublayers/token" : "ms/token");
+    }
+    free(text);
+    return o->compare && o->temperature == 0.0f && !identical ? -1 : 0;
+}
+
+static int print_error(const char *err) {
+    fprintf(stderr, "selfspec: error: %s\n", err);
+    return 1;
+}
+
+// After the last prompt: stdout checked, then the output files written whole, only when every
+// step before succeeded (a failed run leaves the old files as they were). Returns 1 on failure.
+static int finish_run(CliRun *r, const Options *o, int failed) {
+    char err[SS_ERR_LEN];
     if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
-        fprintf(stderr, "selfspec: error: writing to stdout failed\n");
-        status = EXIT_FAILURE;
+        failed = print_error("writing to stdout failed");
     }
-    if (o.save_skip && status == EXIT_SUCCESS &&
-        write_skip_file(o.save_skip, &searched, c->n_layers, err)) {
-        fprintf(stderr, "selfspec: error: %s\n", err);
-        status = EXIT_FAILURE;
+    if (!failed && o->save_skip &&
+        write_skip_file(o->save_skip, &r->searched, r->m.config.n_layers, err)) {
+        failed = print_error(err);
     }
-    if (svg && status != EXIT_SUCCESS) { // a failed run leaves the old file as it was
-        fclose(svg);
-        free(svg_buf);
-    } else if (svg) {
-        svg_end(svg);
-        if (commit_output("--svg", o.svg, svg, &svg_buf, &svg_len, err)) {
-            fprintf(stderr, "selfspec: error: %s\n", err);
-            status = EXIT_FAILURE;
+    if (r->svg && !failed) {
+        svg_end(r->svg);
+        if (commit_output("--svg", o->svg, r->svg, &r->svg_buf, &r->svg_len, err)) {
+            failed = print_error(err);
         }
+    } else if (r->svg) {
+        fclose(r->svg);
+        free(r->svg_buf);
     }
-    free(search_hist);
-    selector_free(&sel);
-    free(prompt);
-    free(out);
-    free(plain_out);
-    free_tokenizer(tok);
-    free_model(&m);
-    return status;
+    return failed;
+}
+
+static void free_run(CliRun *r, const Options *o) {
+    if (o->prompt_file && r->n_prompts > 0) {
+        for (int k = 0; k < r->n_prompts; k++) { free(r->prompts[k]); }
+        free(r->prompts);
+    }
+    free(r->line_no);
+    free(r->search_hist);
+    selector_free(&r->sel);
+    free(r->prompt);
+    free(r->out);
+    free(r->plain_out);
+    free_tokenizer(r->tok);
+    free_model(&r->m);
+}
+
+int main(int argc, char **argv) {
+    open_std_descriptors();
+    Options o;
+    parse_options(argc, argv, &o);
+    CliRun r;
+    memset(&r, 0, sizeof(r));
+    char err[2 * SS_ERR_LEN];
+    int failed = load_run(&r, &o, argv[0], err) ? print_error(err) : 0;
+    if (!failed) {
+        for (int pi = 0; pi < r.n_prompts; pi++) {
+            if (run_prompt(&r, &o, pi)) { // the other prompts still run
+                failed = print_error("--compare: greedy self-speculative output differs from "
+                                     "plain decoding");
+            }
+        }
+        failed = finish_run(&r, &o, failed);
+    }
+    free_run(&r, &o);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 #endif // TESTING
