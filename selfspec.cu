@@ -4964,6 +4964,28 @@ static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, 
             (double)SVG_X0, ym + 50, L - 1);
 }
 
+// One set as a row of cells at height yr, rh tall: group "set" holding rects "attn skipped"
+// (the upper part) and "mlp skipped" (the lower part) under their layers.
+static void svg_set_cells(FILE *f, const SkipSet *set, int L, double yr, double rh) {
+    double cw = svg_cell_width(L);
+    fprintf(f, "<g class=\"set\">");
+    for (int l = 0; l < L; l++) {
+        if (set->attn[l]) {
+            fprintf(f,
+                    "<rect class=\"attn skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
+                    "height=\"%.2f\" fill=\"%s\"/>",
+                    SVG_X0 + l * cw, yr, cw, 0.45 * rh, SVG_ATTN);
+        }
+        if (set->mlp[l]) {
+            fprintf(f,
+                    "<rect class=\"mlp skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
+                    "height=\"%.2f\" fill=\"%s\"/>",
+                    SVG_X0 + l * cw, yr + 0.45 * rh, cw, 0.45 * rh, SVG_MLP);
+        }
+    }
+    fprintf(f, "</g>\n");
+}
+
 // Set rows at height y, one per set of the history: class "set" holding cells "attn skipped" and
 // "mlp skipped"; for Self-SD's search, each candidate's cost (in unit) as a bar. Decoding's rows
 // are at least SVG_ROW_MIN px tall (the first sets that fit are drawn), a search's may be thinner;
@@ -4992,22 +5014,7 @@ static void svg_set_rows(FILE *f, double y, const SetHistory *sets, int L, const
     }
     for (int i = 0; i < n; i++) {
         double yr = y0 + i * rh;
-        fprintf(f, "<g class=\"set\">");
-        for (int l = 0; l < L; l++) {
-            if (sets->set[i].attn[l]) {
-                fprintf(f,
-                        "<rect class=\"attn skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
-                        "height=\"%.2f\" fill=\"%s\"/>",
-                        SVG_X0 + l * cw, yr, cw, 0.45 * rh, SVG_ATTN);
-            }
-            if (sets->set[i].mlp[l]) {
-                fprintf(f,
-                        "<rect class=\"mlp skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
-                        "height=\"%.2f\" fill=\"%s\"/>",
-                        SVG_X0 + l * cw, yr + 0.45 * rh, cw, 0.45 * rh, SVG_MLP);
-            }
-        }
-        fprintf(f, "</g>\n");
+        svg_set_cells(f, &sets->set[i], L, yr, rh);
         int new_best = search && sets->cost[i] < best;
         if (new_best) { best = sets->cost[i]; }
         if (i % every == 0) {
@@ -5053,6 +5060,45 @@ static void svg_line(FILE *f, const char *cls, const float *v, int n, double x0,
                 yb - h * (v[r] - lo) / (hi - lo));
     }
     fprintf(f, "\"/>\n");
+}
+
+// Under the rounds at height ys: the exit threshold gamma against the draft confidence it is
+// compared with (Self-SD Sec. 3.4) on 0..1, then gamma alone on its own range. The rounds are
+// bw wide from x0.
+static void svg_gamma(FILE *f, double ys, const RoundHistory *h, double x0, double w, double bw) {
+    double sh = 60;
+    fprintf(f,
+            "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">exit threshold \u03b3 (red line) and "
+            "each round's last draft confidence (dots), 0 to 1</text>\n",
+            ys - 8);
+    fprintf(f,
+            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+            "stroke=\"#888\" stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+            "text-anchor=\"end\">0</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+            "text-anchor=\"end\">1</text>\n",
+            x0, ys, w, sh, x0 - 4, ys + sh, x0 - 4, ys + 9);
+    for (int r = 0; r < h->n; r++) {
+        if (isnan(h->confidence[r])) { continue; }
+        fprintf(f, "<circle class=\"confidence\" cx=\"%.2f\" cy=\"%.2f\" r=\"2\" fill=\"#555\"/>\n",
+                x0 + (r + 0.5) * bw, ys + sh - sh * h->confidence[r]);
+    }
+    svg_line(f, "gamma", h->threshold, h->n, x0, bw, ys + sh, sh, 0, 1);
+    // gamma alone on its own range, at least 0.01 wide
+    float lo = h->threshold[0], hi = lo;
+    for (int r = 0; r < h->n; r++) {
+        lo = h->threshold[r] < lo ? h->threshold[r] : lo;
+        hi = h->threshold[r] > hi ? h->threshold[r] : hi;
+    }
+    if (hi - lo < 0.01f) { lo = (lo + hi) / 2 - 0.005f; hi = lo + 0.01f; }
+    double yz = ys + sh + 36, zh = 40;
+    fprintf(f,
+            "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">\u03b3 alone, zoomed to %.3f to %.3f"
+            "</text>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+            "stroke=\"#888\" stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+            "text-anchor=\"end\">%.3f</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
+            "text-anchor=\"end\">%.3f</text>\n",
+            yz - 8, lo, hi, x0, yz, w, zh, x0 - 4, yz + zh, lo, x0 - 4, yz + 9, hi);
+    svg_line(f, "gamma-zoom", h->threshold, h->n, x0, bw, yz + zh, zh, lo, hi);
 }
 
 // The rounds at height y: rects "drafted" and "accepted", one each per round, on a token axis
@@ -5113,40 +5159,7 @@ static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int
             labelled = x;
         }
     }
-    // gamma against the draft confidence it is compared with (Self-SD Sec. 3.4), on 0..1
-    double ys = yb + 54, sh = 60;
-    fprintf(f,
-            "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">exit threshold \u03b3 (red line) and "
-            "each round's last draft confidence (dots), 0 to 1</text>\n",
-            ys - 8);
-    fprintf(f,
-            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-            "stroke=\"#888\" stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-            "text-anchor=\"end\">0</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-            "text-anchor=\"end\">1</text>\n",
-            x0, ys, w, sh, x0 - 4, ys + sh, x0 - 4, ys + 9);
-    for (int r = 0; r < h->n; r++) {
-        if (isnan(h->confidence[r])) { continue; }
-        fprintf(f, "<circle class=\"confidence\" cx=\"%.2f\" cy=\"%.2f\" r=\"2\" fill=\"#555\"/>\n",
-                x0 + (r + 0.5) * bw, ys + sh - sh * h->confidence[r]);
-    }
-    svg_line(f, "gamma", h->threshold, h->n, x0, bw, ys + sh, sh, 0, 1);
-    // gamma alone on its own range, at least 0.01 wide
-    float lo = h->threshold[0], hi = lo;
-    for (int r = 0; r < h->n; r++) {
-        lo = h->threshold[r] < lo ? h->threshold[r] : lo;
-        hi = h->threshold[r] > hi ? h->threshold[r] : hi;
-    }
-    if (hi - lo < 0.01f) { lo = (lo + hi) / 2 - 0.005f; hi = lo + 0.01f; }
-    double yz = ys + sh + 36, zh = 40;
-    fprintf(f,
-            "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">\u03b3 alone, zoomed to %.3f to %.3f"
-            "</text>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-            "stroke=\"#888\" stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-            "text-anchor=\"end\">%.3f</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-            "text-anchor=\"end\">%.3f</text>\n",
-            yz - 8, lo, hi, x0, yz, w, zh, x0 - 4, yz + zh, lo, x0 - 4, yz + 9, hi);
-    svg_line(f, "gamma-zoom", h->threshold, h->n, x0, bw, yz + zh, zh, lo, hi);
+    svg_gamma(f, yb + 54, h, x0, w, bw);
 }
 
 // The time series of one panel at height y: the set history (when the method changes its set)
@@ -5828,75 +5841,89 @@ static void on_interrupt(int sig) {
     signal(sig, SIG_DFL);
 }
 
-// Searches a skip set before decoding (selfsd, oracle) on the dev prompts or the prompt itself.
-static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt,
-                               int n_prompt, double *select_ms, SetHistory *hist) {
-    const SelfSdParams *p = &o->params.selfsd; // the oracle scores sets as Self-SD does
-    char **texts = NULL, err[SS_ERR_LEN], scored[64];
+// The prompts a search before decoding scores sets on: the lines of --dev-prompts, else the
+// prompt itself. Returns their number; *ids and *lengths are the caller's to free (and each
+// ids[k] with --dev-prompts).
+static int encode_dev_prompts(const Model *m, const Tokenizer *tok, const Options *o,
+                              const int *prompt, int n_prompt, int ***ids, int **lengths) {
+    const SelfSdParams *p = &o->params.selfsd;
+    char **texts = NULL, err[SS_ERR_LEN], scored[64], where[1200];
     int n_dev = 1, *line_no = NULL;
     snprintf(scored, sizeof(scored), "the %d tokens the search scores", p->dev_tokens);
-    if (o->dev_prompts) {
-        n_dev = read_prompts(o->dev_prompts, &texts, &line_no, err);
-        if (n_dev < 0) {
-            fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err);
-            exit(EXIT_FAILURE);
-        }
+    if (o->dev_prompts && (n_dev = read_prompts(o->dev_prompts, &texts, &line_no, err)) < 0) {
+        fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err);
+        exit(EXIT_FAILURE);
     }
-    int **ids = (int **)malloc_check(sizeof(int *) * (size_t)n_dev),
-        *lengths = (int *)malloc_check(sizeof(int) * (size_t)n_dev);
-    ids[0] = (int *)prompt;
-    lengths[0] = fit_context(&m->config, n_prompt, o->dev_prompts ? 0 : p->dev_tokens,
-                             "the prompt the search runs on", scored);
-    for (int k = 0; o->dev_prompts && k < n_dev; k++) {
-        char where[1200];
+    *ids = (int **)malloc_check(sizeof(int *) * (size_t)n_dev);
+    *lengths = (int *)malloc_check(sizeof(int) * (size_t)n_dev);
+    if (o->dev_prompts == NULL) {
+        (*ids)[0] = (int *)prompt;
+        (*lengths)[0] = fit_context(&m->config, n_prompt, p->dev_tokens,
+                                    "the prompt the search runs on", scored);
+        return 1;
+    }
+    for (int k = 0; k < n_dev; k++) {
         snprintf(where, sizeof(where), "--dev-prompts %s line %d", o->dev_prompts, line_no[k]);
-        ids[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
-        lengths[k] = encode_prompt(tok, &m->config, texts[k], p->dev_tokens, ids[k], where, scored);
+        (*ids)[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
+        (*lengths)[k] = encode_prompt(tok, &m->config, texts[k], p->dev_tokens, (*ids)[k], where,
+                                      scored);
+        free(texts[k]);
     }
-    Objective obj = {(const int *const *)ids, lengths, n_dev, p->dev_tokens, o->max_draft,
-                     o->cost_model, NULL, NULL, o->exit, {o->temperature, o->top_p, {0}}};
-    rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
-    double t0 = time_ms();
+    free(texts);
+    free(line_no);
+    return n_dev;
+}
+
+// Self-SD's search or the oracle's, with SIGINT caught: the first Ctrl-C stops it with the best
+// set so far.
+static SkipSet run_search(Model *m, const Objective *obj, const Options *o, SetHistory *hist) {
+    int n_layers = m->config.n_layers;
     SkipSet best;
     signal(SIGINT, on_interrupt);
     if (o->method == METHOD_SELFSD) {
-        best = select_selfsd(m, &obj, p, (uint64_t)o->seed, !o->json, hist);
+        best = select_selfsd(m, obj, &o->params.selfsd, (uint64_t)o->seed, !o->json, hist);
     } else {
         const OracleParams *op = &o->params.oracle;
         long tried;
-        int count = (int)lround(op->skip_ratio * 2 * m->config.n_layers);
-        fprintf(
-            stderr,
-            "oracle: scoring every skip set of %d sublayers (or %ld random ones): this is slow\n",
-            count, op->max_sets);
-        best = select_oracle(m, &obj, count, op->max_sets, (uint64_t)o->seed, &tried);
+        int count = (int)lround(op->skip_ratio * 2 * n_layers);
+        fprintf(stderr,
+                "oracle: scoring every skip set of %d sublayers (or %ld random ones): this is "
+                "slow\n", count, op->max_sets);
+        best = select_oracle(m, obj, count, op->max_sets, (uint64_t)o->seed, &tried);
         fprintf(stderr, "oracle: scored %ld skip sets\n", tried);
     }
     signal(SIGINT, SIG_DFL);
     if (search_interrupted) {
         fprintf(stderr,
                 "selfspec: search stopped by Ctrl-C: %s the best set so far, skipping %d of %d "
-                "sublayers "
-                "(Ctrl-C again quits)\n",
+                "sublayers (Ctrl-C again quits)\n",
                 o->save_skip ? "saving and decoding with" : "decoding with",
-                skip_count(&best, m->config.n_layers), 2 * m->config.n_layers);
+                skip_count(&best, n_layers), 2 * n_layers);
     }
+    return best;
+}
+
+// Searches a skip set before decoding (selfsd, oracle) on the dev prompts or the prompt itself.
+static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt,
+                               int n_prompt, double *select_ms, SetHistory *hist) {
+    int **ids, *lengths;
+    int n_dev = encode_dev_prompts(m, tok, o, prompt, n_prompt, &ids, &lengths);
+    Objective obj = {(const int *const *)ids, lengths, n_dev, o->params.selfsd.dev_tokens,
+                     o->max_draft, o->cost_model, NULL, NULL, o->exit,
+                     {o->temperature, o->top_p, {0}}};
+    rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
+    double t0 = time_ms();
+    SkipSet best = run_search(m, &obj, o, hist);
     *select_ms = time_ms() - t0;
     // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
     if (o->dev_prompts) {
         fprintf(stderr, "%s: searched on %d prompts of --dev-prompts %s\n", method_name(o->method),
                 n_dev, o->dev_prompts);
+        for (int k = 0; k < n_dev; k++) { free(ids[k]); }
     } else {
-        fprintf(
-            stderr,
-            "%s: searched on the first prompt itself, not on a separate development set as Self-SD "
-            "does (give one with --dev-prompts F)\n",
-            method_name(o->method));
-    }
-    if (o->dev_prompts) {
-        for (int k = 0; k < n_dev; k++) { free(ids[k]); free(texts[k]); }
-        free(texts);
-        free(line_no);
+        fprintf(stderr,
+                "%s: searched on the first prompt itself, not on a separate development set as "
+                "Self-SD does (give one with --dev-prompts F)\n", method_name(o->method));
     }
     free(ids);
     free(lengths);
