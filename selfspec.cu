@@ -5294,295 +5294,351 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
 
 typedef struct {
     const char *model_dir, *prompt, *prompt_file, *skip_spec, *skip_file, *dev_prompts, *save_skip;
-    int method, n_new, seed, ctx, max_draft, json, compare, cost_model, k_given, exit_given,
-        threads;
+    int method, n_new, seed, ctx, max_draft, json, compare, cost_model, threads;
     float temperature, top_p;
     DraftExit exit;       // the draft-exit rule: the method's, or --exit and --alpha
     MethodParams params;  // each method's settings: the papers' defaults, changed by the flags
-    const char *svg; // --svg FILE
+    const char *svg;      // --svg FILE
+    unsigned long given;  // bit k: FLAGS[k] was on the command line
 } Options;
 
-// The defaults shown are MethodParams' and DraftExit's own.
-static void usage(FILE *f) {
-    MethodParams d = method_params_default();
-    DraftExit e = draft_exit_default();
-    fprintf(f,
-        "usage: selfspec [options]\n"
-        "  -m DIR          Hugging Face LLaMA folder (config.json, model.safetensors,\n"
-        "                  tokenizer.json); default: tiny_models/kjv-12l, the trained KJV model\n"
-        "  -p TEXT         prompt (default \"In the beginning God created\")\n"
-        "  -f FILE         prompts, one per line, \\n for a newline (SWIFT's state carries\n"
-        "                  across them)\n"
-        "  -n N            tokens to generate per prompt (default 64)\n"
-        "  -t TEMP         temperature, 0 = greedy (default 0)\n"
-        "  --top-p P       nucleus sampling mass in (0, 1] (default 1 = off)\n"
-        "  -s SEED         RNG seed for sampling and searches (default 42)\n"
-        "  -c CTX          context length to allocate, at most max_position_embeddings\n"
-        "                  (default: that, at most 4096)\n"
-        "  --method M      none (plain decoding), static (--skip), selfsd, swift, asd, clasp,\n"
-        "                  oracle; default: static when --skip/--skip-file is given, else none\n"
-        "  --skip SPEC     draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\"\n"
-        "                  (0-based)\n"
-        "  --skip-file F   draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}\n");
-    fprintf(f,
-        "  -K N            max draft tokens per round (default %d; swift %d; at most %d)\n"
-        "  --exit E        draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:%g,\n"
-        "                  clasp: fixed:%g)\n"
-        "  --alpha A       target acceptance rate of the adaptive exit (default %g)\n",
-        d.selfsd.max_draft, d.swift.max_draft, MAX_DRAFT, d.swift.exit_threshold,
-        d.clasp.exit_threshold, e.target);
-    fprintf(f,
-        "  --iters N       selfsd: Bayesian-optimization iterations (default %d)\n"
-        "  --dev-prompts F selfsd/oracle: search on these prompts instead of the prompt itself\n"
-        "  --objective O   selfsd/oracle: time (wall clock, default for selfsd) or cost\n"
-        "                  (sublayers run per token, deterministic; default for oracle)\n"
-        "  --save-skip F   selfsd/oracle: write the chosen skip set as JSON for --skip-file\n"
-        "  --loi N         clasp: run the DP every N verifications (default %d)\n"
-        "  --skip-ratio R  swift: fraction of sublayers skipped, lowered while acceptance < 0.7\n"
-        "                  (default %g)\n"
-        "  --swift-budget B swift: optimize only while its steps take at most this share of\n"
-        "                  the time (default %g; 1 = a step before every decoding step, as in\n"
-        "                  the paper)\n"
-        "  --oracle-sets N oracle: score at most N skip sets, all when there are fewer, else N\n"
-        "                  random ones (default %ld; each costs a few decoding runs)\n",
-        d.selfsd.iters, d.clasp.interval, d.swift.skip_ratio, d.swift.budget, d.oracle.max_sets);
-    fprintf(f,
-        "  --threads N     CPU threads (default: OMP_NUM_THREADS, else the cores other processes\n"
-        "                  leave free, one per 4 MiB of weights at most); see README\n"
-        "  --compare       also run plain decoding in this process: speeds, ratio, identity\n"
-        "                  (needs a method other than none)\n"
-        "  --svg FILE      draw the layer map, the set over time and each round as SVG (a panel\n"
-        "                  per prompt)\n"
-        "  --json          print one JSON object per prompt instead of text, one per line\n"
-        "                  (JSON Lines with -f); its \"text\" is the continuation alone,\n"
-        "                  without the prompt\n"
-        "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set so far.\n");
-}
+// How a flag's value is read: text as given, a path (which may not start with -), a number
+// checked against the flag's range, or a word of its own (--method, --objective, --exit).
+typedef enum {
+    ARG_SWITCH, ARG_TEXT, ARG_PATH, ARG_INT, ARG_LONG, ARG_FLOAT, ARG_METHOD, ARG_OBJECTIVE, ARG_EXIT
+} ArgKind;
 
-// One error line naming the flag, then exit 1.
-static void flag_error(const char *flag, const char *value, const char *why) {
-    int glued = value && flag[strlen(flag) - 1] == ':'; // "--exit fixed:" and its value
-    fprintf(stderr, "selfspec: error: %s%s%s: %s (see selfspec --help)\n", flag,
-            value && !glued ? " " : "", value ? value : "", why);
-    exit(EXIT_FAILURE);
-}
+// One flag, written once: its name, argument and help (a %g in the help shows its default),
+// where its value goes in Options, its range (lo excluded when lo_open), and the methods that
+// read it (a mask of 1 << METHOD_x; 0: every method), with the reason it is an error otherwise.
+typedef struct {
+    const char *name, *arg;
+    ArgKind kind;
+    size_t offset;
+    double lo, hi;
+    int lo_open;
+    unsigned methods;
+    const char *only, *help;
+} Flag;
 
-static long parse_long(const char *flag, const char *v, long lo, long hi) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || errno != 0) { flag_error(flag, v, "not an integer"); }
-    if (x < lo || x > hi) {
-        char why[96];
-        snprintf(why, sizeof(why), "must be in [%ld, %ld]", lo, hi);
-        flag_error(flag, v, why);
-    }
-    return x;
-}
+enum { // the methods that draft, and those that search before decoding
+    DRAFTING = (1 << (METHOD_ORACLE + 1)) - 2,
+    SEARCHING = 1 << METHOD_SELFSD | 1 << METHOD_ORACLE,
+};
 
-// Parsed and range-checked as the float it becomes: 1e-300 is 0 as a float, outside (0, 1].
-static float parse_float(const char *flag, const char *v, float lo, float hi, int lo_open) {
-    char *end;
-    float x = strtof(v, &end);
-    if (end == v || *end != '\0' || isnan(x)) { flag_error(flag, v, "not a number"); }
-    if (!(x >= lo && x <= hi) || (lo_open && x == lo)) {
-        char why[96];
-        snprintf(why, sizeof(why), "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
-        flag_error(flag, v, why);
-    }
-    return (float)x;
-}
-
-static void parse_exit(const char *v, DraftExit *d) {
-    if (strcmp(v, "adaptive") == 0) {
-        d->mode = EXIT_ADAPTIVE;
-    } else if (strcmp(v, "none") == 0) {
-        d->mode = EXIT_NONE;
-    } else if (strncmp(v, "fixed:", 6) == 0) {
-        d->mode = EXIT_FIXED;
-        d->threshold = parse_float("--exit fixed:", v + 6, 0.0f, 1.0f, 0);
-    } else {
-        flag_error("--exit", v, "expected adaptive, fixed:GAMMA or none");
-    }
-}
-
-// A flag the chosen method never reads is an error, not silently ignored.
-static void only_with(int given, const char *flag, int used, const char *why) {
-    if (given && !used) { flag_error(flag, NULL, why); }
-}
+// --help lists them in this order.
+static const Flag FLAGS[] = {
+    {"-m", "DIR", ARG_PATH, offsetof(Options, model_dir), 0, 0, 0, 0, NULL,
+     "Hugging Face LLaMA folder (config.json, model.safetensors,\n"
+     "tokenizer.json); default: tiny_models/kjv-12l, the trained KJV model"},
+    {"-p", "TEXT", ARG_TEXT, offsetof(Options, prompt), 0, 0, 0, 0, NULL,
+     "prompt (default \"In the beginning God created\")"},
+    {"-f", "FILE", ARG_PATH, offsetof(Options, prompt_file), 0, 0, 0, 0, NULL,
+     "prompts, one per line, \\n for a newline (SWIFT's state carries\nacross them)"},
+    {"-n", "N", ARG_INT, offsetof(Options, n_new), 1, 1 << 20, 0, 0, NULL,
+     "tokens to generate per prompt (default %g)"},
+    {"-t", "TEMP", ARG_FLOAT, offsetof(Options, temperature), 0, 100, 0, 0, NULL,
+     "temperature, 0 = greedy (default %g)"},
+    {"--top-p", "P", ARG_FLOAT, offsetof(Options, top_p), 0, 1, 1, 0, NULL,
+     "nucleus sampling mass in (0, 1] (default %g = off)"},
+    {"-s", "SEED", ARG_INT, offsetof(Options, seed), 0, INT_MAX, 0, 0, NULL,
+     "RNG seed for sampling and searches (default %g)"},
+    {"-c", "CTX", ARG_INT, offsetof(Options, ctx), 2, 1 << 24, 0, 0, NULL,
+     "context length to allocate, at most max_position_embeddings\n(default: that, at most 4096)"},
+    {"--method", "M", ARG_METHOD, offsetof(Options, method), 0, 0, 0, 0, NULL,
+     "none (plain decoding), static (--skip), selfsd, swift, asd, clasp,\n"
+     "oracle; default: static when --skip/--skip-file is given, else none"},
+    {"--skip", "SPEC", ARG_TEXT, offsetof(Options, skip_spec), 0, 0, 0, 1 << METHOD_STATIC,
+     "only --method static drafts with a given skip set",
+     "draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\"\n(0-based)"},
+    {"--skip-file", "F", ARG_PATH, offsetof(Options, skip_file), 0, 0, 0, 1 << METHOD_STATIC,
+     "only --method static drafts with a given skip set",
+     "draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}"},
+    {"-K", "N", ARG_INT, offsetof(Options, max_draft), 1, MAX_DRAFT, 0, DRAFTING,
+     "--method none drafts nothing",
+     "max draft tokens per round (default %g; swift %g; at most %g)"},
+    {"--exit", "E", ARG_EXIT, offsetof(Options, exit), 0, 0, 0, DRAFTING,
+     "--method none drafts nothing",
+     "draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:%g,\nclasp: fixed:%g)"},
+    {"--alpha", "A", ARG_FLOAT, offsetof(Options, exit.target), 0, 1, 1, 0, NULL,
+     "target acceptance rate of the adaptive exit (default %g)"},
+    {"--iters", "N", ARG_INT, offsetof(Options, params.selfsd.iters), 1, 100000, 0,
+     1 << METHOD_SELFSD, "only --method selfsd iterates",
+     "selfsd: Bayesian-optimization iterations (default %g)"},
+    {"--dev-prompts", "F", ARG_PATH, offsetof(Options, dev_prompts), 0, 0, 0, SEARCHING,
+     "only --method selfsd or oracle searches on dev prompts",
+     "selfsd/oracle: search on these prompts instead of the prompt itself"},
+    {"--objective", "O", ARG_OBJECTIVE, offsetof(Options, cost_model), 0, 0, 0, SEARCHING,
+     "only --method selfsd or oracle has an objective",
+     "selfsd/oracle: time (wall clock, default for selfsd) or cost\n"
+     "(sublayers run per token, deterministic; default for oracle)"},
+    {"--save-skip", "F", ARG_PATH, offsetof(Options, save_skip), 0, 0, 0, SEARCHING,
+     "only --method selfsd or oracle chooses a skip set to save",
+     "selfsd/oracle: write the chosen skip set as JSON for --skip-file"},
+    {"--loi", "N", ARG_INT, offsetof(Options, params.clasp.interval), 1, 1 << 20, 0,
+     1 << METHOD_CLASP, "only --method clasp reads it",
+     "clasp: run the DP every N verifications (default %g)"},
+    {"--skip-ratio", "R", ARG_FLOAT, offsetof(Options, params.swift.skip_ratio), 0, 1, 1,
+     1 << METHOD_SWIFT, "only --method swift reads it",
+     "swift: fraction of sublayers skipped, lowered while acceptance < 0.7\n(default %g)"},
+    {"--swift-budget", "B", ARG_FLOAT, offsetof(Options, params.swift.budget), 0, 1, 1,
+     1 << METHOD_SWIFT, "only --method swift reads it",
+     "swift: optimize only while its steps take at most this share of\n"
+     "the time (default %g; 1 = a step before every decoding step, as in\nthe paper)"},
+    {"--oracle-sets", "N", ARG_LONG, offsetof(Options, params.oracle.max_sets), 1, 1L << 40, 0,
+     1 << METHOD_ORACLE, "only --method oracle reads it",
+     "oracle: score at most N skip sets, all when there are fewer, else N\n"
+     "random ones (default %g; each costs a few decoding runs)"},
+    {"--threads", "N", ARG_INT, offsetof(Options, threads), 1, 1024, 0, 0, NULL,
+     "CPU threads (default: OMP_NUM_THREADS, else the cores other processes\n"
+     "leave free, one per 4 MiB of weights at most); see README"},
+    {"--compare", NULL, ARG_SWITCH, offsetof(Options, compare), 0, 0, 0, 0, NULL,
+     "also run plain decoding in this process: speeds, ratio, identity\n"
+     "(needs a method other than none)"},
+    {"--svg", "FILE", ARG_PATH, offsetof(Options, svg), 0, 0, 0, 0, NULL,
+     "draw the layer map, the set over time and each round as SVG (a panel\nper prompt)"},
+    {"--json", NULL, ARG_SWITCH, offsetof(Options, json), 0, 0, 0, 0, NULL,
+     "print one JSON object per prompt instead of text, one per line\n"
+     "(JSON Lines with -f); its \"text\" is the continuation alone,\nwithout the prompt"},
+};
+enum { N_FLAGS = sizeof(FLAGS) / sizeof(FLAGS[0]) };
 
 static int is(const char *a, const char *flag) { return strcmp(a, flag) == 0; }
 
-// --json and --compare stand alone; every other flag takes a value.
-static int has_value(const char *flag) { return !is(flag, "--json") && !is(flag, "--compare"); }
-
-// The flags parse_flag knows, those that take a path marked with '='. A value that is itself a
-// flag ("--svg -n 4"), or a path that starts with '-', means the value was left out.
-static const char *const VALUE_FLAGS =
-    " -m= -p -f= -n -t --top-p -s -c -K --skip --skip-file= --exit --alpha --iters --dev-prompts="
-    " --save-skip= --svg= --threads --loi --skip-ratio --swift-budget --oracle-sets --objective"
-    " --method ";
-static const char *known_flag(const char *a) { // its entry in VALUE_FLAGS, or NULL
-    size_t n = strlen(a);
-    for (const char *p = strstr(VALUE_FLAGS, a); n > 0 && p != NULL; p = strstr(p + 1, a)) {
-        if (p[-1] == ' ' && (p[n] == ' ' || p[n] == '=')) { return p; }
+static const Flag *find_flag(const char *name) {
+    for (int k = 0; k < N_FLAGS; k++) {
+        if (is(name, FLAGS[k].name)) { return &FLAGS[k]; }
     }
     return NULL;
 }
-static int is_missing_value(const char *flag, const char *v) {
-    return known_flag(v) || !has_value(v) || is(v, "-h") || is(v, "--help") ||
-           (v[0] == '-' && known_flag(flag)[strlen(flag)] == '=');
+
+// The flag whose value is stored at field of o.
+static int flag_index(const Options *o, const void *field) {
+    int k = 0;
+    while (k < N_FLAGS - 1 && (const char *)o + FLAGS[k].offset != (const char *)field) { k++; }
+    return k;
 }
 
-// Whether flag is among argv[1..argc) as a flag (not as another flag's value).
-static int flag_given(int argc, char **argv, const char *flag) {
-    for (int k = 1; k < argc; k += has_value(argv[k]) ? 2 : 1) {
-        if (is(argv[k], flag)) { return 1; }
+static const char *flag_name(const Options *o, const void *field) {
+    return FLAGS[flag_index(o, field)].name;
+}
+
+// Whether the flag whose value is stored at field was on the command line.
+static int given(const Options *o, const void *field) { return o->given >> flag_index(o, field) & 1; }
+
+// The defaults before any flag: the papers' settings (MethodParams) and the exit rule's.
+static Options options_default(void) {
+    Options o;
+    memset(&o, 0, sizeof(o));
+    o.prompt = "In the beginning God created";
+    o.n_new = 64;
+    o.top_p = 1.0f;
+    o.seed = 42;
+    o.method = -1;
+    o.params = method_params_default();
+    o.cost_model = -1;
+    o.exit = draft_exit_default();
+    o.max_draft = o.params.selfsd.max_draft;
+    return o;
+}
+
+// A flag's value in the default Options, as --help shows it.
+static double default_value(const Options *d, const Flag *fl) {
+    const char *p = (const char *)d + fl->offset;
+    if (fl->kind == ARG_FLOAT) { return *(const float *)p; }
+    if (fl->kind == ARG_LONG) { return (double)*(const long *)p; }
+    return fl->kind == ARG_INT ? *(const int *)p : 0;
+}
+
+static void usage(FILE *f) {
+    Options d = options_default();
+    fprintf(f, "usage: selfspec [options]\n");
+    for (int k = 0; k < N_FLAGS; k++) {
+        const Flag *fl = &FLAGS[k];
+        char head[32], help[512];
+        snprintf(head, sizeof(head), "%s%s%s", fl->name, fl->arg ? " " : "", fl->arg ? fl->arg : "");
+        double v[3] = {default_value(&d, fl), (double)d.params.swift.max_draft, fl->hi};
+        if (fl->kind == ARG_EXIT) { // the methods whose own exit rule is a fixed threshold
+            v[0] = d.params.swift.exit_threshold;
+            v[1] = d.params.clasp.exit_threshold;
+        }
+        snprintf(help, sizeof(help), fl->help, v[0], v[1], v[2]);
+        fprintf(f, "  %-15s ", head);
+        for (const char *c = help; *c; c++) { // continuation lines under the first
+            if (*c == '\n') {
+                fprintf(f, "\n%18s", "");
+            } else {
+                fputc(*c, f);
+            }
+        }
+        fputc('\n', f);
+    }
+    fprintf(f, "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set so far.\n");
+}
+
+// One error line naming the flag (and its value) into err; returns -1.
+static int flag_fail(char *err, const char *flag, const char *value, const char *why) {
+    int glued = value && flag[strlen(flag) - 1] == ':'; // "--exit fixed:" and its value
+    return fail(err, "%s%s%s: %s (see selfspec --help)", flag, value && !glued ? " " : "",
+                value ? value : "", why);
+}
+
+static int parse_long(const char *flag, const char *v, double lo, double hi, long *x, char *err) {
+    char *end, why[96];
+    errno = 0;
+    *x = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || errno != 0) { return flag_fail(err, flag, v, "not an integer"); }
+    snprintf(why, sizeof(why), "must be in [%ld, %ld]", (long)lo, (long)hi);
+    return *x < lo || *x > hi ? flag_fail(err, flag, v, why) : 0;
+}
+
+// Parsed and range-checked as the float it becomes: 1e-300 is 0 as a float, outside (0, 1].
+static int parse_float(const char *flag, const char *v, double lo, double hi, int lo_open,
+                       float *x, char *err) {
+    char *end, why[96];
+    *x = strtof(v, &end);
+    if (end == v || *end != '\0' || isnan(*x)) { return flag_fail(err, flag, v, "not a number"); }
+    snprintf(why, sizeof(why), "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
+    int in = *x >= lo && *x <= hi && !(lo_open && *x == lo);
+    return in ? 0 : flag_fail(err, flag, v, why);
+}
+
+static int parse_exit(const Flag *fl, const char *v, DraftExit *d, char *err) {
+    char fixed[32];
+    snprintf(fixed, sizeof(fixed), "%s fixed:", fl->name);
+    if (is(v, "adaptive") || is(v, "none")) {
+        d->mode = is(v, "none") ? EXIT_NONE : EXIT_ADAPTIVE;
+        return 0;
+    }
+    if (strncmp(v, "fixed:", 6) != 0) {
+        return flag_fail(err, fl->name, v, "expected adaptive, fixed:GAMMA or none");
+    }
+    d->mode = EXIT_FIXED;
+    return parse_float(fixed, v + 6, 0, 1, 0, &d->threshold, err);
+}
+
+// Stores one flag's value v where the table says, as the kind it is.
+static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
+    char *p = (char *)o + fl->offset;
+    long x;
+    switch (fl->kind) {
+    case ARG_TEXT: case ARG_PATH: *(const char **)p = v; return 0;
+    case ARG_FLOAT: return parse_float(fl->name, v, fl->lo, fl->hi, fl->lo_open, (float *)p, err);
+    case ARG_EXIT: return parse_exit(fl, v, &o->exit, err);
+    case ARG_INT: case ARG_LONG:
+        if (parse_long(fl->name, v, fl->lo, fl->hi, &x, err)) { return -1; }
+        if (fl->kind == ARG_INT) { *(int *)p = (int)x; } else { *(long *)p = x; }
+        return 0;
+    case ARG_OBJECTIVE:
+        o->cost_model = is(v, "cost");
+        return is(v, "time") || is(v, "cost") ? 0 : flag_fail(err, fl->name, v, "expected time or cost");
+    case ARG_METHOD:
+        for (int k = 0; k <= METHOD_ORACLE; k++) {
+            if (is(v, method_name(k))) { o->method = k; }
+        }
+        return o->method >= 0 ? 0 : flag_fail(err, fl->name, v, "unknown method (none, static, "
+                                                                 "selfsd, swift, asd, clasp, oracle)");
+    default: *(int *)p = 1; return 0; // a switch
+    }
+}
+
+// A value left out: the next argument is a flag, or a path flag's value starts with '-'.
+static int is_missing_value(const Flag *fl, const char *v) {
+    return v == NULL || find_flag(v) || is(v, "-h") || is(v, "--help") ||
+           (v[0] == '-' && fl->kind == ARG_PATH);
+}
+
+static int parse_args(int argc, char **argv, Options *o, char *err) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        const Flag *fl = find_flag(a);
+        if (is(a, "-h") || is(a, "--help")) {
+            usage(stdout);
+            exit(EXIT_SUCCESS);
+        }
+        if (fl && fl->kind == ARG_SWITCH) {
+            parse_value(fl, NULL, o, err);
+            o->given |= 1UL << (fl - FLAGS);
+            continue;
+        }
+        if (a[0] != '-') { return flag_fail(err, a, NULL, "unexpected argument (flags start with -)"); }
+        if (fl == NULL) { return flag_fail(err, a, NULL, "unknown flag"); }
+        if (is_missing_value(fl, v)) {
+            return flag_fail(err, a, NULL, fl->kind == ARG_PATH ? "missing value (a path that "
+                             "starts with - is written ./-name)" : "missing value");
+        }
+        if (o->given >> (fl - FLAGS) & 1) { return flag_fail(err, a, NULL, "given twice (which one should win?)"); }
+        o->given |= 1UL << (fl - FLAGS);
+        if (parse_value(fl, v, o, err)) { return -1; }
+        i++;
     }
     return 0;
 }
 
 // Flags that contradict each other, or that the chosen method never reads, are errors.
-static void check_flags(int argc, char **argv, const Options *o) {
-    int method = o->method, search = method == METHOD_SELFSD || method == METHOD_ORACLE;
-    int drafts = method != METHOD_NONE, given_skip = o->skip_spec || o->skip_file;
-    const char *only_static = "only --method static drafts with a given skip set";
-    if (flag_given(argc, argv, "-p") && o->prompt_file) {
-        flag_error("-p", NULL, "give -p or -f, not both");
-    }
-    if (o->model_dir && strlen(o->model_dir) > 1000) {
-        flag_error("-m", NULL, "the folder path is longer than 1000 bytes");
+static int check_flags(const Options *o, char *err) {
+    int method = o->method, drafts = method != METHOD_NONE;
+    unsigned bit = 1u << method;
+    if (given(o, &o->prompt) && o->prompt_file) {
+        return flag_fail(err, flag_name(o, &o->prompt), NULL, "give -p or -f, not both");
     }
     struct stat st;
+    if (o->model_dir && strlen(o->model_dir) > 1000) {
+        return flag_fail(err, flag_name(o, &o->model_dir), NULL, "the folder path is longer than 1000 bytes");
+    }
     if (o->model_dir && stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        flag_error("-m", o->model_dir, "a file, not a folder: give the folder that holds "
-                                       "config.json, model.safetensors and tokenizer.json");
+        return flag_fail(err, flag_name(o, &o->model_dir), o->model_dir, "a file, not a folder: give the folder that holds "
+                                                  "config.json, model.safetensors and tokenizer.json");
     }
     // llama2.c's -p is top-p; here it is the prompt. Decision: a warning, as a number is a
     // valid prompt.
     char *end = NULL;
-    if (flag_given(argc, argv, "-p")) { strtod(o->prompt, &end); }
+    if (given(o, &o->prompt)) { strtod(o->prompt, &end); }
     if (end != NULL && end != o->prompt && *end == '\0') {
         fprintf(stderr, "selfspec: warning: -p %s: the prompt is a number; -p is the prompt here "
                         "(llama2.c's top-p is --top-p)\n", o->prompt);
     }
-    if (method == METHOD_STATIC && !given_skip) {
-        flag_error("--method", "static", "needs --skip or --skip-file");
+    if (method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
+        return flag_fail(err, flag_name(o, &o->method), "static", "needs --skip or --skip-file");
     }
-    only_with(o->compare, "--compare", drafts,
-              flag_given(argc, argv, "--method")
-                  ? "--method none is plain decoding itself; --compare compares a speculative "
-                    "method with it"
-                  : "compares a speculative method with plain decoding: give --method or --skip");
-    only_with(o->skip_spec && o->skip_file, "--skip-file", 0,
-              "give --skip or --skip-file, not both");
-    only_with(o->skip_spec != NULL, "--skip", method == METHOD_STATIC, only_static);
-    only_with(o->skip_file != NULL, "--skip-file", method == METHOD_STATIC, only_static);
-    only_with(o->save_skip != NULL, "--save-skip", search,
-              "only --method selfsd or oracle chooses a skip set to save");
-    only_with(o->dev_prompts != NULL, "--dev-prompts", search,
-              "only --method selfsd or oracle searches on dev prompts");
-    only_with(o->cost_model >= 0, "--objective", search,
-              "only --method selfsd or oracle has an objective");
-    only_with(flag_given(argc, argv, "--iters"), "--iters", method == METHOD_SELFSD,
-              "only --method selfsd iterates");
-    only_with(flag_given(argc, argv, "--loi"), "--loi", method == METHOD_CLASP,
-              "only --method clasp reads it");
-    only_with(flag_given(argc, argv, "--skip-ratio"), "--skip-ratio", method == METHOD_SWIFT,
-              "only --method swift reads it");
-    only_with(flag_given(argc, argv, "--swift-budget"), "--swift-budget", method == METHOD_SWIFT,
-              "only --method swift reads it");
-    only_with(flag_given(argc, argv, "--oracle-sets"), "--oracle-sets", method == METHOD_ORACLE,
-              "only --method oracle reads it");
-    only_with(o->k_given, "-K", drafts, "--method none drafts nothing");
-    only_with(o->exit_given, "--exit", drafts, "--method none drafts nothing");
-    only_with(flag_given(argc, argv, "--alpha"), "--alpha", drafts && o->exit.mode == EXIT_ADAPTIVE,
-              "only the adaptive draft exit has a target");
-    only_with(flag_given(argc, argv, "--top-p"), "--top-p", o->temperature > 0,
-              "greedy decoding (-t 0) does not sample; give -t too");
+    if (o->compare && !drafts) {
+        return flag_fail(err, flag_name(o, &o->compare), NULL, given(o, &o->method)
+            ? "--method none is plain decoding itself; --compare compares a speculative method with it"
+            : "compares a speculative method with plain decoding: give --method or --skip");
+    }
+    if (o->skip_spec && o->skip_file) {
+        return flag_fail(err, flag_name(o, &o->skip_file), NULL, "give --skip or --skip-file, not both");
+    }
+    for (int k = 0; k < N_FLAGS; k++) { // a flag the chosen method never reads
+        if (o->given >> k & 1 && FLAGS[k].methods && !(FLAGS[k].methods & bit)) {
+            return flag_fail(err, FLAGS[k].name, NULL, FLAGS[k].only);
+        }
+    }
+    if (given(o, &o->exit.target) && (!drafts || o->exit.mode != EXIT_ADAPTIVE)) {
+        return flag_fail(err, flag_name(o, &o->exit.target), NULL, "only the adaptive draft exit has a target");
+    }
+    if (given(o, &o->top_p) && o->temperature == 0) {
+        return flag_fail(err, flag_name(o, &o->top_p), NULL, "greedy decoding (-t 0) does not sample; give -t too");
+    }
+    return 0;
 }
 
-// Stores one flag's value (v) in o; each value is checked where it is read.
-static void parse_flag(const char *a, const char *v, Options *o) {
-    SwiftParams *swift = &o->params.swift;
-    if (is(a, "-m")) { o->model_dir = v; }
-    else if (is(a, "-p")) { o->prompt = v; }
-    else if (is(a, "-f")) { o->prompt_file = v; }
-    else if (is(a, "-n")) { o->n_new = (int)parse_long(a, v, 1, 1 << 20); }
-    else if (is(a, "-t")) { o->temperature = parse_float(a, v, 0.0f, 100.0f, 0); }
-    else if (is(a, "--top-p")) { o->top_p = parse_float(a, v, 0.0f, 1.0f, 1); }
-    else if (is(a, "-s")) { o->seed = (int)parse_long(a, v, 0, INT_MAX); }
-    else if (is(a, "-c")) { o->ctx = (int)parse_long(a, v, 2, 1 << 24); }
-    else if (is(a, "-K")) { o->max_draft = (int)parse_long(a, v, 1, MAX_DRAFT); }
-    else if (is(a, "--skip")) { o->skip_spec = v; }
-    else if (is(a, "--skip-file")) { o->skip_file = v; }
-    else if (is(a, "--exit")) { parse_exit(v, &o->exit); }
-    else if (is(a, "--alpha")) { o->exit.target = parse_float(a, v, 0.0f, 1.0f, 1); }
-    else if (is(a, "--iters")) { o->params.selfsd.iters = (int)parse_long(a, v, 1, 100000); }
-    else if (is(a, "--dev-prompts")) { o->dev_prompts = v; }
-    else if (is(a, "--save-skip")) { o->save_skip = v; }
-    else if (is(a, "--svg")) { o->svg = v; }
-    else if (is(a, "--threads")) { o->threads = (int)parse_long(a, v, 1, 1024); }
-    else if (is(a, "--loi")) { o->params.clasp.interval = (int)parse_long(a, v, 1, 1 << 20); }
-    else if (is(a, "--skip-ratio")) { swift->skip_ratio = parse_float(a, v, 0.0f, 1.0f, 1); }
-    else if (is(a, "--swift-budget")) { swift->budget = parse_float(a, v, 0.0f, 1.0f, 1); }
-    else if (is(a, "--oracle-sets")) { o->params.oracle.max_sets = parse_long(a, v, 1, 1L << 40); }
-    else if (is(a, "--objective")) {
-        if (!is(v, "time") && !is(v, "cost")) { flag_error(a, v, "expected time or cost"); }
-        o->cost_model = is(v, "cost");
-    } else if (is(a, "--method")) {
-        for (int k = 0; k <= METHOD_ORACLE; k++) {
-            if (is(v, method_name(k))) { o->method = k; }
-        }
-        if (o->method < 0) {
-            flag_error(a, v, "unknown method (none, static, selfsd, swift, asd, clasp, oracle)");
-        }
-    } else {
-        flag_error(a, NULL, "unknown flag");
-    }
-}
-
-static void parse_options(int argc, char **argv, Options *o) {
-    memset(o, 0, sizeof(*o));
-    o->prompt = "In the beginning God created";
-    o->n_new = 64;
-    o->top_p = 1.0f;
-    o->seed = 42;
-    o->method = -1;
-    o->params = method_params_default();
-    o->cost_model = -1;
-    o->exit = draft_exit_default();
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (is(a, "-h") || is(a, "--help")) {
-            usage(stdout);
-            exit(EXIT_SUCCESS);
-        }
-        if (is(a, "--json")) { o->json = 1; continue; }
-        if (is(a, "--compare")) { o->compare = 1; continue; }
-        if (a[0] != '-') { flag_error(a, NULL, "unexpected argument (flags start with -)"); }
-        if (!known_flag(a)) { flag_error(a, NULL, "unknown flag"); }
-        if (i + 1 >= argc || is_missing_value(a, argv[i + 1])) {
-            flag_error(a, NULL, known_flag(a)[strlen(a)] == '=' ? "missing value (a path that "
-                                "starts with - is written ./-name)" : "missing value");
-        }
-        if (flag_given(i, argv, a)) { flag_error(a, NULL, "given twice (which one should win?)"); }
-        parse_flag(a, argv[++i], o);
-    }
-    o->k_given = flag_given(argc, argv, "-K");
-    o->exit_given = flag_given(argc, argv, "--exit");
+static int parse_options(int argc, char **argv, Options *o, char *err) {
+    *o = options_default();
+    if (parse_args(argc, argv, o, err)) { return -1; }
     if (o->method < 0) { o->method = (o->skip_spec || o->skip_file) ? METHOD_STATIC : METHOD_NONE; }
     // the method's K and exit rule (MethodParams), unless -K or --exit chose them
     int max_draft;
     float exit_threshold;
     method_drafting(&o->params, o->method, &max_draft, &exit_threshold);
-    if (!o->k_given) { o->max_draft = max_draft; }
-    if (!o->exit_given && exit_threshold >= 0) {
+    if (!given(o, &o->max_draft)) { o->max_draft = max_draft; }
+    if (!given(o, &o->exit) && exit_threshold >= 0) {
         o->exit.mode = EXIT_FIXED;
         o->exit.threshold = exit_threshold;
     }
-    check_flags(argc, argv, o);
+    if (check_flags(o, err)) { return -1; }
     if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
+    return 0;
 }
 
 // Reads {"attn": [..], "mlp": [..]} into s. Returns 0, or -1 with err set.
@@ -5634,10 +5690,11 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
 // An output file (--svg, --save-skip) is written at the end of a run that can take minutes, so
 // its path is checked before it: a folder that exists and can be written, and not one of the
 // run's inputs or the other output (the rename at the end would replace it).
-static void check_output(const char *flag, const char *path, const Options *o) {
+static int check_output(const Options *o, const char *const *field, char *err) {
+    const char *flag = flag_name(o, field), *path = *field;
     struct stat sb, in;
     char dir[1100], model[4][1200];
-    if (path[0] == '\0') { flag_error(flag, NULL, "the file name is empty"); }
+    if (path[0] == '\0') { return flag_fail(err, flag, NULL, "the file name is empty"); }
     const char *slash = strrchr(path, '/');
     int dir_len = slash == NULL || slash == path ? 1 : (int)(slash - path);
     snprintf(dir, sizeof(dir), "%.*s", dir_len, slash ? path : ".");
@@ -5654,14 +5711,14 @@ static void check_output(const char *flag, const char *path, const Options *o) {
         if (inputs[k] && ((k == 3 && strcmp(inputs[k], path) == 0) ||
                           (exists && stat(inputs[k], &in) == 0 && in.st_dev == sb.st_dev &&
                            in.st_ino == sb.st_ino))) {
-            flag_error(flag, path, k == 3 ? "names the other output file too"
-                                          : "names one of the run's input files");
+            return flag_fail(err, flag, path, k == 3 ? "names the other output file too"
+                                                     : "names one of the run's input files");
         }
     }
     if (exists && !S_ISREG(sb.st_mode)) {
-        flag_error(flag, path, "exists and is not a regular file");
+        return flag_fail(err, flag, path, "exists and is not a regular file");
     } else if (!exists && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-        flag_error(flag, path, "its folder does not exist");
+        return flag_fail(err, flag, path, "its folder does not exist");
     }
     // commit_output creates its temporary file beside it: done once now, it shows that this
     // works (access() says yes to root on a read-only file system; a name can be too long)
@@ -5670,10 +5727,11 @@ static void check_output(const char *flag, const char *path, const Options *o) {
     int fd = mkstemp(tmp);
     if (fd < 0) {
         snprintf(tmp, sizeof(tmp), "cannot create a file in its folder: %s", strerror(errno));
-        flag_error(flag, path, tmp);
+        return flag_fail(err, flag, path, tmp);
     }
     close(fd);
     unlink(tmp);
+    return 0;
 }
 
 // An output file is built in memory (open_memstream) and written whole at the end: to a
@@ -5704,7 +5762,8 @@ static int commit_output(const char *flag, const char *path, FILE *mem, char **b
     return 0;
 }
 
-static int write_skip_file(const char *path, const SkipSet *s, int n_layers, char *err) {
+static int write_skip_file(const char *flag, const char *path, const SkipSet *s, int n_layers,
+                           char *err) {
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -5718,7 +5777,7 @@ static int write_skip_file(const char *path, const SkipSet *s, int n_layers, cha
         fprintf(f, "]");
     }
     fprintf(f, "}\n");
-    return commit_output("--save-skip", path, f, &buf, &len, err);
+    return commit_output(flag, path, f, &buf, &len, err);
 }
 
 // Reads the non-empty lines of a prompts file; a two-character \\n in a line stands for a newline.
@@ -6062,7 +6121,7 @@ static void check_prompts(const Tokenizer *tok, const Config *c, const Options *
         if (o->prompt_file) {
             snprintf(where, sizeof(where), "-f %s line %d", o->prompt_file, line_no[pi]);
         } else {
-            snprintf(where, sizeof(where), "-p");
+            snprintf(where, sizeof(where), "%s", flag_name(o, &o->prompt));
         }
         encode_prompt(tok, c, prompts[pi], o->n_new, ids, where, extra);
     }
@@ -6144,8 +6203,10 @@ typedef struct {
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     char path[1200];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
-    if (o->save_skip) { check_output("--save-skip", o->save_skip, o); }
-    if (o->svg) { check_output("--svg", o->svg, o); }
+    if ((o->save_skip && check_output(o, &o->save_skip, err)) ||
+        (o->svg && check_output(o, &o->svg, err))) {
+        return -1;
+    }
     if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) { return -1; }
     const Config *c = &r->m.config;
 #ifndef __CUDACC__
@@ -6194,7 +6255,8 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
 // report, the SVG panel, and --compare's plain run. Returns -1 when greedy output differs.
 static int run_prompt(CliRun *r, Options *o, int pi) {
     const Config *c = &r->m.config;
-    int n_prompt = encode_prompt(r->tok, c, r->prompts[pi], o->n_new, r->prompt, "-p", ""); // checked
+    int n_prompt = encode_prompt(r->tok, c, r->prompts[pi], o->n_new, r->prompt,
+                                 flag_name(o, &o->prompt), ""); // checked by check_prompts
     double search_ms = 0;
     if ((o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) && pi == 0) {
         r->skip = search_skip_set(&r->m, r->tok, o, r->prompt, n_prompt, &search_ms, r->search_hist);
@@ -6246,12 +6308,13 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
         failed = print_error("writing to stdout failed");
     }
     if (!failed && o->save_skip &&
-        write_skip_file(o->save_skip, &r->searched, r->m.config.n_layers, err)) {
+        write_skip_file(flag_name(o, &o->save_skip), o->save_skip, &r->searched,
+                        r->m.config.n_layers, err)) {
         failed = print_error(err);
     }
     if (r->svg && !failed) {
         svg_end(r->svg);
-        if (commit_output("--svg", o->svg, r->svg, &r->svg_buf, &r->svg_len, err)) {
+        if (commit_output(flag_name(o, &o->svg), o->svg, r->svg, &r->svg_buf, &r->svg_len, err)) {
             failed = print_error(err);
         }
     } else if (r->svg) {
@@ -6279,10 +6342,10 @@ static void free_run(CliRun *r, const Options *o) {
 int main(int argc, char **argv) {
     open_std_descriptors();
     Options o;
-    parse_options(argc, argv, &o);
     CliRun r;
     memset(&r, 0, sizeof(r));
     char err[2 * SS_ERR_LEN];
+    if (parse_options(argc, argv, &o, err)) { return print_error(err); }
     int failed = load_run(&r, &o, argv[0], err) ? print_error(err) : 0;
     if (!failed) {
         for (int pi = 0; pi < r.n_prompts; pi++) {
