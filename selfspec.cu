@@ -383,15 +383,14 @@ __global__ void matmul_kernel(float *out, const float *x, const float *w, int n,
 }
 
 // The GPU's matmul: the same arithmetic as matmul_kernel, mapped so that loads coalesce. There,
-// one thread walks a whole row, and neighbouring threads read rows in_dim floats apart (8 KB in
-// a 1B model): no load coalesces (74 GB/s on an H100, test/bench/README.md). Here each of
-// matmul_kernel's 16 partial sums becomes a thread: one thread per (row r, lane u) sums
-// w[r][c] x[t][c] over c = u mod 16 in increasing c, so 16 neighbouring threads read 16
-// neighbouring words of a row; then matmul_combine_kernel, one thread per (token, row), adds the
-// 16 lanes in the fixed tree. Each output element sees the same products added in the same
-// order as in matmul_kernel, so both mappings give bitwise the same result (test_forward
-// checks it; nvcc must not fuse multiply-adds: -fmad=false in the Makefile). The tokens go in
-// sweeps of 8, 4, 2, 1 as in matmul_kernel, so a thread's sums stay in registers.
+// one thread walks a whole row, and neighbouring threads read rows in_dim floats apart, so no
+// load coalesces. Here each of matmul_kernel's 16 partial sums becomes a thread: one thread per
+// (row r, lane u) sums w[r][c] x[t][c] over c = u mod 16 in increasing c, so 16 neighbouring
+// threads read 16 neighbouring words of a row; then matmul_combine_kernel, one thread per
+// (token, row), adds the 16 lanes in the fixed tree. Each output element sees the same products
+// added in the same order as in matmul_kernel, so both mappings give bitwise the same result
+// (test_forward checks it; nvcc must not fuse multiply-adds: -fmad=false in the Makefile). The
+// tokens go in sweeps of 8, 4, 2, 1 as in matmul_kernel, so a thread's sums stay in registers.
 // part is (n, out_dim, 16), n <= MAX_SWEEP_TOKENS: the launcher runs longer passes in chunks.
 __device__ void lane_sums_tokens(float *part, const float *wr, const float *x, int n_tok, int lane,
                                  int in_dim, size_t part_stride) {
@@ -470,9 +469,7 @@ __global__ void rope_kernel(float *v, int stride, const int *depth, int pos, con
 // Attention in three launches, one thread per output element in each, so that no thread loops
 // over an accumulator in global memory: the scores, the softmax of each (token, head) row, and
 // the weighted sum of values. Token t sees every cached slot < pos, and slot pos + u of this pass
-// when mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads). Each element's
-// arithmetic is that of the one-kernel version this replaced, in the same order, so the CPU
-// build's results did not change by a bit.
+// when mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads).
 __device__ int visible(const unsigned char *mask, int t, int n, int pos, int s) {
     return s < pos || mask[t * n + (s - pos)];
 }
@@ -2253,8 +2250,7 @@ static double measure_objective(Model *m, const Objective *obj, const SkipSet *s
 // a tiny model's landscape is small, so the default is 64 (--iters), on the prompt itself or
 // --dev-prompts. Any layer may be skipped, as in the paper; no skip count is imposed.
 // Wall-clock noise: on a busy machine one measurement can be several times too high or too low,
-// and a single lucky one used to win the search (a set accepting 0 of 35 drafts, 0.59x). So the
-// empty set's cost is the median of 3 measurements, a candidate that looks better than the best
+// and a single lucky one would win the search. So the empty set's cost is the median of 3 measurements, a candidate that looks better than the best
 // so far is measured twice more and keeps the median, and at the end the winner and the empty
 // set are measured 5 times each, alternately: the winner stays only if its median is lower.
 
@@ -2664,8 +2660,8 @@ static int compare_keys(const void *a, const void *b) {
 }
 
 // The first key (in sorted order) that appears twice in the object at obj, or -1. Keys are
-// compared as text ("a" and "\u0061" are one key) after sorting: n log n for an object of
-// 100k keys, where comparing every pair took minutes.
+// compared as text ("a" and "\u0061" are one key) after sorting: n log n, not n^2, so an
+// object of 100k keys is checked at once.
 static int json_duplicate_key(const Json *j, int obj) {
     int n = j->tok[obj].size, dup = -1;
     JsonKey *keys = (JsonKey *)malloc_check(((size_t)n + 1) * sizeof(JsonKey));
@@ -3804,7 +3800,7 @@ static BpePair pair_pop(BpePair *heap, size_t *n) {
 // lowest merge rank is merged, leftmost on ties, until no pair has a rule. As HF's
 // Word::merge_all: the symbols form a linked list, the candidate pairs wait in a min-heap by
 // (rank, position), and a popped pair whose symbols have changed since it was pushed is dropped,
-// so an n-symbol word takes O(n log n), not O(n^2) (a 1 MB line once took 14 minutes).
+// so an n-symbol word takes O(n log n), not O(n^2).
 static void bpe_word(Encoder *e, const char *w, size_t len) {
     const Tokenizer *t = e->t;
     int whole = t->ignore_merges ? vocab_find(t, w, len) : -1;
@@ -5184,7 +5180,7 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
 // for a while (libgomp's default), the fastest wait on an idle machine. But when another process
 // holds a core, a thread spinning for a sibling the OS has descheduled burns its time slice, and
 // decoding slows down several times; passive waiting (sleeping) avoids that but costs a wake-up
-// per kernel, several times slower on an idle machine (README, Threads, has the figures). So the
+// per kernel, several times slower on an idle machine (README, Threads). So the
 // default spins, on the cores nobody else is using right now: the number of runnable processes
 // is the 4th field of /proc/loadavg ("0.52 0.30 0.20 3/250 1234"), ourselves included.
 // OMP_NUM_THREADS and --threads override it.
