@@ -1709,21 +1709,20 @@ typedef struct {
     double decode_ms;
 } GenStats;
 
-// Called for each generated token, e.g. to stream its text.
-typedef void (*TokenCallback)(void *ctx, int token);
+// Called for each generated token with the full model's logits row (vocab) it came from, e.g.
+// to stream its text.
+typedef void (*TokenCallback)(void *ctx, int token, const float *logits);
 
 // Where the generated tokens go.
 typedef struct {
     int *tokens;      // (max_new) the generated ids, n so far
     int n, max_new;
-    float *logits;    // NULL, or (max_new, vocab): the full model's logits row each token came
-                      // from (the tests check they are bitwise those of plain decoding)
     TokenCallback cb; // NULL, or called with each token (the CLI streams its text)
     void *ctx;
 } Output;
 
-static Output output(int *tokens, int max_new, float *logits, TokenCallback cb, void *ctx) {
-    Output out = {tokens, 0, max_new, logits, cb, ctx};
+static Output output(int *tokens, int max_new, TokenCallback cb, void *ctx) {
+    Output out = {tokens, 0, max_new, cb, ctx};
     return out;
 }
 
@@ -1737,12 +1736,8 @@ static int is_eos(const Config *c, int token) {
 // Keeps one generated token, which came from the logits row `logits`. Returns 1 when generation
 // is over: after an EOS, or at max_new tokens.
 static int emit(const Config *c, Output *out, int token, const float *logits) {
-    if (out->logits) {
-        memcpy(out->logits + (size_t)out->n * c->vocab_size, logits,
-               (size_t)c->vocab_size * sizeof(float));
-    }
     out->tokens[out->n++] = token;
-    if (out->cb) { out->cb(out->ctx, token); }
+    if (out->cb) { out->cb(out->ctx, token, logits); }
     return is_eos(c, token) || out->n >= out->max_new;
 }
 
@@ -1861,14 +1856,21 @@ typedef struct {
     double verify_ms;  // time in verification forwards
     double select_ms;  // time choosing layers (layer-selection methods), search_ms included
     double search_ms;  // of which an offline search before decoding (selfsd, oracle)
-    int leaf_accepts;  // SWIFT tree verification: rounds that accepted a leaf (a next-best token)
     int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
     float threshold_first, threshold_last; // the draft-exit threshold (gamma) before and after
     double threshold_sum;                  // over rounds, after each update, for the mean
     RoundHistory hist; // per round, for --svg
     SetHistory sets;   // the skip sets in the order they were used, for --svg
-    int longest_draft; // the most draft tokens any round proposed
 } SpecStats;
+
+#ifdef TESTING
+// The tests' windows into decoding, kept out of the engine's structs: rounds whose SWIFT tree
+// verification accepted a leaf (a next-best token), and a synthetic objective that replaces
+// decoding in measure_objective.
+static int test_leaf_accepts;
+static double (*test_objective)(void *ctx, const SkipSet *s);
+static void *test_objective_ctx;
+#endif
 
 // One round into the statistics: k drafted by a set skipping `skipped` sublayers, accepted of
 // them, under the exit threshold drafted_under, which the round's update moved to threshold;
@@ -1881,7 +1883,6 @@ static void record_round(SpecStats *st, int k, int accepted, int skipped, float 
     st->accepted += accepted;
     st->skipped += (long)k * skipped;
     st->threshold_sum += threshold;
-    if (k > st->longest_draft) { st->longest_draft = k; }
     RoundHistory *h = &st->hist;
     if (h->n < HIST_ROUNDS) {
         h->drafted[h->n] = (unsigned char)k;
@@ -2167,7 +2168,9 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
             done = emit(c, out, token, m->state.logits_host + (size_t)s->rows[j] * vocab);
         }
         // a leaf's row lies after the chain's k + 1 rows; the leaf is the last kept token
-        st->leaf_accepts += tree_params && s->rows[accepted] > k && emitted >= accepted;
+#ifdef TESTING
+        test_leaf_accepts += tree_params && s->rows[accepted] > k && emitted >= accepted;
+#endif
         // Decision: an EOS among the kept drafts ends the output there. The round counts as if
         // drafting had stopped before the EOS and the EOS were the round's own token, so every
         // round emits accepted + 1 tokens and alpha, M (SWIFT Eq. 6), AR_e (Self-SD Eq. 2) and
@@ -2207,8 +2210,6 @@ typedef struct {
     int n_new;                 // tokens decoded per prompt
     int max_draft;             // K of those decodings
     int use_cost_model;        // 1: sublayers run per token (deterministic); 0: ms per token
-    double (*fake)(void *ctx, const SkipSet *s); // tests: a synthetic objective, no decoding
-    void *fake_ctx;
     DraftExit exit;            // the run's draft exit (mode, gamma_0, alpha), from its start
     Sampler sampler;           // the run's temperature, top-p and seed
 } Objective;
@@ -2226,14 +2227,16 @@ static volatile sig_atomic_t search_interrupted;
 // Every candidate is scored from gamma_0 and the same seed on every dev prompt, so a score does
 // not depend on the order the candidates are tried in.
 static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
-    if (obj->fake) { return obj->fake(obj->fake_ctx, s); }
+#ifdef TESTING
+    if (test_objective) { return test_objective(test_objective_ctx, s); }
+#endif
     int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
     uint64_t sub0 = m->state.n_sublayers;
     double t0 = time_ms(), tokens = 0;
     for (int k = 0; k < obj->n_prompts; k++) {
         SpecParams sp = {*s, obj->max_draft, obj->exit};
         Sampler smp = obj->sampler;
-        Output o = output(out, obj->n_new, NULL, NULL, NULL);
+        Output o = output(out, obj->n_new, NULL, NULL);
         SpecStats st;
         tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &smp, &o, &st);
     }
@@ -5832,7 +5835,8 @@ typedef struct {
     int echo;
 } TextSink;
 
-static void on_token(void *ctx, int token) {
+static void on_token(void *ctx, int token, const float *logits) {
+    (void)logits;
     TextSink *ts = (TextSink *)ctx;
     const Tokenizer *t = ts->tok;
     // a token decodes to at most 3 bytes per byte of its text (U+FFFD for one that is not
@@ -5964,8 +5968,7 @@ static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o,
     int **ids, *lengths;
     int n_dev = encode_dev_prompts(m, tok, o, prompt, n_prompt, &ids, &lengths);
     Objective obj = {(const int *const *)ids, lengths, n_dev, o->params.selfsd.dev_tokens,
-                     o->max_draft, o->cost_model, NULL, NULL, o->exit,
-                     {o->temperature, o->top_p, {0}}};
+                     o->max_draft, o->cost_model, o->exit, {o->temperature, o->top_p, {0}}};
     rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
     double t0 = time_ms();
     SkipSet best = run_search(m, &obj, o, hist);
@@ -6138,7 +6141,7 @@ static int decode_prompt(Model *m, const Tokenizer *tok, Options *o, Selector *s
     for (int t = 0; t < n_prompt; t++) { sink.ds.at_start &= tok->tok[prompt[t]].special; }
     Sampler smp = {o->temperature, o->top_p, {0}};
     rng_seed(&smp.rng, (uint64_t)o->seed);
-    Output tokens = output(out, o->n_new, NULL, on_token, &sink);
+    Output tokens = output(out, o->n_new, on_token, &sink);
     memset(st, 0, sizeof(*st));
     int n;
     if (o->method == METHOD_NONE) {
@@ -6160,7 +6163,7 @@ static int decode_plain(Model *m, const Options *o, const int *prompt, int n_pro
     GenStats st;
     Sampler smp = {o->temperature, o->top_p, {0}};
     rng_seed(&smp.rng, (uint64_t)o->seed);
-    Output tokens = output(out, o->n_new, NULL, NULL, NULL);
+    Output tokens = output(out, o->n_new, NULL, NULL);
     int n = generate_plain(m, prompt, n_prompt, NULL, &smp, &tokens, &st);
     *tps = tokens_per_s(n, st.decode_ms);
     return n;

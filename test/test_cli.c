@@ -188,10 +188,13 @@ static void test_selfsd_noise(void) {
     char err[SS_ERR_LEN];
     if (build_model(&m, RANDOM_MODEL, 64, err)) { check(0, "%s", err); return; }
     NoisyClock clock = {0};
-    Objective obj = {NULL, NULL, 0, 0, 12, 0, noisy_cost, &clock, draft_exit_default(), {0.0f, 1.0f, {1}}};
+    Objective obj = {NULL, NULL, 0, 0, 12, 0, draft_exit_default(), {0.0f, 1.0f, {1}}};
     MethodParams mp = method_params_default();
     mp.selfsd.iters = 40;
+    test_objective = noisy_cost;
+    test_objective_ctx = &clock;
     SkipSet best = select_selfsd(&m, &obj, &mp.selfsd, 5, 0, NULL);
+    test_objective = NULL;
     check(skip_count(&best, m.config.n_layers) == 0,
           "Self-SD under a noisy clock chose a set skipping %d sublayers, each of which truly costs more than none",
           skip_count(&best, m.config.n_layers));

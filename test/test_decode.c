@@ -71,6 +71,21 @@ static void make_skip_sets(int n_layers, SkipSet *sets, int *n_sets) {
     *n_sets = k;
 }
 
+// Keeps each emitted token's logits row (Output's callback), to compare them bitwise.
+typedef struct { float *rows; int vocab, n; } KeptLogits;
+static void keep_logits(void *ctx, int token, const float *logits) {
+    KeptLogits *k = (KeptLogits *)ctx;
+    (void)token;
+    memcpy(k->rows + (size_t)k->n++ * k->vocab, logits, (size_t)k->vocab * sizeof(float));
+}
+
+// The most draft tokens any round of the run proposed.
+static int longest_draft(const SpecStats *st) {
+    int k = 0;
+    for (int r = 0; r < st->hist.n; r++) { k = st->hist.drafted[r] > k ? st->hist.drafted[r] : k; }
+    return k;
+}
+
 static int compare_runs(const int *a, int na, const int *b, int nb, const float *la, const float *lb,
                         int vocab, const char *what) {
     int first = -1;
@@ -102,7 +117,8 @@ static void test_greedy_lossless(Model *m, const char *name) {
         for (int t = 0; t < n_prompt; t++) { prompt[t] = (int)(rng_u32(&r) % (uint32_t)vocab); }
         Sampler greedy = {0.0f, 1.0f, {1}};
         GenStats gs;
-        Output plain_out = output(plain, MAX_GEN, lp, NULL, NULL);
+        KeptLogits kp = {lp, vocab, 0};
+        Output plain_out = output(plain, MAX_GEN, keep_logits, &kp);
         int np = generate_plain(m, prompt, n_prompt, NULL, &greedy, &plain_out, &gs);
         for (int si = 0; si < n_sets; si++) {
             // every prompt sees every skip set; K and the exit mode cycle through all 9 pairs
@@ -113,7 +129,8 @@ static void test_greedy_lossless(Model *m, const char *name) {
             sp.exit = draft_exit_default();
             sp.exit.mode = exits[combo % 3];
             SpecStats st;
-            Output spec_out = output(spec, MAX_GEN, ls, NULL, NULL);
+            KeptLogits ks = {ls, vocab, 0};
+            Output spec_out = output(spec, MAX_GEN, keep_logits, &ks);
             int ns = generate_spec(m, prompt, n_prompt, &sp, NULL, &greedy, &spec_out, &st);
             char what[128];
             snprintf(what, sizeof(what), "%s prompt %d skip set %d K=%d exit %d", name, pi, si, sp.max_draft, sp.exit.mode);
@@ -266,13 +283,13 @@ static void test_sampling_end_to_end(Model *m, float temperature, float top_p, i
         rng_seed(&smp.rng, (uint64_t)seed);
         int out[4];
         SpecStats st;
-        Output o = output(out, 4, NULL, NULL, NULL);
+        Output o = output(out, 4, NULL, NULL);
         generate_spec(m, prompt, P, &sp, method == METHOD_STATIC ? NULL : &sel, &smp, &o, &st);
         int a = out[0], b = out[1], c = out[2];
         long cell = idx1[a] < 0 ? a : idx2[(size_t)idx1[a] * V + b] < 0 ? V + (long)idx1[a] * V + b
                   : pair_base + (long)idx2[(size_t)idx1[a] * V + b] * V + c;
         counts[cell]++;
-        multi += st.longest_draft >= 2;
+        multi += longest_draft(&st) >= 2;
         both += st.rounds == 1 && st.accepted == 2;  // d1 and d2 both kept
         drafted += st.drafted;
         selections += st.selections;
@@ -332,7 +349,8 @@ static void run_pair(Model *m, const int *prompt, int n_prompt, int max_new, con
     sp.skip = *skip;
     sp.max_draft = k;
     sp.exit = draft_exit_default();
-    Output out_a = output(a, max_new, la, NULL, NULL), out_b = output(b, max_new, lb, NULL, NULL);
+    KeptLogits ka = {la, vocab, 0}, kb = {lb, vocab, 0};
+    Output out_a = output(a, max_new, keep_logits, &ka), out_b = output(b, max_new, keep_logits, &kb);
     int na = generate_plain(m, prompt, n_prompt, NULL, &greedy, &out_a, &gs);
     int nb = generate_spec(m, prompt, n_prompt, &sp, NULL, &greedy, &out_b, &st);
     compare_runs(a, na, b, nb, la, lb, vocab, what);
@@ -364,7 +382,7 @@ static void test_edges(const char *dir) {
     SpecParams sp = {none, 12, draft_exit_default()};
     int out[16];
     Sampler greedy = {0.0f, 1.0f, {1}};
-    Output o = output(out, 8, NULL, NULL, NULL);
+    Output o = output(out, 8, NULL, NULL);
     generate_spec(&m, prompt, 10, &sp, NULL, &greedy, &o, &st);
     check(st.drafted == 0 && st.rounds == 7, "empty skip set: %d drafted in %d rounds, want 0 in 7", st.drafted,
           st.rounds);
@@ -377,7 +395,7 @@ static void test_edges(const char *dir) {
     device_memset(m.weights.wo + wo, 0, wo * sizeof(float)); // weights live in device memory
     int plain[16];
     GenStats gs;
-    Output plain_out = output(plain, 12, NULL, NULL, NULL);
+    Output plain_out = output(plain, 12, NULL, NULL);
     generate_plain(&m, prompt, 3, NULL, &greedy, &plain_out, &gs);
     int first_at = 0;
     while (first_at < 4 && plain[first_at] != plain[4]) { first_at++; }
@@ -389,7 +407,7 @@ static void test_edges(const char *dir) {
     // the drafts after the EOS are neither accepted nor drafted (alpha, M, AR_e, SWIFT's rule)
     SpecParams all = {identity, 12, draft_exit_default()};
     all.exit.mode = EXIT_NONE; // the first round drafts 10 tokens, all accepted, the EOS among them
-    Output eo = output(out, 12, NULL, NULL, NULL);
+    Output eo = output(out, 12, NULL, NULL);
     generate_spec(&m, prompt, 3, &all, NULL, &greedy, &eo, &st);
     check(first_at >= 1 && st.rounds == 1, "EOS inside a draft: EOS at token %d, %d rounds: no draft held it",
           first_at, st.rounds);
@@ -402,7 +420,7 @@ static void test_edges(const char *dir) {
     m.config.n_eos = 0;
     SpecParams cut = {identity, 12, draft_exit_default()};
     cut.exit.threshold = 0.0f; // no confidence stops the draft
-    Output co = output(out, 8, NULL, NULL, NULL);
+    Output co = output(out, 8, NULL, NULL);
     generate_spec(&m, prompt, 3, &cut, NULL, &greedy, &co, &st);
     check(st.rounds == 1 && st.hist.drafted[0] == 6 && st.accepted == st.drafted && cut.exit.threshold == 0.0f,
           "draft at the tokens left: %d rounds, %d drafted first, %d of %d accepted, gamma 0 -> %g", st.rounds,

@@ -109,7 +109,7 @@ static void test_hf_greedy(Model *m, const char *ref_dir, const char *target) {
         if (!check(ok, "%s: bad greedy.txt line %d", target, lines)) { break; }
         Sampler sp = {0.0f, 1.0f, {1}};
         GenStats st;
-        Output out = output(got, n_gen, NULL, NULL, NULL);
+        Output out = output(got, n_gen, NULL, NULL);
         int n = generate_plain(m, prompt, n_prompt, NULL, &sp, &out, &st);
         int first = -1;
         for (int t = 0; t < n_gen && first < 0; t++) { if (t >= n || got[t] != expect[t]) { first = t; } }

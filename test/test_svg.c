@@ -222,7 +222,7 @@ static void test_known_run(Model *m, const char *dir, const char *tmp) {
     sp.exit = draft_exit_default();
     Sampler greedy = {0.0f, 1.0f, {1}};
     SpecStats *st = (SpecStats *)malloc_check(sizeof(SpecStats));
-    Output o = output(out, 64, NULL, NULL, NULL);
+    Output o = output(out, 64, NULL, NULL);
     generate_spec(m, prompt, n_prompt, &sp, NULL, &greedy, &o, st);
     int drafted = 0, accepted = 0;
     for (int r = 0; r < st->hist.n; r++) { drafted += st->hist.drafted[r]; accepted += st->hist.accepted[r]; }
@@ -294,7 +294,7 @@ static void test_clasp_rows(Model *m, const char *dir, const char *tmp) {
     sp.exit = draft_exit_default();
     Sampler greedy = {0.0f, 1.0f, {1}};
     SpecStats *st = (SpecStats *)malloc_check(sizeof(SpecStats));
-    Output o = output(out, 48, NULL, NULL, NULL);
+    Output o = output(out, 48, NULL, NULL);
     generate_spec(m, prompt, n_prompt, &sp, &sel, &greedy, &o, st);
     check(st->sets.n >= 3, "clasp: only %d sets recorded in %d rounds", st->sets.n, st->rounds);
     int differ = 1, cells = 0;
@@ -325,7 +325,7 @@ static void test_selfsd_rows(Model *m, const char *dir, const char *tmp) {
     int n_prompt = encode_text(dir, "And God said,", prompt, 64);
     const int *prompts[1] = {prompt};
     int lengths[1] = {n_prompt};
-    Objective obj = {prompts, lengths, 1, 8, 12, 1, NULL, NULL, draft_exit_default(), {0.0f, 1.0f, {1}}};
+    Objective obj = {prompts, lengths, 1, 8, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}};
     SetHistory *h = (SetHistory *)calloc_check(1, sizeof(SetHistory));
     MethodParams mp = method_params_default();
     mp.selfsd.iters = 6;
