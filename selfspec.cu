@@ -962,6 +962,13 @@ typedef struct {
     float exit_threshold; // adaptive (Sec. 3.4, Eq. 2-4)
 } SelfSdParams;
 
+// The shape of SWIFT's verification tree (Sec. 4.2): a draft step whose confidence is above
+// confidence[i] (the first such i; else i = 3) puts its width[i] - 1 next-best tokens into it.
+typedef struct {
+    float confidence[3];
+    int width[4];
+} TreeShape;
+
 typedef struct {
     int window;           // gamma of Eq. 3 (32 in App. B.2): the generated tokens needed before
                           // optimizing (Sec. 4.1.1's context accumulation) and the ones scored
@@ -977,9 +984,7 @@ typedef struct {
     int max_draft;        // N_D (App. B.2)
     float exit_threshold; // epsilon (Sec. 4.2): drafting stops below this confidence; the paper
                           // gives no value, 0.8 is the official code's stop_threshold
-    float tree_confidence[3]; // dynamic verification (Sec. 4.2): a draft step whose confidence
-    int tree_width[4];        // is above tree_confidence[i] (the first such i; else i = 3) puts
-                              // its tree_width[i] - 1 next-best tokens into the tree
+    TreeShape tree;       // dynamic verification (Sec. 4.2)
 } SwiftParams;
 
 typedef struct {
@@ -1042,8 +1047,8 @@ static MethodParams method_params_default(void) {
     // not Sec. 4.2's 1/3/5/10 (the official sampling widths); the tree runs only when greedy
     float confidence[3] = {0.95f, 0.8f, 0.5f};
     int width[4] = {3, 5, 8, 10};
-    memcpy(p.swift.tree_confidence, confidence, sizeof(confidence));
-    memcpy(p.swift.tree_width, width, sizeof(width));
+    memcpy(p.swift.tree.confidence, confidence, sizeof(confidence));
+    memcpy(p.swift.tree.width, width, sizeof(width));
     // ASD Table 2; it keeps Self-SD's drafting
     p.asd.cos_threshold = 0.985;
     p.asd.every_m = 3;
@@ -1513,7 +1518,7 @@ static void swift_after_verify(Swift *w, int n_layers, int drafted, int accepted
 
 // SWIFT's dynamic verification (Sec. 4.2), greedy only: the draft chain d1..dk plus, at each depth
 // j, the draft's next-best tokens as leaves (k_j - 1 of them, k_j by the confidence of step j:
-// SwiftParams.tree_width). Linearized as [x, d1..dk, leaves...]: the chain first, so accepted chain
+// TreeShape). Linearized as [x, d1..dk, leaves...]: the chain first, so accepted chain
 // tokens already sit at consecutive cache slots; each leaf at depth j attends x, d1..d_{j-1} and
 // itself, with RoPE position pos + j. Returns the tree size n; tokens/depth/mask are filled.
 enum { MAX_ALTS = 16 }; // next-best tokens kept per draft step, at most
@@ -1522,9 +1527,9 @@ typedef struct {
     int tokens[MAX_PASS_TOKENS];
     int depth[MAX_PASS_TOKENS];
     unsigned char mask[MAX_PASS_TOKENS * MAX_PASS_TOKENS];
-} DraftTree;
+} SwiftTree;
 
-static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, const int *n_alts) {
+static void build_tree(SwiftTree *tr, const int *draft, int k, const int *alts, const int *n_alts) {
     int n = 0;
     for (int j = 0; j <= k; j++) { tr->tokens[n] = draft[j]; tr->depth[n] = j; n++; }
     for (int j = 1; j <= k; j++) {
@@ -1546,11 +1551,11 @@ static void build_tree(DraftTree *tr, const int *draft, int k, const int *alts, 
 
 // The draft's top alternatives to its top-1 token at one step: k - 1 next-best ids, k the tree
 // width of the first confidence level the step's confidence is above; at most max_alts.
-static int top_alternatives(const float *logits, int vocab, float confidence, const SwiftParams *p,
-                            int max_alts, int *alts) {
+static int top_alternatives(const float *logits, int vocab, float confidence,
+                            const TreeShape *shape, int max_alts, int *alts) {
     int level = 0;
-    while (level < 3 && confidence <= p->tree_confidence[level]) { level++; }
-    int k = p->tree_width[level];
+    while (level < 3 && confidence <= shape->confidence[level]) { level++; }
+    int k = shape->width[level];
     int n = 0, top = argmax(logits, vocab);
     // selection by repeated scans: k <= 10; a vocabulary smaller than k has vocab - 1 to give
     for (int a = 0; a < k - 1 && a < MAX_ALTS && a < max_alts && a < vocab - 1; a++) {
@@ -1570,7 +1575,7 @@ static int top_alternatives(const float *logits, int vocab, float confidence, co
 // the next chain slot, one row per layer), and the bonus comes from that leaf's row.
 // Returns the number of accepted draft tokens (in kept[]); *next is the full model's token;
 // rows[t] is the logits row that emitted token t (a leaf's row when a leaf was accepted).
-static int verify_tree(Model *m, const DraftTree *tr, int k, int pos, int *kept, int *next,
+static int verify_tree(Model *m, const SwiftTree *tr, int k, int pos, int *kept, int *next,
                        int *rows) {
     int vocab = m->config.vocab_size, j = 0;
     for (;;) {
@@ -1675,9 +1680,9 @@ static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_
 
 // SWIFT's confidence-aware inference (Sec. 4.2) applies in both phases: footnote 1 of Sec. 4.2
 // says it is also used while optimizing, with the best set so far, and the official code
-// verifies a tree on every step. Returns SWIFT's params, or NULL: no tree.
-static const SwiftParams *selector_tree(const Selector *sel) {
-    return sel && sel->method == METHOD_SWIFT ? &sel->swift.p : NULL;
+// verifies a tree on every step. Returns the tree's shape, or NULL: the chain alone.
+static const TreeShape *selector_tree(const Selector *sel) {
+    return sel && sel->method == METHOD_SWIFT ? &sel->swift.p.tree : NULL;
 }
 
 // Does CLaSp want this round's hidden states (a DP every `interval` verifications)?
@@ -1815,7 +1820,11 @@ static int generate_plain(Model *m, const int *prompt, int n_prompt, const SkipS
 // are scratch, written by drafts and verifications, and never read before a pass rewrites them.
 // Rolling back a rejected draft is therefore just not advancing pos: no cache copies.
 
-enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE, MAX_DRAFT = MAX_PASS_TOKENS - 1 };
+// The draft length has one name per concept: K (max_draft), the most draft tokens a round may
+// propose, set per run; MAX_DRAFT, K's compile-time cap, so that a draft and its verification fit
+// one pass; and a round's limit, K clipped by the context and the tokens still wanted.
+enum { MAX_DRAFT = MAX_PASS_TOKENS - 1 };
+enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE };
 
 // What --svg draws (statistics section), recorded as decoding goes: bounded arrays filled in
 // place, no allocation. Rounds or sets past the bounds are counted, not kept.
@@ -1982,7 +1991,7 @@ typedef struct {
     int n_alts[MAX_DRAFT + 1];               // SWIFT's tree: next-best tokens of draft step j
     int alts[(MAX_DRAFT + 1) * MAX_ALTS];    // (MAX_DRAFT + 1, MAX_ALTS) those tokens
     int capture_idx[MAX_DRAFT + 1];          // 0..k: the verification rows CLaSp captures
-    DraftTree tree;                          // SWIFT's tree pass
+    SwiftTree tree;                          // SWIFT's tree pass
     float *p, *residual;                     // (vocab) the target's warped p, and max(0, p - q)
     float *q_rows;                           // (K + 1, vocab) the draft's warped distributions q
     float *states;                           // (2L + 1, K + 1, dim) hidden states of a verification
@@ -1991,15 +2000,15 @@ typedef struct {
     float confidence;                        // the last draft token's top-1 probability
 } SpecScratch;
 
-static SpecScratch *build_spec_scratch(const Config *c, int k_cap, int seq_len) {
+static SpecScratch *build_spec_scratch(const Config *c, int max_draft, int seq_len) {
     SpecScratch *s = (SpecScratch *)malloc_check(sizeof(SpecScratch));
     size_t vocab = (size_t)c->vocab_size,
-           states = (size_t)(2 * c->n_layers + 1) * (k_cap + 1) * c->dim;
-    s->p = (float *)malloc_check((2 * vocab + (size_t)(k_cap + 1) * vocab + states) *
+           states = (size_t)(2 * c->n_layers + 1) * (max_draft + 1) * c->dim;
+    s->p = (float *)malloc_check((2 * vocab + (size_t)(max_draft + 1) * vocab + states) *
                                  sizeof(float));
     s->residual = s->p + vocab;
     s->q_rows = s->residual + vocab;
-    s->states = s->q_rows + (size_t)(k_cap + 1) * vocab;
+    s->states = s->q_rows + (size_t)(max_draft + 1) * vocab;
     s->sort = (ProbIndex *)malloc_check(vocab * sizeof(ProbIndex));
     s->seq = (int *)malloc_check((size_t)seq_len * sizeof(int));
     for (int t = 0; t <= MAX_DRAFT; t++) { s->capture_idx[t] = t; }
@@ -2017,15 +2026,15 @@ static void free_spec_scratch(SpecScratch *s) {
 // wanted. A draft that skips nothing is the full model: each draft token would cost a full pass
 // that verification then repeats. Decision: an empty skip set drafts nothing, and the round is
 // a plain decoding step (so Self-SD's search measures plain decoding for it).
-static int draft_limit(const Model *m, const SpecParams *sp, int k_cap, int pos,
+static int draft_limit(const Model *m, const SpecParams *sp, int max_draft, int pos,
                        const Output *out) {
-    int k_max = k_cap;
-    if (k_max > m->config.seq_len - 1 - pos) { k_max = m->config.seq_len - 1 - pos; }
-    if (k_max > out->max_new - out->n - 1) { k_max = out->max_new - out->n - 1; }
-    return skip_count(&sp->skip, m->config.n_layers) == 0 ? 0 : k_max;
+    int limit = max_draft;
+    if (limit > m->config.seq_len - 1 - pos) { limit = m->config.seq_len - 1 - pos; }
+    if (limit > out->max_new - out->n - 1) { limit = out->max_new - out->n - 1; }
+    return skip_count(&sp->skip, m->config.n_layers) == 0 ? 0 : limit;
 }
 
-// Drafting (Self-SD Algorithm 3): up to k_max tokens after x at slots pos, pos+1, ... under the
+// Drafting (Self-SD Algorithm 3): up to limit tokens after x at slots pos, pos+1, ... under the
 // skip set, stopping after a token whose confidence is below the exit threshold. The tokens go
 // to s->draft[1..], and, when sampling, each warped draft distribution q to s->q_rows. With a
 // tree (SWIFT), also each step's next-best tokens. Returns how many were drafted.
@@ -2034,21 +2043,21 @@ static int draft_limit(const Model *m, const SpecParams *sp, int k_cap, int pos,
 // runs out, that depth's alternatives are narrowed to what fits and no deeper depth is drafted.
 // Depths go before widths because verification reaches a shallow node at least as often as a
 // deeper one (SWIFT Sec. 4.2 gives no bound: its GPU passes take the whole tree).
-static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int pos, int k_max,
-                        const SwiftParams *tree_params, SpecScratch *s) {
+static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int pos, int limit,
+                        const TreeShape *shape, SpecScratch *s) {
     int vocab = m->config.vocab_size, k = 0, leaves = 0;
     int room = m->config.seq_len - pos < m->state.max_tokens ? m->config.seq_len - pos
                                                              : m->state.max_tokens;
     s->draft[0] = x;
-    while (k < k_max) {
+    while (k < limit) {
         forward(m, &s->draft[k], 1, pos + k, &sp->skip, NULL, NULL);
         const float *logits = m->state.logits_host;
         s->draft[k + 1] = sample_next(smp, logits, vocab, s->q_rows + (size_t)k * vocab, s->sort);
         float confidence = top1_prob(logits, vocab);
         s->confidence = confidence;
         k++;
-        if (tree_params) {
-            s->n_alts[k] = top_alternatives(logits, vocab, confidence, tree_params,
+        if (shape) {
+            s->n_alts[k] = top_alternatives(logits, vocab, confidence, shape,
                                             room - 1 - k - leaves, s->alts + k * MAX_ALTS);
             leaves += s->n_alts[k];
             if (1 + k + leaves == room) { break; } // the tree [x, d1..dk, leaves] fills the pass
@@ -2091,10 +2100,10 @@ static int verify_chain(Model *m, Sampler *smp, int k, SpecScratch *s, int *next
 // [x, d1..dk] in one pass at slots pos..pos+k (with SWIFT's tree, its leaves after them) and
 // keeps the longest valid prefix. Captures every row's hidden states when asked (CLaSp). Returns
 // the number of draft tokens kept; *next is the full model's own token.
-static int verify_draft(Model *m, Sampler *smp, int k, int pos, const SwiftParams *tree_params,
+static int verify_draft(Model *m, Sampler *smp, int k, int pos, const TreeShape *shape,
                         int capture, SpecScratch *s, int *next) {
     Capture cap = {k + 1, s->capture_idx, s->states};
-    if (tree_params == NULL) {
+    if (shape == NULL) {
         forward(m, s->draft, k + 1, pos, NULL, NULL, capture ? &cap : NULL);
         return verify_chain(m, smp, k, s, next);
     }
@@ -2114,6 +2123,19 @@ static const float *last_accepted_states(SpecScratch *s, const Config *c, int k,
     return s->states;
 }
 
+// Emits a round's kept draft tokens, then the full model's token next, each with the logits row
+// it came from. Returns how many it emitted: fewer than accepted + 1 when the output ends first.
+static int emit_round(Model *m, Output *out, SpecScratch *s, int pos, int accepted, int next,
+                      int *done) {
+    int vocab = m->config.vocab_size, emitted = 0;
+    for (int j = 0; j <= accepted && !*done; j++, emitted++) {
+        int token = j < accepted ? s->kept[j] : next;
+        s->seq[pos + 1 + j] = token;
+        *done = emit(&m->config, out, token, m->state.logits_host + (size_t)s->rows[j] * vocab);
+    }
+    return emitted;
+}
+
 // Self-speculative decoding (Self-SD Algorithm 2; Leviathan et al. Algorithm 1): the same
 // contract as generate_plain, and the same output (greedy) or distribution (sampling). The
 // draft is sp->skip, which a selector (NULL = none: the static set) may change between rounds;
@@ -2127,14 +2149,15 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
                          Sampler *smp, Output *out, SpecStats *st) {
     const Config *c = &m->config;
     int vocab = c->vocab_size, row = 0, pos = n_prompt;
-    int k_cap = sp->max_draft < m->state.max_tokens - 1 ? sp->max_draft : m->state.max_tokens - 1;
+    int max_draft = sp->max_draft < m->state.max_tokens - 1 ? sp->max_draft
+                                                            : m->state.max_tokens - 1;
     // Decision: tree verification is greedy only (SWIFT's Table 1 claims trees under sampling too).
     // Sampling keeps the chain: several candidates per position stay exact only with a recursive
     // rule (each rejected sibling's mass removed from both p and the without-replacement q before
     // the next is tried), and the official SWIFT/EAGLE versions of that rule had bugs; the chain
     // rule here is proven exact by the tests.
-    const SwiftParams *tree_params = smp->temperature == 0.0f ? selector_tree(sel) : NULL;
-    SpecScratch *s = build_spec_scratch(c, k_cap, n_prompt + out->max_new + 1);
+    const TreeShape *shape = smp->temperature == 0.0f ? selector_tree(sel) : NULL;
+    SpecScratch *s = build_spec_scratch(c, max_draft, n_prompt + out->max_new + 1);
     memcpy(s->seq, prompt, (size_t)n_prompt * sizeof(int));
     memset(st, 0, sizeof(*st));
     st->threshold_first = sp->exit.threshold;
@@ -2153,23 +2176,17 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         record_skip_set(st, &sp->skip);
         st->select_ms += lap_ms(&t);
         // draft k tokens with the skip set, then verify them with the full model in one pass
-        int k_max = draft_limit(m, sp, k_cap, pos, out);
-        int k = draft_tokens(m, sp, smp, x, pos, k_max, tree_params, s);
+        int limit = draft_limit(m, sp, max_draft, pos, out);
+        int k = draft_tokens(m, sp, smp, x, pos, limit, shape, s);
         int skipped = skip_count(&sp->skip, c->n_layers); // the set may change after verifying
         st->draft_ms += lap_ms(&t);
         int capture = selector_wants_verify_capture(sel), next;
-        int accepted = verify_draft(m, smp, k, pos, tree_params, capture, s, &next);
+        int accepted = verify_draft(m, smp, k, pos, shape, capture, s, &next);
         st->verify_ms += lap_ms(&t);
-        // emit the kept draft tokens, then the full model's token
-        int emitted = 0;
-        for (int j = 0; j <= accepted && !done; j++, emitted++) {
-            int token = j < accepted ? s->kept[j] : next;
-            s->seq[pos + 1 + j] = token;
-            done = emit(c, out, token, m->state.logits_host + (size_t)s->rows[j] * vocab);
-        }
+        int emitted = emit_round(m, out, s, pos, accepted, next, &done);
         // a leaf's row lies after the chain's k + 1 rows; the leaf is the last kept token
 #ifdef TESTING
-        test_leaf_accepts += tree_params && s->rows[accepted] > k && emitted >= accepted;
+        test_leaf_accepts += shape && s->rows[accepted] > k && emitted >= accepted;
 #endif
         // Decision: an EOS among the kept drafts ends the output there. The round counts as if
         // drafting had stopped before the EOS and the EOS were the round's own token, so every
@@ -2183,7 +2200,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         st->select_ms += lap_ms(&t);
         // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
         float drafted_under = sp->exit.threshold;
-        draft_exit_update(&sp->exit, accepted, k, k == k_max);
+        draft_exit_update(&sp->exit, accepted, k, k == limit);
         record_round(st, k, accepted, skipped, drafted_under, sp->exit.threshold, s->confidence);
         pos += accepted + 1;
         x = next;
@@ -2253,9 +2270,10 @@ static double measure_objective(Model *m, const Objective *obj, const SkipSet *s
 // a tiny model's landscape is small, so the default is 64 (--iters), on the prompt itself or
 // --dev-prompts. Any layer may be skipped, as in the paper; no skip count is imposed.
 // Wall-clock noise: on a busy machine one measurement can be several times too high or too low,
-// and a single lucky one would win the search. So the empty set's cost is the median of 3 measurements, a candidate that looks better than the best
-// so far is measured twice more and keeps the median, and at the end the winner and the empty
-// set are measured 5 times each, alternately: the winner stays only if its median is lower.
+// and a single lucky one would win the search. So the empty set's cost is the median of 3
+// measurements, a candidate that looks better than the best so far is measured twice more and keeps
+// the median, and at the end the winner and the empty set are measured 5 times each, alternately:
+// the winner stays only if its median is lower.
 
 static int compare_double_asc(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -5101,15 +5119,15 @@ static void svg_gamma(FILE *f, double ys, const RoundHistory *h, double x0, doub
 }
 
 // The rounds at height y: rects "drafted" and "accepted", one each per round, on a token axis
-// 0..kmax, with a tick where each set of sets (NULL: none) came into use; under them the exit
+// 0..longest, with a tick where each set of sets (NULL: none) came into use; under them the exit
 // threshold gamma (polyline "gamma") with each round's last draft confidence (circles
 // "confidence") on 0..1, where a dot below the line is a draft the rule ended; and gamma alone
 // (polyline "gamma-zoom") on its own range, where its movement shows.
 static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int rounds,
                        const SetHistory *sets) {
     double x0 = SVG_X0, w = 640, ch = 110, y0 = y + 26, yb = y0 + ch;
-    int kmax = 1;
-    for (int r = 0; r < h->n; r++) { if (h->drafted[r] > kmax) { kmax = h->drafted[r]; } }
+    int longest = 1;
+    for (int r = 0; r < h->n; r++) { if (h->drafted[r] > longest) { longest = h->drafted[r]; } }
     fprintf(f,
             "<text x=\"12\" y=\"%.1f\" "
             "font-weight=\"bold\">per round: accepted (dark) of drafted (dark + light) "
@@ -5122,7 +5140,7 @@ static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int
     fprintf(f,
             "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">0</text><text "
             "x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%d token%s</text>\n",
-            x0 - 4, yb, x0 - 4, y0 + 9, kmax, kmax > 1 ? "s" : "");
+            x0 - 4, yb, x0 - 4, y0 + 9, longest, longest > 1 ? "s" : "");
     int drafted = 0;
     for (int r = 0; r < h->n; r++) { drafted += h->drafted[r]; }
     if (drafted == 0) {
@@ -5135,7 +5153,7 @@ static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int
     if (h->n == 0) { return; }
     double bw = w / h->n;
     for (int r = 0; r < h->n; r++) {
-        double hd = ch * h->drafted[r] / kmax, ha = ch * h->accepted[r] / kmax;
+        double hd = ch * h->drafted[r] / longest, ha = ch * h->accepted[r] / longest;
         fprintf(f,
                 "<rect class=\"drafted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
                 "fill=\"#b9cde8\"/><rect class=\"accepted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
@@ -5304,7 +5322,8 @@ typedef struct {
 // How a flag's value is read: text as given, a path (which may not start with -), a number
 // checked against the flag's range, or a word of its own (--method, --objective, --exit).
 typedef enum {
-    ARG_SWITCH, ARG_TEXT, ARG_PATH, ARG_INT, ARG_LONG, ARG_FLOAT, ARG_METHOD, ARG_OBJECTIVE, ARG_EXIT
+    ARG_SWITCH, ARG_TEXT, ARG_PATH, ARG_INT, ARG_LONG, ARG_FLOAT,
+    ARG_METHOD, ARG_OBJECTIVE, ARG_EXIT
 } ArgKind;
 
 // One flag, written once: its name, argument and help (a %g in the help shows its default),
@@ -5423,7 +5442,9 @@ static const char *flag_name(const Options *o, const void *field) {
 }
 
 // Whether the flag whose value is stored at field was on the command line.
-static int given(const Options *o, const void *field) { return o->given >> flag_index(o, field) & 1; }
+static int given(const Options *o, const void *field) {
+    return o->given >> flag_index(o, field) & 1;
+}
 
 // The defaults before any flag: the papers' settings (MethodParams) and the exit rule's.
 static Options options_default(void) {
@@ -5455,7 +5476,8 @@ static void usage(FILE *f) {
     for (int k = 0; k < N_FLAGS; k++) {
         const Flag *fl = &FLAGS[k];
         char head[32], help[512];
-        snprintf(head, sizeof(head), "%s%s%s", fl->name, fl->arg ? " " : "", fl->arg ? fl->arg : "");
+        snprintf(head, sizeof(head), "%s%s%s", fl->name, fl->arg ? " " : "",
+                 fl->arg ? fl->arg : "");
         double v[3] = {default_value(&d, fl), (double)d.params.swift.max_draft, fl->hi};
         if (fl->kind == ARG_EXIT) { // the methods whose own exit rule is a fixed threshold
             v[0] = d.params.swift.exit_threshold;
@@ -5472,7 +5494,8 @@ static void usage(FILE *f) {
         }
         fputc('\n', f);
     }
-    fprintf(f, "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set so far.\n");
+    fprintf(f, "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set "
+               "so far.\n");
 }
 
 // One error line naming the flag (and its value) into err; returns -1.
@@ -5486,7 +5509,9 @@ static int parse_long(const char *flag, const char *v, double lo, double hi, lon
     char *end, why[96];
     errno = 0;
     *x = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || errno != 0) { return flag_fail(err, flag, v, "not an integer"); }
+    if (end == v || *end != '\0' || errno != 0) {
+        return flag_fail(err, flag, v, "not an integer");
+    }
     snprintf(why, sizeof(why), "must be in [%ld, %ld]", (long)lo, (long)hi);
     return *x < lo || *x > hi ? flag_fail(err, flag, v, why) : 0;
 }
@@ -5530,14 +5555,20 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
         return 0;
     case ARG_OBJECTIVE:
         o->cost_model = is(v, "cost");
-        return is(v, "time") || is(v, "cost") ? 0 : flag_fail(err, fl->name, v, "expected time or cost");
+        return is(v, "time") || is(v, "cost")
+                   ? 0
+                   : flag_fail(err, fl->name, v, "expected time or cost");
     case ARG_METHOD:
         for (int k = 0; k <= METHOD_ORACLE; k++) {
             if (is(v, method_name(k))) { o->method = k; }
         }
-        return o->method >= 0 ? 0 : flag_fail(err, fl->name, v, "unknown method (none, static, "
-                                                                 "selfsd, swift, asd, clasp, oracle)");
-    default: *(int *)p = 1; return 0; // a switch
+        return o->method >= 0 ? 0
+                              : flag_fail(err, fl->name, v,
+                                          "unknown method (none, static, "
+                                          "selfsd, swift, asd, clasp, oracle)");
+    default:
+        *(int *)p = 1;
+        return 0; // a switch
     }
 }
 
@@ -5560,13 +5591,17 @@ static int parse_args(int argc, char **argv, Options *o, char *err) {
             o->given |= 1UL << (fl - FLAGS);
             continue;
         }
-        if (a[0] != '-') { return flag_fail(err, a, NULL, "unexpected argument (flags start with -)"); }
+        if (a[0] != '-') {
+            return flag_fail(err, a, NULL, "unexpected argument (flags start with -)");
+        }
         if (fl == NULL) { return flag_fail(err, a, NULL, "unknown flag"); }
         if (is_missing_value(fl, v)) {
             return flag_fail(err, a, NULL, fl->kind == ARG_PATH ? "missing value (a path that "
                              "starts with - is written ./-name)" : "missing value");
         }
-        if (o->given >> (fl - FLAGS) & 1) { return flag_fail(err, a, NULL, "given twice (which one should win?)"); }
+        if (o->given >> (fl - FLAGS) & 1) {
+            return flag_fail(err, a, NULL, "given twice (which one should win?)");
+        }
         o->given |= 1UL << (fl - FLAGS);
         if (parse_value(fl, v, o, err)) { return -1; }
         i++;
@@ -5583,11 +5618,13 @@ static int check_flags(const Options *o, char *err) {
     }
     struct stat st;
     if (o->model_dir && strlen(o->model_dir) > 1000) {
-        return flag_fail(err, flag_name(o, &o->model_dir), NULL, "the folder path is longer than 1000 bytes");
+        return flag_fail(err, flag_name(o, &o->model_dir), NULL,
+                         "the folder path is longer than 1000 bytes");
     }
     if (o->model_dir && stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        return flag_fail(err, flag_name(o, &o->model_dir), o->model_dir, "a file, not a folder: give the folder that holds "
-                                                  "config.json, model.safetensors and tokenizer.json");
+        return flag_fail(err, flag_name(o, &o->model_dir), o->model_dir,
+                         "a file, not a folder: give the folder that holds "
+                         "config.json, model.safetensors and tokenizer.json");
     }
     // llama2.c's -p is top-p; here it is the prompt. Decision: a warning, as a number is a
     // valid prompt.
@@ -5601,12 +5638,16 @@ static int check_flags(const Options *o, char *err) {
         return flag_fail(err, flag_name(o, &o->method), "static", "needs --skip or --skip-file");
     }
     if (o->compare && !drafts) {
-        return flag_fail(err, flag_name(o, &o->compare), NULL, given(o, &o->method)
-            ? "--method none is plain decoding itself; --compare compares a speculative method with it"
-            : "compares a speculative method with plain decoding: give --method or --skip");
+        return flag_fail(
+            err, flag_name(o, &o->compare), NULL,
+            given(o, &o->method)
+                ? "--method none is plain decoding itself; --compare compares a speculative method "
+                  "with it"
+                : "compares a speculative method with plain decoding: give --method or --skip");
     }
     if (o->skip_spec && o->skip_file) {
-        return flag_fail(err, flag_name(o, &o->skip_file), NULL, "give --skip or --skip-file, not both");
+        return flag_fail(err, flag_name(o, &o->skip_file), NULL,
+                         "give --skip or --skip-file, not both");
     }
     for (int k = 0; k < N_FLAGS; k++) { // a flag the chosen method never reads
         if (o->given >> k & 1 && FLAGS[k].methods && !(FLAGS[k].methods & bit)) {
@@ -5614,10 +5655,12 @@ static int check_flags(const Options *o, char *err) {
         }
     }
     if (given(o, &o->exit.target) && (!drafts || o->exit.mode != EXIT_ADAPTIVE)) {
-        return flag_fail(err, flag_name(o, &o->exit.target), NULL, "only the adaptive draft exit has a target");
+        return flag_fail(err, flag_name(o, &o->exit.target), NULL,
+                         "only the adaptive draft exit has a target");
     }
     if (given(o, &o->top_p) && o->temperature == 0) {
-        return flag_fail(err, flag_name(o, &o->top_p), NULL, "greedy decoding (-t 0) does not sample; give -t too");
+        return flag_fail(err, flag_name(o, &o->top_p), NULL,
+                         "greedy decoding (-t 0) does not sample; give -t too");
     }
     return 0;
 }
@@ -6258,13 +6301,15 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
                                  flag_name(o, &o->prompt), ""); // checked by check_prompts
     double search_ms = 0;
     if ((o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) && pi == 0) {
-        r->skip = search_skip_set(&r->m, r->tok, o, r->prompt, n_prompt, &search_ms, r->search_hist);
+        r->skip =
+            search_skip_set(&r->m, r->tok, o, r->prompt, n_prompt, &search_ms, r->search_hist);
         r->searched = r->skip; // saved at the end (--save-skip)
     }
     SpecStats st;
     char *text = NULL;
     if (!o->json) { printf("%s", r->prompts[pi]); fflush(stdout); }
-    int n = decode_prompt(&r->m, r->tok, o, &r->sel, &r->skip, r->prompt, n_prompt, r->out, &st, &text);
+    int n =
+        decode_prompt(&r->m, r->tok, o, &r->sel, &r->skip, r->prompt, n_prompt, r->out, &st, &text);
     if (!o->json) { printf("\n"); }
     st.select_ms += search_ms;
     st.search_ms = search_ms;

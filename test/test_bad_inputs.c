@@ -1068,9 +1068,9 @@ int main(void) {
     { // SWIFT's tree alternatives on a vocabulary smaller than the tree width: real ids only
         SwiftParams p;
         memset(&p, 0, sizeof(p));
-        for (int k = 0; k < 4; k++) { p.tree_width[k] = 8; }
+        for (int k = 0; k < 4; k++) { p.tree.width[k] = 8; }
         float logits[3] = {0.5f, 2.0f, 1.0f};
-        int alts[MAX_ALTS], n = top_alternatives(logits, 3, 0.5f, &p, MAX_ALTS, alts);
+        int alts[MAX_ALTS], n = top_alternatives(logits, 3, 0.5f, &p.tree, MAX_ALTS, alts);
         check(n == 2 && alts[0] == 2 && alts[1] == 0,
               "top_alternatives on vocab 3, width 8: %d alternatives (%d, %d), want 2: (2, 0); an id -1 "
               "reads token_embedding[-dim]", n, n > 0 ? alts[0] : -9, n > 1 ? alts[1] : -9);

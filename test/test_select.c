@@ -49,7 +49,7 @@ static void test_gp(void) {
 // The tree of SWIFT's dynamic verification for x, d1, d2 with leaves {a, b} at depth 1 and {c}
 // at depth 2: order [x d1 d2 a b c], depths [0 1 2 1 1 2], each token sees its chain ancestors.
 static void test_tree_mask(void) {
-    DraftTree tr;
+    SwiftTree tr;
     int draft[3] = {100, 101, 102}, alts[3 * 16], n_alts[3] = {0, 2, 1};
     alts[16] = 201; alts[17] = 202; alts[32] = 301;
     build_tree(&tr, draft, 2, alts, n_alts);
@@ -84,10 +84,10 @@ static void test_tree_bound(const char *dir) {
     SpecScratch *s = build_spec_scratch(&m.config, MAX_DRAFT, 64);
     prefill(&m, prompt, 4, NULL, NULL, &row);
     int x = argmax(m.state.logits_host + (size_t)row * m.config.vocab_size, m.config.vocab_size);
-    int k = draft_tokens(&m, &sp, &greedy, x, 4, MAX_DRAFT, &sw, s);
+    int k = draft_tokens(&m, &sp, &greedy, x, 4, MAX_DRAFT, &sw.tree, s);
     for (int j = 1; j <= k; j++) {
         leaves += s->n_alts[j];
-        full &= j == k || s->n_alts[j] >= sw.tree_width[0] - 1;
+        full &= j == k || s->n_alts[j] >= sw.tree.width[0] - 1;
     }
     check(1 + k + leaves == MAX_PASS_TOKENS && k < MAX_DRAFT && full, "SWIFT tree: %d drafts and %d leaves make %d "
           "tokens (the pass holds %d), inner depths at full width: %d", k, leaves, 1 + k + leaves, MAX_PASS_TOKENS,
