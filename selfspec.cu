@@ -660,15 +660,9 @@ static int gpu_mapping = 1;
 static int gpu_mapping = 0;
 #endif
 
-// out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim); with residual, out += that
-// (out is then the residual stream state.x, and state.xb2 the scratch of the CPU's mapping)
-static void matmul_to(RunState *s, float *out, const float *x, const float *w, int n, int in_dim,
-                      int out_dim, int residual) {
-    if (!gpu_mapping) {
-        LAUNCH(matmul_kernel, out_dim, residual ? s->xb2 : out, x, w, n, in_dim, out_dim);
-        if (residual) { LAUNCH(residual_kernel, n * out_dim, out, s->xb2, n * out_dim); }
-        return;
-    }
+// The GPU's mapping of a matmul, 8 tokens' lanes at a time; with residual, out += the product.
+static void matmul_lanes(RunState *s, float *out, const float *x, const float *w, int n,
+                         int in_dim, int out_dim, int residual) {
     for (int t = 0; t < n; t += MAX_SWEEP_TOKENS) { // part holds 8 tokens' lanes
         int len = n - t < MAX_SWEEP_TOKENS ? n - t : MAX_SWEEP_TOKENS;
         LAUNCH(matmul_lanes_kernel, out_dim * LANES, s->part, x + (size_t)t * in_dim, w, len,
@@ -677,9 +671,27 @@ static void matmul_to(RunState *s, float *out, const float *x, const float *w, i
                out_dim, residual);
     }
 }
+
+// out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim)
 static void matmul(RunState *s, float *out, const float *x, const float *w, int n, int in_dim,
                    int out_dim) {
-    matmul_to(s, out, x, w, n, in_dim, out_dim, 0);
+    if (gpu_mapping) {
+        matmul_lanes(s, out, x, w, n, in_dim, out_dim, 0);
+        return;
+    }
+    LAUNCH(matmul_kernel, out_dim, out, x, w, n, in_dim, out_dim);
+}
+
+// A sublayer's output projection added to the residual stream: state.x += x w^T. The CPU's
+// mapping puts the product in state.xb2 first; the GPU's adds it as it combines the lanes.
+static void matmul_residual(RunState *s, const float *x, const float *w, int n, int in_dim,
+                            int out_dim) {
+    if (gpu_mapping) {
+        matmul_lanes(s, s->x, x, w, n, in_dim, out_dim, 1);
+        return;
+    }
+    LAUNCH(matmul_kernel, out_dim, s->xb2, x, w, n, in_dim, out_dim);
+    LAUNCH(residual_kernel, n * out_dim, s->x, s->xb2, n * out_dim);
 }
 
 // out (n, dim) = RMSNorm(x) * w
@@ -731,7 +743,7 @@ static void attention_sublayer(Model *m, int l, int n, int pos) {
            w->rope_inv_freq, n, c->n_kv_heads, c->head_dim);
     attention(s, s->xb, s->q, k_l, v_l, n, pos, c);
     // x += o_proj(...)
-    matmul_to(s, s->x, s->xb, w->wo + (size_t)l * dim * q_dim, n, q_dim, dim, 1);
+    matmul_residual(s, s->xb, w->wo + (size_t)l * dim * q_dim, n, q_dim, dim);
 }
 
 // MLP sublayer of layer l: x += down(silu(gate(norm(x))) * up(norm(x))).
@@ -744,7 +756,7 @@ static void mlp_sublayer(Model *m, int l, int n) {
     matmul(s, s->hb, s->xb, w->w_gate + (size_t)l * hid * dim, n, dim, hid);
     matmul(s, s->hb2, s->xb, w->w_up + (size_t)l * hid * dim, n, dim, hid);
     LAUNCH(swiglu_kernel, n * hid, s->hb2, s->hb, n * hid);
-    matmul_to(s, s->x, s->hb2, w->w_down + (size_t)l * dim * hid, n, hid, dim, 1); // x += down(...)
+    matmul_residual(s, s->hb2, w->w_down + (size_t)l * dim * hid, n, hid, dim); // x += down(..)
 }
 
 // Copies the residual rows of the captured tokens at sublayer boundary b, one copy per run of
@@ -794,10 +806,10 @@ static void forward_layers(Model *m, int n, int pos, const SkipSet *skip, int fi
     }
 }
 
-// forward, computing and copying back only the logits rows [first_row, n) (first_row = n: none),
-// to the same rows of state.logits_host: a prefill reads only its last row
-static void forward_rows(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
-                         const TokenTree *tree, Capture *capture, int first_row) {
+// The hidden states of a pass: the embeddings of n tokens at positions pos.., through every
+// layer, its sublayers in skip left out; state.x holds them after.
+static void run_pass(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
+                     const TokenTree *tree, Capture *capture) {
     const Config *c = &m->config;
     RunState *s = &m->state;
     if (n < 1 || n > s->max_tokens || pos < 0 || pos + n > c->seq_len) {
@@ -808,11 +820,16 @@ static void forward_rows(Model *m, const int *tokens, int n, int pos, const Skip
     LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
     capture_boundary(m, capture, 0);
     forward_layers(m, n, pos, skip, 0, c->n_layers, capture);
-    if (first_row >= n) { return; }
-    size_t f = (size_t)first_row, dim = (size_t)c->dim, vocab = (size_t)c->vocab_size;
-    rmsnorm(s, s->xb + f * dim, s->x + f * dim, m->weights.rms_final, n - first_row, c->dim,
+}
+
+// The logits of the pass's rows [first, n), into the same rows of state.logits_host.
+static void logits_rows(Model *m, int first, int n) {
+    const Config *c = &m->config;
+    RunState *s = &m->state;
+    size_t f = (size_t)first, dim = (size_t)c->dim, vocab = (size_t)c->vocab_size;
+    rmsnorm(s, s->xb + f * dim, s->x + f * dim, m->weights.rms_final, n - first, c->dim,
             c->norm_eps);
-    matmul(s, s->logits + f * vocab, s->xb + f * dim, m->weights.lm_head, n - first_row, c->dim,
+    matmul(s, s->logits + f * vocab, s->xb + f * dim, m->weights.lm_head, n - first, c->dim,
            c->vocab_size);
     copy_to_host(s->logits_host + f * vocab, s->logits + f * vocab,
                  (n - f) * vocab * sizeof(float));
@@ -820,7 +837,8 @@ static void forward_rows(Model *m, const int *tokens, int n, int pos, const Skip
 
 void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
              const TokenTree *tree, Capture *capture) {
-    forward_rows(m, tokens, n, pos, skip, tree, capture, 0);
+    run_pass(m, tokens, n, pos, skip, tree, capture);
+    logits_rows(m, 0, n);
 }
 
 // ----------------------------------------------------------------------------
@@ -1771,8 +1789,8 @@ static void prefill(Model *m, const int *tokens, int n, const SkipSet *skip, Sel
     for (int start = 0; start < n; start += T) {
         int len = n - start < T ? n - start : T;
         Capture cap = {len, idx, states};
-        forward_rows(m, tokens + start, len, start, skip, NULL, states ? &cap : NULL,
-                     start + len < n ? len : len - 1);
+        run_pass(m, tokens + start, len, start, skip, NULL, states ? &cap : NULL);
+        if (start + len == n) { logits_rows(m, len - 1, len); } // only the last row is read
         if (states) { selector_add_prefill_capture(sel, &cap, c); }
         *last_row = len - 1;
     }
