@@ -1622,18 +1622,25 @@ static int verify_tree(Model *m, const SwiftTree *tr, int k, int pos, int *kept,
 }
 
 // --- the selector: what the decoding loop calls -------------------------------
-// The hooks below are the only places the decoding loop meets a method: each may change the
-// draft's skip set. A NULL selector is the static set (or plain Self-SD drafting).
+// A method meets the decoding loop at the three moments the papers name: after the prefill
+// (ASD), before a round (SWIFT's optimization step) and after a verification (CLaSp's DP,
+// SWIFT's ratio rule). Each may change the draft's skip set. What a method wants captured for
+// the next moment is a request in the selector's fields, which the loop reads. A NULL selector
+// is the static set (or plain Self-SD drafting).
 
 typedef struct {
     int method;
     AsdParams asd;
     ClaspParams clasp;
-    Swift swift;         // METHOD_SWIFT, persists across prompts
-    double *asd_cos;     // (n_layers) METHOD_ASD: this prompt's summed cosines
-    int asd_tokens;      // the prompt tokens summed
-    int clasp_skip;      // M = round(skip_ratio * L)
-    int rounds;          // verifications in this prompt
+    Swift swift;          // METHOD_SWIFT, persists across prompts
+    int clasp_skip;       // M = round(skip_ratio * L)
+    int rounds;           // verifications in this prompt
+    // the requests the loop reads:
+    double *prompt_cos;   // (n_layers) ASD: prefill sums each prompt token's cosines C_l here;
+                          // NULL: not asked
+    int prompt_tokens;    // the prompt tokens summed in prompt_cos
+    int capture_verify;   // CLaSp: capture this round's verification states for a DP
+    int tree;             // SWIFT: verify a tree of swift.p.tree's shape (Sec. 4.2); 0: the chain
 } Selector;
 
 static void selector_init(Selector *sel, int method, const MethodParams *p, int n_layers,
@@ -1643,23 +1650,19 @@ static void selector_init(Selector *sel, int method, const MethodParams *p, int 
     sel->asd = p->asd;
     sel->clasp = p->clasp;
     if (method == METHOD_SWIFT) { swift_init(&sel->swift, &p->swift, n_layers, seed); }
-    sel->asd_cos = (double *)calloc_check((size_t)n_layers, sizeof(double));
+    if (method == METHOD_ASD) {
+        sel->prompt_cos = (double *)calloc_check((size_t)n_layers, sizeof(double));
+    }
     sel->clasp_skip = (int)lround(p->clasp.skip_ratio * n_layers);
+    // SWIFT's confidence-aware inference (Sec. 4.2) applies in both phases: footnote 1 of
+    // Sec. 4.2 says it is also used while optimizing, with the best set so far, and the official
+    // code verifies a tree on every step.
+    sel->tree = method == METHOD_SWIFT;
 }
 
 static void selector_free(Selector *sel) {
     if (sel->method == METHOD_SWIFT) { gp_free(&sel->swift.gp); }
-    free(sel->asd_cos);
-}
-
-// Prefill: ASD wants every prompt token's hidden states, handed over a chunk at a time.
-static int selector_wants_prefill_capture(const Selector *sel) {
-    return sel && sel->method == METHOD_ASD;
-}
-
-static void selector_add_prefill_capture(Selector *sel, const Capture *cap, const Config *c) {
-    asd_accumulate(cap, c->n_layers, c->dim, sel->asd_cos);
-    sel->asd_tokens += cap->n_idx;
+    free(sel->prompt_cos);
 }
 
 // After the prefill: the first draft of this prompt.
@@ -1671,11 +1674,11 @@ static void selector_after_prefill(Selector *sel, Model *m, SkipSet *skip) {
         // C_l is this prompt's mean (ASD Sec. 3.2: "for the current generation task"): average the
         // sums, then zero them so the next prompt of a -f run starts from nothing.
         double c_l[SS_MAX_LAYERS];
-        int tokens = sel->asd_tokens > 0 ? sel->asd_tokens : 1;
-        for (int l = 0; l < L; l++) { c_l[l] = sel->asd_cos[l] / tokens; }
+        int tokens = sel->prompt_tokens > 0 ? sel->prompt_tokens : 1;
+        for (int l = 0; l < L; l++) { c_l[l] = sel->prompt_cos[l] / tokens; }
         *skip = select_asd(c_l, L, &sel->asd);
-        memset(sel->asd_cos, 0, (size_t)L * sizeof(double));
-        sel->asd_tokens = 0;
+        memset(sel->prompt_cos, 0, (size_t)L * sizeof(double));
+        sel->prompt_tokens = 0;
     } else if (sel->method == METHOD_SWIFT) {
         *skip = sel->swift.best;
         sel->swift.last_ms = 0; // the time before this prompt's first round is not decoding
@@ -1686,26 +1689,18 @@ static void selector_after_prefill(Selector *sel, Model *m, SkipSet *skip) {
     }
 }
 
-// Before a round: SWIFT's optimization step while it is optimizing. Returns 1 if it ran one.
+// Before a round: SWIFT's optimization step while it is optimizing, and CLaSp's request for
+// this round's states (a DP every `interval` verifications). Returns 1 if a step ran.
 static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos,
                                  SkipSet *skip) {
-    if (sel == NULL || sel->method != METHOD_SWIFT || sel->swift.done) { return 0; }
+    if (sel == NULL) { return 0; }
+    sel->capture_verify =
+        sel->method == METHOD_CLASP && (sel->rounds + 1) % sel->clasp.interval == 0;
+    if (sel->method != METHOD_SWIFT || sel->swift.done) { return 0; }
     int before = sel->swift.steps;
     swift_step(&sel->swift, m, seq, n_prompt, pos);
     *skip = sel->swift.best;
     return sel->swift.steps > before;
-}
-
-// SWIFT's confidence-aware inference (Sec. 4.2) applies in both phases: footnote 1 of Sec. 4.2
-// says it is also used while optimizing, with the best set so far, and the official code
-// verifies a tree on every step. Returns the tree's shape, or NULL: the chain alone.
-static const TreeShape *selector_tree(const Selector *sel) {
-    return sel && sel->method == METHOD_SWIFT ? &sel->swift.p.tree : NULL;
-}
-
-// Does CLaSp want this round's hidden states (a DP every `interval` verifications)?
-static int selector_wants_verify_capture(const Selector *sel) {
-    return sel && sel->method == METHOD_CLASP && (sel->rounds + 1) % sel->clasp.interval == 0;
 }
 
 // After a verification: SWIFT's skip-ratio rule, and CLaSp's DP on the hidden states h_last of
@@ -1775,15 +1770,15 @@ static int sample_next(Sampler *sp, const float *logits, int vocab, float *probs
 // Runs a prompt through the model under skip (NULL = full) in chunks of state.max_tokens,
 // filling the KV cache at 0..n-1. Chunking does not change a bit: an n-token pass equals n
 // one-token passes. Leaves the last token's logits at row *last_row of state.logits_host (the
-// only row computed and copied back). A selector that asks for them (ASD) gets every prompt
-// token's hidden states, a chunk at a time.
+// only row computed and copied back). A selector that asks for the prompt's cosines (ASD) gets
+// them summed over every prompt token, a chunk of hidden states at a time.
 static void prefill(Model *m, const int *tokens, int n, const SkipSet *skip, Selector *sel,
                     int *last_row) {
     const Config *c = &m->config;
     int T = m->state.max_tokens, idx[MAX_PASS_TOKENS];
     for (int t = 0; t < T; t++) { idx[t] = t; }
     float *states = NULL; // (2L + 1, T, dim)
-    if (selector_wants_prefill_capture(sel)) {
+    if (sel && sel->prompt_cos) { // ASD asks for the prompt's cosines
         states = (float *)malloc_check((size_t)(2 * c->n_layers + 1) * T * c->dim * sizeof(float));
     }
     for (int start = 0; start < n; start += T) {
@@ -1791,7 +1786,10 @@ static void prefill(Model *m, const int *tokens, int n, const SkipSet *skip, Sel
         Capture cap = {len, idx, states};
         run_pass(m, tokens + start, len, start, skip, NULL, states ? &cap : NULL);
         if (start + len == n) { logits_rows(m, len - 1, len); } // only the last row is read
-        if (states) { selector_add_prefill_capture(sel, &cap, c); }
+        if (states) {
+            asd_accumulate(&cap, c->n_layers, c->dim, sel->prompt_cos);
+            sel->prompt_tokens += len;
+        }
         *last_row = len - 1;
     }
     free(states);
@@ -2174,7 +2172,8 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
     // rule (each rejected sibling's mass removed from both p and the without-replacement q before
     // the next is tried), and the official SWIFT/EAGLE versions of that rule had bugs; the chain
     // rule here is proven exact by the tests.
-    const TreeShape *shape = smp->temperature == 0.0f ? selector_tree(sel) : NULL;
+    const TreeShape *shape =
+        smp->temperature == 0.0f && sel && sel->tree ? &sel->swift.p.tree : NULL;
     SpecScratch *s = build_spec_scratch(c, max_draft, n_prompt + out->max_new + 1);
     memcpy(s->seq, prompt, (size_t)n_prompt * sizeof(int));
     memset(st, 0, sizeof(*st));
@@ -2198,7 +2197,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         int k = draft_tokens(m, sp, smp, x, pos, limit, shape, s);
         int skipped = skip_count(&sp->skip, c->n_layers); // the set may change after verifying
         st->draft_ms += lap_ms(&t);
-        int capture = selector_wants_verify_capture(sel), next;
+        int capture = sel && sel->capture_verify, next;
         int accepted = verify_draft(m, smp, k, pos, shape, capture, s, &next);
         st->verify_ms += lap_ms(&t);
         int emitted = emit_round(m, out, s, pos, accepted, next, &done);

@@ -172,7 +172,7 @@ static void test_planted(const char *dir) {
     int row;
     prefill(&m, prompt, 12, NULL, &sel, &row);
     for (int l = 0; l < L; l++) {
-        double cl = sel.asd_cos[l] / sel.asd_tokens;
+        double cl = sel.prompt_cos[l] / sel.prompt_tokens;
         check(planted.attn[l] ? cl > 1.0 - 1e-12 : cl < 0.9999, "ASD: C_%d = %.15f (planted %d)", l, cl, planted.attn[l]);
     }
     selector_free(&sel);
