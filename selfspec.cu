@@ -806,10 +806,10 @@ static void forward_layers(Model *m, int n, int pos, const SkipSet *skip, int fi
     }
 }
 
-// The hidden states of a pass: the embeddings of n tokens at positions pos.., through every
-// layer, its sublayers in skip left out; state.x holds them after.
-static void run_pass(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
-                     const TokenTree *tree, Capture *capture) {
+// forward, computing and copying back only the logits rows [first_row, n) (first_row = n: none),
+// to the same rows of state.logits_host: a prefill reads only its last row
+static void forward_rows(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
+                         const TokenTree *tree, Capture *capture, int first_row) {
     const Config *c = &m->config;
     RunState *s = &m->state;
     if (n < 1 || n > s->max_tokens || pos < 0 || pos + n > c->seq_len) {
@@ -820,16 +820,11 @@ static void run_pass(Model *m, const int *tokens, int n, int pos, const SkipSet 
     LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
     capture_boundary(m, capture, 0);
     forward_layers(m, n, pos, skip, 0, c->n_layers, capture);
-}
-
-// The logits of the pass's rows [first, n), into the same rows of state.logits_host.
-static void logits_rows(Model *m, int first, int n) {
-    const Config *c = &m->config;
-    RunState *s = &m->state;
-    size_t f = (size_t)first, dim = (size_t)c->dim, vocab = (size_t)c->vocab_size;
-    rmsnorm(s, s->xb + f * dim, s->x + f * dim, m->weights.rms_final, n - first, c->dim,
+    if (first_row >= n) { return; }
+    size_t f = (size_t)first_row, dim = (size_t)c->dim, vocab = (size_t)c->vocab_size;
+    rmsnorm(s, s->xb + f * dim, s->x + f * dim, m->weights.rms_final, n - first_row, c->dim,
             c->norm_eps);
-    matmul(s, s->logits + f * vocab, s->xb + f * dim, m->weights.lm_head, n - first, c->dim,
+    matmul(s, s->logits + f * vocab, s->xb + f * dim, m->weights.lm_head, n - first_row, c->dim,
            c->vocab_size);
     copy_to_host(s->logits_host + f * vocab, s->logits + f * vocab,
                  (n - f) * vocab * sizeof(float));
@@ -837,8 +832,7 @@ static void logits_rows(Model *m, int first, int n) {
 
 void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
              const TokenTree *tree, Capture *capture) {
-    run_pass(m, tokens, n, pos, skip, tree, capture);
-    logits_rows(m, 0, n);
+    forward_rows(m, tokens, n, pos, skip, tree, capture, 0);
 }
 
 // ----------------------------------------------------------------------------
@@ -1784,8 +1778,8 @@ static void prefill(Model *m, const int *tokens, int n, const SkipSet *skip, Sel
     for (int start = 0; start < n; start += T) {
         int len = n - start < T ? n - start : T;
         Capture cap = {len, idx, states};
-        run_pass(m, tokens + start, len, start, skip, NULL, states ? &cap : NULL);
-        if (start + len == n) { logits_rows(m, len - 1, len); } // only the last row is read
+        forward_rows(m, tokens + start, len, start, skip, NULL, states ? &cap : NULL,
+                     start + len < n ? len : len - 1);
         if (states) {
             asd_accumulate(&cap, c->n_layers, c->dim, sel->prompt_cos);
             sel->prompt_tokens += len;
