@@ -2834,41 +2834,103 @@ static char *json_string(const Json *j, int i, size_t *len) {
     return out;
 }
 
-// ----------------------------------------------------------------------------
-// config: config.json of a Hugging Face LlamaForCausalLM
+// A JSON file being read: its tokens, its path, which starts every message, and the caller's
+// error buffer, which keeps the first error. config.json and tokenizer.json are read through it.
+typedef struct {
+    const Json *j;
+    const char *path;
+    char *err;
+    int failed; // err holds the first error
+} JsonFile;
 
-// Reads an optional positive int key; *out keeps its default when the key is absent or null.
-static int config_int(const Json *j, const char *key, int required, int *out, const char *path,
-                      char *err) {
-    int i = json_get(j, 0, key);
-    if (i == -2) { return fail(err, "%s: key \"%s\" appears twice", path, key); }
-    if (json_is_null(j, i)) {
-        return required ? fail(err, "%s: missing \"%s\"", path, key) : 0;
+static int json_fail(JsonFile *f, const char *fmt, ...) {
+    char msg[SS_ERR_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (!f->failed) { fail(f->err, "%s: %s", f->path, msg); }
+    f->failed = 1;
+    return -1;
+}
+
+// Value of key in obj, or -1 if absent; a repeated key is an error.
+static int json_key(JsonFile *f, int obj, const char *key) {
+    int v = json_get(f->j, obj, key);
+    if (v == -2) { json_fail(f, "key \"%s\" appears twice", key); }
+    return v < 0 ? -1 : v;
+}
+
+// The string at key of obj, unescaped (the caller frees it), or NULL.
+static char *json_key_string(JsonFile *f, int obj, const char *key, size_t *n) {
+    return json_string(f->j, json_key(f, obj, key), n);
+}
+
+static int json_key_is(JsonFile *f, int obj, const char *key, const char *s) {
+    size_t n;
+    char *v = json_key_string(f, obj, key, &n);
+    int same = v != NULL && n == strlen(s) && memcmp(v, s, n) == 0;
+    free(v);
+    return same;
+}
+
+static int json_key_bool(JsonFile *f, int obj, const char *key, int dflt) {
+    int i = json_key(f, obj, key), v = dflt;
+    if (!json_is_null(f->j, i) && json_bool(f->j, i, &v) != 0) {
+        json_fail(f, "%s must be true or false", key);
     }
+    return v;
+}
+
+// First element of the array at key of obj (its length in *n), or -1 with an error.
+static int json_key_array(JsonFile *f, int obj, const char *key, int *n) {
+    int i = json_key(f, obj, key);
+    *n = i >= 0 && f->j->tok[i].type == JSMN_ARRAY ? f->j->tok[i].size : 0;
+    return i >= 0 && f->j->tok[i].type == JSMN_ARRAY ? i + 1
+                                                      : json_fail(f, "%s must be an array", key);
+}
+
+
+// The int at key of obj, in [lo, hi]; absent or null: *out keeps its default, or an error when
+// required.
+static int json_key_int(JsonFile *f, int obj, const char *key, int required, int lo, int hi,
+                        int *out) {
+    int i = json_key(f, obj, key);
     long long v;
-    if (json_int(j, i, 1, 1 << 24, &v) != 0) {
-        return fail(err, "%s: \"%s\" must be an integer in [1, %d]", path, key, 1 << 24);
+    if (f->failed) { return -1; }
+    if (json_is_null(f->j, i)) { return required ? json_fail(f, "missing \"%s\"", key) : 0; }
+    if (json_int(f->j, i, lo, hi, &v) != 0) {
+        return json_fail(f, "\"%s\" must be an integer in [%d, %d]", key, lo, hi);
     }
     *out = (int)v;
     return 0;
 }
 
-// The one rule for a config float: absent or null keeps the default; else a number that as a
+// The one rule for a float: absent or null keeps the default; else a number that as a
 // float is finite, normal and in (lo, hi] ((float)1e300 is inf, (float)1e-300 is 0 and 1e-40 a
 // subnormal: each refused, not computed with).
-static int config_float(const Json *j, int i, const char *key, float lo, float hi, float *out,
-                        const char *path, char *err) {
+static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, float *out) {
+    const Json *j = f->j;
     if (json_is_null(j, i)) { return 0; }
     double v;
     if (json_number(j, i, &v) != 0 || !isnormal((float)v) || !((float)v > lo && (float)v <= hi)) {
-        return fail(err, "%s: \"%s\" must be a normal float in (%g, %g]", path, key, lo, hi);
+        return json_fail(f, "\"%s\" must be a normal float in (%g, %g]", key, lo, hi);
     }
     *out = (float)v;
     return 0;
 }
 
+// ----------------------------------------------------------------------------
+// config: config.json of a Hugging Face LlamaForCausalLM
+
+// A config integer's largest value: the kernels index a pass's rows with int.
+enum { CONFIG_MAX = 1 << 24 };
+
+
+
 // A bias or non-SiLU activation would change the math; refuse rather than compute garbage.
-static int config_check_unsupported(const Json *j, const char *path, char *err) {
+static int config_check_unsupported(JsonFile *f) {
+    const Json *j = f->j;
     int arch = json_get(j, 0, "architectures");
     if (!json_is_null(j, arch)) {
         int ok = 0;
@@ -2877,23 +2939,21 @@ static int config_check_unsupported(const Json *j, const char *path, char *err) 
             ok |= json_eq(j, e, "LlamaForCausalLM");
         }
         if (!ok) {
-            return fail(
-                err,
-                "%s: architectures is not [\"LlamaForCausalLM\"]; only LLaMA models are supported",
-                path);
+            return json_fail(
+                f, "architectures is not [\"LlamaForCausalLM\"]; only LLaMA models are supported");
         }
     } else if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
-        return fail(err, "%s: neither architectures nor model_type says LLaMA", path);
+        return json_fail(f, "neither architectures nor model_type says LLaMA");
     }
     int act = json_get(j, 0, "hidden_act");
     if (!json_is_null(j, act) && !json_eq(j, act, "silu")) {
-        return fail(err, "%s: hidden_act must be \"silu\"", path);
+        return json_fail(f, "hidden_act must be \"silu\"");
     }
     const char *biases[] = {"attention_bias", "mlp_bias"};
     for (int k = 0; k < 2; k++) {
         int b = 0, i = json_get(j, 0, biases[k]);
         if (!json_is_null(j, i) && (json_bool(j, i, &b) != 0 || b)) {
-            return fail(err, "%s: %s=true is not supported", path, biases[k]);
+            return json_fail(f, "%s=true is not supported", biases[k]);
         }
     }
     return 0;
@@ -2902,7 +2962,8 @@ static int config_check_unsupported(const Json *j, const char *path, char *err) 
 // A RoPE setting's value token: transformers 5 writes them all in rope_parameters; older
 // configs have rope_theta at the top level and the scaling in rope_scaling (obj). A value given
 // in both places must agree; -2 (err set) when they do not.
-static int rope_get(const Json *j, int obj, const char *key, const char *path, char *err) {
+static int rope_get(JsonFile *f, int obj, const char *key) {
+    const Json *j = f->j;
     int a = json_get(j, obj, key), b = json_get(j, json_get(j, 0, "rope_parameters"), key);
     double x, y;
     if (a < 0 || b < 0) { return b >= 0 ? b : a; }
@@ -2912,7 +2973,7 @@ static int rope_get(const Json *j, int obj, const char *key, const char *path, c
                          memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start,
                                 (size_t)(j->tok[a].end - j->tok[a].start)) == 0;
     if (!same) {
-        return fail(err, "%s: %s%s and rope_parameters.%s disagree", path,
+        return json_fail(f, "%s%s and rope_parameters.%s disagree",
                     obj ? "rope_scaling." : "", key, key) - 1;
     }
     return b;
@@ -2920,49 +2981,51 @@ static int rope_get(const Json *j, int obj, const char *key, const char *path, c
 
 // RoPE: rope_theta, and rope_type "default" or "llama3" (Llama 3.1/3.2's scaling, with its
 // factors). Other types are refused.
-static int config_rope(Config *c, const Json *j, const char *path, char *err) {
-    int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(j, 0, "rope_theta", path, err);
-    int type = rope_get(j, rs, "rope_type", path, err);
+static int config_rope(Config *c, JsonFile *f) {
+    const Json *j = f->j;
+    int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(f, 0, "rope_theta");
+    int type = rope_get(f, rs, "rope_type");
     if (type == -1) { type = json_get(j, rs, "type"); }
     if (theta == -2 || type == -2 ||
-        config_float(j, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta, path, err)) {
+        json_float(f, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta)) {
         return -1;
     }
     if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
     if (!json_eq(j, type, "llama3")) {
-        return fail(err, "%s: rope_type is not supported (only \"default\" and \"llama3\")", path);
+        return json_fail(f, "rope_type is not supported (only \"default\" and \"llama3\")");
     }
     c->rope_llama3 = 1;
     c->rope_factor = c->rope_low_freq = c->rope_high_freq = 0;
     const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
     float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
     for (int k = 0; k < 3; k++) {
-        int i = rope_get(j, rs, keys[k], path, err);
-        if (i == -2 || config_float(j, i, keys[k], 0, FLT_MAX, dst[k], path, err)) { return -1; }
+        int i = rope_get(f, rs, keys[k]);
+        if (i == -2 || json_float(f, i, keys[k], 0, FLT_MAX, dst[k])) { return -1; }
     }
     long long orig = 0;
-    int o = rope_get(j, rs, "original_max_position_embeddings", path, err);
+    int o = rope_get(f, rs, "original_max_position_embeddings");
     if (o == -2) { return -1; }
-    if (json_int(j, o, 1, 1 << 24, &orig) || c->rope_factor <= 0 ||
+    if (json_int(j, o, 1, CONFIG_MAX, &orig) || c->rope_factor <= 0 ||
         c->rope_high_freq <= c->rope_low_freq) {
-        return fail(err, "%s: rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
-                    "and original_max_position_embeddings", path);
+        return json_fail(f, "rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
+                    "and original_max_position_embeddings");
     }
     c->rope_orig_max = (int)orig;
     return 0;
 }
 
-static int config_token_ids(Config *c, const Json *j, const char *path, char *err) {
+static int config_token_ids(Config *c, JsonFile *f) {
+    const Json *j = f->j;
     long long v;
     int bos = json_get(j, 0, "bos_token_id"), eos = json_get(j, 0, "eos_token_id");
     c->bos_id = -1;
     c->n_eos = 0;
     if (bos == -2 || eos == -2) {
-        return fail(err, "%s: bos_token_id or eos_token_id appears twice", path);
+        return json_fail(f, "bos_token_id or eos_token_id appears twice");
     }
     if (!json_is_null(j, bos)) {
         if (json_int(j, bos, 0, c->vocab_size - 1, &v)) {
-            return fail(err, "%s: bos_token_id is not a token id below vocab_size", path);
+            return json_fail(f, "bos_token_id is not a token id below vocab_size");
         }
         c->bos_id = (int)v;
     }
@@ -2970,12 +3033,12 @@ static int config_token_ids(Config *c, const Json *j, const char *path, char *er
     int is_list = j->tok[eos].type == JSMN_ARRAY;
     int n = is_list ? j->tok[eos].size : 1;
     if (n > SS_MAX_EOS) { // dropping some would quietly generate past them
-        return fail(err, "%s: eos_token_id lists %d ids; at most %d are supported", path, n,
+        return json_fail(f, "eos_token_id lists %d ids; at most %d are supported", n,
                     SS_MAX_EOS);
     }
     for (int k = 0; k < n; k++) {
         if (json_int(j, is_list ? json_at(j, eos, k) : eos, 0, c->vocab_size - 1, &v)) {
-            return fail(err, "%s: eos_token_id is not a token id below vocab_size", path);
+            return json_fail(f, "eos_token_id is not a token id below vocab_size");
         }
         c->eos_ids[c->n_eos++] = (int)v;
     }
@@ -2989,14 +3052,15 @@ static int read_config(Config *c, const char *dir, char *err) {
     char *text = read_file(path, &len, err);
     if (text == NULL) { return -1; }
     Json j;
+    JsonFile f = {&j, path, err, 0};
     int rc = json_parse(&j, text, len, path, err);
-    if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = fail(err, "%s: not a JSON object", path); }
+    if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = json_fail(&f, "not a JSON object"); }
     // JSON parsers disagree on which copy of a key wins
     for (int i = 0; rc == 0 && i < j.n_tok; i++) {
         int dup = j.tok[i].type == JSMN_OBJECT ? json_duplicate_key(&j, i) : -1;
         if (dup >= 0) {
             int n = j.tok[dup].end - j.tok[dup].start;
-            rc = fail(err, "%s: key \"%.*s\" appears twice in one object", path, n < 64 ? n : 64,
+            rc = json_fail(&f, "key \"%.*s\" appears twice in one object", n < 64 ? n : 64,
                       j.js + j.tok[dup].start);
         }
     }
@@ -3005,44 +3069,43 @@ static int read_config(Config *c, const char *dir, char *err) {
     c->norm_eps = 1e-6f;
     c->head_dim = 0;
     if (rc == 0) {
-        rc = config_check_unsupported(&j, path, err);
+        rc = config_check_unsupported(&f);
     }
     if (rc == 0) {
-        rc = config_int(&j, "hidden_size", 1, &c->dim, path, err) ||
-             config_int(&j, "intermediate_size", 1, &c->hidden_dim, path, err) ||
-             config_int(&j, "num_hidden_layers", 1, &c->n_layers, path, err) ||
-             config_int(&j, "num_attention_heads", 1, &c->n_heads, path, err) ||
-             config_int(&j, "vocab_size", 1, &c->vocab_size, path, err) ||
-             config_int(&j, "max_position_embeddings", 1, &c->max_pos, path, err) ? -1 : 0;
+        rc = json_key_int(&f, 0, "hidden_size", 1, 1, CONFIG_MAX, &c->dim) ||
+             json_key_int(&f, 0, "intermediate_size", 1, 1, CONFIG_MAX, &c->hidden_dim) ||
+             json_key_int(&f, 0, "num_hidden_layers", 1, 1, CONFIG_MAX, &c->n_layers) ||
+             json_key_int(&f, 0, "num_attention_heads", 1, 1, CONFIG_MAX, &c->n_heads) ||
+             json_key_int(&f, 0, "vocab_size", 1, 1, CONFIG_MAX, &c->vocab_size) ||
+             json_key_int(&f, 0, "max_position_embeddings", 1, 1, CONFIG_MAX, &c->max_pos) ? -1 : 0;
     }
     if (rc == 0) {
         c->n_kv_heads = c->n_heads;
         c->head_dim = c->dim / c->n_heads;
-        rc = config_int(&j, "num_key_value_heads", 0, &c->n_kv_heads, path, err) ||
-             config_int(&j, "head_dim", 0, &c->head_dim, path, err) ||
-             config_float(&j, json_get(&j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps,
-                          path, err) ||
-             config_rope(c, &j, path, err) || config_token_ids(c, &j, path, err) ? -1 : 0;
+        rc = json_key_int(&f, 0, "num_key_value_heads", 0, 1, CONFIG_MAX, &c->n_kv_heads) ||
+             json_key_int(&f, 0, "head_dim", 0, 1, CONFIG_MAX, &c->head_dim) ||
+             json_float(&f, json_get(&j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
+             config_rope(c, &f) || config_token_ids(c, &f) ? -1 : 0;
     }
     if (rc == 0) {
         int tie = json_get(&j, 0, "tie_word_embeddings");
         if (!json_is_null(&j, tie) && json_bool(&j, tie, &c->tied) != 0) {
-            rc = fail(err, "%s: tie_word_embeddings must be true or false", path);
+            rc = json_fail(&f, "tie_word_embeddings must be true or false");
         }
     }
     if (rc == 0 && c->n_layers > SS_MAX_LAYERS) {
-        rc = fail(err, "%s: num_hidden_layers %d exceeds the supported %d", path, c->n_layers,
+        rc = json_fail(&f, "num_hidden_layers %d exceeds the supported %d", c->n_layers,
                   SS_MAX_LAYERS);
     } else if (rc == 0 && c->n_heads % c->n_kv_heads != 0) {
-        rc = fail(err, "%s: num_attention_heads %d is not a multiple of num_key_value_heads %d",
-                  path, c->n_heads, c->n_kv_heads);
+        rc = json_fail(&f, "num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                       c->n_heads, c->n_kv_heads);
     } else if (rc == 0 && (c->head_dim % 2 != 0 || c->head_dim < 2)) {
-        rc = fail(err, "%s: head_dim %d (hidden_size / num_attention_heads when not given) must be "
-                  "even and at least 2 (RoPE rotates pairs)", path, c->head_dim);
-    } else if (rc == 0 && (size_t)c->n_heads * c->head_dim > (1 << 24)) {
+        rc = json_fail(&f, "head_dim %d (hidden_size / num_attention_heads when not given) must be "
+                  "even and at least 2 (RoPE rotates pairs)", c->head_dim);
+    } else if (rc == 0 && (size_t)c->n_heads * c->head_dim > CONFIG_MAX) {
         // the kernels index a pass's (n_tokens, n_heads, head_dim) rows with int
-        rc = fail(err, "%s: num_attention_heads %d x head_dim %d exceeds %d", path, c->n_heads,
-                  c->head_dim, 1 << 24);
+        rc = json_fail(&f, "num_attention_heads %d x head_dim %d exceeds %d", c->n_heads,
+                  c->head_dim, CONFIG_MAX);
     }
     json_free(&j);
     free(text);
@@ -4100,75 +4163,23 @@ static const char GPT2_PATTERN[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|"
     "\\s+(?!\\S)|\\s+";
 
-typedef struct {
-    const Json *j;
-    const char *path;
-    char *err;
-    int failed; // err holds the first error
-} Loader;
-
-static int lfail(Loader *ld, const char *fmt, ...) {
-    char msg[SS_ERR_LEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (!ld->failed) { fail(ld->err, "%s: %s", ld->path, msg); }
-    ld->failed = 1;
-    return -1;
+static int type_is(JsonFile *f, int obj, const char *type) {
+    return json_key_is(f, obj, "type", type);
 }
 
-// Value of key in obj, or -1 if absent; a repeated key is an error.
-static int jkey(Loader *ld, int obj, const char *key) {
-    int v = json_get(ld->j, obj, key);
-    if (v == -2) { lfail(ld, "key \"%s\" appears twice", key); }
-    return v < 0 ? -1 : v;
-}
-
-// The string at key of obj, unescaped (the caller frees it), or NULL.
-static char *get_string(Loader *ld, int obj, const char *key, size_t *n) {
-    return json_string(ld->j, jkey(ld, obj, key), n);
-}
-
-static int str_is(Loader *ld, int obj, const char *key, const char *s) {
+static int unsupported(JsonFile *f, const char *what, int obj) {
     size_t n;
-    char *v = get_string(ld, obj, key, &n);
-    int same = v != NULL && n == strlen(s) && memcmp(v, s, n) == 0;
-    free(v);
-    return same;
-}
-
-static int type_is(Loader *ld, int obj, const char *type) { return str_is(ld, obj, "type", type); }
-
-static int unsupported(Loader *ld, const char *what, int obj) {
-    size_t n;
-    char *type = get_string(ld, obj, "type", &n);
-    lfail(ld, "unsupported %s type %.60s", what, type != NULL ? type : "(none)");
+    char *type = json_key_string(f, obj, "type", &n);
+    json_fail(f, "unsupported %s type %.60s", what, type != NULL ? type : "(none)");
     free(type);
     return -1;
 }
 
-static int get_bool(Loader *ld, int obj, const char *key, int dflt) {
-    int i = jkey(ld, obj, key), v = dflt;
-    if (!json_is_null(ld->j, i) && json_bool(ld->j, i, &v) != 0) {
-        lfail(ld, "%s must be true or false", key);
-    }
-    return v;
-}
-
-// First element of the array at key of obj (its length in *n), or -1 with an error.
-static int get_array(Loader *ld, int obj, const char *key, int *n) {
-    int i = jkey(ld, obj, key);
-    *n = i >= 0 && ld->j->tok[i].type == JSMN_ARRAY ? ld->j->tok[i].size : 0;
-    return i >= 0 && ld->j->tok[i].type == JSMN_ARRAY ? i + 1
-                                                      : lfail(ld, "%s must be an array", key);
-}
-
 // One UTF-8 character at key of obj into c (8 bytes); returns its length, or 0.
-static int get_char(Loader *ld, int obj, const char *key, char *c) {
+static int get_char(JsonFile *f, int obj, const char *key, char *c) {
     size_t n;
     int cp;
-    char *s = get_string(ld, obj, key, &n);
+    char *s = json_key_string(f, obj, key, &n);
     int ok = s != NULL && n > 0 && utf8_decode(s, n, 0, &cp) == n && cp >= 0;
     if (ok) { memcpy(c, s, n); }
     free(s);
@@ -4176,170 +4187,180 @@ static int get_char(Loader *ld, int obj, const char *key, char *c) {
 }
 
 // Metaspace options, shared by the pre-tokenizer and the decoder
-static int load_metaspace(Loader *ld, int obj, char *rep, int *rep_len, int *prepend) {
+static int load_metaspace(JsonFile *f, int obj, char *rep, int *rep_len, int *prepend) {
     static const char *const schemes[] = {"never", "first", "always"}; // PREPEND_* order
-    *rep_len = get_char(ld, obj, "replacement", rep);
+    *rep_len = get_char(f, obj, "replacement", rep);
     *prepend = -1;
-    if (jkey(ld, obj, "prepend_scheme") < 0) { // files from before tokenizers 0.19
-        *prepend = get_bool(ld, obj, "add_prefix_space", 1) ? PREPEND_ALWAYS : PREPEND_NEVER;
+    if (json_key(f, obj, "prepend_scheme") < 0) { // files from before tokenizers 0.19
+        *prepend = json_key_bool(f, obj, "add_prefix_space", 1) ? PREPEND_ALWAYS : PREPEND_NEVER;
     }
     for (int k = 0; k < 3; k++) {
-        *prepend = str_is(ld, obj, "prepend_scheme", schemes[k]) ? k : *prepend;
+        *prepend = json_key_is(f, obj, "prepend_scheme", schemes[k]) ? k : *prepend;
     }
     return *rep_len == 0 || *prepend < 0
-               ? lfail(ld, "unsupported Metaspace replacement or prepend_scheme")
+               ? json_fail(f, "unsupported Metaspace replacement or prepend_scheme")
                : 0;
 }
 
-static int add_pre(Tokenizer *t, Loader *ld, int kind) {
+static int add_pre(Tokenizer *t, JsonFile *f, int kind) {
     if (t->byte_level || t->n_pre == MAX_PRE) {
-        return lfail(ld, "unsupported pre_tokenizer: a step after ByteLevel, or too many");
+        return json_fail(f, "unsupported pre_tokenizer: a step after ByteLevel, or too many");
     }
     t->pre[t->n_pre++] = (unsigned char)kind;
     return 0;
 }
 
-static int load_pre_step(Tokenizer *t, Loader *ld, int p) {
-    if (type_is(ld, p, "ByteLevel")) { // HF's defaults: add_prefix_space and use_regex true
-        if ((get_bool(ld, p, "add_prefix_space", 1) && add_pre(t, ld, PRE_PREFIX_SPACE) != 0) ||
-            (get_bool(ld, p, "use_regex", 1) && add_pre(t, ld, PRE_GPT2) != 0)) {
+static int load_pre_step(Tokenizer *t, JsonFile *f, int p) {
+    if (type_is(f, p, "ByteLevel")) { // HF's defaults: add_prefix_space and use_regex true
+        if ((json_key_bool(f, p, "add_prefix_space", 1) &&
+             add_pre(t, f, PRE_PREFIX_SPACE) != 0) ||
+            (json_key_bool(f, p, "use_regex", 1) && add_pre(t, f, PRE_GPT2) != 0)) {
             return -1;
         }
         t->byte_level = 1;
         return 0;
     }
-    if (type_is(ld, p, "Digits")) {
-        return add_pre(t, ld,
-                       get_bool(ld, p, "individual_digits", 0) ? PRE_DIGITS : PRE_DIGIT_RUNS);
+    if (type_is(f, p, "Digits")) {
+        return add_pre(t, f,
+                       json_key_bool(f, p, "individual_digits", 0) ? PRE_DIGITS : PRE_DIGIT_RUNS);
     }
-    if (type_is(ld, p, "Split")) { // the two patterns we have scanners for, and no other
-        int pattern = jkey(ld, p, "pattern");
-        int kind = str_is(ld, pattern, "Regex", LLAMA3_PATTERN) ? PRE_LLAMA3
-                   : str_is(ld, pattern, "Regex", GPT2_PATTERN) ? PRE_GPT2 : -1;
-        if (kind < 0 || !str_is(ld, p, "behavior", "Isolated") || get_bool(ld, p, "invert", 0)) {
-            return lfail(
-                ld,
+    if (type_is(f, p, "Split")) { // the two patterns we have scanners for, and no other
+        int pattern = json_key(f, p, "pattern");
+        int kind = json_key_is(f, pattern, "Regex", LLAMA3_PATTERN) ? PRE_LLAMA3
+                   : json_key_is(f, pattern, "Regex", GPT2_PATTERN) ? PRE_GPT2 : -1;
+        if (kind < 0 || !json_key_is(f, p, "behavior", "Isolated") ||
+            json_key_bool(f, p, "invert", 0)) {
+            return json_fail(
+                f,
                 "unsupported pre_tokenizer Split (only the Llama 3 and GPT-2 regexes, Isolated)");
         }
-        return add_pre(t, ld, kind);
+        return add_pre(t, f, kind);
     }
-    if (type_is(ld, p, "Metaspace") && t->meta_rep_len == 0) {
-        if (load_metaspace(ld, p, t->meta_rep, &t->meta_rep_len, &t->meta_prepend) != 0 ||
-            add_pre(t, ld, PRE_METASPACE) != 0) {
+    if (type_is(f, p, "Metaspace") && t->meta_rep_len == 0) {
+        if (load_metaspace(f, p, t->meta_rep, &t->meta_rep_len, &t->meta_prepend) != 0 ||
+            add_pre(t, f, PRE_METASPACE) != 0) {
             return -1;
         }
-        return get_bool(ld, p, "split", 1) ? add_pre(t, ld, PRE_METASPACE_SPLIT) : 0;
+        return json_key_bool(f, p, "split", 1) ? add_pre(t, f, PRE_METASPACE_SPLIT) : 0;
     }
-    return unsupported(ld, "pre_tokenizer", p);
+    return unsupported(f, "pre_tokenizer", p);
 }
 
-static int load_norm_step(Tokenizer *t, Loader *ld, int o) {
-    int prepend = type_is(ld, o, "Prepend");
-    if (!prepend && !type_is(ld, o, "Replace")) { return unsupported(ld, "normalizer", o); }
-    if (t->n_norm == MAX_NORM) { return lfail(ld, "normalizer has more than %d steps", MAX_NORM); }
+static int load_norm_step(Tokenizer *t, JsonFile *f, int o) {
+    int prepend = type_is(f, o, "Prepend");
+    if (!prepend && !type_is(f, o, "Replace")) { return unsupported(f, "normalizer", o); }
+    if (t->n_norm == MAX_NORM) {
+        return json_fail(f, "normalizer has more than %d steps", MAX_NORM);
+    }
     NormStep *st = &t->norm[t->n_norm++];
-    st->to = get_string(ld, o, prepend ? "prepend" : "content", &st->to_len);
-    if (!prepend) { st->from = get_string(ld, jkey(ld, o, "pattern"), "String", &st->from_len); }
+    st->to = json_key_string(f, o, prepend ? "prepend" : "content", &st->to_len);
+    if (!prepend) {
+        st->from = json_key_string(f, json_key(f, o, "pattern"), "String", &st->from_len);
+    }
     int ok = st->to != NULL && (prepend || (st->from != NULL && st->from_len > 0));
     return ok ? 0
-              : lfail(ld, "unsupported normalizer %s (only a String pattern)",
+              : json_fail(f, "unsupported normalizer %s (only a String pattern)",
                       prepend ? "Prepend" : "Replace");
 }
 
 // TemplateProcessing: the special tokens before and after $A in the "single" template
-static int load_template(Tokenizer *t, Loader *ld, int p) {
-    const Json *j = ld->j;
-    int n, i = get_array(ld, p, "single", &n), specials = jkey(ld, p, "special_tokens"), seen_a = 0;
+static int load_template(Tokenizer *t, JsonFile *f, int p) {
+    const Json *j = f->j;
+    int n, i = json_key_array(f, p, "single", &n), specials = json_key(f, p, "special_tokens"),
+           seen_a = 0;
     for (int k = 0; k < n && i >= 0; k++, i = json_skip(j, i)) {
-        int seq = jkey(ld, i, "Sequence"), m = 0, e = -1;
+        int seq = json_key(f, i, "Sequence"), m = 0, e = -1;
         size_t len;
-        if (seq >= 0 && (seen_a || !str_is(ld, seq, "id", "A"))) {
-            return lfail(ld, "post_processor: the single template must hold $A once");
+        if (seq >= 0 && (seen_a || !json_key_is(f, seq, "id", "A"))) {
+            return json_fail(f, "post_processor: the single template must hold $A once");
         }
         seen_a |= seq >= 0;
-        char *name = seq >= 0 ? NULL : get_string(ld, jkey(ld, i, "SpecialToken"), "id", &len);
-        int entry = name != NULL ? jkey(ld, specials, name) : -1;
+        char *name =
+            seq >= 0 ? NULL : json_key_string(f, json_key(f, i, "SpecialToken"), "id", &len);
+        int entry = name != NULL ? json_key(f, specials, name) : -1;
         if (name != NULL && entry < 0) { // (lfail keeps this message, not get_array's)
-            lfail(ld, "post_processor: special_tokens has no \"%.64s\"", name);
+            json_fail(f, "post_processor: special_tokens has no \"%.64s\"", name);
         }
-        e = name != NULL ? get_array(ld, entry, "ids", &m) : -1;
+        e = name != NULL ? json_key_array(f, entry, "ids", &m) : -1;
         free(name);
         for (int q = 0; q < m && e >= 0; q++, e = json_skip(j, e)) {
             long long id;
             int *count = seen_a ? &t->n_suffix : &t->n_prefix;
             if (json_int(j, e, 0, t->vocab_size - 1, &id) != 0 || *count == MAX_TEMPLATE) {
-                return lfail(ld, "post_processor: bad special token id");
+                return json_fail(f, "post_processor: bad special token id");
             }
             (seen_a ? t->suffix : t->prefix)[(*count)++] = (int)id;
         }
-        if (seq < 0 && e < 0) { return lfail(ld, "post_processor: a template token without ids"); }
+        if (seq < 0 && e < 0) {
+            return json_fail(f, "post_processor: a template token without ids");
+        }
     }
-    return i < 0 || !seen_a ? lfail(ld, "post_processor: the single template must hold $A once")
+    return i < 0 || !seen_a ? json_fail(f, "post_processor: the single template must hold $A once")
                             : 0;
 }
 
-static int load_post_step(Tokenizer *t, Loader *ld, int p) {
-    if (type_is(ld, p, "ByteLevel")) { return 0; } // it only adjusts offsets
-    if (type_is(ld, p, "TemplateProcessing") && t->n_prefix + t->n_suffix == 0) {
-        return load_template(t, ld, p);
+static int load_post_step(Tokenizer *t, JsonFile *f, int p) {
+    if (type_is(f, p, "ByteLevel")) { return 0; } // it only adjusts offsets
+    if (type_is(f, p, "TemplateProcessing") && t->n_prefix + t->n_suffix == 0) {
+        return load_template(t, f, p);
     }
-    return unsupported(ld, "post_processor", p);
+    return unsupported(f, "post_processor", p);
 }
 
 // SentencePiece: Sequence[Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)], each step
 // after the Replace optional but in this order (Strip after Fuse cuts the text, not every token).
 // Also Metaspace and ByteLevel.
-static int load_decoder(Tokenizer *t, Loader *ld, int d) {
-    const Json *j = ld->j;
-    if (type_is(ld, d, "ByteLevel")) { t->decoder = DEC_BYTELEVEL; return 0; }
-    if (type_is(ld, d, "Metaspace")) {
+static int load_decoder(Tokenizer *t, JsonFile *f, int d) {
+    const Json *j = f->j;
+    if (type_is(f, d, "ByteLevel")) { t->decoder = DEC_BYTELEVEL; return 0; }
+    if (type_is(f, d, "Metaspace")) {
         t->decoder = DEC_METASPACE;
-        return load_metaspace(ld, d, t->dec_rep, &t->dec_rep_len, &t->dec_prepend);
+        return load_metaspace(f, d, t->dec_rep, &t->dec_rep_len, &t->dec_prepend);
     }
-    if (!type_is(ld, d, "Sequence")) { return unsupported(ld, "decoder", d); }
+    if (!type_is(f, d, "Sequence")) { return unsupported(f, "decoder", d); }
     t->decoder = DEC_SENTENCEPIECE;
-    int n, i = get_array(ld, d, "decoders", &n), prev = 0;
+    int n, i = json_key_array(f, d, "decoders", &n), prev = 0;
     for (int k = 0; k < n && i >= 0; k++, i = json_skip(j, i)) {
-        int step = type_is(ld, i, "Replace")        ? 1
-                   : type_is(ld, i, "ByteFallback") ? 2
-                   : type_is(ld, i, "Fuse")         ? 3
-                   : type_is(ld, i, "Strip")        ? 4
+        int step = type_is(f, i, "Replace")        ? 1
+                   : type_is(f, i, "ByteFallback") ? 2
+                   : type_is(f, i, "Fuse")         ? 3
+                   : type_is(f, i, "Strip")        ? 4
                                                     : 5;
         long long start = 0, stop = 0;
         int ok = step > prev && step < 5 && (step == 1) == (k == 0);
         if (step == 1) {
-            t->dec_rep_len = get_char(ld, jkey(ld, i, "pattern"), "String", t->dec_rep);
-            ok = ok && t->dec_rep_len > 0 && str_is(ld, i, "content", " ");
+            t->dec_rep_len = get_char(f, json_key(f, i, "pattern"), "String", t->dec_rep);
+            ok = ok && t->dec_rep_len > 0 && json_key_is(f, i, "content", " ");
         }
         if (step == 4) {
-            ok = ok && prev == 3 && str_is(ld, i, "content", " ") &&
-                 json_int(j, jkey(ld, i, "start"), 0, 1, &start) == 0 &&
-                 json_int(j, jkey(ld, i, "stop"), 0, 0, &stop) == 0;
+            ok = ok && prev == 3 && json_key_is(f, i, "content", " ") &&
+                 json_int(j, json_key(f, i, "start"), 0, 1, &start) == 0 &&
+                 json_int(j, json_key(f, i, "stop"), 0, 0, &stop) == 0;
         }
         if (!ok) {
-            return lfail(ld,
+            return json_fail(f,
                          "unsupported decoder Sequence (only Replace, ByteFallback, Fuse, Strip)");
         }
         t->dec_byte_fallback |= step == 2;
         t->dec_strip = (int)start;
         prev = step;
     }
-    return i < 0 || prev == 0 ? lfail(ld, "decoder Sequence is empty") : 0;
+    return i < 0 || prev == 0 ? json_fail(f, "decoder Sequence is empty") : 0;
 }
 
 // Largest id in the vocab and the added tokens, each checked to be in [0, MAX_VOCAB).
-static int max_id(Loader *ld, int vocab, int added) {
-    const Json *j = ld->j;
+static int max_id(JsonFile *f, int vocab, int added) {
+    const Json *j = f->j;
     long long id, top = -1;
     for (int k = 0, i = vocab + 1; k < j->tok[vocab].size; k++, i = json_skip(j, i + 1)) {
         if (json_int(j, i + 1, 0, MAX_VOCAB - 1, &id) != 0) {
-            return lfail(ld, "model.vocab entry %d: id not in [0, %d)", k, MAX_VOCAB);
+            return json_fail(f, "model.vocab entry %d: id not in [0, %d)", k, MAX_VOCAB);
         }
         top = id > top ? id : top;
     }
     for (int k = 0, i = added + 1; added >= 0 && k < j->tok[added].size; k++, i = json_skip(j, i)) {
-        if (json_int(j, jkey(ld, i, "id"), 0, MAX_VOCAB - 1, &id) != 0) {
-            return lfail(ld, "added_tokens[%d]: id not in [0, %d)", k, MAX_VOCAB);
+        if (json_int(j, json_key(f, i, "id"), 0, MAX_VOCAB - 1, &id) != 0) {
+            return json_fail(f, "added_tokens[%d]: id not in [0, %d)", k, MAX_VOCAB);
         }
         top = id > top ? id : top;
     }
@@ -4347,9 +4368,9 @@ static int max_id(Loader *ld, int vocab, int added) {
 }
 
 // Gives id its text (each id gets one).
-static int set_text(Tokenizer *t, Loader *ld, int id, const char *s, size_t n) {
+static int set_text(Tokenizer *t, JsonFile *f, int id, const char *s, size_t n) {
     if (t->tok[id].text != NULL || n > t->strings_cap - t->strings_len) {
-        return lfail(ld, "two tokens have id %d", id);
+        return json_fail(f, "two tokens have id %d", id);
     }
     t->tok[id].text = (const char *)memcpy(t->strings + t->strings_len, s, n);
     t->tok[id].len = (int)n;
@@ -4357,8 +4378,8 @@ static int set_text(Tokenizer *t, Loader *ld, int id, const char *s, size_t n) {
     return 0;
 }
 
-static int load_vocab(Tokenizer *t, Loader *ld, int vocab) {
-    const Json *j = ld->j;
+static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
+    const Json *j = f->j;
     t->vocab_cap = table_size((size_t)j->tok[vocab].size);
     t->vocab_slots = (int *)calloc_check(t->vocab_cap, sizeof(int));
     for (size_t k = 0; k < t->vocab_cap; k++) { t->vocab_slots[k] = -1; }
@@ -4368,9 +4389,9 @@ static int load_vocab(Tokenizer *t, Loader *ld, int vocab) {
         json_int(j, i + 1, 0, MAX_VOCAB - 1, &id); // checked by max_id
         char *s = json_string(j, i, &len);
         int ok = s != NULL && t->vocab_slots[slot = vocab_slot(t, s, len)] < 0 &&
-                 set_text(t, ld, (int)id, s, len) == 0;
+                 set_text(t, f, (int)id, s, len) == 0;
         free(s);
-        if (!ok) { return lfail(ld, "model.vocab entry %d: a bad or repeated token", k); }
+        if (!ok) { return json_fail(f, "model.vocab entry %d: a bad or repeated token", k); }
         t->vocab_slots[slot] = (int)id;
         t->max_len = (int)len > t->max_len ? (int)len : t->max_len;
     }
@@ -4379,9 +4400,9 @@ static int load_vocab(Tokenizer *t, Loader *ld, int vocab) {
 
 // Merge k, "a b" or ["a", "b"], joins the tokens a and b into the token ab with rank k (lower
 // ranks merge first). A pair listed twice keeps its last rank, as in HF's HashMap.
-static int load_merges(Tokenizer *t, Loader *ld, int merges) {
-    const Json *j = ld->j;
-    int n, i = get_array(ld, merges, "merges", &n), rc = i < 0 ? -1 : 0;
+static int load_merges(Tokenizer *t, JsonFile *f, int merges) {
+    const Json *j = f->j;
+    int n, i = json_key_array(f, merges, "merges", &n), rc = i < 0 ? -1 : 0;
     t->merge_cap = table_size((size_t)n);
     t->merges = (Merge *)calloc_check(t->merge_cap, sizeof(Merge));
     for (size_t k = 0; k < t->merge_cap; k++) { t->merges[k].left = -1; }
@@ -4405,7 +4426,7 @@ static int load_merges(Tokenizer *t, Loader *ld, int merges) {
             joined = vocab_find(t, ab, na + nb);
         }
         if (left < 0 || right < 0 || joined < 0) {
-            rc = lfail(ld, "model.merges[%d]: not two vocab tokens that join into one", k);
+            rc = json_fail(f, "model.merges[%d]: not two vocab tokens that join into one", k);
         } else {
             Merge *m = &t->merges[merge_slot(t, left, right)];
             m->left = left, m->right = right, m->rank = k, m->id = joined;
@@ -4429,25 +4450,26 @@ static int compare_added(const void *a, const void *b) {
 
 // Added tokens with lstrip, rstrip or single_word, or normalized ones when there is a normalizer
 // (HF matches those in normalized text and decodes them as their normalized content) are refused.
-static int load_added(Tokenizer *t, Loader *ld, int arr) {
-    const Json *j = ld->j;
+static int load_added(Tokenizer *t, JsonFile *f, int arr) {
+    const Json *j = f->j;
     t->added = (int *)calloc_check(arr < 0 ? 0 : (size_t)j->tok[arr].size, sizeof(int));
     for (int k = 0, i = arr + 1; arr >= 0 && k < j->tok[arr].size; k++, i = json_skip(j, i)) {
         long long id = 0;
         size_t len = 0;
-        json_int(j, jkey(ld, i, "id"), 0, MAX_VOCAB - 1, &id); // checked by max_id
-        char *s = get_string(ld, i, "content", &len);
+        json_int(j, json_key(f, i, "id"), 0, MAX_VOCAB - 1, &id); // checked by max_id
+        char *s = json_key_string(f, i, "content", &len);
         TokenText *x = &t->tok[id];
-        int special = get_bool(ld, i, "special", 0),
-            normalized = get_bool(ld, i, "normalized", !special);
-        int ok = s != NULL && len > 0 && !get_bool(ld, i, "single_word", 0) &&
-                 !get_bool(ld, i, "lstrip", 0) && !get_bool(ld, i, "rstrip", 0) &&
+        int special = json_key_bool(f, i, "special", 0),
+            normalized = json_key_bool(f, i, "normalized", !special);
+        int ok = s != NULL && len > 0 && !json_key_bool(f, i, "single_word", 0) &&
+                 !json_key_bool(f, i, "lstrip", 0) && !json_key_bool(f, i, "rstrip", 0) &&
                  !(normalized && t->n_norm > 0) &&
-                 (x->text == NULL ? set_text(t, ld, (int)id, s, len) == 0
+                 (x->text == NULL ? set_text(t, f, (int)id, s, len) == 0
                                   : (size_t)x->len == len && memcmp(x->text, s, len) == 0);
         free(s);
         if (!ok) {
-            return lfail(ld, "added_tokens[%d]: unsupported or not the vocab's text for its id", k);
+            return json_fail(f, "added_tokens[%d]: unsupported or not the vocab's text for its id",
+                             k);
         }
         x->special |= (unsigned char)special;
         x->normalized = (unsigned char)normalized;
@@ -4462,70 +4484,72 @@ static int load_added(Tokenizer *t, Loader *ld, int arr) {
     return 0;
 }
 
-typedef int (*LoadStep)(Tokenizer *t, Loader *ld, int obj);
+typedef int (*LoadStep)(Tokenizer *t, JsonFile *f, int obj);
 
 // A component that is null, one step, or a Sequence of steps listed under list_key.
-static int load_steps(Tokenizer *t, Loader *ld, int obj, const char *list_key, LoadStep step) {
-    if (json_is_null(ld->j, obj)) { return 0; }
-    if (!type_is(ld, obj, "Sequence")) { return step(t, ld, obj); }
-    int n, i = get_array(ld, obj, list_key, &n);
-    for (int k = 0; k < n && i >= 0; k++, i = json_skip(ld->j, i)) {
-        if (step(t, ld, i) != 0) { return -1; }
+static int load_steps(Tokenizer *t, JsonFile *f, int obj, const char *list_key, LoadStep step) {
+    if (json_is_null(f->j, obj)) { return 0; }
+    if (!type_is(f, obj, "Sequence")) { return step(t, f, obj); }
+    int n, i = json_key_array(f, obj, list_key, &n);
+    for (int k = 0; k < n && i >= 0; k++, i = json_skip(f->j, i)) {
+        if (step(t, f, i) != 0) { return -1; }
     }
     return i < 0 ? -1 : 0;
 }
 
-static int load_tokenizer(Tokenizer *t, Loader *ld, size_t file_len) {
-    const Json *j = ld->j;
-    int model = jkey(ld, 0, "model"), vocab = jkey(ld, model, "vocab"),
-        added = jkey(ld, 0, "added_tokens");
-    int dropout = jkey(ld, model, "dropout"), prefix = jkey(ld, model, "continuing_subword_prefix");
-    int suffix = jkey(ld, model, "end_of_word_suffix");
+static int load_tokenizer(Tokenizer *t, JsonFile *f, size_t file_len) {
+    const Json *j = f->j;
+    int model = json_key(f, 0, "model"), vocab = json_key(f, model, "vocab"),
+        added = json_key(f, 0, "added_tokens");
+    int dropout = json_key(f, model, "dropout"),
+        prefix = json_key(f, model, "continuing_subword_prefix");
+    int suffix = json_key(f, model, "end_of_word_suffix");
     double p = 0;
     added = json_is_null(j, added) ? -1 : added;
-    if (model < 0 || !type_is(ld, model, "BPE")) { return unsupported(ld, "model", model); }
+    if (model < 0 || !type_is(f, model, "BPE")) { return unsupported(f, "model", model); }
     if (vocab < 0 || j->tok[vocab].type != JSMN_OBJECT ||
         (added >= 0 && j->tok[added].type != JSMN_ARRAY)) {
-        return lfail(ld, "model.vocab must be an object and added_tokens an array");
+        return json_fail(f, "model.vocab must be an object and added_tokens an array");
     }
-    if (!json_is_null(j, jkey(ld, 0, "truncation")) || !json_is_null(j, jkey(ld, 0, "padding"))) {
-        return lfail(ld, "unsupported truncation or padding (they change what encode returns)");
+    if (!json_is_null(j, json_key(f, 0, "truncation")) ||
+        !json_is_null(j, json_key(f, 0, "padding"))) {
+        return json_fail(f, "unsupported truncation or padding (they change what encode returns)");
     }
     if (!json_is_null(j, dropout) && (json_number(j, dropout, &p) != 0 || p != 0)) {
-        return lfail(ld, "unsupported model.dropout");
+        return json_fail(f, "unsupported model.dropout");
     }
-    if ((!json_is_null(j, prefix) && !str_is(ld, model, "continuing_subword_prefix", "")) ||
-        (!json_is_null(j, suffix) && !str_is(ld, model, "end_of_word_suffix", ""))) {
-        return lfail(ld, "unsupported model.continuing_subword_prefix or end_of_word_suffix");
+    if ((!json_is_null(j, prefix) && !json_key_is(f, model, "continuing_subword_prefix", "")) ||
+        (!json_is_null(j, suffix) && !json_key_is(f, model, "end_of_word_suffix", ""))) {
+        return json_fail(f, "unsupported model.continuing_subword_prefix or end_of_word_suffix");
     }
-    t->vocab_size = max_id(ld, vocab, added) + 1;
-    if (ld->failed) { return -1; }
+    t->vocab_size = max_id(f, vocab, added) + 1;
+    if (f->failed) { return -1; }
     t->tok = (TokenText *)calloc_check((size_t)t->vocab_size, sizeof(TokenText));
     t->strings_cap = file_len; // the token texts are parts of the file, unescaped: never longer
     t->strings = (char *)malloc_check(file_len);
-    if (load_vocab(t, ld, vocab) != 0 || load_merges(t, ld, model) != 0) { return -1; }
-    t->byte_fallback = get_bool(ld, model, "byte_fallback", 0);
-    t->fuse_unk = get_bool(ld, model, "fuse_unk", 0);
-    t->ignore_merges = get_bool(ld, model, "ignore_merges", 0);
+    if (load_vocab(t, f, vocab) != 0 || load_merges(t, f, model) != 0) { return -1; }
+    t->byte_fallback = json_key_bool(f, model, "byte_fallback", 0);
+    t->fuse_unk = json_key_bool(f, model, "fuse_unk", 0);
+    t->ignore_merges = json_key_bool(f, model, "ignore_merges", 0);
     for (int b = 0; b < 256; b++) {
         char name[8];
         snprintf(name, sizeof(name), "<0x%02X>", b);
         t->byte_ids[b] = vocab_find(t, name, 6);
     }
     size_t n;
-    char *unk = get_string(ld, model, "unk_token", &n);
+    char *unk = json_key_string(f, model, "unk_token", &n);
     t->unk_id = unk != NULL ? vocab_find(t, unk, n) : -1;
-    int unk_missing = unk != NULL && t->unk_id < 0, decoder = jkey(ld, 0, "decoder");
+    int unk_missing = unk != NULL && t->unk_id < 0, decoder = json_key(f, 0, "decoder");
     free(unk);
     // (without a decoder HF joins tokens with spaces)
     if (unk_missing || json_is_null(j, decoder)) {
-        return lfail(ld, "unsupported: unk_token not in the vocab, or no decoder");
+        return json_fail(f, "unsupported: unk_token not in the vocab, or no decoder");
     }
-    if (load_steps(t, ld, jkey(ld, 0, "normalizer"), "normalizers", load_norm_step) != 0 ||
-        load_added(t, ld, added) != 0 ||
-        load_steps(t, ld, jkey(ld, 0, "pre_tokenizer"), "pretokenizers", load_pre_step) != 0 ||
-        load_steps(t, ld, jkey(ld, 0, "post_processor"), "processors", load_post_step) != 0 ||
-        load_decoder(t, ld, decoder) != 0) {
+    if (load_steps(t, f, json_key(f, 0, "normalizer"), "normalizers", load_norm_step) != 0 ||
+        load_added(t, f, added) != 0 ||
+        load_steps(t, f, json_key(f, 0, "pre_tokenizer"), "pretokenizers", load_pre_step) != 0 ||
+        load_steps(t, f, json_key(f, 0, "post_processor"), "processors", load_post_step) != 0 ||
+        load_decoder(t, f, decoder) != 0) {
         return -1;
     }
     t->bos_id = t->n_prefix > 0 ? t->prefix[0] : -1;
@@ -4537,7 +4561,7 @@ static int load_tokenizer(Tokenizer *t, Loader *ld, size_t file_len) {
                               : next++;
         t->char_byte[t->byte_char[b]] = (short)b;
     }
-    return ld->failed ? -1 : 0;
+    return f->failed ? -1 : 0;
 }
 
 Tokenizer *build_tokenizer(const char *path, char *err) {
@@ -4546,13 +4570,13 @@ Tokenizer *build_tokenizer(const char *path, char *err) {
     char *js = read_file(path, &len, err);
     if (js == NULL) { return NULL; }
     if (json_parse(&j, js, len, path, err) != 0) { free(js); return NULL; }
-    Loader ld = {&j, path, err, 0};
+    JsonFile f = {&j, path, err, 0};
     Tokenizer *t = (Tokenizer *)calloc_check(1, sizeof(Tokenizer));
-    int rc = load_tokenizer(t, &ld, len);
+    int rc = load_tokenizer(t, &f, len);
     json_free(&j);
     free(js);
-    if (rc == 0 && !ld.failed) { return t; }
-    lfail(&ld, "cannot load"); // keeps the first error
+    if (rc == 0 && !f.failed) { return t; }
+    json_fail(&f, "cannot load"); // keeps the first error
     free_tokenizer(t);
     return NULL;
 }
