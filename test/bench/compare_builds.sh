@@ -14,7 +14,7 @@ median() { sort -n | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 speed() { "$@" --threads "$threads" --json | grep -o '"tokens_per_s": [0-9.]*' | head -1 | cut -d' ' -f2; }
 printf '| model | run | old tokens/s | new tokens/s | new / old |\n|---|---|---|---|---|\n'
 for m in $models; do
-    for run in "--method none" "--skip attn:2,4,6,8,10;mlp:3,5,7,9" "--method swift" "--method asd" \
+    for run in "--method none" "--skip attn:1,3;mlp:2" "--method swift" "--method asd" \
                "--method clasp"; do
         : >/tmp/compare_old.txt
         : >/tmp/compare_new.txt
