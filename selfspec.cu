@@ -5467,9 +5467,12 @@ static const Flag *find_flag(const char *name) {
 
 // The flag whose value is stored at field of o.
 static int flag_index(const Options *o, const void *field) {
-    int k = 0;
-    while (k < N_FLAGS - 1 && (const char *)o + FLAGS[k].offset != (const char *)field) { k++; }
-    return k;
+    for (int k = 0; k < N_FLAGS; k++) {
+        if ((const char *)o + FLAGS[k].offset == (const char *)field) { return k; }
+    }
+    die(__FILE__, __LINE__, "no flag stores its value at offset %td of Options",
+        (const char *)field - (const char *)o);
+    return -1;
 }
 
 static const char *flag_name(const Options *o, const void *field) {
@@ -5513,8 +5516,10 @@ static void usage(FILE *f) {
         char head[32], help[512];
         snprintf(head, sizeof(head), "%s%s%s", fl->name, fl->arg ? " " : "",
                  fl->arg ? fl->arg : "");
+        // a help's %g: its default; -K's also show SWIFT's K and the cap (hi), --exit's the
+        // methods whose own exit rule is a fixed threshold
         double v[3] = {default_value(&d, fl), (double)d.params.swift.max_draft, fl->hi};
-        if (fl->kind == ARG_EXIT) { // the methods whose own exit rule is a fixed threshold
+        if (fl->kind == ARG_EXIT) {
             v[0] = d.params.swift.exit_threshold;
             v[1] = d.params.clasp.exit_threshold;
         }
