@@ -3512,12 +3512,9 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
     return 0;
 }
 
-int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
-    memset(m, 0, sizeof(*m));
-    snprintf(m->dir, sizeof(m->dir), "%s", dir);
-    Config *c = &m->config;
-    if (read_config(c, dir, err)) { return -1; }
-    c->seq_len = seq_len_cap > 0 && seq_len_cap < c->max_pos ? seq_len_cap : c->max_pos;
+// All the weights of the model in dir as fp32, in layout_weights' order (*n floats), in host
+// memory the caller frees; NULL with err set.
+static float *read_weights(const Config *c, const char *dir, size_t *n, char *err) {
     TensorFiles tf;
     int rc = open_tensor_files(&tf, dir, err);
     if (rc == 0 && !c->tied && !has_tensor(&tf, "lm_head.weight")) {
@@ -3532,19 +3529,31 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     // against the file sizes: a config that needs more is refused here, naming the tensor,
     // before its sizes are allocated.
     Weights host;
-    size_t n = layout_weights(&host, NULL, c);
+    *n = layout_weights(&host, NULL, c);
     if (rc == 0) { rc = load_weights(&host, c, &tf, err); }
-    float *host_memory = NULL;
+    float *memory = NULL;
     if (rc == 0) {
-        host_memory = (float *)malloc_check(mul_size(n, sizeof(float)));
-        layout_weights(&host, host_memory, c);
+        memory = (float *)malloc_check(mul_size(*n, sizeof(float)));
+        layout_weights(&host, memory, c);
         rc = load_weights(&host, c, &tf, err);
     }
     free_tensor_files(&tf);
     if (rc != 0) {
-        free(host_memory);
-        return -1;
+        free(memory);
+        return NULL;
     }
+    return memory;
+}
+
+int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
+    memset(m, 0, sizeof(*m));
+    snprintf(m->dir, sizeof(m->dir), "%s", dir);
+    Config *c = &m->config;
+    if (read_config(c, dir, err)) { return -1; }
+    c->seq_len = seq_len_cap > 0 && seq_len_cap < c->max_pos ? seq_len_cap : c->max_pos;
+    size_t n;
+    float *host_memory = read_weights(c, dir, &n, err);
+    if (host_memory == NULL) { return -1; }
 #ifdef __CUDACC__
     device_init();
     m->memory = (float *)device_malloc(n * sizeof(float));
