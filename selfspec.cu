@@ -5953,36 +5953,42 @@ static const char *default_model_dir(const char *argv0) {
     return path;
 }
 
-// Checks that n prompt tokens and the n_extra to come after them fit the context; exits with
-// one error line otherwise.
-static int fit_context(const Config *c, int n, int n_extra, const char *where, const char *extra) {
+// The CLI's error messages go into a buffer of CLI_ERR_LEN bytes, room for a flag and a path
+// before a loader's message; cli_fail formats one and returns -1.
+enum { CLI_ERR_LEN = 4 * SS_ERR_LEN };
+static int cli_fail(char *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, CLI_ERR_LEN, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+// Checks that n prompt tokens and the n_extra to come after them fit the context. Returns n,
+// or -1 with err set.
+static int fit_context(const Config *c, int n, int n_extra, const char *where, const char *extra,
+                       char *err) {
     if ((long)n + n_extra - 1 > c->seq_len) {
-        fprintf(stderr, "selfspec: error: %s: %d prompt tokens + %s exceed the context of %d "
-                "(-c or max_position_embeddings)\n", where, n, extra, c->seq_len);
-        exit(EXIT_FAILURE);
+        return cli_fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
+                        "max_position_embeddings)", where, n, extra, c->seq_len);
     }
     return n;
 }
 
-// Encodes a prompt and checks it against the context; exits with one error line otherwise.
-// where names the prompt ("-p", "-f FILE line 3"), extra the tokens to come after it (n_extra).
+// Encodes a prompt and checks it against the context. where names the prompt ("-p", "-f FILE
+// line 3"), extra the tokens to come after it (n_extra). Returns its length, or -1 with err set.
 static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_extra,
-                         int *ids, const char *where, const char *extra) {
-    char err[SS_ERR_LEN];
+                         int *ids, const char *where, const char *extra, char *err) {
     int n = encode(tok, text, strlen(text), 1, ids, c->seq_len, err);
     if (n < 0 || n >= c->seq_len) {
-        fprintf(stderr, "selfspec: error: %s: the prompt does not fit the context of %d tokens "
-                "(max_position_embeddings or -c)\n", where, c->seq_len);
-        exit(EXIT_FAILURE);
+        return cli_fail(err, "%s: the prompt does not fit the context of %d tokens "
+                        "(max_position_embeddings or -c)", where, c->seq_len);
     }
     if (n == 0) {
-        fprintf(stderr,
-                "selfspec: error: %s: the prompt encodes to no tokens (and the tokenizer adds no "
-                "BOS)\n",
-                where);
-        exit(EXIT_FAILURE);
+        return cli_fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no BOS)",
+                        where);
     }
-    return fit_context(c, n, n_extra, where, extra);
+    return fit_context(c, n, n_extra, where, extra, err);
 }
 
 // The first Ctrl-C during a search stops it (the search returns its best set so far, which is
@@ -5992,37 +5998,48 @@ static void on_interrupt(int sig) {
     signal(sig, SIG_DFL);
 }
 
+// What encode_dev_prompts allocated; ids[k] are the caller's prompt without --dev-prompts.
+static void free_dev_prompts(const Options *o, int **ids, int *lengths, int n_dev) {
+    for (int k = 0; o->dev_prompts && k < n_dev; k++) { free(ids[k]); }
+    free(ids);
+    free(lengths);
+}
+
 // The prompts a search before decoding scores sets on: the lines of --dev-prompts, else the
 // prompt itself. Returns their number; *ids and *lengths are the caller's to free (and each
 // ids[k] with --dev-prompts).
 static int encode_dev_prompts(const Model *m, const Tokenizer *tok, const Options *o,
-                              const int *prompt, int n_prompt, int ***ids, int **lengths) {
+                              const int *prompt, int n_prompt, int ***ids, int **lengths,
+                              char *err) {
     const SelfSdParams *p = &o->params.selfsd;
-    char **texts = NULL, err[SS_ERR_LEN], scored[64], where[1200];
-    int n_dev = 1, *line_no = NULL;
+    char **texts = NULL, why[SS_ERR_LEN], scored[64], where[1200];
+    int n_dev = 1, *line_no = NULL, bad = 0;
     snprintf(scored, sizeof(scored), "the %d tokens the search scores", p->dev_tokens);
-    if (o->dev_prompts && (n_dev = read_prompts(o->dev_prompts, &texts, &line_no, err)) < 0) {
-        fprintf(stderr, "selfspec: error: --dev-prompts %s\n", err);
-        exit(EXIT_FAILURE);
+    if (o->dev_prompts && (n_dev = read_prompts(o->dev_prompts, &texts, &line_no, why)) < 0) {
+        return cli_fail(err, "--dev-prompts %s", why);
     }
-    *ids = (int **)malloc_check(sizeof(int *) * (size_t)n_dev);
+    *ids = (int **)calloc_check((size_t)n_dev, sizeof(int *));
     *lengths = (int *)malloc_check(sizeof(int) * (size_t)n_dev);
     if (o->dev_prompts == NULL) {
         (*ids)[0] = (int *)prompt;
-        (*lengths)[0] = fit_context(&m->config, n_prompt, p->dev_tokens,
-                                    "the prompt the search runs on", scored);
-        return 1;
+        bad = fit_context(&m->config, n_prompt, p->dev_tokens, "the prompt the search runs on",
+                          scored, err) < 0;
+        (*lengths)[0] = n_prompt;
     }
-    for (int k = 0; k < n_dev; k++) {
+    for (int k = 0; o->dev_prompts && k < n_dev; k++) {
         snprintf(where, sizeof(where), "--dev-prompts %s line %d", o->dev_prompts, line_no[k]);
         (*ids)[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
-        (*lengths)[k] = encode_prompt(tok, &m->config, texts[k], p->dev_tokens, (*ids)[k], where,
-                                      scored);
+        if (!bad) {
+            (*lengths)[k] = encode_prompt(tok, &m->config, texts[k], p->dev_tokens, (*ids)[k],
+                                          where, scored, err);
+            bad = (*lengths)[k] < 0;
+        }
         free(texts[k]);
     }
     free(texts);
     free(line_no);
-    return n_dev;
+    if (bad) { free_dev_prompts(o, *ids, *lengths, n_dev); }
+    return bad ? -1 : n_dev;
 }
 
 // Self-SD's search or the oracle's, with SIGINT caught: the first Ctrl-C stops it with the best
@@ -6054,30 +6071,31 @@ static SkipSet run_search(Model *m, const Objective *obj, const Options *o, SetH
     return best;
 }
 
-// Searches a skip set before decoding (selfsd, oracle) on the dev prompts or the prompt itself.
-static SkipSet search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt,
-                               int n_prompt, double *select_ms, SetHistory *hist) {
-    int **ids, *lengths;
-    int n_dev = encode_dev_prompts(m, tok, o, prompt, n_prompt, &ids, &lengths);
+// Searches a skip set before decoding (selfsd, oracle) on the dev prompts or the prompt itself
+// into *best. Returns 0, or -1 with err set.
+static int search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt,
+                           int n_prompt, double *select_ms, SetHistory *hist, SkipSet *best,
+                           char *err) {
+    int **ids = NULL, *lengths = NULL;
+    int n_dev = encode_dev_prompts(m, tok, o, prompt, n_prompt, &ids, &lengths, err);
+    if (n_dev < 0) { return -1; }
     Objective obj = {(const int *const *)ids, lengths, n_dev, o->params.selfsd.dev_tokens,
                      o->max_draft, o->cost_model, o->exit, {o->temperature, o->top_p, {0}}};
     rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
     double t0 = time_ms();
-    SkipSet best = run_search(m, &obj, o, hist);
+    *best = run_search(m, &obj, o, hist);
     *select_ms = time_ms() - t0;
     // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
     if (o->dev_prompts) {
         fprintf(stderr, "%s: searched on %d prompts of --dev-prompts %s\n", method_name(o->method),
                 n_dev, o->dev_prompts);
-        for (int k = 0; k < n_dev; k++) { free(ids[k]); }
     } else {
         fprintf(stderr,
                 "%s: searched on the first prompt itself, not on a separate development set as "
                 "Self-SD does (give one with --dev-prompts F)\n", method_name(o->method));
     }
-    free(ids);
-    free(lengths);
-    return best;
+    free_dev_prompts(o, ids, lengths, n_dev);
+    return 0;
 }
 
 // What one prompt's run produced, for the report.
@@ -6204,8 +6222,8 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
 
 // Every prompt is encoded and checked before the first one generates: a bad line 7 fails now,
 // not after six prompts' output.
-static void check_prompts(const Tokenizer *tok, const Config *c, const Options *o, char **prompts,
-                          int n_prompts, const int *line_no, int *ids) {
+static int check_prompts(const Tokenizer *tok, const Config *c, const Options *o, char **prompts,
+                         int n_prompts, const int *line_no, int *ids, char *err) {
     char where[1200], extra[64];
     snprintf(extra, sizeof(extra), "-n %d new tokens", o->n_new);
     for (int pi = 0; pi < n_prompts; pi++) {
@@ -6214,8 +6232,9 @@ static void check_prompts(const Tokenizer *tok, const Config *c, const Options *
         } else {
             snprintf(where, sizeof(where), "%s", flag_name(o, &o->prompt));
         }
-        encode_prompt(tok, c, prompts[pi], o->n_new, ids, where, extra);
+        if (encode_prompt(tok, c, prompts[pi], o->n_new, ids, where, extra, err) < 0) { return -1; }
     }
+    return 0;
 }
 
 // Decodes one prompt the chosen way, streaming its text unless --json; *text gets the text
@@ -6290,7 +6309,7 @@ typedef struct {
 } CliRun;
 
 // Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
-// in err, 2 * SS_ERR_LEN bytes: room for the flag before a loader's message.
+// in err (CLI_ERR_LEN bytes).
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     char path[1200];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
@@ -6318,18 +6337,18 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     char why[SS_ERR_LEN];
     if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, err)) { return -1; }
     if (o->skip_file && read_skip_file(o->skip_file, c->n_layers, &r->skip, why)) {
-        snprintf(err, 2 * SS_ERR_LEN, "--skip-file %s", why); // --skip and --skip-file conflict
-        return -1;
+        return cli_fail(err, "--skip-file %s", why); // --skip and --skip-file conflict
     }
     r->prompts = (char **)&o->prompt;
     r->n_prompts = 1;
     if (o->prompt_file &&
         (r->n_prompts = read_prompts(o->prompt_file, &r->prompts, &r->line_no, why)) < 0) {
-        snprintf(err, 2 * SS_ERR_LEN, "-f %s", why);
-        return -1;
+        return cli_fail(err, "-f %s", why);
     }
     r->prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
-    check_prompts(r->tok, c, o, r->prompts, r->n_prompts, r->line_no, r->prompt);
+    if (check_prompts(r->tok, c, o, r->prompts, r->n_prompts, r->line_no, r->prompt, err)) {
+        return -1;
+    }
     selector_init(&r->sel, o->method, &o->params, c->n_layers, (uint64_t)o->seed);
     r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
@@ -6343,15 +6362,18 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
 }
 
 // One prompt: the search before decoding (the first prompt, selfsd and oracle), decoding, the
-// report, the SVG panel, and --compare's plain run. Returns -1 when greedy output differs.
-static int run_prompt(CliRun *r, Options *o, int pi) {
+// report, the SVG panel, and --compare's plain run. Returns 0; 1 when greedy output differs from
+// plain decoding; -1 with err set when the search cannot run.
+static int run_prompt(CliRun *r, Options *o, int pi, char *err) {
     const Config *c = &r->m.config;
     int n_prompt = encode_prompt(r->tok, c, r->prompts[pi], o->n_new, r->prompt,
-                                 flag_name(o, &o->prompt), ""); // checked by check_prompts
+                                 flag_name(o, &o->prompt), "", err); // checked by check_prompts
     double search_ms = 0;
     if ((o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) && pi == 0) {
-        r->skip =
-            search_skip_set(&r->m, r->tok, o, r->prompt, n_prompt, &search_ms, r->search_hist);
+        if (search_skip_set(&r->m, r->tok, o, r->prompt, n_prompt, &search_ms, r->search_hist,
+                            &r->skip, err)) {
+            return -1;
+        }
         r->searched = r->skip; // saved at the end (--save-skip)
     }
     SpecStats st;
@@ -6385,7 +6407,7 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
                         o->cost_model ? "sublayers/token" : "ms/token");
     }
     free(text);
-    return o->compare && o->temperature == 0.0f && !identical ? -1 : 0;
+    return o->compare && o->temperature == 0.0f && !identical;
 }
 
 static int print_error(const char *err) {
@@ -6437,17 +6459,19 @@ int main(int argc, char **argv) {
     Options o;
     CliRun r;
     memset(&r, 0, sizeof(r));
-    char err[2 * SS_ERR_LEN];
+    char err[CLI_ERR_LEN];
     if (parse_options(argc, argv, &o, err)) { return print_error(err); }
-    int failed = load_run(&r, &o, argv[0], err) ? print_error(err) : 0;
+    int failed = load_run(&r, &o, argv[0], err) ? print_error(err) : 0, rc = 0;
     if (!failed) {
-        for (int pi = 0; pi < r.n_prompts; pi++) {
-            if (run_prompt(&r, &o, pi)) { // the other prompts still run
+        for (int pi = 0; rc >= 0 && pi < r.n_prompts; pi++) {
+            rc = run_prompt(&r, &o, pi, err);
+            if (rc > 0) { // the other prompts still run
                 failed = print_error("--compare: greedy self-speculative output differs from "
                                      "plain decoding");
             }
         }
-        failed = finish_run(&r, &o, failed);
+        // a search that could not run ends the run there, and no output file is written
+        failed = rc < 0 ? print_error(err) : finish_run(&r, &o, failed);
     }
     free_run(&r, &o);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
