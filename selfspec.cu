@@ -5269,11 +5269,12 @@ static int default_threads(int n_cores, int busy_others, size_t weight_bytes) {
     return by_work < 1 ? 1 : by_work < (size_t)free_cores ? (int)by_work : free_cores;
 }
 
-// Sets the thread count unless the user chose one; returns a few words on the choice.
+// Sets the thread count unless the user chose one (threads_flag > 0); returns a few words on
+// the choice, NULL for the user's.
 // weight_bytes: the model's weights (SIZE_MAX: not known, the cores alone decide).
 static const char *choose_threads(int threads_flag, size_t weight_bytes) {
 #ifdef _OPENMP
-    if (threads_flag > 0) { omp_set_num_threads(threads_flag); return "--threads"; }
+    if (threads_flag > 0) { omp_set_num_threads(threads_flag); return NULL; }
     if (getenv("OMP_NUM_THREADS") != NULL) { return "OMP_NUM_THREADS"; }
     // the fewest over 5 samples 1 ms apart: a process that is only starting up (the other end of
     // a pipe) is runnable for a moment, a busy one every time
@@ -6322,6 +6323,7 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
 #ifndef __CUDACC__
     Weights sizes;
     threads_reason = choose_threads(o->threads, layout_weights(&sizes, NULL, c) * sizeof(float));
+    if (threads_reason == NULL) { threads_reason = flag_name(o, &o->threads); }
 #endif
     // positions past it were never trained (and RoPE scaling assumes them)
     if (o->ctx > c->max_pos) {
