@@ -134,7 +134,6 @@ static double lap_ms(double *t) {
     return elapsed;
 }
 
-// Reads a whole file into a NUL-terminated buffer. Returns NULL with err set.
 // ----------------------------------------------------------------------------
 // kernels: the launch shim, then one thread per output element or row, serial reductions in a
 // fixed order
@@ -2443,52 +2442,41 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
 // ----------------------------------------------------------------------------
 // files: reading one whole
 
+// Reads a whole file into a NUL-terminated buffer. Returns NULL with err set.
 static char *read_file(const char *path, size_t *len_out, char *err) {
     // opening a FIFO with no writer blocks forever: look at what path is before opening it
     struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        fail(err, "%s: not a regular file", path);
-        return NULL;
-    }
-    FILE *f = fopen(path, "rb");
+    int special = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
+    FILE *f = special ? NULL : fopen(path, "rb");
     if (f == NULL) {
-        fail(err, "%s: cannot open: %s", path, strerror(errno));
+        fail(err, special ? "%s: not a regular file" : "%s: cannot open: %s", path,
+             strerror(errno));
         return NULL;
     }
     // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4; and path may
     // have been replaced since the stat above
-    int is_file = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
-    if (!is_file) {
-        fclose(f);
+    long size = -1;
+    size_t got = 0;
+    char *buf = NULL;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fail(err, "%s: not a regular file", path);
-        return NULL;
-    }
-    if (fseek(f, 0, SEEK_END) != 0) {
-        fclose(f);
+    } else if (fseek(f, 0, SEEK_END) != 0) {
         fail(err, "%s: cannot seek (not a regular file?)", path);
-        return NULL;
-    }
-    long size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fclose(f);
+    } else if ((size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
         fail(err, "%s: cannot determine the file size", path);
-        return NULL;
-    }
-    char *buf = (char *)malloc((size_t)size + 1);
-    if (buf == NULL) {
-        fclose(f);
+    } else if ((buf = (char *)malloc((size_t)size + 1)) == NULL) {
         fail(err, "%s: out of host memory reading its %ld bytes", path, size);
-        return NULL;
+    } else if ((got = fread(buf, 1, (size_t)size, f)) != (size_t)size) {
+        fail(err, "%s: read %zu of %ld bytes", path, got, size);
+    } else {
+        buf[size] = '\0';
+        *len_out = (size_t)size;
     }
-    size_t got = fread(buf, 1, (size_t)size, f);
     fclose(f);
     if (got != (size_t)size) {
         free(buf);
-        fail(err, "%s: read %zu of %ld bytes", path, got, size);
         return NULL;
     }
-    buf[size] = '\0';
-    *len_out = (size_t)size;
     return buf;
 }
 
@@ -2763,22 +2751,12 @@ static int json_bool(const Json *j, int i, int *out) {
     return 0;
 }
 
+// Appends code point cp as UTF-8: a lead byte, then 6 bits per continuation byte.
 static void put_utf8(unsigned int cp, char *out, size_t *n) {
-    if (cp < 0x80) {
-        out[(*n)++] = (char)cp;
-    } else if (cp < 0x800) {
-        out[(*n)++] = (char)(0xC0 | (cp >> 6));
-        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out[(*n)++] = (char)(0xE0 | (cp >> 12));
-        out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
-    } else {
-        out[(*n)++] = (char)(0xF0 | (cp >> 18));
-        out[(*n)++] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        out[(*n)++] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        out[(*n)++] = (char)(0x80 | (cp & 0x3F));
-    }
+    int more = cp < 0x80 ? 0 : cp < 0x800 ? 1 : cp < 0x10000 ? 2 : 3;
+    static const unsigned char lead[4] = {0x00, 0xC0, 0xE0, 0xF0};
+    out[(*n)++] = (char)(lead[more] | (cp >> (6 * more)));
+    for (int k = more - 1; k >= 0; k--) { out[(*n)++] = (char)(0x80 | ((cp >> (6 * k)) & 0x3F)); }
 }
 
 static int hex_value(char c) {
@@ -2786,6 +2764,16 @@ static int hex_value(char c) {
     if (c >= 'a' && c <= 'f') { return c - 'a' + 10; }
     if (c >= 'A' && c <= 'F') { return c - 'A' + 10; }
     return -1;
+}
+
+// The 4 hex digits at s into *v; 0, or -1 if one is not a hex digit.
+static int hex4(const char *s, unsigned int *v) {
+    *v = 0;
+    for (int h = 0; h < 4; h++) {
+        if (hex_value(s[h]) < 0) { return -1; }
+        *v = *v * 16 + (unsigned int)hex_value(s[h]);
+    }
+    return 0;
 }
 
 // Unescapes the JSON string at token i into a new NUL-terminated UTF-8 buffer (*len bytes,
@@ -2797,41 +2785,33 @@ static char *json_string(const Json *j, int i, size_t *len) {
     char *out = (char *)malloc_check(n + 1); // unescaping never grows the text
     for (size_t k = 0; k < n; k++) {
         if (s[k] != '\\') { out[o++] = s[k]; continue; }
-        if (++k >= n) { free(out); return NULL; }
-        char e = s[k];
-        const char *simple = strchr("\"\\/bfnrt", e);
-        if (e != '\0' && simple != NULL) {
+        if (++k >= n) { goto bad; }
+        const char *simple = s[k] != '\0' ? strchr("\"\\/bfnrt", s[k]) : NULL;
+        if (simple != NULL) {
             out[o++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
             continue;
         }
-        if (e != 'u' || k + 4 >= n) { free(out); return NULL; }
-        unsigned int cp = 0;
-        for (int h = 1; h <= 4; h++) {
-            int v = hex_value(s[k + h]);
-            if (v < 0) { free(out); return NULL; }
-            cp = cp * 16 + (unsigned int)v;
-        }
+        unsigned int cp, lo;
+        if (s[k] != 'u' || k + 4 >= n || hex4(s + k + 1, &cp) != 0) { goto bad; }
         k += 4;
         if (cp >= 0xD800 && cp < 0xDC00) { // a high surrogate must pair with a low one
-            unsigned int lo = 0;
-            if (k + 6 >= n || s[k + 1] != '\\' || s[k + 2] != 'u') { free(out); return NULL; }
-            for (int h = 3; h <= 6; h++) {
-                int v = hex_value(s[k + h]);
-                if (v < 0) { free(out); return NULL; }
-                lo = lo * 16 + (unsigned int)v;
+            if (k + 6 >= n || s[k + 1] != '\\' || s[k + 2] != 'u' || hex4(s + k + 3, &lo) != 0 ||
+                lo < 0xDC00 || lo > 0xDFFF) {
+                goto bad;
             }
-            if (lo < 0xDC00 || lo > 0xDFFF) { free(out); return NULL; }
             cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             k += 6;
         } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            free(out);
-            return NULL;
+            goto bad;
         }
         put_utf8(cp, out, &o);
     }
     out[o] = '\0';
     *len = o;
     return out;
+bad:
+    free(out);
+    return NULL;
 }
 
 // A JSON file being read: its tokens, its path, which starts every message, and the caller's
