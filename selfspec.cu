@@ -1085,20 +1085,14 @@ static MethodParams method_params_default(void) {
 // The draft length K and exit threshold a method drafts with (static and none: Self-SD's).
 static void method_drafting(const MethodParams *p, int method, int *max_draft,
                             float *exit_threshold) {
-    *max_draft = p->selfsd.max_draft;
-    *exit_threshold = p->selfsd.exit_threshold;
-    if (method == METHOD_SWIFT) {
-        *max_draft = p->swift.max_draft;
-        *exit_threshold = p->swift.exit_threshold;
-    }
-    if (method == METHOD_ASD) {
-        *max_draft = p->asd.max_draft;
-        *exit_threshold = p->asd.exit_threshold;
-    }
-    if (method == METHOD_CLASP) {
-        *max_draft = p->clasp.max_draft;
-        *exit_threshold = p->clasp.exit_threshold;
-    }
+    *max_draft = method == METHOD_SWIFT ? p->swift.max_draft
+                 : method == METHOD_ASD ? p->asd.max_draft
+                 : method == METHOD_CLASP ? p->clasp.max_draft
+                                          : p->selfsd.max_draft;
+    *exit_threshold = method == METHOD_SWIFT ? p->swift.exit_threshold
+                      : method == METHOD_ASD ? p->asd.exit_threshold
+                      : method == METHOD_CLASP ? p->clasp.exit_threshold
+                                               : p->selfsd.exit_threshold;
 }
 
 // The number of sublayers s skips.
@@ -2906,8 +2900,6 @@ static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, f
 // A config integer's largest value: the kernels index a pass's rows with int.
 enum { CONFIG_MAX = 1 << 24 };
 
-
-
 // A bias or non-SiLU activation would change the math; refuse rather than compute garbage.
 static int config_check_unsupported(JsonFile *f) {
     const Json *j = f->j;
@@ -3047,12 +3039,9 @@ static int read_config(Config *c, const char *dir, char *err) {
     memset(c, 0, sizeof(*c));
     c->rope_theta = 10000.0f; // LlamaConfig defaults
     c->norm_eps = 1e-6f;
-    c->head_dim = 0;
     if (rc == 0) {
-        rc = config_check_unsupported(&f);
-    }
-    if (rc == 0) {
-        rc = json_key_int(&f, 0, "hidden_size", 1, 1, CONFIG_MAX, &c->dim) ||
+        rc = config_check_unsupported(&f) ||
+             json_key_int(&f, 0, "hidden_size", 1, 1, CONFIG_MAX, &c->dim) ||
              json_key_int(&f, 0, "intermediate_size", 1, 1, CONFIG_MAX, &c->hidden_dim) ||
              json_key_int(&f, 0, "num_hidden_layers", 1, 1, CONFIG_MAX, &c->n_layers) ||
              json_key_int(&f, 0, "num_attention_heads", 1, 1, CONFIG_MAX, &c->n_heads) ||
@@ -3066,12 +3055,8 @@ static int read_config(Config *c, const char *dir, char *err) {
              json_key_int(&f, 0, "head_dim", 0, 1, CONFIG_MAX, &c->head_dim) ||
              json_float(&f, json_get(&j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
              config_rope(c, &f) || config_token_ids(c, &f) ? -1 : 0;
-    }
-    if (rc == 0) {
-        int tie = json_get(&j, 0, "tie_word_embeddings");
-        if (!json_is_null(&j, tie) && json_bool(&j, tie, &c->tied) != 0) {
-            rc = json_fail(&f, "tie_word_embeddings must be true or false");
-        }
+        c->tied = rc == 0 ? json_key_bool(&f, 0, "tie_word_embeddings", 0) : 0;
+        rc = f.failed ? -1 : rc;
     }
     if (rc == 0 && c->n_layers > SS_MAX_LAYERS) {
         rc = json_fail(&f, "num_hidden_layers %d exceeds the supported %d", c->n_layers,
@@ -3145,13 +3130,10 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
         return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path,
                     t->name);
     }
-    if (json_eq(j, dt, "F32")) {
-        t->dtype = DTYPE_F32;
-    } else if (json_eq(j, dt, "F16")) {
-        t->dtype = DTYPE_F16;
-    } else if (json_eq(j, dt, "BF16")) {
-        t->dtype = DTYPE_BF16;
-    } else {
+    static const char *const dtypes[3] = {"F32", "F16", "BF16"}; // DTYPE_* order
+    t->dtype = -1;
+    for (int k = 0; k < 3; k++) { t->dtype = json_eq(j, dt, dtypes[k]) ? k : t->dtype; }
+    if (t->dtype < 0) {
         return fail(err, "%s: tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", sh->path,
                     t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
     }
@@ -3355,11 +3337,7 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
             snprintf(have + at, sizeof(have) - at, d ? ", %zu" : "%zu", t->shape[d]);
         }
         strcat(have, "]");
-        if (cols == 0) {
-            snprintf(want, sizeof(want), "[%zu]", rows);
-        } else {
-            snprintf(want, sizeof(want), "[%zu, %zu]", rows, cols);
-        }
+        snprintf(want, sizeof(want), cols == 0 ? "[%zu]" : "[%zu, %zu]", rows, cols);
         return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name,
                     have, want);
     }
@@ -3447,13 +3425,10 @@ static float *at(float *p, size_t i) { return p ? p + i : NULL; } // NULL: only 
 static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err) {
     size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    if (load_tensor(tf, "model.embed_tokens.weight", (size_t)c->vocab_size, dim, w->token_embedding,
-                    err) ||
-        load_tensor(tf, "model.norm.weight", dim, 0, w->rms_final, err)) {
-        return -1;
-    }
-    if (!c->tied &&
-        load_tensor(tf, "lm_head.weight", (size_t)c->vocab_size, dim, w->lm_head, err)) {
+    size_t vocab = (size_t)c->vocab_size;
+    if (load_tensor(tf, "model.embed_tokens.weight", vocab, dim, w->token_embedding, err) ||
+        load_tensor(tf, "model.norm.weight", dim, 0, w->rms_final, err) ||
+        (!c->tied && load_tensor(tf, "lm_head.weight", vocab, dim, w->lm_head, err))) {
         return -1;
     }
     for (int l = 0; l < c->n_layers; l++) {
@@ -5150,8 +5125,11 @@ static void svg_gamma(FILE *f, double ys, const RoundHistory *h, double x0, doub
 static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int rounds,
                        const SetHistory *sets) {
     double x0 = SVG_X0, w = 640, ch = 110, y0 = y + 26, yb = y0 + ch;
-    int longest = 1;
-    for (int r = 0; r < h->n; r++) { if (h->drafted[r] > longest) { longest = h->drafted[r]; } }
+    int longest = 1, drafted = 0;
+    for (int r = 0; r < h->n; r++) {
+        longest = h->drafted[r] > longest ? h->drafted[r] : longest;
+        drafted += h->drafted[r];
+    }
     fprintf(f,
             "<text x=\"12\" y=\"%.1f\" "
             "font-weight=\"bold\">per round: accepted (dark) of drafted (dark + light) "
@@ -5165,8 +5143,6 @@ static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int
             "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">0</text><text "
             "x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%d token%s</text>\n",
             x0 - 4, yb, x0 - 4, y0 + 9, longest, longest > 1 ? "s" : "");
-    int drafted = 0;
-    for (int r = 0; r < h->n; r++) { drafted += h->drafted[r]; }
     if (drafted == 0) {
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x0 + w / 2,
                 y0 + ch / 2,
@@ -5719,42 +5695,38 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     char *text = read_file(path, &len, err);
     if (text == NULL) { return -1; }
     Json j;
+    JsonFile f = {&j, path, err, 0};
     int rc = json_parse(&j, text, len, path, err);
     memset(s, 0, sizeof(*s));
     const char *keys[2] = {"attn", "mlp"};
     unsigned char *flags[2] = {s->attn, s->mlp};
     if (rc == 0 && j.tok[0].type != JSMN_OBJECT) {
-        rc = fail(err, "%s: not a JSON object like {\"attn\": [3, 5], \"mlp\": [6]}", path);
+        rc = json_fail(&f, "not a JSON object like {\"attn\": [3, 5], \"mlp\": [6]}");
     }
     for (int k = 0, key = 1; rc == 0 && k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
         if (!json_eq(&j, key, "attn") && !json_eq(&j, key, "mlp")) { // a typo would skip nothing
             int n = j.tok[key].end - j.tok[key].start;
-            rc = fail(err, "%s: unknown key \"%.*s\" (only \"attn\" and \"mlp\")", path,
-                      n < 64 ? n : 64, j.js + j.tok[key].start);
+            rc = json_fail(&f, "unknown key \"%.*s\" (only \"attn\" and \"mlp\")", n < 64 ? n : 64,
+                           j.js + j.tok[key].start);
         }
     }
     for (int k = 0; k < 2 && rc == 0; k++) {
-        int arr = json_get(&j, 0, keys[k]);
-        if (arr == -1) { continue; }
-        if (arr == -2) {
-            rc = fail(err, "%s: key \"%s\" appears twice", path, keys[k]);
-            break;
+        int arr = json_key(&f, 0, keys[k]), n = arr >= 0 ? j.tok[arr].size : 0;
+        if (arr >= 0 && j.tok[arr].type != JSMN_ARRAY) {
+            rc = json_fail(&f, "\"%s\" must be an array of layer numbers", keys[k]);
         }
-        if (arr < 0 || j.tok[arr].type != JSMN_ARRAY) {
-            rc = fail(err, "%s: \"%s\" must be an array of layer numbers", path, keys[k]);
-            break;
-        }
-        for (int e = arr + 1, i = 0; i < j.tok[arr].size && rc == 0; i++, e = json_skip(&j, e)) {
+        for (int e = arr + 1, i = 0; i < n && rc == 0; i++, e = json_skip(&j, e)) {
             long long l;
             if (json_int(&j, e, 0, n_layers - 1, &l)) {
-                rc = fail(err, "%s: \"%s\" holds something that is not a layer in [0, %d]", path,
-                          keys[k], n_layers - 1);
+                rc = json_fail(&f, "\"%s\" holds something that is not a layer in [0, %d]",
+                               keys[k], n_layers - 1);
             } else {
                 flags[k][l] = 1;
             }
         }
+        rc = f.failed ? -1 : rc;
     }
-    if (j.tok) { json_free(&j); }
+    json_free(&j);
     free(text);
     return rc;
 }
@@ -6092,7 +6064,6 @@ typedef struct {
     const Swift *swift;   // SWIFT's search state (its steps)
 } PromptResult;
 
-
 static double threshold_mean(const SpecStats *st) {
     return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
 }
@@ -6158,26 +6129,25 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
     if (o->method != METHOD_NONE) {
         char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1];
         layer_map(r->skip, L, attn_map, mlp_map);
-        fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%), ",
-                method_name(o->method), o->max_draft, skip_count(r->skip, L), 2 * L,
-                100 * sum.skip_ratio);
-        fprintf(stderr, "selection took %.1f ms:\n  attn %s\n  mlp  %s\n", st->select_ms,
-                attn_map, mlp_map);
-        fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, ", st->rounds,
-                st->drafted, st->accepted, sum.acceptance);
-        fprintf(stderr, "mean accepted length M %.2f\n", sum.mean_accepted);
-        fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | ", st->threshold_first,
-                st->threshold_last, threshold_mean(st));
-        fprintf(stderr, "draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
-                st->draft_ms, st->verify_ms, st->select_ms,
-                st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms);
-        fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", sum.expected_speedup);
+        fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%), selection took "
+                "%.1f ms:\n  attn %s\n  mlp  %s\n", method_name(o->method), o->max_draft,
+                skip_count(r->skip, L), 2 * L, 100 * sum.skip_ratio, st->select_ms, attn_map,
+                mlp_map);
+        fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted "
+                "length M %.2f\n", st->rounds, st->drafted, st->accepted, sum.acceptance,
+                sum.mean_accepted);
+        fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, "
+                "select %.1f ms, other %.1f ms\nexpected speedup (SWIFT Eq. 6) %.2fx\n",
+                st->threshold_first, st->threshold_last, threshold_mean(st), st->draft_ms,
+                st->verify_ms, st->select_ms,
+                st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms,
+                sum.expected_speedup);
         if (st->selections > 0 && st->rounds > 0) {
             double per_call = own_select_ms / st->selections;
             double per_verify = st->verify_ms / st->rounds;
-            fprintf(stderr, "%s: %d selection calls, %.2f ms each = %.2f verification passes; ",
-                    method_name(o->method), st->selections, per_call, per_call / per_verify);
-            fprintf(stderr, "%.1f%% of decode time\n", 100 * own_select_ms / st->gen.decode_ms);
+            fprintf(stderr, "%s: %d selection calls, %.2f ms each = %.2f verification passes; "
+                    "%.1f%% of decode time\n", method_name(o->method), st->selections, per_call,
+                    per_call / per_verify, 100 * own_select_ms / st->gen.decode_ms);
         }
         char note[320];
         if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->swift, note,
