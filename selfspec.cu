@@ -530,9 +530,7 @@ __global__ void attention_values_kernel(float *out, const float *att, const floa
 // visible keys, serial over keys, the three stages above in one thread with the same arithmetic in
 // the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output row,
 // which on the CPU is cache and which the key-outer loop walks contiguously (vectorized over d); a
-// GPU runs the stages instead, where such a loop is a chain of global read-modify-writes. Token t
-// sees every cached slot < pos, and slot pos + u of this pass when mask[t * n + u]. GQA: head h
-// reads kv head h / (n_heads / n_kv_heads).
+// GPU runs the stages instead, where such a loop is a chain of global read-modify-writes.
 __global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
                                  const float *value_cache, const unsigned char *mask, int n,
                                  int pos, int n_heads, int n_kv_heads, int head_dim, int seq_len) {
@@ -1154,18 +1152,16 @@ static void gp_init(Gp *gp, int dim) {
     memset(gp, 0, sizeof(*gp));
     gp->dim = dim;
     gp->x = (float *)calloc_check((size_t)GP_WINDOW * dim, sizeof(float));
-    gp->y = (double *)calloc_check(GP_WINDOW, sizeof(double));
-    gp->chol = (double *)calloc_check((size_t)GP_WINDOW * GP_WINDOW, sizeof(double));
-    gp->weights = (double *)calloc_check(GP_WINDOW, sizeof(double));
+    gp->y = (double *)calloc_check((size_t)GP_WINDOW * (GP_WINDOW + 2), sizeof(double));
+    gp->chol = gp->y + GP_WINDOW;
+    gp->weights = gp->chol + (size_t)GP_WINDOW * GP_WINDOW;
     gp->lengthscale = sqrt((double)dim) / 2.0;
     gp->noise = 1e-2;
 }
 
 static void gp_free(Gp *gp) {
     free(gp->x);
-    free(gp->y);
-    free(gp->chol);
-    free(gp->weights);
+    free(gp->y); // chol and weights too
 }
 
 static double gp_kernel(const Gp *gp, const float *a, const float *b) {
