@@ -4982,17 +4982,13 @@ static void svg_set_cells(FILE *f, const SkipSet *set, int L, double yr, double 
     double cw = svg_cell_width(L);
     fprintf(f, "<g class=\"set\">");
     for (int l = 0; l < L; l++) {
-        if (set->attn[l]) {
+        for (int r = 0; r < 2; r++) { // attention in the upper part, MLP in the lower
+            if (!(r ? set->mlp[l] : set->attn[l])) { continue; }
             fprintf(f,
-                    "<rect class=\"attn skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
+                    "<rect class=\"%s skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
                     "height=\"%.2f\" fill=\"%s\"/>",
-                    SVG_X0 + l * cw, yr, cw, 0.45 * rh, SVG_ATTN);
-        }
-        if (set->mlp[l]) {
-            fprintf(f,
-                    "<rect class=\"mlp skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
-                    "height=\"%.2f\" fill=\"%s\"/>",
-                    SVG_X0 + l * cw, yr + 0.45 * rh, cw, 0.45 * rh, SVG_MLP);
+                    r ? "mlp" : "attn", SVG_X0 + l * cw, yr + r * 0.45 * rh, cw, 0.45 * rh,
+                    r ? SVG_MLP : SVG_ATTN);
         }
     }
     fprintf(f, "</g>\n");
@@ -5263,20 +5259,16 @@ static const char *choose_threads(int threads_flag, size_t weight_bytes) {
 // "none" or "-" = skip nothing) into s. Returns 0, or -1 with err naming the problem.
 static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err) {
     memset(s, 0, sizeof(*s));
-    const char *p = spec;
     if (strcmp(spec, "none") == 0 || strcmp(spec, "-") == 0) { return 0; }
-    while (*p) {
+    for (const char *p = spec;;) {
         while (*p == ' ' || *p == ';') { p++; }
-        if (*p == '\0') { break; }
-        unsigned char *flags;
-        if (strncmp(p, "attn:", 5) == 0) {
-            flags = s->attn;
-        } else if (strncmp(p, "mlp:", 4) == 0) {
-            flags = s->mlp;
-        } else {
+        if (*p == '\0') { return 0; }
+        int attn = strncmp(p, "attn:", 5) == 0;
+        if (!attn && strncmp(p, "mlp:", 4) != 0) {
             return fail(err, "--skip \"%s\": expected attn:LIST or mlp:LIST at \"%s\"", spec, p);
         }
-        p = strchr(p, ':') + 1;
+        unsigned char *flags = attn ? s->attn : s->mlp;
+        p += attn ? 5 : 4;
         do {
             char *end;
             long lo = strtol(p, &end, 10), hi = lo;
@@ -5290,10 +5282,8 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
                 p = end;
             }
             if (hi >= n_layers) {
-                return fail(
-                    err,
-                    "--skip \"%s\": layer %ld is out of range (the model has %d layers, 0..%d)",
-                    spec, hi, n_layers, n_layers - 1);
+                return fail(err, "--skip \"%s\": layer %ld is out of range (the model has %d "
+                            "layers, 0..%d)", spec, hi, n_layers, n_layers - 1);
             }
             for (long l = lo; l <= hi; l++) { flags[l] = 1; }
         } while (*p == ',' && *++p);
@@ -5301,7 +5291,6 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
             return fail(err, "--skip \"%s\": unexpected \"%s\"", spec, p);
         }
     }
-    return 0;
 }
 
 #ifndef TESTING
