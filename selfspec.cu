@@ -2432,22 +2432,23 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
 // ----------------------------------------------------------------------------
 // files: reading one whole
 
-// Reads a whole file into a NUL-terminated buffer. Returns NULL with err set.
 static char *read_file(const char *path, size_t *len_out, char *err) {
     // opening a FIFO with no writer blocks forever: look at what path is before opening it
     struct stat sb;
-    int special = stat(path, &sb) == 0 && !S_ISREG(sb.st_mode);
-    FILE *f = special ? NULL : fopen(path, "rb");
+    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+        fail(err, "%s: not a regular file", path);
+        return NULL;
+    }
+    FILE *f = fopen(path, "rb");
     if (f == NULL) {
-        fail(err, special ? "%s: not a regular file" : "%s: cannot open: %s", path,
-             strerror(errno));
+        fail(err, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
     // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4; and path may
     // have been replaced since the stat above
-    long size = -1;
-    size_t got = 0;
     char *buf = NULL;
+    long size = 0;
+    size_t got;
     if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fail(err, "%s: not a regular file", path);
     } else if (fseek(f, 0, SEEK_END) != 0) {
@@ -2458,15 +2459,13 @@ static char *read_file(const char *path, size_t *len_out, char *err) {
         fail(err, "%s: out of host memory reading its %ld bytes", path, size);
     } else if ((got = fread(buf, 1, (size_t)size, f)) != (size_t)size) {
         fail(err, "%s: read %zu of %ld bytes", path, got, size);
+        free(buf);
+        buf = NULL;
     } else {
         buf[size] = '\0';
         *len_out = (size_t)size;
     }
     fclose(f);
-    if (got != (size_t)size) {
-        free(buf);
-        return NULL;
-    }
     return buf;
 }
 
@@ -2496,26 +2495,24 @@ static int json_skip(const Json *j, int i) {
     return i;
 }
 
+// How many digits start s[*i..n); *i moves past them.
+static int skip_digits(const char *s, int n, int *i) {
+    int from = *i;
+    while (*i < n && isdigit((unsigned char)s[*i])) { (*i)++; }
+    return *i - from;
+}
+
 // A JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
 static int json_number_syntax(const char *s, int n) {
-    int i = 0, digits;
-    if (i < n && s[i] == '-') { i++; }
-    if (i < n && s[i] == '0') {
-        i++;
-    } else if (i < n && s[i] >= '1' && s[i] <= '9') {
-        while (i < n && isdigit((unsigned char)s[i])) { i++; }
-    } else {
-        return 0;
-    }
+    int i = n > 0 && s[0] == '-', first = i;
+    if (skip_digits(s, n, &i) == 0 || (s[first] == '0' && i > first + 1)) { return 0; }
     if (i < n && s[i] == '.') {
-        for (i++, digits = 0; i < n && isdigit((unsigned char)s[i]); i++) { digits++; }
-        if (digits == 0) { return 0; }
+        i++;
+        if (skip_digits(s, n, &i) == 0) { return 0; }
     }
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        if (i < n && (s[i] == '+' || s[i] == '-')) { i++; }
-        for (digits = 0; i < n && isdigit((unsigned char)s[i]); i++) { digits++; }
-        if (digits == 0) { return 0; }
+        i += i + 1 < n && (s[i + 1] == '+' || s[i + 1] == '-') ? 2 : 1;
+        if (skip_digits(s, n, &i) == 0) { return 0; }
     }
     return i == n;
 }
@@ -2528,8 +2525,8 @@ static const char JSON_TRAILING[] = "trailing data after the JSON value",
                   JSON_ENDS_EARLY[] = "ends inside a value";
 static const char *json_syntax(const char *js, size_t len, int *line) {
     char brackets[JSON_MAX_DEPTH]; // '{' or '[' of each container around i
-    int depth = 0, may_close = 0; // may_close: just after '{' or '[', so '}' or ']' may follow
-    char prev = 0;                // the last ',' ':' '{' or '[' read, for the messages
+    int depth = 0;
+    char prev = 0; // the last ',' ':' '{' or '[' read: '{' or '[' just before may close at once
     enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_NEXT, WANT_END } want = WANT_VALUE;
     *line = 1;
     if (len >= 3 && memcmp(js, "\xEF\xBB\xBF", 3) == 0) {
@@ -2549,8 +2546,8 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
         if (want == WANT_END) { return JSON_TRAILING; }
         if (want == WANT_COLON) {
             if (c != ':') { return "a key without ':' after it"; }
-            want = WANT_VALUE, may_close = 0, prev = c, i++;
-        } else if ((c == '}' || c == ']') && (want == WANT_NEXT || may_close)) {
+            want = WANT_VALUE, prev = c, i++;
+        } else if ((c == '}' || c == ']') && (want == WANT_NEXT || prev == '{' || prev == '[')) {
             if (depth == 0 || brackets[depth - 1] != (c == '}' ? '{' : '[')) {
                 return "a closing bracket that does not match";
             }
@@ -2560,7 +2557,7 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
             return c == '}' ? "a ',' before '}'" : "a ',' before ']'";
         } else if (want == WANT_NEXT) {
             if (c != ',') { return "two values with no ',' between them"; }
-            want = brackets[depth - 1] == '{' ? WANT_KEY : WANT_VALUE, may_close = 0, prev = c, i++;
+            want = brackets[depth - 1] == '{' ? WANT_KEY : WANT_VALUE, prev = c, i++;
         } else if (c == ',') {
             return prev == ':' ? "a key without a value" : "a ',' with no value before it";
         } else if (want == WANT_KEY && c != '"') {
@@ -2568,7 +2565,7 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
         } else if (c == '{' || c == '[') {
             if (depth == JSON_MAX_DEPTH) { return "nested too deep"; }
             brackets[depth++] = c;
-            want = c == '{' ? WANT_KEY : WANT_VALUE, may_close = 1, prev = c, i++;
+            want = c == '{' ? WANT_KEY : WANT_VALUE, prev = c, i++;
         } else if (c == '"') {
             // a string: no raw control characters; json_string checks the escapes
             for (i++; i < len && js[i] != '"'; i++) {
@@ -2579,21 +2576,18 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
             i++;
             if (want == WANT_KEY) { want = WANT_COLON; } else { done = 1; }
         } else { // true, false, null or a number
-            size_t n = 0;
-            while (i + n < len && (isalnum((unsigned char)js[i + n]) || js[i + n] == '+' ||
-                                   js[i + n] == '-' || js[i + n] == '.')) {
-                n++;
-            }
             const char *s = js + i;
-            if (n == 0 ||
-                !((n == 4 && memcmp(s, "true", 4) == 0) || (n == 5 && memcmp(s, "false", 5) == 0) ||
-                  (n == 4 && memcmp(s, "null", 4) == 0) || json_number_syntax(s, (int)n))) {
-                return n == 0 ? "a character that starts no JSON value"
-                              : "a literal that is not true, false, null or a number";
+            size_t n = 0;
+            while (i + n < len && (isalnum((unsigned char)s[n]) || memchr("+-.", s[n], 3))) { n++; }
+            if (n == 0) { return "a character that starts no JSON value"; }
+            int word = (n == 4 && (memcmp(s, "true", 4) == 0 || memcmp(s, "null", 4) == 0)) ||
+                       (n == 5 && memcmp(s, "false", 5) == 0);
+            if (!word && !json_number_syntax(s, (int)n)) {
+                return "a literal that is not true, false, null or a number";
             }
             i += n, done = 1;
         }
-        if (done) { want = depth == 0 ? WANT_END : WANT_NEXT, may_close = 0; }
+        if (done) { want = depth == 0 ? WANT_END : WANT_NEXT; }
     }
 }
 
@@ -2622,15 +2616,69 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
     j->tok = (jsmntok_t *)malloc_check(mul_size((size_t)n, sizeof(jsmntok_t)));
     jsmn_init(&p);
     j->n_tok = jsmn_parse(&p, js, len, j->tok, (unsigned int)n);
-    if (j->n_tok != n) {
-        free(j->tok);
-        j->tok = NULL;
-        return fail(err, "%s: not valid JSON", what);
-    }
-    return 0;
+    if (j->n_tok == n) { return 0; }
+    json_free(j);
+    return fail(err, "%s: not valid JSON", what);
 }
 
-static char *json_string(const Json *j, int i, size_t *len);
+// UTF-8: a lead byte that says how many 6-bit continuation bytes (10xxxxxx) follow it.
+static void put_utf8(unsigned int cp, char *out, size_t *n) {
+    static const unsigned char lead[] = {0x00, 0xC0, 0xE0, 0xF0};
+    int more = cp < 0x80 ? 0 : cp < 0x800 ? 1 : cp < 0x10000 ? 2 : 3;
+    out[(*n)++] = (char)(lead[more] | (cp >> (6 * more)));
+    for (int k = more - 1; k >= 0; k--) { out[(*n)++] = (char)(0x80 | ((cp >> (6 * k)) & 0x3F)); }
+}
+
+static int hex_value(char c) {
+    if (c >= '0' && c <= '9') { return c - '0'; }
+    if (c >= 'a' && c <= 'f') { return c - 'a' + 10; }
+    if (c >= 'A' && c <= 'F') { return c - 'A' + 10; }
+    return -1;
+}
+
+// The four hex digits at s as a number, or -1.
+static long hex4(const char *s) {
+    long v = 0;
+    for (int h = 0; h < 4; h++) {
+        if (hex_value(s[h]) < 0) { return -1; }
+        v = v * 16 + hex_value(s[h]);
+    }
+    return v;
+}
+
+// Unescapes the JSON string at token i into a new NUL-terminated UTF-8 buffer (*len bytes,
+// which may contain NUL from \u0000). Returns NULL if i is not a string or an escape is bad.
+static char *json_string(const Json *j, int i, size_t *len) {
+    if (i < 0 || j->tok[i].type != JSMN_STRING) { return NULL; }
+    const char *s = j->js + j->tok[i].start;
+    size_t n = (size_t)(j->tok[i].end - j->tok[i].start), o = 0;
+    char *out = (char *)malloc_check(n + 1); // unescaping never grows the text
+    for (size_t k = 0; k < n; k++) {
+        if (s[k] != '\\') { out[o++] = s[k]; continue; }
+        if (++k >= n) { goto bad; }
+        const char *simple = s[k] != '\0' ? strchr("\"\\/bfnrt", s[k]) : NULL;
+        if (simple != NULL) {
+            out[o++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
+            continue;
+        }
+        long cp = s[k] == 'u' && k + 4 < n ? hex4(s + k + 1) : -1;
+        k += 4;
+        if (cp >= 0xD800 && cp < 0xDC00) { // a high surrogate must pair with a low one
+            long lo = k + 6 < n && s[k + 1] == '\\' && s[k + 2] == 'u' ? hex4(s + k + 3) : -1;
+            if (lo < 0xDC00 || lo > 0xDFFF) { goto bad; }
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            k += 6;
+        }
+        if (cp < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) { goto bad; }
+        put_utf8((unsigned int)cp, out, &o);
+    }
+    out[o] = '\0';
+    *len = o;
+    return out;
+bad:
+    free(out);
+    return NULL;
+}
 
 // Whether the string at token i is s, compared as text: "hidden_\u0073ize" is hidden_size.
 static int json_eq(const Json *j, int i, const char *s) {
@@ -2741,69 +2789,6 @@ static int json_bool(const Json *j, int i, int *out) {
     return 0;
 }
 
-// Appends code point cp as UTF-8: a lead byte, then 6 bits per continuation byte.
-static void put_utf8(unsigned int cp, char *out, size_t *n) {
-    int more = cp < 0x80 ? 0 : cp < 0x800 ? 1 : cp < 0x10000 ? 2 : 3;
-    static const unsigned char lead[4] = {0x00, 0xC0, 0xE0, 0xF0};
-    out[(*n)++] = (char)(lead[more] | (cp >> (6 * more)));
-    for (int k = more - 1; k >= 0; k--) { out[(*n)++] = (char)(0x80 | ((cp >> (6 * k)) & 0x3F)); }
-}
-
-static int hex_value(char c) {
-    if (c >= '0' && c <= '9') { return c - '0'; }
-    if (c >= 'a' && c <= 'f') { return c - 'a' + 10; }
-    if (c >= 'A' && c <= 'F') { return c - 'A' + 10; }
-    return -1;
-}
-
-// The 4 hex digits at s into *v; 0, or -1 if one is not a hex digit.
-static int hex4(const char *s, unsigned int *v) {
-    *v = 0;
-    for (int h = 0; h < 4; h++) {
-        if (hex_value(s[h]) < 0) { return -1; }
-        *v = *v * 16 + (unsigned int)hex_value(s[h]);
-    }
-    return 0;
-}
-
-// Unescapes the JSON string at token i into a new NUL-terminated UTF-8 buffer (*len bytes,
-// which may contain NUL from \u0000). Returns NULL if i is not a string or an escape is bad.
-static char *json_string(const Json *j, int i, size_t *len) {
-    if (i < 0 || j->tok[i].type != JSMN_STRING) { return NULL; }
-    const char *s = j->js + j->tok[i].start;
-    size_t n = (size_t)(j->tok[i].end - j->tok[i].start), o = 0;
-    char *out = (char *)malloc_check(n + 1); // unescaping never grows the text
-    for (size_t k = 0; k < n; k++) {
-        if (s[k] != '\\') { out[o++] = s[k]; continue; }
-        if (++k >= n) { goto bad; }
-        const char *simple = s[k] != '\0' ? strchr("\"\\/bfnrt", s[k]) : NULL;
-        if (simple != NULL) {
-            out[o++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
-            continue;
-        }
-        unsigned int cp, lo;
-        if (s[k] != 'u' || k + 4 >= n || hex4(s + k + 1, &cp) != 0) { goto bad; }
-        k += 4;
-        if (cp >= 0xD800 && cp < 0xDC00) { // a high surrogate must pair with a low one
-            if (k + 6 >= n || s[k + 1] != '\\' || s[k + 2] != 'u' || hex4(s + k + 3, &lo) != 0 ||
-                lo < 0xDC00 || lo > 0xDFFF) {
-                goto bad;
-            }
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            k += 6;
-        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            goto bad;
-        }
-        put_utf8(cp, out, &o);
-    }
-    out[o] = '\0';
-    *len = o;
-    return out;
-bad:
-    free(out);
-    return NULL;
-}
-
 // A JSON file being read: its tokens, its path, which starts every message, and the caller's
 // error buffer, which keeps the first error. config.json and tokenizer.json are read through it.
 typedef struct {
@@ -2837,11 +2822,7 @@ static char *json_key_string(JsonFile *f, int obj, const char *key, size_t *n) {
 }
 
 static int json_key_is(JsonFile *f, int obj, const char *key, const char *s) {
-    size_t n;
-    char *v = json_key_string(f, obj, key, &n);
-    int same = v != NULL && n == strlen(s) && memcmp(v, s, n) == 0;
-    free(v);
-    return same;
+    return json_eq(f->j, json_key(f, obj, key), s);
 }
 
 static int json_key_bool(JsonFile *f, int obj, const char *key, int dflt) {
@@ -2854,12 +2835,10 @@ static int json_key_bool(JsonFile *f, int obj, const char *key, int dflt) {
 
 // First element of the array at key of obj (its length in *n), or -1 with an error.
 static int json_key_array(JsonFile *f, int obj, const char *key, int *n) {
-    int i = json_key(f, obj, key);
-    *n = i >= 0 && f->j->tok[i].type == JSMN_ARRAY ? f->j->tok[i].size : 0;
-    return i >= 0 && f->j->tok[i].type == JSMN_ARRAY ? i + 1
-                                                      : json_fail(f, "%s must be an array", key);
+    int i = json_key(f, obj, key), is_array = i >= 0 && f->j->tok[i].type == JSMN_ARRAY;
+    *n = is_array ? f->j->tok[i].size : 0;
+    return is_array ? i + 1 : json_fail(f, "%s must be an array", key);
 }
-
 
 // The int at key of obj, in [lo, hi]; absent or null: *out keeps its default, or an error when
 // required.
@@ -2901,8 +2880,7 @@ static int config_check_unsupported(JsonFile *f) {
     const Json *j = f->j;
     int arch = json_get(j, 0, "architectures");
     if (!json_is_null(j, arch)) {
-        int ok = 0;
-        int n = arch >= 0 && j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0;
+        int ok = 0, n = arch >= 0 && j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0;
         for (int k = 0, e = arch + 1; k < n; k++, e = json_skip(j, e)) { // (json_at: quadratic)
             ok |= json_eq(j, e, "LlamaForCausalLM");
         }
@@ -2929,7 +2907,8 @@ static int config_check_unsupported(JsonFile *f) {
 
 // A RoPE setting's value token: transformers 5 writes them all in rope_parameters; older
 // configs have rope_theta at the top level and the scaling in rope_scaling (obj). A value given
-// in both places must agree; -2 (err set) when they do not.
+// in both places must agree; -2 (err set) when they do not, which every reader below then refuses
+// (the first error is the one kept).
 static int rope_get(JsonFile *f, int obj, const char *key) {
     const Json *j = f->j;
     int a = json_get(j, obj, key), b = json_get(j, json_get(j, 0, "rope_parameters"), key);
@@ -2954,25 +2933,20 @@ static int config_rope(Config *c, JsonFile *f) {
     int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(f, 0, "rope_theta");
     int type = rope_get(f, rs, "rope_type");
     if (type == -1) { type = json_get(j, rs, "type"); }
-    if (theta == -2 || type == -2 ||
-        json_float(f, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta)) {
-        return -1;
-    }
+    if (json_float(f, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta)) { return -1; }
     if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
     if (!json_eq(j, type, "llama3")) {
         return json_fail(f, "rope_type is not supported (only \"default\" and \"llama3\")");
     }
     c->rope_llama3 = 1;
-    c->rope_factor = c->rope_low_freq = c->rope_high_freq = 0;
     const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
     float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
     for (int k = 0; k < 3; k++) {
         int i = rope_get(f, rs, keys[k]);
-        if (i == -2 || json_float(f, i, keys[k], 0, FLT_MAX, dst[k])) { return -1; }
+        if (json_float(f, i, keys[k], 0, FLT_MAX, dst[k])) { return -1; }
     }
     long long orig = 0;
     int o = rope_get(f, rs, "original_max_position_embeddings");
-    if (o == -2) { return -1; }
     if (json_int(j, o, 1, CONFIG_MAX, &orig) || c->rope_factor <= 0 ||
         c->rope_high_freq <= c->rope_low_freq) {
         return json_fail(f, "rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
@@ -2984,19 +2958,12 @@ static int config_rope(Config *c, JsonFile *f) {
 
 static int config_token_ids(Config *c, JsonFile *f) {
     const Json *j = f->j;
-    long long v;
+    long long v = -1; // no bos_token_id: -1
     int bos = json_get(j, 0, "bos_token_id"), eos = json_get(j, 0, "eos_token_id");
-    c->bos_id = -1;
-    c->n_eos = 0;
-    if (bos == -2 || eos == -2) {
-        return json_fail(f, "bos_token_id or eos_token_id appears twice");
+    if (!json_is_null(j, bos) && json_int(j, bos, 0, c->vocab_size - 1, &v)) {
+        return json_fail(f, "bos_token_id is not a token id below vocab_size");
     }
-    if (!json_is_null(j, bos)) {
-        if (json_int(j, bos, 0, c->vocab_size - 1, &v)) {
-            return json_fail(f, "bos_token_id is not a token id below vocab_size");
-        }
-        c->bos_id = (int)v;
-    }
+    c->bos_id = (int)v;
     if (json_is_null(j, eos)) { return 0; }
     int is_list = j->tok[eos].type == JSMN_ARRAY;
     int n = is_list ? j->tok[eos].size : 1;
@@ -3013,61 +2980,69 @@ static int config_token_ids(Config *c, JsonFile *f) {
     return 0;
 }
 
+// The settings of a parsed config.json into c, every one checked.
+static int config_from_json(Config *c, JsonFile *f) {
+    const Json *j = f->j;
+    if (j->tok[0].type != JSMN_OBJECT) { return json_fail(f, "not a JSON object"); }
+    for (int i = 0; i < j->n_tok; i++) { // JSON parsers disagree on which copy of a key wins
+        int dup = j->tok[i].type == JSMN_OBJECT ? json_duplicate_key(j, i) : -1;
+        int n = dup >= 0 ? j->tok[dup].end - j->tok[dup].start : 0;
+        if (dup >= 0) {
+            return json_fail(f, "key \"%.*s\" appears twice in one object", n < 64 ? n : 64,
+                             j->js + j->tok[dup].start);
+        }
+    }
+    if (config_check_unsupported(f) ||
+        json_key_int(f, 0, "hidden_size", 1, 1, CONFIG_MAX, &c->dim) ||
+        json_key_int(f, 0, "intermediate_size", 1, 1, CONFIG_MAX, &c->hidden_dim) ||
+        json_key_int(f, 0, "num_hidden_layers", 1, 1, CONFIG_MAX, &c->n_layers) ||
+        json_key_int(f, 0, "num_attention_heads", 1, 1, CONFIG_MAX, &c->n_heads) ||
+        json_key_int(f, 0, "vocab_size", 1, 1, CONFIG_MAX, &c->vocab_size) ||
+        json_key_int(f, 0, "max_position_embeddings", 1, 1, CONFIG_MAX, &c->max_pos)) {
+        return -1;
+    }
+    c->n_kv_heads = c->n_heads;
+    c->head_dim = c->dim / c->n_heads;
+    if (json_key_int(f, 0, "num_key_value_heads", 0, 1, CONFIG_MAX, &c->n_kv_heads) ||
+        json_key_int(f, 0, "head_dim", 0, 1, CONFIG_MAX, &c->head_dim) ||
+        json_float(f, json_get(j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
+        config_rope(c, f) || config_token_ids(c, f)) {
+        return -1;
+    }
+    c->tied = json_key_bool(f, 0, "tie_word_embeddings", 0);
+    if (f->failed) { return -1; }
+    if (c->n_layers > SS_MAX_LAYERS) {
+        return json_fail(f, "num_hidden_layers %d exceeds the supported %d", c->n_layers,
+                         SS_MAX_LAYERS);
+    }
+    if (c->n_heads % c->n_kv_heads != 0) {
+        return json_fail(f, "num_attention_heads %d is not a multiple of num_key_value_heads %d",
+                         c->n_heads, c->n_kv_heads);
+    }
+    if (c->head_dim % 2 != 0 || c->head_dim < 2) {
+        return json_fail(f, "head_dim %d (hidden_size / num_attention_heads when not given) must "
+                         "be even and at least 2 (RoPE rotates pairs)", c->head_dim);
+    }
+    if ((size_t)c->n_heads * c->head_dim > CONFIG_MAX) {
+        // the kernels index a pass's (n_tokens, n_heads, head_dim) rows with int
+        return json_fail(f, "num_attention_heads %d x head_dim %d exceeds %d", c->n_heads,
+                         c->head_dim, CONFIG_MAX);
+    }
+    return 0;
+}
+
 static int read_config(Config *c, const char *dir, char *err) {
     char path[1100];
     snprintf(path, sizeof(path), "%s/config.json", dir);
+    memset(c, 0, sizeof(*c));
+    c->rope_theta = 10000.0f; // LlamaConfig defaults
+    c->norm_eps = 1e-6f;
     size_t len;
     char *text = read_file(path, &len, err);
     if (text == NULL) { return -1; }
     Json j;
     JsonFile f = {&j, path, err, 0};
-    int rc = json_parse(&j, text, len, path, err);
-    if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = json_fail(&f, "not a JSON object"); }
-    // JSON parsers disagree on which copy of a key wins
-    for (int i = 0; rc == 0 && i < j.n_tok; i++) {
-        int dup = j.tok[i].type == JSMN_OBJECT ? json_duplicate_key(&j, i) : -1;
-        if (dup >= 0) {
-            int n = j.tok[dup].end - j.tok[dup].start;
-            rc = json_fail(&f, "key \"%.*s\" appears twice in one object", n < 64 ? n : 64,
-                      j.js + j.tok[dup].start);
-        }
-    }
-    memset(c, 0, sizeof(*c));
-    c->rope_theta = 10000.0f; // LlamaConfig defaults
-    c->norm_eps = 1e-6f;
-    if (rc == 0) {
-        rc = config_check_unsupported(&f) ||
-             json_key_int(&f, 0, "hidden_size", 1, 1, CONFIG_MAX, &c->dim) ||
-             json_key_int(&f, 0, "intermediate_size", 1, 1, CONFIG_MAX, &c->hidden_dim) ||
-             json_key_int(&f, 0, "num_hidden_layers", 1, 1, CONFIG_MAX, &c->n_layers) ||
-             json_key_int(&f, 0, "num_attention_heads", 1, 1, CONFIG_MAX, &c->n_heads) ||
-             json_key_int(&f, 0, "vocab_size", 1, 1, CONFIG_MAX, &c->vocab_size) ||
-             json_key_int(&f, 0, "max_position_embeddings", 1, 1, CONFIG_MAX, &c->max_pos) ? -1 : 0;
-    }
-    if (rc == 0) {
-        c->n_kv_heads = c->n_heads;
-        c->head_dim = c->dim / c->n_heads;
-        rc = json_key_int(&f, 0, "num_key_value_heads", 0, 1, CONFIG_MAX, &c->n_kv_heads) ||
-             json_key_int(&f, 0, "head_dim", 0, 1, CONFIG_MAX, &c->head_dim) ||
-             json_float(&f, json_get(&j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
-             config_rope(c, &f) || config_token_ids(c, &f) ? -1 : 0;
-        c->tied = rc == 0 ? json_key_bool(&f, 0, "tie_word_embeddings", 0) : 0;
-        rc = f.failed ? -1 : rc;
-    }
-    if (rc == 0 && c->n_layers > SS_MAX_LAYERS) {
-        rc = json_fail(&f, "num_hidden_layers %d exceeds the supported %d", c->n_layers,
-                  SS_MAX_LAYERS);
-    } else if (rc == 0 && c->n_heads % c->n_kv_heads != 0) {
-        rc = json_fail(&f, "num_attention_heads %d is not a multiple of num_key_value_heads %d",
-                       c->n_heads, c->n_kv_heads);
-    } else if (rc == 0 && (c->head_dim % 2 != 0 || c->head_dim < 2)) {
-        rc = json_fail(&f, "head_dim %d (hidden_size / num_attention_heads when not given) must be "
-                  "even and at least 2 (RoPE rotates pairs)", c->head_dim);
-    } else if (rc == 0 && (size_t)c->n_heads * c->head_dim > CONFIG_MAX) {
-        // the kernels index a pass's (n_tokens, n_heads, head_dim) rows with int
-        rc = json_fail(&f, "num_attention_heads %d x head_dim %d exceeds %d", c->n_heads,
-                  c->head_dim, CONFIG_MAX);
-    }
+    int rc = json_parse(&j, text, len, path, err) || config_from_json(c, &f) ? -1 : 0;
     json_free(&j);
     free(text);
     return rc;
@@ -3126,9 +3101,10 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
         return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path,
                     t->name);
     }
-    static const char *const dtypes[3] = {"F32", "F16", "BF16"}; // DTYPE_* order
-    t->dtype = -1;
-    for (int k = 0; k < 3; k++) { t->dtype = json_eq(j, dt, dtypes[k]) ? k : t->dtype; }
+    t->dtype = json_eq(j, dt, "F32")    ? DTYPE_F32
+               : json_eq(j, dt, "F16")  ? DTYPE_F16
+               : json_eq(j, dt, "BF16") ? DTYPE_BF16
+                                        : -1;
     if (t->dtype < 0) {
         return fail(err, "%s: tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", sh->path,
                     t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
@@ -3165,13 +3141,15 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
     return 0;
 }
 
-// Whether the 8-byte little-endian header length at b is zero or runs past a file of size bytes.
-static int bad_header_length(const char *path, const unsigned char *b, size_t size, char *err) {
-    uint64_t n = 0;
-    for (int k = 7; k >= 0; k--) { n = (n << 8) | b[k]; }
-    return n == 0 || n > size - 8
+// The 8-byte little-endian header length at b into *n; -1 (err set) if it is zero or runs past
+// the end of a file of size bytes.
+static int header_length(const char *path, const unsigned char *b, size_t size, uint64_t *n,
+                         char *err) {
+    *n = 0;
+    for (int k = 7; k >= 0; k--) { *n = (*n << 8) | b[k]; }
+    return *n == 0 || *n > size - 8
                ? fail(err, "%s: header length %llu is zero or runs past the end of the file (%zu "
-                      "bytes)", path, (unsigned long long)n, size)
+                      "bytes)", path, (unsigned long long)*n, size)
                : 0;
 }
 
@@ -3183,19 +3161,18 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
     // The header length is checked before the file is read whole (a sparse 30 GB file of zeros
     // is refused at once), then again on what was read. (O_NONBLOCK: a FIFO does not block.)
     unsigned char head[8];
+    uint64_t n;
     struct stat sb;
     int fd = open(path, O_RDONLY | O_NONBLOCK);
     int peeked =
         fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pread(fd, head, 8, 0) == 8;
     if (fd >= 0) { close(fd); }
-    if (peeked && bad_header_length(path, head, (size_t)sb.st_size, err)) { return -1; }
+    if (peeked && header_length(path, head, (size_t)sb.st_size, &n, err)) { return -1; }
     sh->bytes = read_file(path, &sh->size, err);
     if (sh->bytes == NULL) { return -1; }
     tf->n_shards++;
     if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
-    if (bad_header_length(path, (const unsigned char *)sh->bytes, sh->size, err)) { return -1; }
-    uint64_t n = 0;
-    for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)sh->bytes[k]; }
+    if (header_length(path, (const unsigned char *)sh->bytes, sh->size, &n, err)) { return -1; }
     sh->data_start = 8 + (size_t)n;
     int line;
     const char *syntax = json_syntax(sh->bytes + 8, (size_t)n, &line);
@@ -3293,22 +3270,25 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     return rc;
 }
 
+// IEEE half to float: a normal half's exponent is rebiased from 15 to 127 (all ones: inf or NaN);
+// zero and subnormals are man x 2^-24.
 static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, man = h & 0x3FF, bits;
-    if (exp == 0x1F) {
-        bits = sign | 0x7F800000u | (man << 13);     // inf or nan
-    } else if (exp != 0) {
-        bits = sign | ((exp + 112) << 23) | (man << 13); // normal: rebias 15 -> 127
-    } else if (man == 0) {
-        bits = sign;                                      // signed zero
-    } else {                                              // subnormal: normalize the mantissa
-        int e = -1;
-        do { man <<= 1; e++; } while ((man & 0x400) == 0);
-        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3FF) << 13);
+    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+    if (exp == 0) {
+        float f = (float)man / 16777216.0f; // exact: man < 2^10
+        return sign ? -f : f;
     }
+    uint32_t bits = sign | ((exp == 0x1F ? 0xFFu : exp + 112) << 23) | (man << 13);
     float f;
     memcpy(&f, &bits, 4);
     return f;
+}
+
+// "[a, b]": a shape of n <= 4 dims into text (128 bytes).
+static void shape_text(char *text, const size_t *shape, int n) {
+    int at = sprintf(text, "[");
+    for (int d = 0; d < n; d++) { at += sprintf(text + at, d ? ", %zu" : "%zu", shape[d]); }
+    strcpy(text + at, "]");
 }
 
 // Finds tensor name, checks its shape, converts it to fp32 into dst. Little-endian host assumed.
@@ -3326,14 +3306,11 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
     if (t == NULL) { return fail(err, "%s: missing tensor %s", tf->shards[0].path, name); }
     const Shard *sh = &tf->shards[t->file];
     int want_dims = cols == 0 ? 1 : 2;
-    if (t->n_dim != want_dims || t->shape[0] != rows || (cols != 0 && t->shape[1] != cols)) {
-        char have[128] = "[", want[64];
-        for (int d = 0; d < t->n_dim; d++) {
-            size_t at = strlen(have);
-            snprintf(have + at, sizeof(have) - at, d ? ", %zu" : "%zu", t->shape[d]);
-        }
-        strcat(have, "]");
-        snprintf(want, sizeof(want), cols == 0 ? "[%zu]" : "[%zu, %zu]", rows, cols);
+    size_t want_shape[2] = {rows, cols};
+    if (t->n_dim != want_dims || memcmp(t->shape, want_shape, want_dims * sizeof(size_t)) != 0) {
+        char have[128], want[128];
+        shape_text(have, t->shape, t->n_dim);
+        shape_text(want, want_shape, want_dims);
         return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name,
                     have, want);
     }
@@ -3342,18 +3319,12 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
     if (dst == NULL) { return 0; } // build_model's check of every name and shape
     const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
     for (size_t i = 0; i < n; i++) {
-        if (t->dtype == DTYPE_F32) {
-            memcpy(&dst[i], src + 4 * i, 4);
-        } else {
-            uint16_t h;
-            memcpy(&h, src + 2 * i, 2);
-            if (t->dtype == DTYPE_F16) {
-                dst[i] = half_to_float(h);
-            } else {
-                uint32_t bits = (uint32_t)h << 16; // bf16 is the top half of an fp32
-                memcpy(&dst[i], &bits, 4);
-            }
-        }
+        uint16_t h; // an F16 or BF16 weight
+        memcpy(&h, src + 2 * i, 2);
+        uint32_t bf16 = (uint32_t)h << 16; // bf16 is the top half of an fp32
+        if (t->dtype == DTYPE_F32) { memcpy(&dst[i], src + 4 * i, 4); }
+        if (t->dtype == DTYPE_F16) { dst[i] = half_to_float(h); }
+        if (t->dtype == DTYPE_BF16) { memcpy(&dst[i], &bf16, 4); }
         if (!isfinite(dst[i])) { // one would make every logit NaN: argmax then says token 0
             return fail(err, "%s: tensor %s: weight %zu is %s", sh->path, name, i,
                         isnan(dst[i]) ? "NaN" : "infinite");
@@ -3414,8 +3385,6 @@ static size_t layout_weights(Weights *w, float *base, const Config *c) {
     return off;
 }
 
-static float *at(float *p, size_t i) { return p ? p + i : NULL; } // NULL: only check shapes
-
 // Loads every weight into w; with w's pointers NULL (layout_weights without memory), only checks
 // that every tensor is there with its shape.
 static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err) {
@@ -3427,21 +3396,21 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
         (!c->tied && load_tensor(tf, "lm_head.weight", vocab, dim, w->lm_head, err))) {
         return -1;
     }
+    // per layer: (name, rows, cols, layer 0's destination) in the order of the HF module tree
+    const char *names[] = {"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
+                           "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
+                           "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
+    size_t rows[] = {dim, q_dim, kv_dim, kv_dim, dim, dim, hid, hid, dim};
+    size_t cols[] = {0, dim, dim, dim, q_dim, 0, dim, dim, hid};
+    float *first[] = {w->rms_att, w->wq,     w->wk,   w->wv,    w->wo,
+                      w->rms_ffn, w->w_gate, w->w_up, w->w_down};
     for (int l = 0; l < c->n_layers; l++) {
-        // per layer: (name, rows, cols, destination) in the order of the HF module tree
-        const char *names[] = {"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
-                               "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
-                               "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
-        size_t rows[] = {dim, q_dim, kv_dim, kv_dim, dim, dim, hid, hid, dim};
-        size_t cols[] = {0, dim, dim, dim, q_dim, 0, dim, dim, hid};
-        float *dst[] = {
-            at(w->rms_att, l * dim),      at(w->wq, l * q_dim * dim), at(w->wk, l * kv_dim * dim),
-            at(w->wv, l * kv_dim * dim),  at(w->wo, l * dim * q_dim), at(w->rms_ffn, l * dim),
-            at(w->w_gate, l * hid * dim), at(w->w_up, l * hid * dim), at(w->w_down, l * dim * hid)};
         for (int k = 0; k < 9; k++) {
             char name[128];
             snprintf(name, sizeof(name), "model.layers.%d.%s.weight", l, names[k]);
-            if (load_tensor(tf, name, rows[k], cols[k], dst[k], err)) { return -1; }
+            size_t floats = rows[k] * (cols[k] == 0 ? 1 : cols[k]);
+            float *dst = first[k] ? first[k] + l * floats : NULL; // NULL: only check shapes
+            if (load_tensor(tf, name, rows[k], cols[k], dst, err)) { return -1; }
         }
     }
     // A tensor left over means config.json describes another model (num_hidden_layers 3 on a
@@ -3453,9 +3422,8 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
         int ignored = (n >= nr && strcmp(t->name + n - nr, "rotary_emb.inv_freq") == 0) ||
                       (c->tied && strcmp(t->name, "lm_head.weight") == 0);
         if (!t->used && !ignored) {
-            return fail(err,
-                        "%s: tensor %s is not used by the model config.json describes (%d layers); "
-                        "the config does not match the checkpoint",
+            return fail(err, "%s: tensor %s is not used by the model config.json describes "
+                        "(%d layers); the config does not match the checkpoint",
                         tf->shards[t->file].path, t->name, c->n_layers);
         }
     }
@@ -3470,11 +3438,8 @@ static float *read_weights(const Config *c, const char *dir, size_t *n, char *er
     int rc = open_tensor_files(&tf, dir, err);
     if (rc == 0 && !c->tied && !has_tensor(&tf, "lm_head.weight")) {
         // transformers would start lm_head from random weights (with a warning), not tie it
-        rc = fail(
-            err,
-            "%s: missing tensor lm_head.weight, and %s/config.json has tie_word_embeddings false "
-            "(the default when absent)",
-            tf.shards[0].path, dir);
+        rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has "
+                  "tie_word_embeddings false (the default when absent)", tf.shards[0].path, dir);
     }
     // Every weight must be a tensor of the files with its shape, whose sizes were checked
     // against the file sizes: a config that needs more is refused here, naming the tensor,
@@ -3489,11 +3454,8 @@ static float *read_weights(const Config *c, const char *dir, size_t *n, char *er
         rc = load_weights(&host, c, &tf, err);
     }
     free_tensor_files(&tf);
-    if (rc != 0) {
-        free(memory);
-        return NULL;
-    }
-    return memory;
+    if (rc != 0) { free(memory); }
+    return rc == 0 ? memory : NULL;
 }
 
 int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
