@@ -1325,6 +1325,16 @@ static void run_layer_batch(Model *m, int l, float *rows, int n, int slot) {
     copy_to_host(rows, m->state.x, bytes);
 }
 
+// h_0..h_L (2L + 1 rows of dim) of the last accepted token, whose row is `row` of a
+// verification's capture (2L + 1, k + 1, dim): gathered to the front of the capture, in place.
+static const float *clasp_states(float *states, const Config *c, int k, int row) {
+    for (int b = 0; b <= 2 * c->n_layers; b++) {
+        memmove(states + (size_t)b * c->dim, states + ((size_t)b * (k + 1) + row) * c->dim,
+                (size_t)c->dim * sizeof(float));
+    }
+    return states;
+}
+
 static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
     const Config *c = &m->config;
     int L = c->n_layers, dim = c->dim, M = max_skip < L ? max_skip : L;
@@ -1686,17 +1696,18 @@ static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_
     return sel->swift.steps > before;
 }
 
-// After a verification: SWIFT's skip-ratio rule, and CLaSp's DP on the hidden states h_last of
-// the last accepted token (NULL: none this round). Returns 1 if a DP ran.
-static int selector_after_verify(Selector *sel, Model *m, const float *h_last, int slot,
+// After a verification of `drafted` tokens: SWIFT's skip-ratio rule, and CLaSp's DP on the
+// hidden states of the last accepted token, at `row` of the verification's capture `states`
+// (NULL: none this round), which sits at cache slot `slot`. Returns 1 if a DP ran.
+static int selector_after_verify(Selector *sel, Model *m, float *states, int row, int slot,
                                  int drafted, int accepted, SkipSet *skip) {
     if (sel == NULL) { return 0; }
     sel->rounds++;
     if (sel->method == METHOD_SWIFT) {
         swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted);
     }
-    if (h_last == NULL) { return 0; }
-    *skip = select_clasp(m, h_last, slot, sel->clasp_skip);
+    if (states == NULL) { return 0; }
+    *skip = select_clasp(m, clasp_states(states, &m->config, drafted, row), slot, sel->clasp_skip);
     return 1;
 }
 
@@ -2112,16 +2123,6 @@ static int verify_draft(Model *m, Sampler *smp, int k, int pos, const TreeShape 
     return verify_tree(m, &s->tree, k, pos, s->kept, next, s->rows);
 }
 
-// The hidden states (2L + 1, dim) of the last accepted token, the one whose row produced the
-// next token, out of a verification's capture of rows 0..k (CLaSp's DP input), in place.
-static const float *last_accepted_states(SpecScratch *s, const Config *c, int k, int row) {
-    for (int b = 0; b <= 2 * c->n_layers; b++) {
-        memmove(s->states + (size_t)b * c->dim, s->states + ((size_t)b * (k + 1) + row) * c->dim,
-                (size_t)c->dim * sizeof(float));
-    }
-    return s->states;
-}
-
 // Emits a round's kept draft tokens, then the full model's token next, each with the logits row
 // it came from. Returns how many it emitted: fewer than accepted + 1 when the output ends first.
 static int emit_round(Model *m, Output *out, SpecScratch *s, int pos, int accepted, int next,
@@ -2195,8 +2196,9 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         if (emitted <= accepted) { k = accepted = emitted - 1; }
         // the method may change the draft (CLaSp: a DP on the states of the last accepted token,
         // but not after the prompt's last round, whose set would never draft; SWIFT: its ratio)
-        const float *h = capture && !done ? last_accepted_states(s, c, k, s->rows[accepted]) : NULL;
-        st->selections += selector_after_verify(sel, m, h, pos + accepted, k, accepted, &sp->skip);
+        st->selections += selector_after_verify(sel, m, capture && !done ? s->states : NULL,
+                                                s->rows[accepted], pos + accepted, k, accepted,
+                                                &sp->skip);
         st->select_ms += lap_ms(&t);
         // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
         float drafted_under = sp->exit.threshold;
