@@ -62,9 +62,10 @@ test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
 	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
 
 # the whole suite on the CPU build: also compiles every test once as C++, so nothing that
-# nvcc rejects creeps in; ends with one line "N passed, M failed". Each program streams its output
-# and picks its threads as ./selfspec does: the cores no other process is running on.
-test: selfspec $(TESTS)
+# nvcc rejects creeps in, and builds the bench tools, so a path they include cannot rot unseen;
+# ends with one line "N passed, M failed". Each program streams its output and picks its threads
+# as ./selfspec does: the cores no other process is running on.
+test: selfspec $(TESTS) $(BENCH)
 	@for t in $(TESTS); do $(CXX) -x c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Wno-unused-function -I. $$t.c || exit 1; done
 	@sh test/run_tests.sh $(TESTS)
 

@@ -176,16 +176,6 @@ static void *device_malloc(size_t bytes) {
     return p;
 }
 static void device_free(void *p) { cuda_check(cudaFree(p)); }
-// the engine never calls these three (tests and bench tools do): "unused" keeps nvcc from
-// warning about an unused static function (warning 177)
-__attribute__((unused)) static void device_memset(void *dst, int value, size_t bytes) {
-    cuda_check(cudaMemset(dst, value, bytes));
-}
-__attribute__((unused)) static void copy_on_device(void *dst, const void *src, size_t bytes) {
-    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
-}
-// for timing
-__attribute__((unused)) static void device_sync(void) { cuda_check(cudaDeviceSynchronize()); }
 static void copy_to_device(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
 }
@@ -240,11 +230,6 @@ static int launch_reverse; // 1: run blocks and threads in reverse order (tests)
 static void device_init(void) {}
 static void *device_malloc(size_t bytes) { return malloc_check(bytes); }
 static void device_free(void *p) { free(p); }
-static inline void device_memset(void *dst, int value, size_t bytes) { memset(dst, value, bytes); }
-static inline void copy_on_device(void *dst, const void *src, size_t bytes) {
-    memmove(dst, src, bytes);
-}
-static inline void device_sync(void) {}
 static void copy_to_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static const char *threads_reason = "one per core"; // set by the CLI (choose_threads)

@@ -122,4 +122,23 @@ static int run_selfspec(const char *dir, const char *prefix, const char *args, c
     return rc;
 }
 
+// Device memory operations only the tests and bench tools need (the engine copies whole buffers
+// with copy_to_device and copy_to_host): the CUDA call in the CUDA build, its host twin in the
+// CPU build. "unused" keeps nvcc from warning about a static function a file does not call.
+#ifdef __CUDACC__
+__attribute__((unused)) static void device_memset(void *dst, int value, size_t bytes) {
+    cuda_check(cudaMemset(dst, value, bytes));
+}
+__attribute__((unused)) static void copy_on_device(void *dst, const void *src, size_t bytes) {
+    cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+}
+__attribute__((unused)) static void device_sync(void) { cuda_check(cudaDeviceSynchronize()); }
+#else
+static inline void device_memset(void *dst, int value, size_t bytes) { memset(dst, value, bytes); }
+static inline void copy_on_device(void *dst, const void *src, size_t bytes) {
+    memmove(dst, src, bytes);
+}
+static inline void device_sync(void) {}
+#endif
+
 #endif

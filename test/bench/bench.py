@@ -307,7 +307,7 @@ def main():
             hf, hf_model = plain_hf(model, prompts, a.n, a.threads)
             print(f"| HF transformers generate (torch fp32, {a.threads} threads) | {hf:.1f} | {hf / ours:.2f} |")
         print(f"| bandwidth bound ({model_bytes(model) / 1e6:.0f} MB / {bw:.1f} GB/s) | {bound:.1f} | {bound / ours:.2f} |\n")
-        print("```\n" + run(["./bench/verify_cost", model, "9"], env).strip() + "\n```\n")
+        print("```\n" + run(["test/bench/verify_cost", model, "9"], env).strip() + "\n```\n")
         for set_name in SETS:
             print(f"### {name}, {set_name} prompts, greedy, {a.n} tokens, speedup vs plain decoding in the same process\n")
             print("| method | skip ratio | α | M | tokens/s | speedup | measured/expected | selection share | "

@@ -6,7 +6,8 @@
 // Prints, for k = 1, 2, 4, 8, 16, the median time of a k-token pass at position 64 and its
 // ratio to k = 1, plus a one-token pass under a 50% skip set (the draft's cost coefficient).
 #define TESTING
-#include "../selfspec.cu"
+#include "../../selfspec.cu"
+#include "../testing.h"
 
 static int compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
