@@ -1213,8 +1213,8 @@ static void gp_predict(const Gp *gp, const float *x, double *mean, double *var) 
 // count sublayers skipped among the allowed ones (layers first_layer..last_layer). Self-SD's
 // callers (count 0) draw p uniform in [0, 0.6), so candidates range from sparse to about 60%
 // skipped; with count > 0 (SWIFT) p is not used.
-static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_layer,
-                            int last_layer, SkipSet *s) {
+static void random_skip_set(Rng *r, float p, int count, int first_layer, int last_layer,
+                            SkipSet *s) {
     memset(s, 0, sizeof(*s));
     int slots = 2 * (last_layer - first_layer + 1);
     if (count <= 0) {
@@ -1229,7 +1229,6 @@ static void random_skip_set(Rng *r, int n_layers, float p, int count, int first_
         unsigned char *flag = k % 2 ? &s->mlp[l] : &s->attn[l];
         if (!*flag) { *flag = 1; placed++; }
     }
-    (void)n_layers;
 }
 
 // UCB acquisition (mean + kappa sd) maximized over n_random candidates drawn like
@@ -1242,7 +1241,7 @@ static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first,
     double best_ucb = -INFINITY;
     for (int k = 0; k < n_random; k++) {
         SkipSet cand;
-        random_skip_set(r, n_layers, 0.6f * rng_uniform(r), count, first, last, &cand);
+        random_skip_set(r, 0.6f * rng_uniform(r), count, first, last, &cand);
         skip_to_vector(&cand, n_layers, v);
         double mean, var;
         gp_predict(gp, v, &mean, &var);
@@ -1466,7 +1465,7 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     } else if ((w->steps + 1) % w->p.bo_every == 0 && w->gp.n > 1) {
         gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, w->p.n_candidates, w->p.kappa, &cand);
     } else {
-        random_skip_set(&w->rng, L, 0, count, 1, L - 2, &cand);
+        random_skip_set(&w->rng, 0, count, 1, L - 2, &cand);
     }
     double score = swift_matchness(m, seq, pos, w->p.window, &cand);
     // Decision: Sec. 4.1.2 keeps the highest-scoring set, and a score is only comparable with one
@@ -2319,7 +2318,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     int it;
     for (it = 1; it <= iters && !search_interrupted; it++) {
         if (it <= iters / 5) {
-            random_skip_set(&r, L, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand);
+            random_skip_set(&r, 0.6f * rng_uniform(&r), 0, 0, L - 1, &cand);
         } else {
             gp_propose(&gp, &r, L, 0, 0, L - 1, p->n_candidates, p->kappa, &cand);
         }
@@ -2393,7 +2392,7 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
                 for (int q = k + 1; q < count; q++) { idx[q] = idx[q - 1] + 1; }
             }
         } else {
-            random_skip_set(&r, L, 0, count, 0, L - 1, &cand);
+            random_skip_set(&r, 0, count, 0, L - 1, &cand);
         }
         double cost = measure_objective(m, obj, &cand);
         if (cost < best_cost) { best_cost = cost; best = cand; }
