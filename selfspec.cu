@@ -4783,21 +4783,26 @@ static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
     return c;
 }
 
-// Writes s as a JSON string literal.
+// lead (such as `, "note": `), then s as a JSON string literal, or null when s is NULL.
 // JSON text is UTF-8; a byte that is not (a folder name is bytes) is written as U+FFFD.
-static void json_write_string(FILE *f, const char *s) {
+static void json_field(const char *lead, const char *s) {
+    printf("%s", lead);
+    if (s == NULL) {
+        printf("null");
+        return;
+    }
     size_t len = strlen(s), n;
-    fputc('"', f);
+    putchar('"');
     for (size_t i = 0; i < len; i += n) {
         int cp;
         n = utf8_decode(s, len, i, &cp);
-        if (cp < 0) { fputs("\\ufffd", f); }
-        else if (cp == '"' || cp == '\\') { fprintf(f, "\\%c", cp); }
-        else if (cp == '\n') { fputs("\\n", f); }
-        else if (cp < 0x20) { fprintf(f, "\\u%04x", cp); }
-        else { fwrite(s + i, 1, n, f); }
+        if (cp < 0) { fputs("\\ufffd", stdout); }
+        else if (cp == '"' || cp == '\\') { printf("\\%c", cp); }
+        else if (cp == '\n') { fputs("\\n", stdout); }
+        else if (cp < 0x20) { printf("\\u%04x", cp); }
+        else { fwrite(s + i, 1, n, stdout); }
     }
-    fputc('"', f);
+    putchar('"');
 }
 
 // ----------------------------------------------------------------------------
@@ -4815,7 +4820,8 @@ static void json_write_string(FILE *f, const char *s) {
 
 enum { SVG_X0 = 64, SVG_HEAD = 172, SVG_SETS = 284, SVG_ROUNDS = 330, SVG_GAP = 16 };
 enum { SVG_ROW_MIN = 10 }; // px: a set row readable with its label
-static const char *SVG_ATTN = "#3b6fb6", *SVG_MLP = "#e07b24"; // skipped attention, skipped MLP
+static const char *SVG_ROW[2] = {"attn", "mlp"};
+static const char *SVG_FILL[2] = {"#3b6fb6", "#e07b24"}; // skipped attention, skipped MLP
 
 static int svg_draws_sets(int method) {
     return method == METHOD_SELFSD || method == METHOD_SWIFT || method == METHOD_CLASP;
@@ -4867,85 +4873,56 @@ static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, 
                           int method, const SkipSet *skip, int L, const SpecStats *st,
                           double plain_tps) {
     double cw = svg_cell_width(L), tps = tokens_per_s(st->gen.n_generated, st->gen.decode_ms);
-    int skipped = skip_count(skip, L);
     RunSummary sum = summarize_run(st, skip, L, method != METHOD_NONE);
-    double ratio = sum.skip_ratio, acceptance = sum.acceptance, M = sum.mean_accepted;
-    fprintf(f,
-            "<g class=\"panel\">\n<text x=\"12\" y=\"%.1f\" font-size=\"14\" "
-            "font-weight=\"bold\">prompt %d: \u201c",
-            y + 20, prompt_no);
+    fprintf(f, "<g class=\"panel\">\n<text x=\"12\" y=\"%.1f\" font-size=\"14\" "
+               "font-weight=\"bold\">prompt %d: \u201c", y + 20, prompt_no);
     svg_text(f, prompt, 60);
     fprintf(f, "\u201d</text>\n<text x=\"12\" y=\"%.1f\">", y + 38);
     svg_text(f, model, 60);
-    fprintf(f, " | method %s</text>\n", method_name(method));
-    fprintf(f,
-            "<text x=\"12\" y=\"%.1f\">skipping %d of %d sublayers (%.0f%%) | acceptance \u03b1 "
-            "%.3f | mean accepted length M %.2f</text>\n",
-            y + 54, skipped, 2 * L, 100 * ratio, acceptance, M);
-    fprintf(f, "<text x=\"12\" y=\"%.1f\">speedup measured ", y + 70);
+    fprintf(f, " | method %s</text>\n<text x=\"12\" y=\"%.1f\">skipping %d of %d sublayers "
+               "(%.0f%%) | acceptance \u03b1 %.3f | mean accepted length M %.2f</text>\n",
+            method_name(method), y + 54, skip_count(skip, L), 2 * L, 100 * sum.skip_ratio,
+            sum.acceptance, sum.mean_accepted);
+    char measured[128] = "not measured (run with --compare)";
     if (plain_tps > 0) {
-        fprintf(f, "%.2fx (%.0f vs %.0f tokens/s plain, --compare)", tps / plain_tps, tps,
-                plain_tps);
-    } else {
-        fprintf(f, "not measured (run with --compare)");
+        snprintf(measured, sizeof(measured), "%.2fx (%.0f vs %.0f tokens/s plain, --compare)",
+                 tps / plain_tps, tps, plain_tps);
     }
-    fprintf(f, "; SWIFT Eq. 6 expects %.2fx</text>\n", sum.expected_speedup);
-    PassCosts pc = pass_costs(st, plain_tps);
+    fprintf(f, "<text x=\"12\" y=\"%.1f\">speedup measured %s; SWIFT Eq. 6 expects %.2fx</text>\n",
+            y + 70, measured, sum.expected_speedup);
     if (plain_tps > 0 && st->rounds > 0) {
-        fprintf(f,
-                "<text x=\"12\" y=\"%.1f\" class=\"costs\">in plain steps: a draft pass %.2f, a "
-                "verify pass %.2f (Eq. 6 takes %.2f and 1); these predict %.2fx</text>\n",
+        PassCosts pc = pass_costs(st, plain_tps);
+        fprintf(f, "<text x=\"12\" y=\"%.1f\" class=\"costs\">in plain steps: a draft pass %.2f, "
+                   "a verify pass %.2f (Eq. 6 takes %.2f and 1); these predict %.2fx</text>\n",
                 y + 86, pc.draft, pc.verify, sum.draft_cost, pc.predicted);
     }
     double ym = y + 112;
     for (int l = 0; l < L; l++) {
         double x = SVG_X0 + l * cw;
         if (cw >= 12 || l % 5 == 0) {
-            fprintf(
-                f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%d</text>\n",
-                x + cw / 2, ym - 4, l);
+            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%d"
+                       "</text>\n", x + cw / 2, ym - 4, l);
         }
         for (int r = 0; r < 2; r++) {
-            int on = r == 0 ? skip->attn[l] : skip->mlp[l];
-            fprintf(f,
-                    "<rect class=\"%s%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"16\" "
-                    "fill=\"%s\" stroke=\"#888\" stroke-width=\"0.5\"/>\n",
-                    r ? "mlp" : "attn", on ? " skipped" : "", x, ym + r * 18, cw,
-                    on ? (r ? SVG_MLP : SVG_ATTN) : "white");
+            int on = (r ? skip->mlp : skip->attn)[l];
+            fprintf(f, "<rect class=\"%s%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"16\" "
+                       "fill=\"%s\" stroke=\"#888\" stroke-width=\"0.5\"/>\n", SVG_ROW[r],
+                    on ? " skipped" : "", x, ym + r * 18, cw, on ? SVG_FILL[r] : "white");
         }
     }
-    fprintf(f,
-            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">attn</text>\n<text x=\"%d\" y=\"%.1f\" "
-            "text-anchor=\"end\">mlp</text>\n",
-            SVG_X0 - 6, ym + 12, SVG_X0 - 6, ym + 30);
-    fprintf(f,
-            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">the final skip set (the last round's), "
-            "layer 0 to %d left to right; filled: skipped by the draft</text>\n</g>\n",
-            (double)SVG_X0, ym + 50, L - 1);
+    fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">attn</text>\n<text x=\"%d\" "
+               "y=\"%.1f\" text-anchor=\"end\">mlp</text>\n", SVG_X0 - 6, ym + 12, SVG_X0 - 6,
+            ym + 30);
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">the final skip set (the last "
+               "round's), layer 0 to %d left to right; filled: skipped by the draft</text>\n"
+               "</g>\n", (double)SVG_X0, ym + 50, L - 1);
 }
 
-// One set as a row of cells at height yr, rh tall: group "set" holding rects "attn skipped"
-// (the upper part) and "mlp skipped" (the lower part) under their layers.
-static void svg_set_cells(FILE *f, const SkipSet *set, int L, double yr, double rh) {
-    double cw = svg_cell_width(L);
-    fprintf(f, "<g class=\"set\">");
-    for (int l = 0; l < L; l++) {
-        for (int r = 0; r < 2; r++) { // attention in the upper part, MLP in the lower
-            if (!(r ? set->mlp[l] : set->attn[l])) { continue; }
-            fprintf(f,
-                    "<rect class=\"%s skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
-                    "height=\"%.2f\" fill=\"%s\"/>",
-                    r ? "mlp" : "attn", SVG_X0 + l * cw, yr + r * 0.45 * rh, cw, 0.45 * rh,
-                    r ? SVG_MLP : SVG_ATTN);
-        }
-    }
-    fprintf(f, "</g>\n");
-}
-
-// Set rows at height y, one per set of the history: class "set" holding cells "attn skipped" and
-// "mlp skipped"; for Self-SD's search, each candidate's cost (in unit) as a bar. Decoding's rows
-// are at least SVG_ROW_MIN px tall (the first sets that fit are drawn), a search's may be thinner;
-// labels every row or every few rows, at least 12 px apart.
+// Set rows at height y, one per set of the history: class "set" holding cells "attn skipped"
+// (the upper part of the row) and "mlp skipped" (the lower part) under their layers; for
+// Self-SD's search, each candidate's cost (in unit) as a bar. Decoding's rows are at least
+// SVG_ROW_MIN px tall (the first sets that fit are drawn), a search's may be thinner; labels
+// every row or every few rows, at least 12 px apart.
 static void svg_set_rows(FILE *f, double y, const SetHistory *sets, int L, const char *unit) {
     double cw = svg_cell_width(L), cx = SVG_X0 + L * cw, area = SVG_SETS - 44;
     int search = sets->n > 0 && sets->cost[0] >= 0;
@@ -4959,51 +4936,61 @@ static void svg_set_rows(FILE *f, double y, const SetHistory *sets, int L, const
     int every = (int)ceil(12 / rh);
     double lo = n > 0 ? sets->cost[0] : 0, hi = lo;
     for (int i = 0; i < n; i++) {
-        if (sets->cost[i] < lo) { lo = sets->cost[i]; }
-        if (sets->cost[i] > hi) { hi = sets->cost[i]; }
+        lo = fmin(lo, sets->cost[i]);
+        hi = fmax(hi, sets->cost[i]);
     }
     for (int l = 1; l < L; l++) { // column guides: layer l's cells sit under layer l of the map
-        fprintf(f,
-                "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" "
-                "stroke-width=\"0.5\"/>\n",
-                SVG_X0 + l * cw, y0, SVG_X0 + l * cw, y0 + n * rh);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" "
+                   "stroke-width=\"0.5\"/>\n", SVG_X0 + l * cw, y0, SVG_X0 + l * cw, y0 + n * rh);
     }
     for (int i = 0; i < n; i++) {
         double yr = y0 + i * rh;
-        svg_set_cells(f, &sets->set[i], L, yr, rh);
+        fprintf(f, "<g class=\"set\">");
+        for (int l = 0; l < L; l++) {
+            for (int r = 0; r < 2; r++) {
+                if (!(r ? sets->set[i].mlp : sets->set[i].attn)[l]) { continue; }
+                fprintf(f, "<rect class=\"%s skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
+                           "height=\"%.2f\" fill=\"%s\"/>", SVG_ROW[r], SVG_X0 + l * cw,
+                        yr + r * 0.45 * rh, cw, 0.45 * rh, SVG_FILL[r]);
+            }
+        }
+        fprintf(f, "</g>\n");
         int new_best = search && sets->cost[i] < best;
         if (new_best) { best = sets->cost[i]; }
         if (i % every == 0) {
-            fprintf(f,
-                    "<text class=\"row-label\" x=\"%d\" y=\"%.2f\" font-size=\"10\" "
-                    "text-anchor=\"end\">%s %d</text>\n",
-                    SVG_X0 - 6, yr + rh / 2 + 4, search ? "it" : "r",
-                    sets->at[i] + (search ? 0 : 1));
+            fprintf(f, "<text class=\"row-label\" x=\"%d\" y=\"%.2f\" font-size=\"10\" "
+                       "text-anchor=\"end\">%s %d</text>\n", SVG_X0 - 6, yr + rh / 2 + 4,
+                    search ? "it" : "r", sets->at[i] + (search ? 0 : 1));
         }
         if (search) { // the cost as a bar, darker when it is a new best: the search converging
-            fprintf(f,
-                    "<rect class=\"cost\" x=\"%.1f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-                    "fill=\"%s\"/>\n",
-                    cx + 8, yr + 0.05 * rh,
+            fprintf(f, "<rect class=\"cost\" x=\"%.1f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                       "fill=\"%s\"/>\n", cx + 8, yr + 0.05 * rh,
                     10 + 110 * (sets->cost[i] - lo) / (hi > lo ? hi - lo : 1), 0.9 * rh,
                     new_best ? "#555" : "#ccc");
         }
     }
     if (search && n > 0) {
-        fprintf(f,
-                "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">cost, %.3g to %.3g</text>\n<text "
-                "x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s (dark: new best)</text>\n",
+        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">cost, %.3g to %.3g</text>\n"
+                   "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s (dark: new best)</text>\n",
                 cx + 8, y0 + n * rh + 12, lo, hi, cx + 8, y0 + n * rh + 24, unit);
     }
-    fprintf(f,
-            "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-            "stroke=\"#888\" stroke-width=\"0.5\"/>\n",
-            SVG_X0, y0, L * cw, n * rh);
+    fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+               "stroke=\"#888\" stroke-width=\"0.5\"/>\n", SVG_X0, y0, L * cw, n * rh);
     if (sets->total > n) {
-        fprintf(f,
-                "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">first %d of %d sets shown</text>\n",
+        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">first %d of %d sets shown</text>\n",
                 SVG_X0, y0 + area + 14, n, sets->total);
     }
+}
+
+// A plot's frame at (x, y), w by h, with the values of its axis's ends left of it: lo at the
+// bottom, hi at the top.
+static void svg_frame(FILE *f, double x, double y, double w, double h, const char *lo,
+                      const char *hi) {
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
+               "stroke=\"#888\" stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
+               "font-size=\"10\" text-anchor=\"end\">%s</text><text x=\"%.1f\" y=\"%.1f\" "
+               "font-size=\"10\" text-anchor=\"end\">%s</text>\n",
+            x, y, w, h, x - 4, y + h, lo, x - 4, y + 9, hi);
 }
 
 // A polyline of class cls through the rounds' values v, on [lo, hi] mapped to [yb, yb - h].
@@ -5022,17 +5009,10 @@ static void svg_line(FILE *f, const char *cls, const float *v, int n, double x0,
 // compared with (Self-SD Sec. 3.4) on 0..1, then gamma alone on its own range. The rounds are
 // bw wide from x0.
 static void svg_gamma(FILE *f, double ys, const RoundHistory *h, double x0, double w, double bw) {
-    double sh = 60;
-    fprintf(f,
-            "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">exit threshold \u03b3 (red line) and "
-            "each round's last draft confidence (dots), 0 to 1</text>\n",
-            ys - 8);
-    fprintf(f,
-            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-            "stroke=\"#888\" stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-            "text-anchor=\"end\">0</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-            "text-anchor=\"end\">1</text>\n",
-            x0, ys, w, sh, x0 - 4, ys + sh, x0 - 4, ys + 9);
+    double sh = 60, yz = ys + sh + 36, zh = 40;
+    fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">exit threshold \u03b3 (red line) "
+               "and each round's last draft confidence (dots), 0 to 1</text>\n", ys - 8);
+    svg_frame(f, x0, ys, w, sh, "0", "1");
     for (int r = 0; r < h->n; r++) {
         if (isnan(h->confidence[r])) { continue; }
         fprintf(f, "<circle class=\"confidence\" cx=\"%.2f\" cy=\"%.2f\" r=\"2\" fill=\"#555\"/>\n",
@@ -5042,18 +5022,16 @@ static void svg_gamma(FILE *f, double ys, const RoundHistory *h, double x0, doub
     // gamma alone on its own range, at least 0.01 wide
     float lo = h->threshold[0], hi = lo;
     for (int r = 0; r < h->n; r++) {
-        lo = h->threshold[r] < lo ? h->threshold[r] : lo;
-        hi = h->threshold[r] > hi ? h->threshold[r] : hi;
+        lo = fminf(lo, h->threshold[r]);
+        hi = fmaxf(hi, h->threshold[r]);
     }
     if (hi - lo < 0.01f) { lo = (lo + hi) / 2 - 0.005f; hi = lo + 0.01f; }
-    double yz = ys + sh + 36, zh = 40;
-    fprintf(f,
-            "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">\u03b3 alone, zoomed to %.3f to %.3f"
-            "</text>\n<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-            "stroke=\"#888\" stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-            "text-anchor=\"end\">%.3f</text><text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" "
-            "text-anchor=\"end\">%.3f</text>\n",
-            yz - 8, lo, hi, x0, yz, w, zh, x0 - 4, yz + zh, lo, x0 - 4, yz + 9, hi);
+    char lo_text[32], hi_text[32];
+    snprintf(lo_text, sizeof(lo_text), "%.3f", lo);
+    snprintf(hi_text, sizeof(hi_text), "%.3f", hi);
+    fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">\u03b3 alone, zoomed to %s to %s"
+               "</text>\n", yz - 8, lo_text, hi_text);
+    svg_frame(f, x0, yz, w, zh, lo_text, hi_text);
     svg_line(f, "gamma-zoom", h->threshold, h->n, x0, bw, yz + zh, zh, lo, hi);
 }
 
@@ -5070,40 +5048,28 @@ static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int
         longest = h->drafted[r] > longest ? h->drafted[r] : longest;
         drafted += h->drafted[r];
     }
-    fprintf(f,
-            "<text x=\"12\" y=\"%.1f\" "
-            "font-weight=\"bold\">per round: accepted (dark) of drafted (dark + light) "
-            "tokens</text>\n",
-            y + 14);
-    fprintf(f,
-            "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-            "stroke=\"#888\" stroke-width=\"0.5\"/>\n",
-            x0, y0, w, ch);
-    fprintf(f,
-            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">0</text><text "
-            "x=\"%.1f\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">%d token%s</text>\n",
-            x0 - 4, yb, x0 - 4, y0 + 9, longest, longest > 1 ? "s" : "");
+    char top[32];
+    snprintf(top, sizeof(top), "%d token%s", longest, longest > 1 ? "s" : "");
+    fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">per round: accepted (dark) of "
+               "drafted (dark + light) tokens</text>\n", y + 14);
+    svg_frame(f, x0, y0, w, ch, "0", top);
     if (drafted == 0) {
         fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x0 + w / 2,
-                y0 + ch / 2,
-                method == METHOD_NONE
-                    ? "plain decoding: no draft, no rounds"
-                    : "nothing drafted: an empty skip set makes each round a plain decoding step");
+                y0 + ch / 2, method == METHOD_NONE ? "plain decoding: no draft, no rounds"
+                : "nothing drafted: an empty skip set makes each round a plain decoding step");
     }
     if (h->n == 0) { return; }
     double bw = w / h->n;
     for (int r = 0; r < h->n; r++) {
-        double hd = ch * h->drafted[r] / longest, ha = ch * h->accepted[r] / longest;
-        fprintf(f,
-                "<rect class=\"drafted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-                "fill=\"#b9cde8\"/><rect class=\"accepted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" "
-                "height=\"%.2f\" fill=\"#2c5b9e\"/>\n",
-                x0 + r * bw + 0.1 * bw, yb - hd, 0.8 * bw, hd, x0 + r * bw + 0.1 * bw, yb - ha,
-                0.8 * bw, ha);
+        double x = x0 + r * bw + 0.1 * bw, hd = ch * h->drafted[r] / longest;
+        double ha = ch * h->accepted[r] / longest;
+        fprintf(f, "<rect class=\"drafted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
+                   "fill=\"#b9cde8\"/><rect class=\"accepted\" x=\"%.2f\" y=\"%.2f\" "
+                   "width=\"%.2f\" height=\"%.2f\" fill=\"#2c5b9e\"/>\n",
+                x, yb - hd, 0.8 * bw, hd, x, yb - ha, 0.8 * bw, ha);
     }
-    fprintf(f,
-            "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">round 1</text><text x=\"%.1f\" "
-            "y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">round %d%s</text>\n",
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">round 1</text><text x=\"%.1f\" "
+               "y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">round %d%s</text>\n",
             x0, yb + 26, x0 + w, yb + 26, h->n, rounds > h->n ? " (later rounds not kept)" : "");
     double labelled = -1e9; // the x of the last tick label: labels at least 28 px apart
     for (int i = 0; sets && i < sets->n && sets->at[i] < h->n; i++) {
@@ -5146,11 +5112,8 @@ static void svg_time_series(FILE *f, double y, int method, const SetHistory *set
 // is the 4th field of /proc/loadavg ("0.52 0.30 0.20 3/250 1234"), ourselves included.
 // OMP_NUM_THREADS and --threads override it.
 static int runnable_others(const char *loadavg_line) {
-    double l1, l5, l15;
     int running, total;
-    if (sscanf(loadavg_line, "%lf %lf %lf %d/%d", &l1, &l5, &l15, &running, &total) != 5) {
-        return 0;
-    }
+    if (sscanf(loadavg_line, "%*f %*f %*f %d/%d", &running, &total) != 2) { return 0; }
     return running > 1 ? running - 1 : 0;
 }
 
@@ -5208,15 +5171,13 @@ static const char *choose_threads(int threads_flag, size_t weight_bytes) {
 static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err) {
     memset(s, 0, sizeof(*s));
     if (strcmp(spec, "none") == 0 || strcmp(spec, "-") == 0) { return 0; }
-    for (const char *p = spec;;) {
-        while (*p == ' ' || *p == ';') { p++; }
-        if (*p == '\0') { return 0; }
-        int attn = strncmp(p, "attn:", 5) == 0;
-        if (!attn && strncmp(p, "mlp:", 4) != 0) {
+    for (const char *p = spec + strspn(spec, " ;"); *p; p += strspn(p, " ;")) {
+        unsigned char *flags = strncmp(p, "attn:", 5) == 0 ? s->attn
+                               : strncmp(p, "mlp:", 4) == 0 ? s->mlp : NULL;
+        if (flags == NULL) {
             return fail(err, "--skip \"%s\": expected attn:LIST or mlp:LIST at \"%s\"", spec, p);
         }
-        unsigned char *flags = attn ? s->attn : s->mlp;
-        p += attn ? 5 : 4;
+        p = strchr(p, ':') + 1;
         do {
             char *end;
             long lo = strtol(p, &end, 10), hi = lo;
@@ -5239,6 +5200,7 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
             return fail(err, "--skip \"%s\": unexpected \"%s\"", spec, p);
         }
     }
+    return 0;
 }
 
 #ifndef TESTING
@@ -5425,11 +5387,8 @@ static void usage(FILE *f) {
         snprintf(help, sizeof(help), fl->help, v[0], v[1], v[2]);
         fprintf(f, "  %-15s ", head);
         for (const char *c = help; *c; c++) { // continuation lines under the first
-            if (*c == '\n') {
-                fprintf(f, "\n%18s", "");
-            } else {
-                fputc(*c, f);
-            }
+            if (*c == '\n') { fprintf(f, "\n%18s", ""); }
+            else { fputc(*c, f); }
         }
         fputc('\n', f);
     }
@@ -5494,17 +5453,14 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
         return 0;
     case ARG_OBJECTIVE:
         o->cost_model = is(v, "cost");
-        return is(v, "time") || is(v, "cost")
-                   ? 0
-                   : flag_fail(err, fl->name, v, "expected time or cost");
+        if (is(v, "time") || is(v, "cost")) { return 0; }
+        return flag_fail(err, fl->name, v, "expected time or cost");
     case ARG_METHOD:
         for (int k = 0; k <= METHOD_ORACLE; k++) {
             if (is(v, method_name(k))) { o->method = k; }
         }
-        return o->method >= 0 ? 0
-                              : flag_fail(err, fl->name, v,
-                                          "unknown method (none, static, "
-                                          "selfsd, swift, asd, clasp, oracle)");
+        return o->method >= 0 ? 0 : flag_fail(err, fl->name, v, "unknown method (none, static, "
+                                              "selfsd, swift, asd, clasp, oracle)");
     default:
         *(int *)p = 1;
         return 0; // a switch
@@ -5629,39 +5585,38 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     if (text == NULL) { return -1; }
     Json j;
     JsonFile f = {&j, path, err, 0};
-    int rc = json_parse(&j, text, len, path, err);
+    f.failed = json_parse(&j, text, len, path, err) != 0;
     memset(s, 0, sizeof(*s));
-    const char *keys[2] = {"attn", "mlp"};
-    unsigned char *flags[2] = {s->attn, s->mlp};
-    if (rc == 0 && j.tok[0].type != JSMN_OBJECT) {
-        rc = json_fail(&f, "not a JSON object like {\"attn\": [3, 5], \"mlp\": [6]}");
+    if (!f.failed && j.tok[0].type != JSMN_OBJECT) {
+        json_fail(&f, "not a JSON object like {\"attn\": [3, 5], \"mlp\": [6]}");
     }
-    for (int k = 0, key = 1; rc == 0 && k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
+    for (int k = 0, key = 1; !f.failed && k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
         if (!json_eq(&j, key, "attn") && !json_eq(&j, key, "mlp")) { // a typo would skip nothing
             int n = j.tok[key].end - j.tok[key].start;
-            rc = json_fail(&f, "unknown key \"%.*s\" (only \"attn\" and \"mlp\")", n < 64 ? n : 64,
-                           j.js + j.tok[key].start);
+            json_fail(&f, "unknown key \"%.*s\" (only \"attn\" and \"mlp\")", n < 64 ? n : 64,
+                      j.js + j.tok[key].start);
         }
     }
-    for (int k = 0; k < 2 && rc == 0; k++) {
-        int arr = json_key(&f, 0, keys[k]), n = arr >= 0 ? j.tok[arr].size : 0;
+    for (int k = 0; k < 2 && !f.failed; k++) {
+        const char *key = k ? "mlp" : "attn";
+        int arr = json_key(&f, 0, key); // -1: absent, or given twice (f.failed)
         if (arr >= 0 && j.tok[arr].type != JSMN_ARRAY) {
-            rc = json_fail(&f, "\"%s\" must be an array of layer numbers", keys[k]);
+            json_fail(&f, "\"%s\" must be an array of layer numbers", key);
         }
-        for (int e = arr + 1, i = 0; i < n && rc == 0; i++, e = json_skip(&j, e)) {
+        for (int e = arr + 1, i = 0; arr >= 0 && !f.failed && i < j.tok[arr].size;
+             i++, e = json_skip(&j, e)) {
             long long l;
             if (json_int(&j, e, 0, n_layers - 1, &l)) {
-                rc = json_fail(&f, "\"%s\" holds something that is not a layer in [0, %d]",
-                               keys[k], n_layers - 1);
+                json_fail(&f, "\"%s\" holds something that is not a layer in [0, %d]", key,
+                          n_layers - 1);
             } else {
-                flags[k][l] = 1;
+                (k ? s->mlp : s->attn)[l] = 1;
             }
         }
-        rc = f.failed ? -1 : rc;
     }
     json_free(&j);
     free(text);
-    return rc;
+    return f.failed ? -1 : 0;
 }
 
 // An output file (--svg, --save-skip) is written at the end of a run that can take minutes, so
@@ -5782,12 +5737,9 @@ static int read_prompts(const char *path, char ***out, int **line_no, char *err)
         if (k == 0) { continue; }
         char *p = (char *)malloc_check(k + 1), *o = p;
         for (size_t i = 0; i < k; i++) {
-            if (q[i] == '\\' && i + 1 < k && q[i + 1] == 'n') {
-                *o++ = '\n';
-                i++;
-            } else {
-                *o++ = q[i];
-            }
+            int newline = q[i] == '\\' && i + 1 < k && q[i + 1] == 'n';
+            *o++ = newline ? '\n' : q[i];
+            i += newline;
         }
         *o = '\0';
         numbers[n] = line;
@@ -5850,19 +5802,9 @@ static int cli_fail(char *err, const char *fmt, ...) {
     return -1;
 }
 
-// Checks that n prompt tokens and the n_extra to come after them fit the context. Returns n,
-// or -1 with err set.
-static int fit_context(const Config *c, int n, int n_extra, const char *where, const char *extra,
-                       char *err) {
-    if ((long)n + n_extra - 1 > c->seq_len) {
-        return cli_fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
-                        "max_position_embeddings)", where, n, extra, c->seq_len);
-    }
-    return n;
-}
-
-// Encodes a prompt and checks it against the context. where names the prompt ("-p", "-f FILE
-// line 3"), extra the tokens to come after it (n_extra). Returns its length, or -1 with err set.
+// Encodes a prompt and checks that it and the n_extra tokens to come after it (extra names them)
+// fit the context. where names the prompt ("-p", "-f FILE line 3"). Returns its length, or -1
+// with err set.
 static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_extra,
                          int *ids, const char *where, const char *extra, char *err) {
     int n = encode(tok, text, strlen(text), 1, ids, c->seq_len, err);
@@ -5874,7 +5816,61 @@ static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text
         return cli_fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no BOS)",
                         where);
     }
-    return fit_context(c, n, n_extra, where, extra, err);
+    if ((long)n + n_extra - 1 > c->seq_len) {
+        return cli_fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
+                        "max_position_embeddings)", where, n, extra, c->seq_len);
+    }
+    return n;
+}
+
+// Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).
+typedef struct {
+    char **text; // (n) each prompt's text
+    int **ids;   // (n) its token ids, len[k] of them
+    int *len;    // (n)
+    int n;
+} Prompts;
+
+// The lines of file (flag: -f or --dev-prompts), or text alone when file is NULL (flag then
+// names it), each encoded and checked against the context with the n_extra tokens to come after
+// it (extra names them). Returns 0, or -1 with err set; free_prompts frees p either way.
+static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const char *flag,
+                        const char *file, const char *text, int n_extra, const char *extra,
+                        char *err) {
+    char why[SS_ERR_LEN], where[1200];
+    int *line_no = NULL, n = 1, rc = 0;
+    if (file && (n = read_prompts(file, &p->text, &line_no, why)) < 0) {
+        return cli_fail(err, "%s %s", flag, why);
+    }
+    if (file == NULL) {
+        p->text = (char **)malloc_check(sizeof(char *));
+        p->text[0] = (char *)memcpy(malloc_check(strlen(text) + 1), text, strlen(text) + 1);
+    }
+    p->n = n;
+    p->ids = (int **)calloc_check((size_t)n, sizeof(int *));
+    p->len = (int *)calloc_check((size_t)n, sizeof(int));
+    for (int k = 0; k < n && rc == 0; k++) {
+        if (file) { snprintf(where, sizeof(where), "%s %s line %d", flag, file, line_no[k]); }
+        p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
+        p->len[k] = encode_prompt(tok, c, p->text[k], n_extra, p->ids[k], file ? where : flag,
+                                  extra, err);
+        rc = p->len[k] < 0 ? -1 : 0;
+        if (rc == 0) { // to its length: a long -f file of short prompts
+            p->ids[k] = (int *)realloc_check(p->ids[k], (size_t)p->len[k] * sizeof(int));
+        }
+    }
+    free(line_no);
+    return rc;
+}
+
+static void free_prompts(Prompts *p) {
+    for (int k = 0; k < p->n; k++) {
+        free(p->text[k]);
+        free(p->ids[k]);
+    }
+    free(p->text);
+    free(p->ids);
+    free(p->len);
 }
 
 // The first Ctrl-C during a search stops it (the search returns its best set so far, which is
@@ -5884,104 +5880,60 @@ static void on_interrupt(int sig) {
     signal(sig, SIG_DFL);
 }
 
-// What encode_dev_prompts allocated; ids[k] are the caller's prompt without --dev-prompts.
-static void free_dev_prompts(const Options *o, int **ids, int *lengths, int n_dev) {
-    for (int k = 0; o->dev_prompts && k < n_dev; k++) { free(ids[k]); }
-    free(ids);
-    free(lengths);
-}
+// Everything one run of the CLI holds; zeroed first, so free_run frees whatever was built.
+typedef struct {
+    Model m;
+    Tokenizer *tok;
+    SkipSet skip, searched;  // the set decoding uses; the one the search chose (--save-skip)
+    Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd, oracle)
+    int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
+    Selector sel;
+    SetHistory *search_hist; // Self-SD's candidates, for --svg
+    FILE *svg;               // --svg: the drawing, in memory until commit_output
+    char *svg_buf;
+    size_t svg_len;
+} CliRun;
 
-// The prompts a search before decoding scores sets on: the lines of --dev-prompts, else the
-// prompt itself. Returns their number; *ids and *lengths are the caller's to free (and each
-// ids[k] with --dev-prompts).
-static int encode_dev_prompts(const Model *m, const Tokenizer *tok, const Options *o,
-                              const int *prompt, int n_prompt, int ***ids, int **lengths,
-                              char *err) {
-    const SelfSdParams *p = &o->params.selfsd;
-    char **texts = NULL, why[SS_ERR_LEN], scored[64], where[1200];
-    int n_dev = 1, *line_no = NULL, bad = 0;
-    snprintf(scored, sizeof(scored), "the %d tokens the search scores", p->dev_tokens);
-    if (o->dev_prompts && (n_dev = read_prompts(o->dev_prompts, &texts, &line_no, why)) < 0) {
-        return cli_fail(err, "--dev-prompts %s", why);
-    }
-    *ids = (int **)calloc_check((size_t)n_dev, sizeof(int *));
-    *lengths = (int *)malloc_check(sizeof(int) * (size_t)n_dev);
-    if (o->dev_prompts == NULL) {
-        (*ids)[0] = (int *)prompt;
-        bad = fit_context(&m->config, n_prompt, p->dev_tokens, "the prompt the search runs on",
-                          scored, err) < 0;
-        (*lengths)[0] = n_prompt;
-    }
-    for (int k = 0; o->dev_prompts && k < n_dev; k++) {
-        snprintf(where, sizeof(where), "--dev-prompts %s line %d", o->dev_prompts, line_no[k]);
-        (*ids)[k] = (int *)malloc_check((size_t)m->config.seq_len * sizeof(int));
-        if (!bad) {
-            (*lengths)[k] = encode_prompt(tok, &m->config, texts[k], p->dev_tokens, (*ids)[k],
-                                          where, scored, err);
-            bad = (*lengths)[k] < 0;
-        }
-        free(texts[k]);
-    }
-    free(texts);
-    free(line_no);
-    if (bad) { free_dev_prompts(o, *ids, *lengths, n_dev); }
-    return bad ? -1 : n_dev;
-}
-
-// Self-SD's search or the oracle's, with SIGINT caught: the first Ctrl-C stops it with the best
-// set so far.
-static SkipSet run_search(Model *m, const Objective *obj, const Options *o, SetHistory *hist) {
-    int n_layers = m->config.n_layers;
-    SkipSet best;
+// Self-SD's search or the oracle's, before the first prompt decodes, on r->dev into r->skip,
+// with SIGINT caught: the first Ctrl-C stops it with the best set so far. Returns its time.
+static double search_skip_set(CliRun *r, const Options *o) {
+    int n_layers = r->m.config.n_layers;
+    Objective obj = {(const int *const *)r->dev.ids, r->dev.len, r->dev.n,
+                     o->params.selfsd.dev_tokens, o->max_draft, o->cost_model, o->exit,
+                     {o->temperature, o->top_p, {0}}};
+    rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
+    double t0 = time_ms();
     signal(SIGINT, on_interrupt);
     if (o->method == METHOD_SELFSD) {
-        best = select_selfsd(m, obj, &o->params.selfsd, (uint64_t)o->seed, !o->json, hist);
+        r->skip = select_selfsd(&r->m, &obj, &o->params.selfsd, (uint64_t)o->seed, !o->json,
+                                r->search_hist);
     } else {
         const OracleParams *op = &o->params.oracle;
         long tried;
         int count = (int)lround(op->skip_ratio * 2 * n_layers);
-        fprintf(stderr,
-                "oracle: scoring every skip set of %d sublayers (or %ld random ones): this is "
-                "slow\n", count, op->max_sets);
-        best = select_oracle(m, obj, count, op->max_sets, (uint64_t)o->seed, &tried);
+        fprintf(stderr, "oracle: scoring every skip set of %d sublayers (or %ld random ones): "
+                "this is slow\n", count, op->max_sets);
+        r->skip = select_oracle(&r->m, &obj, count, op->max_sets, (uint64_t)o->seed, &tried);
         fprintf(stderr, "oracle: scored %ld skip sets\n", tried);
     }
     signal(SIGINT, SIG_DFL);
     if (search_interrupted) {
-        fprintf(stderr,
-                "selfspec: search stopped by Ctrl-C: %s the best set so far, skipping %d of %d "
-                "sublayers (Ctrl-C again quits)\n",
+        fprintf(stderr, "selfspec: search stopped by Ctrl-C: %s the best set so far, skipping %d "
+                "of %d sublayers (Ctrl-C again quits)\n",
                 o->save_skip ? "saving and decoding with" : "decoding with",
-                skip_count(&best, n_layers), 2 * n_layers);
+                skip_count(&r->skip, n_layers), 2 * n_layers);
     }
-    return best;
-}
-
-// Searches a skip set before decoding (selfsd, oracle) on the dev prompts or the prompt itself
-// into *best. Returns 0, or -1 with err set.
-static int search_skip_set(Model *m, const Tokenizer *tok, const Options *o, const int *prompt,
-                           int n_prompt, double *select_ms, SetHistory *hist, SkipSet *best,
-                           char *err) {
-    int **ids = NULL, *lengths = NULL;
-    int n_dev = encode_dev_prompts(m, tok, o, prompt, n_prompt, &ids, &lengths, err);
-    if (n_dev < 0) { return -1; }
-    Objective obj = {(const int *const *)ids, lengths, n_dev, o->params.selfsd.dev_tokens,
-                     o->max_draft, o->cost_model, o->exit, {o->temperature, o->top_p, {0}}};
-    rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
-    double t0 = time_ms();
-    *best = run_search(m, &obj, o, hist);
-    *select_ms = time_ms() - t0;
+    double ms = time_ms() - t0;
     // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
     if (o->dev_prompts) {
         fprintf(stderr, "%s: searched on %d prompts of --dev-prompts %s\n", method_name(o->method),
-                n_dev, o->dev_prompts);
+                r->dev.n, o->dev_prompts);
     } else {
-        fprintf(stderr,
-                "%s: searched on the first prompt itself, not on a separate development set as "
-                "Self-SD does (give one with --dev-prompts F)\n", method_name(o->method));
+        fprintf(stderr, "%s: searched on the first prompt itself, not on a separate development "
+                "set as Self-SD does (give one with --dev-prompts F)\n", method_name(o->method));
     }
-    free_dev_prompts(o, ids, lengths, n_dev);
-    return 0;
+    r->searched = r->skip; // saved at the end (--save-skip)
+    return ms;
 }
 
 // What one prompt's run produced, for the report.
@@ -5997,6 +5949,7 @@ typedef struct {
     const Swift *swift;   // SWIFT's search state (its steps)
 } PromptResult;
 
+
 static double threshold_mean(const SpecStats *st) {
     return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
 }
@@ -6006,44 +5959,37 @@ static double threshold_mean(const SpecStats *st) {
 static void print_json_report(const Options *o, const Model *m, const PromptResult *r) {
     const SpecStats *st = r->st;
     int L = m->config.n_layers;
-    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1];
+    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[320];
     layer_map(r->skip, L, attn_map, mlp_map);
     RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
-    printf("{\"model\": ");
-    json_write_string(stdout, m->dir);
-    printf(", \"device\": ");
-    json_write_string(stdout, device_name());
-    printf(", \"text\": ");
-    json_write_string(stdout, r->text ? r->text : "");
+    json_field("{\"model\": ", m->dir);
+    json_field(", \"device\": ", device_name());
+    json_field(", \"text\": ", r->text ? r->text : "");
     printf(", \"tokens\": [");
     for (int t = 0; t < r->n; t++) { printf(t ? ", %d" : "%d", r->tokens[t]); }
-    printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f", r->n_prompt, r->n, tps);
-    printf(", \"prefill_ms\": %.3f, \"decode_ms\": %.3f", st->gen.prefill_ms, st->gen.decode_ms);
+    printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, \"prefill_ms\": %.3f, "
+           "\"decode_ms\": %.3f", r->n_prompt, r->n, tps, st->gen.prefill_ms, st->gen.decode_ms);
     printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}",
            method_name(o->method), attn_map, mlp_map);
-    printf(", \"skip_ratio\": %.4f, \"rounds\": %d, \"drafted\": %d, \"accepted\": %d",
-           sum.skip_ratio, st->rounds, st->drafted, st->accepted);
-    printf(", \"accept_rate\": %.4f, \"mean_accepted\": %.4f", sum.acceptance, sum.mean_accepted);
+    printf(", \"skip_ratio\": %.4f, \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, "
+           "\"accept_rate\": %.4f, \"mean_accepted\": %.4f", sum.skip_ratio, st->rounds,
+           st->drafted, st->accepted, sum.acceptance, sum.mean_accepted);
     printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
            st->threshold_first, st->threshold_last, threshold_mean(st));
     if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
         printf(", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
     }
-    printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f",
-           st->draft_ms, st->verify_ms, st->select_ms, st->search_ms);
-    printf(", \"selections\": %d, \"expected_speedup\": %.4f", st->selections,
-           sum.expected_speedup);
-    char note[320];
-    printf(", \"note\": ");
-    const char *why =
-        method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->swift, note, sizeof(note));
-    if (why) { json_write_string(stdout, why); } else { printf("null"); }
+    printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
+           ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
+           st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
+    json_field(", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
+                                            r->swift, note, sizeof(note)));
     if (r->n_plain >= 0) {
+        PassCosts pc = pass_costs(st, r->plain_tps);
         printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s", r->plain_tps,
                r->plain_tps > 0 ? tps / r->plain_tps : 0,
                o->temperature == 0.0f ? (r->identical ? "true" : "false") : "null");
-        PassCosts pc = pass_costs(st, r->plain_tps);
         printf(", \"draft_pass_steps\": %.4f, \"verify_pass_steps\": %.4f, "
                "\"predicted_speedup\": %.4f", pc.draft, pc.verify, pc.predicted);
     }
@@ -6057,45 +6003,40 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
     RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
     double own_select_ms = st->select_ms - st->search_ms; // selection during decoding
+    const char *name = method_name(o->method);
+    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[320];
+    layer_map(r->skip, L, attn_map, mlp_map);
     fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n",
             m->dir, device_name(), r->n_prompt, r->n, st->gen.prefill_ms, tps);
     if (o->method != METHOD_NONE) {
-        char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1];
-        layer_map(r->skip, L, attn_map, mlp_map);
         fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%), selection took "
-                "%.1f ms:\n  attn %s\n  mlp  %s\n", method_name(o->method), o->max_draft,
-                skip_count(r->skip, L), 2 * L, 100 * sum.skip_ratio, st->select_ms, attn_map,
-                mlp_map);
+                "%.1f ms:\n  attn %s\n  mlp  %s\n", name, o->max_draft, skip_count(r->skip, L),
+                2 * L, 100 * sum.skip_ratio, st->select_ms, attn_map, mlp_map);
         fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted "
                 "length M %.2f\n", st->rounds, st->drafted, st->accepted, sum.acceptance,
                 sum.mean_accepted);
         fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, "
-                "select %.1f ms, other %.1f ms\nexpected speedup (SWIFT Eq. 6) %.2fx\n",
-                st->threshold_first, st->threshold_last, threshold_mean(st), st->draft_ms,
-                st->verify_ms, st->select_ms,
-                st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms,
-                sum.expected_speedup);
+                "select %.1f ms, other %.1f ms\n", st->threshold_first, st->threshold_last,
+                threshold_mean(st), st->draft_ms, st->verify_ms, st->select_ms,
+                st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms);
+        fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", sum.expected_speedup);
         if (st->selections > 0 && st->rounds > 0) {
             double per_call = own_select_ms / st->selections;
-            double per_verify = st->verify_ms / st->rounds;
             fprintf(stderr, "%s: %d selection calls, %.2f ms each = %.2f verification passes; "
-                    "%.1f%% of decode time\n", method_name(o->method), st->selections, per_call,
-                    per_call / per_verify, 100 * own_select_ms / st->gen.decode_ms);
+                    "%.1f%% of decode time\n", name, st->selections, per_call,
+                    per_call / (st->verify_ms / st->rounds),
+                    100 * own_select_ms / st->gen.decode_ms);
         }
-        char note[320];
         if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->swift, note,
                         sizeof(note))) {
-            fprintf(stderr, "%s: %s\n", method_name(o->method), note);
+            fprintf(stderr, "%s: %s\n", name, note);
         }
     }
     if (r->n_plain >= 0) {
-        const char *same = o->temperature > 0 ? ""
-                           : r->identical     ? ", output identical"
-                                              : ", OUTPUT DIFFERS";
+        PassCosts pc = pass_costs(st, r->plain_tps);
         fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n",
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0, sum.expected_speedup,
-                same);
-        PassCosts pc = pass_costs(st, r->plain_tps);
+                o->temperature > 0 ? "" : r->identical ? ", output identical" : ", OUTPUT DIFFERS");
         if (st->rounds > 0) {
             fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f "
                     "(Eq. 6 takes %.2f and 1): these alone predict %.2fx\n",
@@ -6104,63 +6045,37 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
     }
 }
 
-// Every prompt is encoded and checked before the first one generates: a bad line 7 fails now,
-// not after six prompts' output.
-static int check_prompts(const Tokenizer *tok, const Config *c, const Options *o, char **prompts,
-                         int n_prompts, const int *line_no, int *ids, char *err) {
-    char where[1200], extra[64];
-    snprintf(extra, sizeof(extra), "-n %d new tokens", o->n_new);
-    for (int pi = 0; pi < n_prompts; pi++) {
-        if (o->prompt_file) {
-            snprintf(where, sizeof(where), "-f %s line %d", o->prompt_file, line_no[pi]);
-        } else {
-            snprintf(where, sizeof(where), "%s", flag_name(o, &o->prompt));
-        }
-        if (encode_prompt(tok, c, prompts[pi], o->n_new, ids, where, extra, err) < 0) { return -1; }
-    }
-    return 0;
-}
-
-// Decodes one prompt the chosen way, streaming its text unless --json; *text gets the text
-// (the caller frees it). The draft's exit threshold and skip set carry over to the next prompt.
-static int decode_prompt(Model *m, const Tokenizer *tok, Options *o, Selector *sel, SkipSet *skip,
-                         const int *prompt, int n_prompt, int *out, SpecStats *st, char **text) {
+// Decodes prompt pi the chosen way into r->out, streaming its text unless --json; *text gets
+// the text (the caller frees it). The draft's exit threshold and skip set carry over to the next
+// prompt. plain: --compare's plain decoding instead, with the same seed, into r->plain_out, and
+// no text (text NULL).
+static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st, char **text) {
+    const int *prompt = r->prompts.ids[pi];
+    int n_prompt = r->prompts.len[pi], n;
     TextSink sink;
     memset(&sink, 0, sizeof(sink));
-    sink.tok = tok;
+    sink.tok = r->tok;
     sink.echo = !o->json;
     // The continuation follows the prompt's text and keeps its leading space; after a prompt of
     // special tokens only (-p "": BOS) it starts the text, whose leading space the decoder strips,
     // as Hugging Face's decode and llama2.c's run.c do.
     decode_begin(&sink.ds);
-    for (int t = 0; t < n_prompt; t++) { sink.ds.at_start &= tok->tok[prompt[t]].special; }
+    for (int t = 0; t < n_prompt; t++) { sink.ds.at_start &= r->tok->tok[prompt[t]].special; }
     Sampler smp = {o->temperature, o->top_p, {0}};
     rng_seed(&smp.rng, (uint64_t)o->seed);
-    Output tokens = output(out, o->n_new, on_token, &sink);
+    Output tokens = plain ? output(r->plain_out, o->n_new, NULL, NULL)
+                          : output(r->out, o->n_new, on_token, &sink);
     memset(st, 0, sizeof(*st));
-    int n;
-    if (o->method == METHOD_NONE) {
-        n = generate_plain(m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);
+    if (plain || o->method == METHOD_NONE) {
+        n = generate_plain(&r->m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);
     } else {
         // (the selector's hooks do nothing for static, selfsd and oracle: they chose before)
-        SpecParams sp = {*skip, o->max_draft, o->exit};
-        n = generate_spec(m, prompt, n_prompt, &sp, sel, &smp, &tokens, st);
+        SpecParams sp = {r->skip, o->max_draft, o->exit};
+        n = generate_spec(&r->m, prompt, n_prompt, &sp, &r->sel, &smp, &tokens, st);
         o->exit = sp.exit; // the adaptive threshold carries over to the next prompt
-        *skip = sp.skip;   // the layer map reported is the last one used
+        r->skip = sp.skip; // the layer map reported is the last one used
     }
-    *text = sink.text;
-    return n;
-}
-
-// --compare: plain decoding of the same prompt with the same seed, in this process; its speed.
-static int decode_plain(Model *m, const Options *o, const int *prompt, int n_prompt, int *out,
-                        double *tps) {
-    GenStats st;
-    Sampler smp = {o->temperature, o->top_p, {0}};
-    rng_seed(&smp.rng, (uint64_t)o->seed);
-    Output tokens = output(out, o->n_new, NULL, NULL);
-    int n = generate_plain(m, prompt, n_prompt, NULL, &smp, &tokens, &st);
-    *tps = tokens_per_s(n, st.decode_ms);
+    if (text) { *text = sink.text; }
     return n;
 }
 
@@ -6176,26 +6091,10 @@ static void open_std_descriptors(void) {
     }
 }
 
-// Everything one run of the CLI holds; zeroed first, so free_run frees whatever was built.
-typedef struct {
-    Model m;
-    Tokenizer *tok;
-    SkipSet skip, searched;  // the set decoding uses; the one the search chose (--save-skip)
-    char **prompts;          // (n_prompts) -p's text, or -f's lines
-    int n_prompts, *line_no; // -f: each prompt's line in the file
-    int *prompt;             // (seq_len) one prompt's token ids
-    int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
-    Selector sel;
-    SetHistory *search_hist; // Self-SD's candidates, for --svg
-    FILE *svg;               // --svg: the drawing, in memory until commit_output
-    char *svg_buf;
-    size_t svg_len;
-} CliRun;
-
 // Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
 // in err (CLI_ERR_LEN bytes).
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
-    char path[1200];
+    char path[1200], why[SS_ERR_LEN], extra[64];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
     if ((o->save_skip && check_output(o, &o->save_skip, err)) ||
         (o->svg && check_output(o, &o->svg, err))) {
@@ -6219,20 +6118,27 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
         return fail(err, "%s: %d tokens, but config.json has vocab_size %d", path,
                     tokenizer_vocab_size(r->tok), c->vocab_size);
     }
-    char why[SS_ERR_LEN];
     if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, err)) { return -1; }
     if (o->skip_file && read_skip_file(o->skip_file, c->n_layers, &r->skip, why)) {
         return cli_fail(err, "--skip-file %s", why); // --skip and --skip-file conflict
     }
-    r->prompts = (char **)&o->prompt;
-    r->n_prompts = 1;
-    if (o->prompt_file &&
-        (r->n_prompts = read_prompts(o->prompt_file, &r->prompts, &r->line_no, why)) < 0) {
-        return cli_fail(err, "-f %s", why);
-    }
-    r->prompt = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
-    if (check_prompts(r->tok, c, o, r->prompts, r->n_prompts, r->line_no, r->prompt, err)) {
+    // Every prompt is encoded and checked before the first one generates: a bad line 7 fails
+    // now, not after six prompts' output. So are the search's: --dev-prompts', else the first
+    // prompt itself.
+    snprintf(extra, sizeof(extra), "-n %d new tokens", o->n_new);
+    const char *flag = flag_name(o, o->prompt_file ? &o->prompt_file : &o->prompt);
+    if (load_prompts(&r->prompts, r->tok, c, flag, o->prompt_file, o->prompt, o->n_new, extra,
+                     err)) {
         return -1;
+    }
+    if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
+        int n_dev = o->params.selfsd.dev_tokens;
+        snprintf(extra, sizeof(extra), "the %d tokens the search scores", n_dev);
+        flag = o->dev_prompts ? flag_name(o, &o->dev_prompts) : "the prompt the search runs on";
+        if (load_prompts(&r->dev, r->tok, c, flag, o->dev_prompts, r->prompts.text[0], n_dev,
+                         extra, err)) {
+            return -1;
+        }
     }
     selector_init(&r->sel, o->method, &o->params, c->n_layers, (uint64_t)o->seed);
     r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
@@ -6241,58 +6147,48 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     r->searched = r->skip;
     if (o->svg) {
         r->svg = open_memstream(&r->svg_buf, &r->svg_len); // written by commit_output
-        svg_begin(r->svg, c->n_layers, o->method, r->n_prompts);
+        svg_begin(r->svg, c->n_layers, o->method, r->prompts.n);
     }
     return 0;
 }
 
 // One prompt: the search before decoding (the first prompt, selfsd and oracle), decoding, the
-// report, the SVG panel, and --compare's plain run. Returns 0; 1 when greedy output differs from
-// plain decoding; -1 with err set when the search cannot run.
-static int run_prompt(CliRun *r, Options *o, int pi, char *err) {
-    const Config *c = &r->m.config;
-    int n_prompt = encode_prompt(r->tok, c, r->prompts[pi], o->n_new, r->prompt,
-                                 flag_name(o, &o->prompt), "", err); // checked by check_prompts
-    double search_ms = 0;
-    if ((o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) && pi == 0) {
-        if (search_skip_set(&r->m, r->tok, o, r->prompt, n_prompt, &search_ms, r->search_hist,
-                            &r->skip, err)) {
-            return -1;
-        }
-        r->searched = r->skip; // saved at the end (--save-skip)
-    }
+// report, the SVG panel, and --compare's plain run. Returns 1 when greedy output differs from
+// plain decoding, else 0.
+static int run_prompt(CliRun *r, Options *o, int pi) {
+    int L = r->m.config.n_layers, first_search = o->method == METHOD_SELFSD && pi == 0;
+    // selfsd and oracle search before the first prompt, on r->dev (empty for other methods)
+    double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
     SpecStats st;
     char *text = NULL;
-    if (!o->json) { printf("%s", r->prompts[pi]); fflush(stdout); }
-    int n =
-        decode_prompt(&r->m, r->tok, o, &r->sel, &r->skip, r->prompt, n_prompt, r->out, &st, &text);
+    if (!o->json) { printf("%s", r->prompts.text[pi]); fflush(stdout); }
+    int n = decode_prompt(r, o, pi, 0, &st, &text);
     if (!o->json) { printf("\n"); }
     st.select_ms += search_ms;
     st.search_ms = search_ms;
-    int n_plain = -1, identical = 1;
-    double plain_tps = 0;
+    PromptResult res = {text, r->out, n, r->prompts.len[pi], &st, &r->skip, -1, 0, 1,
+                        &r->sel.swift};
     if (o->compare) {
-        n_plain = decode_plain(&r->m, o, r->prompt, n_prompt, r->plain_out, &plain_tps);
-        identical = n == n_plain && memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
+        SpecStats plain;
+        res.n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);
+        res.plain_tps = tokens_per_s(res.n_plain, plain.gen.decode_ms);
+        res.identical = n == res.n_plain &&
+                        memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
-    PromptResult result = {text, r->out, n, n_prompt, &st, &r->skip, n_plain, plain_tps, identical,
-                           &r->sel.swift};
     if (o->json) {
-        print_json_report(o, &r->m, &result);
+        print_json_report(o, &r->m, &res);
     } else {
-        print_text_report(o, &r->m, &result);
+        print_text_report(o, &r->m, &res);
     }
     if (r->svg) {
         double y = pi * svg_panel_height(o->method);
-        int searched = o->method == METHOD_SELFSD && pi == 0;
-        svg_layer_map(r->svg, y, pi + 1, r->prompts[pi], r->m.dir, o->method, &r->skip,
-                      c->n_layers, &st, plain_tps);
-        svg_time_series(r->svg, y + SVG_HEAD, o->method, searched ? r->search_hist : &st.sets,
-                        &st.hist, st.rounds, c->n_layers,
-                        o->cost_model ? "sublayers/token" : "ms/token");
+        svg_layer_map(r->svg, y, pi + 1, r->prompts.text[pi], r->m.dir, o->method, &r->skip, L,
+                      &st, res.plain_tps);
+        svg_time_series(r->svg, y + SVG_HEAD, o->method, first_search ? r->search_hist : &st.sets,
+                        &st.hist, st.rounds, L, o->cost_model ? "sublayers/token" : "ms/token");
     }
     free(text);
-    return o->compare && o->temperature == 0.0f && !identical;
+    return o->compare && o->temperature == 0.0f && !res.identical;
 }
 
 static int print_error(const char *err) {
@@ -6324,15 +6220,11 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
     return failed;
 }
 
-static void free_run(CliRun *r, const Options *o) {
-    if (o->prompt_file && r->n_prompts > 0) {
-        for (int k = 0; k < r->n_prompts; k++) { free(r->prompts[k]); }
-        free(r->prompts);
-    }
-    free(r->line_no);
+static void free_run(CliRun *r) {
+    free_prompts(&r->prompts);
+    free_prompts(&r->dev);
     free(r->search_hist);
     selector_free(&r->sel);
-    free(r->prompt);
     free(r->out);
     free(r->plain_out);
     free_tokenizer(r->tok);
@@ -6346,19 +6238,19 @@ int main(int argc, char **argv) {
     memset(&r, 0, sizeof(r));
     char err[CLI_ERR_LEN];
     if (parse_options(argc, argv, &o, err)) { return print_error(err); }
-    int failed = load_run(&r, &o, argv[0], err) ? print_error(err) : 0, rc = 0;
-    if (!failed) {
-        for (int pi = 0; rc >= 0 && pi < r.n_prompts; pi++) {
-            rc = run_prompt(&r, &o, pi, err);
-            if (rc > 0) { // the other prompts still run
+    int failed = 0;
+    if (load_run(&r, &o, argv[0], err)) {
+        failed = print_error(err);
+    } else {
+        for (int pi = 0; pi < r.prompts.n; pi++) {
+            if (run_prompt(&r, &o, pi)) { // the other prompts still run
                 failed = print_error("--compare: greedy self-speculative output differs from "
                                      "plain decoding");
             }
         }
-        // a search that could not run ends the run there, and no output file is written
-        failed = rc < 0 ? print_error(err) : finish_run(&r, &o, failed);
+        failed = finish_run(&r, &o, failed);
     }
-    free_run(&r, &o);
+    free_run(&r);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 #endif // TESTING
