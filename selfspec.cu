@@ -3523,11 +3523,11 @@ static size_t utf8_decode(const char *s, size_t len, size_t i, int *cp) {
     size_t n = (size_t)utf8_need(u[0]);
     *cp = -1;
     if (n == 0 || n > len - i) { return 1; }
+    uint32_t c = n == 1 ? u[0] : (uint32_t)(u[0] & (0x7F >> n));
     for (size_t k = 1; k < n; k++) {
         if (!utf8_continues(u, (int)k, u[k])) { return 1; }
+        c = (c << 6) | (u[k] & 0x3F);
     }
-    uint32_t c = n == 1 ? u[0] : (uint32_t)(u[0] & (0x7F >> n));
-    for (size_t k = 1; k < n; k++) { c = (c << 6) | (u[k] & 0x3F); }
     *cp = (int)c;
     return n;
 }
@@ -3556,15 +3556,14 @@ static int starts_with(const char *s, size_t len, const char *p, size_t n) {
 // letters match in either case, and Oniguruma's case folding maps U+017F (long s) to s too.
 static size_t contraction(const char *s, size_t len, size_t i, int fold) {
     static const char *const ends[] = {"s", "t", "re", "ve", "m", "ll", "d"};
+    int cp;
     for (int e = 0; e < 7 && s[i] == '\''; e++) {
         const char *p = ends[e];
-        size_t k = i + 1;
-        for (; *p != '\0' && k < len; p++) {
-            int cp;
-            size_t n = utf8_decode(s, len, k, &cp);
+        size_t k = i + 1, n;
+        for (; *p != '\0' && k < len; p++, k += n) {
+            n = utf8_decode(s, len, k, &cp);
             cp = fold && cp >= 'A' && cp <= 'Z' ? cp + 32 : fold && cp == 0x17F ? 's' : cp;
             if (cp != *p) { break; }
-            k += n;
         }
         if (*p == '\0') { return k - i; }
     }
@@ -3582,15 +3581,16 @@ static size_t piece_space(const char *s, size_t len, size_t i, int line_breaks) 
     return (end == len || last == i) ? end : last;
 }
 
-// Split with the Llama 3 pattern (behavior Isolated); its alternatives are tried in order:
-// (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
-// \s*[\r\n]+|\s+(?!\S)|\s+
+// Split with the Llama 3 pattern (behavior Isolated); its alternatives are tried in order. (The
+// patterns are C strings as tokenizer.json spells them: load_pre_step accepts only these two.)
+static const char LLAMA3_PATTERN[] =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 static size_t piece_llama3(const char *s, size_t len, size_t i) {
     size_t n0, n1 = 0, k = contraction(s, len, i, 1);
     if (k > 0) { return i + k; }
     int c0 = class_at(s, len, i, &n0), c1 = i + n0 < len ? class_at(s, len, i + n0, &n1) : -1;
-    if (c0 == CH_LETTER) { return skip_class(s, len, i, CH_LETTER, NULL); }
-    if (c0 != CH_NUMBER && s[i] != '\r' && s[i] != '\n' && c1 == CH_LETTER) {
+    if (c0 == CH_LETTER || (c0 != CH_NUMBER && s[i] != '\r' && s[i] != '\n' && c1 == CH_LETTER)) {
         return skip_class(s, len, i + n0, CH_LETTER, NULL);
     }
     if (c0 == CH_NUMBER) {
@@ -3599,15 +3599,16 @@ static size_t piece_llama3(const char *s, size_t len, size_t i) {
         return k;
     }
     if (c0 == CH_OTHER || (s[i] == ' ' && c1 == CH_OTHER)) {
-        k = skip_class(s, len, c0 == CH_OTHER ? i : i + n0, CH_OTHER, NULL);
+        k = skip_class(s, len, i + n0, CH_OTHER, NULL);
         while (k < len && (s[k] == '\r' || s[k] == '\n')) { k++; }
         return k;
     }
     return piece_space(s, len, i, 1);
 }
 
-// ByteLevel's use_regex pattern (GPT-2):
-// 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// ByteLevel's use_regex pattern (GPT-2)
+static const char GPT2_PATTERN[] =
+    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 static size_t piece_gpt2(const char *s, size_t len, size_t i) {
     size_t n, k = contraction(s, len, i, 0);
     if (k > 0) { return i + k; }
@@ -3629,12 +3630,11 @@ static size_t piece_digits(const char *s, size_t len, size_t i, int individual) 
 }
 
 // Metaspace split: every replacement character starts a new piece (MergedWithNext)
-static size_t piece_metaspace(const char *s, size_t len, size_t i, const char *rep,
-                              size_t rep_len) {
+static size_t piece_metaspace(const char *s, size_t len, size_t i, const char *rep, size_t n_rep) {
     int cp;
     do {
         i += utf8_decode(s, len, i, &cp);
-    } while (i < len && !starts_with(s + i, len - i, rep, rep_len));
+    } while (i < len && !starts_with(s + i, len - i, rep, n_rep));
     return i;
 }
 
@@ -3679,12 +3679,11 @@ struct Tokenizer {
     unsigned char pre[MAX_PRE]; // the pre-tokenizer: PRE_* steps, in order
     int n_pre;
     int byte_level;          // ByteLevel: the bytes of each word become GPT-2 characters
-    int byte_char[256];      // GPT-2's bytes_to_unicode: byte -> code point
+    unsigned byte_char[256]; // GPT-2's bytes_to_unicode: byte -> code point
     short char_byte[324];    // its inverse, -1 for code points that stand for no byte
     char meta_rep[8];        // Metaspace pre-tokenizer: the replacement character (UTF-8)
     int meta_rep_len, meta_prepend;
     int prefix[MAX_TEMPLATE], n_prefix, suffix[MAX_TEMPLATE], n_suffix; // the template around $A
-    int bos_id;              // the template's first token, or -1
     int decoder;             // DEC_*
     char dec_rep[8];         // the character decoded as a space (SentencePiece, Metaspace)
     int dec_rep_len, dec_prepend, dec_byte_fallback, dec_strip;
@@ -3764,34 +3763,34 @@ typedef struct {
     char *err;
 } Encoder;
 
-static void push_id(Encoder *e, int id) {
-    if (!e->failed && e->n == e->max) {
+// Whether k more ids fit in the output; the first time they do not, the encoding fails.
+static int room_for(Encoder *e, size_t k) {
+    if (!e->failed && k > (size_t)(e->max - e->n)) {
         e->failed = fail(e->err, "encode: the text needs more than %d tokens", e->max);
     }
-    if (!e->failed) { e->ids[e->n++] = id; }
+    return !e->failed;
 }
 
-// A candidate merge of the symbol at pos with the one after it, in bpe_word's heap.
-typedef struct { int rank, pos; } BpePair;
-
-static int pair_before(BpePair a, BpePair b) {
-    return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos);
+static void push_id(Encoder *e, int id) {
+    if (room_for(e, 1)) { e->ids[e->n++] = id; }
 }
 
-static void pair_push(BpePair *heap, size_t *n, BpePair p) {
+// bpe_word's min-heap of candidate merges, each rank << 32 | pos: the merge of the symbol at pos
+// with the one after it. The smallest key is the lowest rank, leftmost on ties.
+static void pair_push(uint64_t *heap, size_t *n, int rank, int pos) {
+    if (rank == INT_MAX) { return; } // the pair has no merge rule
+    uint64_t p = (uint64_t)rank << 32 | (uint32_t)pos;
     size_t i = (*n)++;
-    for (; i > 0 && pair_before(p, heap[(i - 1) / 2]); i = (i - 1) / 2) {
-        heap[i] = heap[(i - 1) / 2];
-    }
+    for (; i > 0 && p < heap[(i - 1) / 2]; i = (i - 1) / 2) { heap[i] = heap[(i - 1) / 2]; }
     heap[i] = p;
 }
 
-static BpePair pair_pop(BpePair *heap, size_t *n) {
-    BpePair top = heap[0], last = heap[--*n];
+static uint64_t pair_pop(uint64_t *heap, size_t *n) {
+    uint64_t top = heap[0], last = heap[--*n];
     size_t i = 0;
     for (size_t c; (c = 2 * i + 1) < *n; i = c) {
-        if (c + 1 < *n && pair_before(heap[c + 1], heap[c])) { c++; }
-        if (!pair_before(heap[c], last)) { break; }
+        if (c + 1 < *n && heap[c + 1] < heap[c]) { c++; }
+        if (heap[c] >= last) { break; }
         heap[i] = heap[c];
     }
     heap[i] = last;
@@ -3814,9 +3813,7 @@ static void bpe_word(Encoder *e, const char *w, size_t len) {
     for (size_t i = 0, cl; i < len; i += cl) {
         cl = utf8_decode(w, len, i, &cp);
         int id = vocab_find(t, w + i, cl), bytes = t->byte_fallback;
-        for (size_t b = 0; b < cl; b++) {
-            bytes = bytes && t->byte_ids[(unsigned char)w[i + b]] >= 0;
-        }
+        for (size_t b = 0; b < cl; b++) { bytes &= t->byte_ids[(unsigned char)w[i + b]] >= 0; }
         if (id >= 0) {
             if (unk) { sym[n++] = t->unk_id; }
             sym[n++] = id;
@@ -3832,35 +3829,27 @@ static void bpe_word(Encoder *e, const char *w, size_t len) {
     // Every merge joins two symbols' texts into one vocab text (at most max_len bytes), so the
     // word ends as at least (its symbols' bytes) / max_len tokens: refuse before merging what
     // cannot fit. (unk may be an added token longer than max_len.)
-    size_t bytes = 0, longest = (size_t)t->max_len;
-    if (t->unk_id >= 0 && (size_t)t->tok[t->unk_id].len > longest) {
-        longest = (size_t)t->tok[t->unk_id].len;
-    }
+    int unk_len = t->unk_id >= 0 ? t->tok[t->unk_id].len : 0;
+    size_t bytes = 0, longest = (size_t)(unk_len > t->max_len ? unk_len : t->max_len);
     for (size_t i = 0; i < n; i++) { bytes += (size_t)t->tok[sym[i]].len; }
-    size_t at_least = longest > 0 ? (bytes + longest - 1) / longest : 0;
-    if (!e->failed && at_least > (size_t)(e->max - e->n)) {
-        e->failed = fail(e->err, "encode: the text needs more than %d tokens", e->max);
-    }
-    BpePair *heap = (BpePair *)malloc_check(mul_size(3 * sizeof(BpePair), n)); // n + 2 per merge
+    room_for(e, longest > 0 ? (bytes + longest - 1) / longest : 0);
+    uint64_t *heap = (uint64_t *)malloc_check(mul_size(3 * sizeof(*heap), n)); // n + 2 per merge
     size_t n_heap = 0;
     for (size_t i = 0; i < n && !e->failed; i++) {
         next[i] = i + 1 < n ? (int)i + 1 : -1;
         prev[i] = (int)i - 1;
-        int r = i + 1 < n ? merge_rank(t, sym[i], sym[i + 1]) : INT_MAX;
-        if (r < INT_MAX) { BpePair p = {r, (int)i}; pair_push(heap, &n_heap, p); }
+        pair_push(heap, &n_heap, i + 1 < n ? merge_rank(t, sym[i], sym[i + 1]) : INT_MAX, (int)i);
     }
     while (n_heap > 0) {
-        BpePair p = pair_pop(heap, &n_heap);
-        int i = p.pos, j = next[i];
-        if (sym[i] < 0 || j < 0 || merge_rank(t, sym[i], sym[j]) != p.rank) { continue; } // stale
+        uint64_t p = pair_pop(heap, &n_heap);
+        int i = (int)(uint32_t)p, j = next[i], rank = (int)(p >> 32);
+        if (sym[i] < 0 || j < 0 || merge_rank(t, sym[i], sym[j]) != rank) { continue; } // stale
         sym[i] = t->merges[merge_slot(t, sym[i], sym[j])].id;
         sym[j] = -1;
-        next[i] = next[j];
-        if (next[i] >= 0) { prev[next[i]] = i; }
-        int r_left = prev[i] >= 0 ? merge_rank(t, sym[prev[i]], sym[i]) : INT_MAX;
-        int r_right = next[i] >= 0 ? merge_rank(t, sym[i], sym[next[i]]) : INT_MAX;
-        if (r_left < INT_MAX) { BpePair q = {r_left, prev[i]}; pair_push(heap, &n_heap, q); }
-        if (r_right < INT_MAX) { BpePair q = {r_right, i}; pair_push(heap, &n_heap, q); }
+        int left = prev[i], right = next[i] = next[j];
+        if (right >= 0) { prev[right] = i; }
+        if (left >= 0) { pair_push(heap, &n_heap, merge_rank(t, sym[left], sym[i]), left); }
+        if (right >= 0) { pair_push(heap, &n_heap, merge_rank(t, sym[i], sym[right]), i); }
     }
     for (int i = n > 0 && !e->failed ? 0 : -1; i >= 0; i = next[i]) { push_id(e, sym[i]); }
     free(heap);
@@ -3878,9 +3867,7 @@ static void pre_tokenize(Encoder *e, int stage, const char *s, size_t len, int a
     char *w = NULL;
     if (kind < 0) { // ByteLevel: every byte becomes one GPT-2 character
         w = (char *)malloc_check(mul_size(len, 2));
-        for (size_t i = 0; i < len; i++) {
-            put_utf8((unsigned int)t->byte_char[(unsigned char)s[i]], w, &n);
-        }
+        for (size_t i = 0; i < len; i++) { put_utf8(t->byte_char[(unsigned char)s[i]], w, &n); }
         bpe_word(e, w, n);
     } else if (kind == PRE_PREFIX_SPACE) { // ByteLevel add_prefix_space, on every piece
         w = concat(" ", s[0] == ' ' ? 0 : 1, s, len, &n);
@@ -3949,9 +3936,8 @@ static void split_added(Encoder *e, const char *s, size_t len, int pass, int at_
     for (int id = 0; id >= 0 && !e->failed; from = at) {
         id = find_added(e->t, s, len, from, pass, &at);
         at = id >= 0 ? at : len;
-        if (at > from && pass == 1) {
-            pre_tokenize(e, 0, s + from, at - from, at_start && from == 0);
-        }
+        int first = at_start && from == 0; // the piece begins the text
+        if (at > from && pass == 1) { pre_tokenize(e, 0, s + from, at - from, first); }
         if (at > from && pass == 0) {
             char *w = concat("", 0, s + from, at - from, &n);
             for (int k = 0; k < e->t->n_norm; k++) { // Prepend leaves an empty piece empty
@@ -3962,7 +3948,7 @@ static void split_added(Encoder *e, const char *s, size_t len, int pass, int at_
                 free(w);
                 w = next;
             }
-            split_added(e, w, n, 1, at_start && from == 0);
+            split_added(e, w, n, 1, first);
             free(w);
         }
         if (id >= 0) { push_id(e, id); at += (size_t)e->t->tok[id].len; }
@@ -3971,9 +3957,7 @@ static void split_added(Encoder *e, const char *s, size_t len, int pass, int at_
 
 int encode(const Tokenizer *t, const char *text, size_t len, int add_special, int *ids, int max_ids,
            char *err) {
-    Encoder e;
-    memset(&e, 0, sizeof(e));
-    e.t = t, e.ids = ids, e.max = max_ids < 0 ? 0 : max_ids, e.err = err;
+    Encoder e = {t, ids, 0, max_ids < 0 ? 0 : max_ids, 0, err};
     for (int k = 0; add_special && k < t->n_prefix; k++) { push_id(&e, t->prefix[k]); }
     split_added(&e, text, text == NULL ? 0 : len, 0, 1);
     for (int k = 0; add_special && k < t->n_suffix; k++) { push_id(&e, t->suffix[k]); }
@@ -3997,17 +3981,14 @@ static void text_emit(TextOut *o, DecodeState *st, int strip, const char *s, siz
 // Adds one byte of output text; a character goes out once its UTF-8 sequence is complete. One
 // that cannot be completed becomes U+FFFD: once (from_utf8_lossy) or once per byte (ByteFallback).
 static void text_byte(TextOut *o, DecodeState *st, unsigned char b, int fffd_per_byte, int strip) {
+    static const char fffd[] = "\xEF\xBF\xBD"; // U+FFFD
     if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
     if (st->n_pending > 0 && !utf8_continues(st->pending, st->n_pending, b)) {
-        for (int k = 0; k < (fffd_per_byte ? st->n_pending : 1); k++) {
-            text_emit(o, st, strip, "\xEF\xBF\xBD", 3);
-        }
+        int bad = fffd_per_byte ? st->n_pending : 1;
+        while (bad-- > 0) { text_emit(o, st, strip, fffd, 3); }
         st->n_pending = 0;
     }
-    if (st->n_pending == 0 && utf8_need(b) == 0) {
-        text_emit(o, st, strip, "\xEF\xBF\xBD", 3);
-        return;
-    }
+    if (st->n_pending == 0 && utf8_need(b) == 0) { text_emit(o, st, strip, fffd, 3); return; }
     st->pending[st->n_pending++] = b;
     if (st->n_pending == utf8_need(st->pending[0])) {
         text_emit(o, st, strip, (const char *)st->pending, (size_t)st->n_pending);
@@ -4015,7 +3996,6 @@ static void text_byte(TextOut *o, DecodeState *st, unsigned char b, int fffd_per
     }
 }
 
-// Starts decoding a new text.
 static void decode_begin(DecodeState *st) {
     memset(st, 0, sizeof(*st));
     st->at_start = 1;
@@ -4050,26 +4030,15 @@ size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size
     // token when its prepend_scheme put one there
     int drop = t->decoder == DEC_METASPACE && st->at_start && t->dec_prepend != PREPEND_NEVER;
     if (t->decoder == DEC_METASPACE) { st->at_start = 0; }
-    for (i = 0; i < len;) {
-        if (starts_with(s + i, len - i, t->dec_rep, (size_t)t->dec_rep_len)) {
-            if (!drop) { text_byte(&o, st, ' ', 1, strip); }
-            i += (size_t)t->dec_rep_len;
-        } else {
-            text_byte(&o, st, (unsigned char)s[i++], 1, strip);
-        }
+    for (i = 0; i < len; i += cl) { // (the replacement is never empty)
+        int rep = starts_with(s + i, len - i, t->dec_rep, (size_t)t->dec_rep_len);
+        cl = rep ? (size_t)t->dec_rep_len : 1;
+        if (!rep || !drop) { text_byte(&o, st, rep ? ' ' : (unsigned char)s[i], 1, strip); }
     }
     return o.n;
 }
 
 // ----- loading tokenizer.json
-
-// the Split regexes we have scanners for (piece_llama3, piece_gpt2), as tokenizer.json spells them
-static const char LLAMA3_PATTERN[] =
-    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-static const char GPT2_PATTERN[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|"
-    "\\s+(?!\\S)|\\s+";
 
 static int type_is(JsonFile *f, int obj, const char *type) {
     return json_key_is(f, obj, "type", type);
@@ -4086,9 +4055,8 @@ static int unsupported(JsonFile *f, const char *what, int obj) {
 // One UTF-8 character at key of obj into c (8 bytes); returns its length, or 0.
 static int get_char(JsonFile *f, int obj, const char *key, char *c) {
     size_t n;
-    int cp;
     char *s = json_key_string(f, obj, key, &n);
-    int ok = s != NULL && n > 0 && utf8_decode(s, n, 0, &cp) == n && cp >= 0;
+    int cp, ok = s != NULL && n > 0 && utf8_decode(s, n, 0, &cp) == n && cp >= 0;
     if (ok) { memcpy(c, s, n); }
     free(s);
     return ok ? (int)n : 0;
@@ -4105,9 +4073,8 @@ static int load_metaspace(JsonFile *f, int obj, char *rep, int *rep_len, int *pr
     for (int k = 0; k < 3; k++) {
         *prepend = json_key_is(f, obj, "prepend_scheme", schemes[k]) ? k : *prepend;
     }
-    return *rep_len == 0 || *prepend < 0
-               ? json_fail(f, "unsupported Metaspace replacement or prepend_scheme")
-               : 0;
+    int ok = *rep_len > 0 && *prepend >= 0;
+    return ok ? 0 : json_fail(f, "unsupported Metaspace replacement or prepend_scheme");
 }
 
 static int add_pre(Tokenizer *t, JsonFile *f, int kind) {
@@ -4118,40 +4085,33 @@ static int add_pre(Tokenizer *t, JsonFile *f, int kind) {
     return 0;
 }
 
+// One pre-tokenizer step; its errors leave f failed.
 static int load_pre_step(Tokenizer *t, JsonFile *f, int p) {
     if (type_is(f, p, "ByteLevel")) { // HF's defaults: add_prefix_space and use_regex true
-        if ((json_key_bool(f, p, "add_prefix_space", 1) &&
-             add_pre(t, f, PRE_PREFIX_SPACE) != 0) ||
-            (json_key_bool(f, p, "use_regex", 1) && add_pre(t, f, PRE_GPT2) != 0)) {
-            return -1;
-        }
+        if (json_key_bool(f, p, "add_prefix_space", 1)) { add_pre(t, f, PRE_PREFIX_SPACE); }
+        if (json_key_bool(f, p, "use_regex", 1)) { add_pre(t, f, PRE_GPT2); }
         t->byte_level = 1;
-        return 0;
-    }
-    if (type_is(f, p, "Digits")) {
-        return add_pre(t, f,
-                       json_key_bool(f, p, "individual_digits", 0) ? PRE_DIGITS : PRE_DIGIT_RUNS);
-    }
-    if (type_is(f, p, "Split")) { // the two patterns we have scanners for, and no other
+    } else if (type_is(f, p, "Digits")) {
+        add_pre(t, f, json_key_bool(f, p, "individual_digits", 0) ? PRE_DIGITS : PRE_DIGIT_RUNS);
+    } else if (type_is(f, p, "Split")) { // the two patterns we have scanners for, and no other
         int pattern = json_key(f, p, "pattern");
         int kind = json_key_is(f, pattern, "Regex", LLAMA3_PATTERN) ? PRE_LLAMA3
                    : json_key_is(f, pattern, "Regex", GPT2_PATTERN) ? PRE_GPT2 : -1;
         if (kind < 0 || !json_key_is(f, p, "behavior", "Isolated") ||
             json_key_bool(f, p, "invert", 0)) {
-            return json_fail(
-                f,
-                "unsupported pre_tokenizer Split (only the Llama 3 and GPT-2 regexes, Isolated)");
+            return json_fail(f, "unsupported pre_tokenizer Split (only the Llama 3 and GPT-2 "
+                                "regexes, Isolated)");
         }
-        return add_pre(t, f, kind);
-    }
-    if (type_is(f, p, "Metaspace") && t->meta_rep_len == 0) {
-        if (load_metaspace(f, p, t->meta_rep, &t->meta_rep_len, &t->meta_prepend) != 0 ||
-            add_pre(t, f, PRE_METASPACE) != 0) {
-            return -1;
+        add_pre(t, f, kind);
+    } else if (type_is(f, p, "Metaspace") && t->meta_rep_len == 0) {
+        if (load_metaspace(f, p, t->meta_rep, &t->meta_rep_len, &t->meta_prepend) == 0) {
+            add_pre(t, f, PRE_METASPACE);
         }
-        return json_key_bool(f, p, "split", 1) ? add_pre(t, f, PRE_METASPACE_SPLIT) : 0;
+        if (!f->failed && json_key_bool(f, p, "split", 1)) { add_pre(t, f, PRE_METASPACE_SPLIT); }
+    } else {
+        return unsupported(f, "pre_tokenizer", p);
     }
-    return unsupported(f, "pre_tokenizer", p);
+    return f->failed ? -1 : 0;
 }
 
 static int load_norm_step(Tokenizer *t, JsonFile *f, int o) {
@@ -4166,53 +4126,43 @@ static int load_norm_step(Tokenizer *t, JsonFile *f, int o) {
         st->from = json_key_string(f, json_key(f, o, "pattern"), "String", &st->from_len);
     }
     int ok = st->to != NULL && (prepend || (st->from != NULL && st->from_len > 0));
-    return ok ? 0
-              : json_fail(f, "unsupported normalizer %s (only a String pattern)",
-                      prepend ? "Prepend" : "Replace");
+    return ok ? 0 : json_fail(f, "unsupported normalizer %s (only a String pattern)",
+                              prepend ? "Prepend" : "Replace");
 }
 
-// TemplateProcessing: the special tokens before and after $A in the "single" template
-static int load_template(Tokenizer *t, JsonFile *f, int p) {
+// A post-processor: ByteLevel (it only adjusts offsets), or one TemplateProcessing: the special
+// tokens before and after $A in its "single" template
+static int load_post_step(Tokenizer *t, JsonFile *f, int p) {
     const Json *j = f->j;
-    int n, i = json_key_array(f, p, "single", &n), specials = json_key(f, p, "special_tokens"),
-           seen_a = 0;
-    for (int k = 0; k < n && i >= 0; k++, i = json_skip(j, i)) {
-        int seq = json_key(f, i, "Sequence"), m = 0, e = -1;
+    if (type_is(f, p, "ByteLevel")) { return 0; }
+    if (!type_is(f, p, "TemplateProcessing") || t->n_prefix + t->n_suffix > 0) {
+        return unsupported(f, "post_processor", p);
+    }
+    int n, i = json_key_array(f, p, "single", &n), specials = json_key(f, p, "special_tokens");
+    int n_a = 0; // 1 after the one $A (the ids after it are the suffix), 2 once that is broken
+    for (int k = 0; k < n && i >= 0 && n_a < 2; k++, i = json_skip(j, i)) {
+        int seq = json_key(f, i, "Sequence"), m = 0;
         size_t len;
-        if (seq >= 0 && (seen_a || !json_key_is(f, seq, "id", "A"))) {
-            return json_fail(f, "post_processor: the single template must hold $A once");
-        }
-        seen_a |= seq >= 0;
-        char *name =
-            seq >= 0 ? NULL : json_key_string(f, json_key(f, i, "SpecialToken"), "id", &len);
+        if (seq >= 0) { n_a += n_a == 0 && json_key_is(f, seq, "id", "A") ? 1 : 2; continue; }
+        char *name = json_key_string(f, json_key(f, i, "SpecialToken"), "id", &len);
         int entry = name != NULL ? json_key(f, specials, name) : -1;
-        if (name != NULL && entry < 0) { // (lfail keeps this message, not get_array's)
+        if (name != NULL && entry < 0) { // (json_fail keeps this message, not json_key_array's)
             json_fail(f, "post_processor: special_tokens has no \"%.64s\"", name);
         }
-        e = name != NULL ? json_key_array(f, entry, "ids", &m) : -1;
+        int e = name != NULL ? json_key_array(f, entry, "ids", &m) : -1;
         free(name);
-        for (int q = 0; q < m && e >= 0; q++, e = json_skip(j, e)) {
+        if (e < 0) { return json_fail(f, "post_processor: a template token without ids"); }
+        int *count = n_a ? &t->n_suffix : &t->n_prefix, *ids = n_a ? t->suffix : t->prefix;
+        for (int q = 0; q < m; q++, e = json_skip(j, e)) {
             long long id;
-            int *count = seen_a ? &t->n_suffix : &t->n_prefix;
             if (json_int(j, e, 0, t->vocab_size - 1, &id) != 0 || *count == MAX_TEMPLATE) {
                 return json_fail(f, "post_processor: bad special token id");
             }
-            (seen_a ? t->suffix : t->prefix)[(*count)++] = (int)id;
-        }
-        if (seq < 0 && e < 0) {
-            return json_fail(f, "post_processor: a template token without ids");
+            ids[(*count)++] = (int)id;
         }
     }
-    return i < 0 || !seen_a ? json_fail(f, "post_processor: the single template must hold $A once")
-                            : 0;
-}
-
-static int load_post_step(Tokenizer *t, JsonFile *f, int p) {
-    if (type_is(f, p, "ByteLevel")) { return 0; } // it only adjusts offsets
-    if (type_is(f, p, "TemplateProcessing") && t->n_prefix + t->n_suffix == 0) {
-        return load_template(t, f, p);
-    }
-    return unsupported(f, "post_processor", p);
+    return i < 0 || n_a != 1 ? json_fail(f, "post_processor: the single template must hold $A once")
+                             : 0;
 }
 
 // SentencePiece: Sequence[Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)], each step
@@ -4227,33 +4177,32 @@ static int load_decoder(Tokenizer *t, JsonFile *f, int d) {
     }
     if (!type_is(f, d, "Sequence")) { return unsupported(f, "decoder", d); }
     t->decoder = DEC_SENTENCEPIECE;
-    int n, i = json_key_array(f, d, "decoders", &n), prev = 0;
+    enum { REPLACE, BYTE_FALLBACK, FUSE, STRIP, OTHER };
+    static const char *const names[] = {"Replace", "ByteFallback", "Fuse", "Strip"};
+    int n, i = json_key_array(f, d, "decoders", &n), prev = -1;
     for (int k = 0; k < n && i >= 0; k++, i = json_skip(j, i)) {
-        int step = type_is(f, i, "Replace")        ? 1
-                   : type_is(f, i, "ByteFallback") ? 2
-                   : type_is(f, i, "Fuse")         ? 3
-                   : type_is(f, i, "Strip")        ? 4
-                                                    : 5;
+        int step = REPLACE;
+        while (step < OTHER && !type_is(f, i, names[step])) { step++; }
         long long start = 0, stop = 0;
-        int ok = step > prev && step < 5 && (step == 1) == (k == 0);
-        if (step == 1) {
+        int ok = step > prev && step < OTHER && (step == REPLACE) == (k == 0);
+        if (step == REPLACE) {
             t->dec_rep_len = get_char(f, json_key(f, i, "pattern"), "String", t->dec_rep);
             ok = ok && t->dec_rep_len > 0 && json_key_is(f, i, "content", " ");
         }
-        if (step == 4) {
-            ok = ok && prev == 3 && json_key_is(f, i, "content", " ") &&
+        if (step == STRIP) {
+            ok = ok && prev == FUSE && json_key_is(f, i, "content", " ") &&
                  json_int(j, json_key(f, i, "start"), 0, 1, &start) == 0 &&
                  json_int(j, json_key(f, i, "stop"), 0, 0, &stop) == 0;
         }
         if (!ok) {
-            return json_fail(f,
-                         "unsupported decoder Sequence (only Replace, ByteFallback, Fuse, Strip)");
+            return json_fail(f, "unsupported decoder Sequence (only Replace, ByteFallback, Fuse, "
+                                "Strip)");
         }
-        t->dec_byte_fallback |= step == 2;
+        t->dec_byte_fallback |= step == BYTE_FALLBACK;
         t->dec_strip = (int)start;
         prev = step;
     }
-    return i < 0 || prev == 0 ? json_fail(f, "decoder Sequence is empty") : 0;
+    return i < 0 || prev < 0 ? json_fail(f, "decoder Sequence is empty") : 0;
 }
 
 // Largest id in the vocab and the added tokens, each checked to be in [0, MAX_VOCAB).
@@ -4310,13 +4259,12 @@ static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
 // ranks merge first). A pair listed twice keeps its last rank, as in HF's HashMap.
 static int load_merges(Tokenizer *t, JsonFile *f, int merges) {
     const Json *j = f->j;
-    int n, i = json_key_array(f, merges, "merges", &n), rc = i < 0 ? -1 : 0;
+    int n, i = json_key_array(f, merges, "merges", &n);
     t->merge_cap = table_size((size_t)n);
     t->merges = (Merge *)calloc_check(t->merge_cap, sizeof(Merge));
     for (size_t k = 0; k < t->merge_cap; k++) { t->merges[k].left = -1; }
-    char *ab = (char *)malloc_check((size_t)t->max_len + 1);
-    for (int k = 0; k < n && rc == 0; k++, i = json_skip(j, i)) {
-        size_t na = 0, nb = 0;
+    for (int k = 0; k < n; k++, i = json_skip(j, i)) {
+        size_t na = 0, nb = 0, nab;
         char *a = NULL, *b = NULL, *b_own = NULL, *space;
         if (j->tok[i].type == JSMN_STRING && (a = json_string(j, i, &na)) != NULL &&
             (space = (char *)memchr(a, ' ', na)) != NULL &&
@@ -4327,23 +4275,21 @@ static int load_merges(Tokenizer *t, JsonFile *f, int merges) {
             b = b_own = json_string(j, json_skip(j, i + 1), &nb);
         }
         int left = -1, right = -1, joined = -1;
-        if (a != NULL && b != NULL && na + nb <= (size_t)t->max_len) {
-            memcpy(ab, a, na);
-            memcpy(ab + na, b, nb);
-            left = vocab_find(t, a, na), right = vocab_find(t, b, nb),
-            joined = vocab_find(t, ab, na + nb);
-        }
-        if (left < 0 || right < 0 || joined < 0) {
-            rc = json_fail(f, "model.merges[%d]: not two vocab tokens that join into one", k);
-        } else {
-            Merge *m = &t->merges[merge_slot(t, left, right)];
-            m->left = left, m->right = right, m->rank = k, m->id = joined;
+        if (a != NULL && b != NULL) {
+            char *ab = concat(a, na, b, nb, &nab);
+            left = vocab_find(t, a, na), right = vocab_find(t, b, nb);
+            joined = vocab_find(t, ab, nab);
+            free(ab);
         }
         free(a);
         free(b_own);
+        if (left < 0 || right < 0 || joined < 0) {
+            return json_fail(f, "model.merges[%d]: not two vocab tokens that join into one", k);
+        }
+        Merge *m = &t->merges[merge_slot(t, left, right)];
+        m->left = left, m->right = right, m->rank = k, m->id = joined;
     }
-    free(ab);
-    return rc;
+    return f->failed ? -1 : 0;
 }
 
 // Added tokens by pass, then text (a prefix first), then id: the order added_key describes.
@@ -4376,8 +4322,8 @@ static int load_added(Tokenizer *t, JsonFile *f, int arr) {
                                   : (size_t)x->len == len && memcmp(x->text, s, len) == 0);
         free(s);
         if (!ok) {
-            return json_fail(f, "added_tokens[%d]: unsupported or not the vocab's text for its id",
-                             k);
+            return json_fail(f, "added_tokens[%d]: unsupported or not the vocab's text for its "
+                                "id", k);
         }
         x->special |= (unsigned char)special;
         x->normalized = (unsigned char)normalized;
@@ -4399,10 +4345,8 @@ static int load_steps(Tokenizer *t, JsonFile *f, int obj, const char *list_key, 
     if (json_is_null(f->j, obj)) { return 0; }
     if (!type_is(f, obj, "Sequence")) { return step(t, f, obj); }
     int n, i = json_key_array(f, obj, list_key, &n);
-    for (int k = 0; k < n && i >= 0; k++, i = json_skip(f->j, i)) {
-        if (step(t, f, i) != 0) { return -1; }
-    }
-    return i < 0 ? -1 : 0;
+    for (int k = 0; k < n && step(t, f, i) == 0; k++) { i = json_skip(f->j, i); }
+    return f->failed ? -1 : 0;
 }
 
 static int load_tokenizer(Tokenizer *t, JsonFile *f, size_t file_len) {
@@ -4426,8 +4370,8 @@ static int load_tokenizer(Tokenizer *t, JsonFile *f, size_t file_len) {
     if (!json_is_null(j, dropout) && (json_number(j, dropout, &p) != 0 || p != 0)) {
         return json_fail(f, "unsupported model.dropout");
     }
-    if ((!json_is_null(j, prefix) && !json_key_is(f, model, "continuing_subword_prefix", "")) ||
-        (!json_is_null(j, suffix) && !json_key_is(f, model, "end_of_word_suffix", ""))) {
+    if ((!json_is_null(j, prefix) && !json_eq(j, prefix, "")) ||
+        (!json_is_null(j, suffix) && !json_eq(j, suffix, ""))) {
         return json_fail(f, "unsupported model.continuing_subword_prefix or end_of_word_suffix");
     }
     t->vocab_size = max_id(f, vocab, added) + 1;
@@ -4449,8 +4393,7 @@ static int load_tokenizer(Tokenizer *t, JsonFile *f, size_t file_len) {
     t->unk_id = unk != NULL ? vocab_find(t, unk, n) : -1;
     int unk_missing = unk != NULL && t->unk_id < 0, decoder = json_key(f, 0, "decoder");
     free(unk);
-    // (without a decoder HF joins tokens with spaces)
-    if (unk_missing || json_is_null(j, decoder)) {
+    if (unk_missing || json_is_null(j, decoder)) { // without one HF joins tokens with spaces
         return json_fail(f, "unsupported: unk_token not in the vocab, or no decoder");
     }
     if (load_steps(t, f, json_key(f, 0, "normalizer"), "normalizers", load_norm_step) != 0 ||
@@ -4460,13 +4403,11 @@ static int load_tokenizer(Tokenizer *t, JsonFile *f, size_t file_len) {
         load_decoder(t, f, decoder) != 0) {
         return -1;
     }
-    t->bos_id = t->n_prefix > 0 ? t->prefix[0] : -1;
     // GPT-2's bytes_to_unicode: printable bytes stand for themselves, the 68 others for U+0100..
-    for (int c = 0; c < 324; c++) { t->char_byte[c] = -1; }
+    memset(t->char_byte, 0xFF, sizeof(t->char_byte)); // -1: stands for no byte
     for (int b = 0, next = 256; b < 256; b++) {
-        t->byte_char[b] = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE
-                              ? b
-                              : next++;
+        int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        t->byte_char[b] = (unsigned)(printable ? b : next++);
         t->char_byte[t->byte_char[b]] = (short)b;
     }
     return f->failed ? -1 : 0;
@@ -4480,13 +4421,13 @@ Tokenizer *build_tokenizer(const char *path, char *err) {
     if (json_parse(&j, js, len, path, err) != 0) { free(js); return NULL; }
     JsonFile f = {&j, path, err, 0};
     Tokenizer *t = (Tokenizer *)calloc_check(1, sizeof(Tokenizer));
-    int rc = load_tokenizer(t, &f, len);
+    if (load_tokenizer(t, &f, len) != 0) { // (every error goes through json_fail)
+        free_tokenizer(t);
+        t = NULL;
+    }
     json_free(&j);
     free(js);
-    if (rc == 0 && !f.failed) { return t; }
-    json_fail(&f, "cannot load"); // keeps the first error
-    free_tokenizer(t);
-    return NULL;
+    return t;
 }
 
 void free_tokenizer(Tokenizer *t) {
@@ -4666,24 +4607,19 @@ static const uint32_t unicode_spaces[] = {
     0x202f,0x202f, 0x205f,0x205f, 0x3000,0x3000,
 };
 
-static int in_ranges(const uint32_t *r, size_t n_pairs, int cp) { // binary search
+// Whether cp lies in one of the sorted pairs: binary search for the first pair that ends at or
+// after cp, then whether that pair starts at or before it.
+static int in_ranges(const uint32_t *r, size_t n_pairs, int cp) {
     size_t lo = 0, hi = n_pairs;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if ((uint32_t)cp < r[2 * mid]) {
-            hi = mid;
-        } else if ((uint32_t)cp > r[2 * mid + 1]) {
-            lo = mid + 1;
-        } else {
-            return 1;
-        }
+        if ((uint32_t)cp > r[2 * mid + 1]) { lo = mid + 1; } else { hi = mid; }
     }
-    return 0;
+    return lo < n_pairs && (uint32_t)cp >= r[2 * lo];
 }
 
-// cp < 0 stands for an invalid UTF-8 byte, which counts as a symbol (CH_OTHER)
+// cp < 0 (an invalid UTF-8 byte) is past every range as a uint32_t: a symbol, CH_OTHER
 static int char_class(int cp) {
-    if (cp < 0) { return CH_OTHER; }
     if (in_ranges(unicode_letters, sizeof(unicode_letters) / 8, cp)) { return CH_LETTER; }
     if (in_ranges(unicode_numbers, sizeof(unicode_numbers) / 8, cp)) { return CH_NUMBER; }
     return in_ranges(unicode_spaces, sizeof(unicode_spaces) / 8, cp) ? CH_SPACE : CH_OTHER;
