@@ -5111,29 +5111,29 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
         unsigned char *flags = strncmp(p, "attn:", 5) == 0 ? s->attn
                                : strncmp(p, "mlp:", 4) == 0 ? s->mlp : NULL;
         if (flags == NULL) {
-            return fail(err, "--skip \"%s\": expected attn:LIST or mlp:LIST at \"%s\"", spec, p);
+            return fail(err, "\"%s\": expected attn:LIST or mlp:LIST at \"%s\"", spec, p);
         }
         p = strchr(p, ':') + 1;
         do {
             char *end;
             long lo = strtol(p, &end, 10), hi = lo;
             if (end == p || !isdigit((unsigned char)*p)) {
-                return fail(err, "--skip \"%s\": expected a layer number at \"%s\"", spec, p);
+                return fail(err, "\"%s\": expected a layer number at \"%s\"", spec, p);
             }
             p = end;
             if (*p == '-') {
                 hi = strtol(p + 1, &end, 10);
-                if (end == p + 1 || hi < lo) { return fail(err, "--skip \"%s\": bad range", spec); }
+                if (end == p + 1 || hi < lo) { return fail(err, "\"%s\": bad range", spec); }
                 p = end;
             }
             if (hi >= n_layers) {
-                return fail(err, "--skip \"%s\": layer %ld is out of range (the model has %d "
+                return fail(err, "\"%s\": layer %ld is out of range (the model has %d "
                             "layers, 0..%d)", spec, hi, n_layers, n_layers - 1);
             }
             for (long l = lo; l <= hi; l++) { flags[l] = 1; }
         } while (*p == ',' && *++p);
         if (*p != '\0' && *p != ' ' && *p != ';') {
-            return fail(err, "--skip \"%s\": unexpected \"%s\"", spec, p);
+            return fail(err, "\"%s\": unexpected \"%s\"", spec, p);
         }
     }
     return 0;
@@ -5862,8 +5862,8 @@ static double search_skip_set(CliRun *r, const Options *o) {
     double ms = time_ms() - t0;
     // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
     if (o->dev_prompts) {
-        fprintf(stderr, "%s: searched on %d prompts of --dev-prompts %s\n", method_name(o->method),
-                r->dev.n, o->dev_prompts);
+        fprintf(stderr, "%s: searched on %d prompts of %s %s\n", method_name(o->method), r->dev.n,
+                flag_name(o, &o->dev_prompts), o->dev_prompts);
     } else {
         fprintf(stderr, "%s: searched on the first prompt itself, not on a separate development "
                 "set as Self-SD does (give one with --dev-prompts F)\n", method_name(o->method));
@@ -6045,8 +6045,8 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
 #endif
     // positions past it were never trained (and RoPE scaling assumes them)
     if (o->ctx > c->max_pos) {
-        return fail(err, "-c %d: above max_position_embeddings %d of %s/config.json", o->ctx,
-                    c->max_pos, o->model_dir);
+        return fail(err, "%s %d: above max_position_embeddings %d of %s/config.json",
+                    flag_name(o, &o->ctx), o->ctx, c->max_pos, o->model_dir);
     }
     snprintf(path, sizeof(path), "%s/tokenizer.json", o->model_dir);
     if ((r->tok = build_tokenizer(path, err)) == NULL) { return -1; }
@@ -6054,14 +6054,16 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
         return fail(err, "%s: %d tokens, but config.json has vocab_size %d", path,
                     tokenizer_vocab_size(r->tok), c->vocab_size);
     }
-    if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, err)) { return -1; }
+    if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, why)) {
+        return cli_fail(err, "%s %s", flag_name(o, &o->skip_spec), why);
+    }
     if (o->skip_file && read_skip_file(o->skip_file, c->n_layers, &r->skip, why)) {
-        return cli_fail(err, "--skip-file %s", why); // --skip and --skip-file conflict
+        return cli_fail(err, "%s %s", flag_name(o, &o->skip_file), why);
     }
     // Every prompt is encoded and checked before the first one generates: a bad line 7 fails
     // now, not after six prompts' output. So are the search's: --dev-prompts', else the first
     // prompt itself.
-    snprintf(extra, sizeof(extra), "-n %d new tokens", o->n_new);
+    snprintf(extra, sizeof(extra), "%s %d new tokens", flag_name(o, &o->n_new), o->n_new);
     const char *flag = flag_name(o, o->prompt_file ? &o->prompt_file : &o->prompt);
     if (load_prompts(&r->prompts, r->tok, c, flag, o->prompt_file, o->prompt, o->n_new, extra,
                      err)) {
@@ -6180,8 +6182,9 @@ int main(int argc, char **argv) {
     } else {
         for (int pi = 0; pi < r.prompts.n; pi++) {
             if (run_prompt(&r, &o, pi)) { // the other prompts still run
-                failed = print_error("--compare: greedy self-speculative output differs from "
-                                     "plain decoding");
+                cli_fail(err, "%s: greedy self-speculative output differs from plain decoding",
+                         flag_name(&o, &o.compare));
+                failed = print_error(err);
             }
         }
         failed = finish_run(&r, &o, failed);
