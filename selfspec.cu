@@ -203,7 +203,11 @@ static const char *device_name(void) {
 #else
 enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64 };
 #define __global__ static
-#define __device__ static inline
+// Always inlined, as nvcc inlines device functions: a mere hint lets gcc's heuristics (its stack
+// frame growth limit, which dot_row_tokens' 8 x 16 sums hit) keep a call, and then the matmul's
+// constant token counts never reach the sweep and its sums leave the registers: the kernels' speed
+// would depend on what else the file holds.
+#define __device__ static inline __attribute__((always_inline))
 #ifdef __cplusplus
 #define THREAD_LOCAL thread_local
 #else
