@@ -145,9 +145,11 @@ static double lap_ms(double *t) {
 // loop, OpenMP over blocks. That is exact because no kernel uses shared memory, __syncthreads,
 // warp functions or atomics, and no thread reads what another thread of the same launch writes.
 // The block size never changes a result (kernels only use the flat index), so each build picks
-// its own. On the CPU a launch of fewer than 64 blocks runs on one thread: opening an OpenMP
-// region costs microseconds, more than a tiny launch's work. launch_reverse runs blocks and
-// threads in reverse order: the tests use it to show that no kernel depends on execution order.
+// its own. On the CPU a launch opens an OpenMP region only when it has 64 blocks or more and
+// more than one thread may run them: entering a region costs about a microsecond even when it
+// then runs on one thread (libgomp sets up a team), more than a small launch's work, and a token
+// of a tiny model is ~80 launches. launch_reverse runs blocks and threads in reverse order: the
+// tests use it to show that no kernel depends on execution order.
 
 #ifdef __CUDACC__
 enum { BLOCK_SIZE = 128 };
@@ -218,18 +220,31 @@ static THREAD_LOCAL GridIndex blockIdx, threadIdx;
 static GridIndex blockDim = {BLOCK_SIZE};
 static int launch_reverse; // 1: run blocks and threads in reverse order (tests)
 
+#define LAUNCH_BLOCK(kernel, b, grid, ...)                                                  \
+    do {                                                                                    \
+        blockIdx.x = launch_reverse ? (grid) - 1 - (b) : (b);                               \
+        for (int t_ = 0; t_ < BLOCK_SIZE; t_++) {                                           \
+            threadIdx.x = launch_reverse ? BLOCK_SIZE - 1 - t_ : t_;                        \
+            kernel(__VA_ARGS__);                                                            \
+        }                                                                                   \
+    } while (0)
 #define LAUNCH(kernel, n_threads, ...)                                                      \
     do {                                                                                    \
         int grid_ = ((n_threads) + BLOCK_SIZE - 1) / BLOCK_SIZE;                            \
-        _Pragma("omp parallel for schedule(static) if (grid_ >= MIN_PARALLEL_BLOCKS)")      \
-        for (int b_ = 0; b_ < grid_; b_++) {                                                \
-            blockIdx.x = launch_reverse ? grid_ - 1 - b_ : b_;                              \
-            for (int t_ = 0; t_ < BLOCK_SIZE; t_++) {                                       \
-                threadIdx.x = launch_reverse ? BLOCK_SIZE - 1 - t_ : t_;                    \
-                kernel(__VA_ARGS__);                                                        \
-            }                                                                               \
+        if (launch_in_parallel(grid_)) {                                                    \
+            _Pragma("omp parallel for schedule(static)")                                    \
+            for (int b_ = 0; b_ < grid_; b_++) { LAUNCH_BLOCK(kernel, b_, grid_, __VA_ARGS__); } \
+        } else {                                                                            \
+            for (int b_ = 0; b_ < grid_; b_++) { LAUNCH_BLOCK(kernel, b_, grid_, __VA_ARGS__); } \
         }                                                                                   \
     } while (0)
+static int launch_in_parallel(int grid) {
+#ifdef _OPENMP
+    return grid >= MIN_PARALLEL_BLOCKS && omp_get_max_threads() > 1;
+#else
+    return (void)grid, 0;
+#endif
+}
 
 static void device_init(void) {}
 static void *device_malloc(size_t bytes) { return malloc_check(bytes); }
