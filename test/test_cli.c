@@ -282,8 +282,9 @@ static void test_ctrl_c(void) {
     free(err);
     remove(saved);
     // the oracle prints its progress every 10 s; wait for its first line instead
-    snprintf(args, sizeof(args), "-m %s -n 4 --method oracle --save-skip %s", RANDOM_MODEL, saved);
-    rc = interrupt_run(args, "oracle: scoring every", &err);
+    snprintf(args, sizeof(args), "-m %s -n 4 --method oracle --oracle-sets 100000 --save-skip %s", RANDOM_MODEL,
+             saved);
+    rc = interrupt_run(args, "oracle: scoring 100000 random", &err);
     check(rc == 0 && strstr(err, "oracle: interrupted after ") != NULL && strstr(err, "tokens/s") != NULL,
           "oracle, Ctrl-C: exit %d, want 0, a summary and a report:\n%s", rc, err);
     check_saved(saved, "oracle, Ctrl-C");
