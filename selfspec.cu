@@ -1420,6 +1420,8 @@ typedef struct {
     SwiftParams p;
     float ratio;                    // r now: p.skip_ratio, lowered by swift_after_verify
     int steps, since_best, done;    // optimization steps, steps since the best improved, stopped
+    int changes;                    // steps whose candidate replaced the kept set
+    int first_at;                   // generated tokens at this prompt's first step (-1: none yet)
     double best_score;              // the best set's matchness (-1: not scored yet)
     SkipSet best;
     Gp gp;
@@ -1436,6 +1438,7 @@ static void swift_init(Swift *w, const SwiftParams *p, int n_layers, uint64_t se
     w->ratio = p->skip_ratio;
     w->best_score = -1.0;
     w->best = alternate_layers(n_layers); // the starting point
+    w->first_at = -1;
     gp_init(&w->gp, 2 * n_layers);
     rng_seed(&w->rng, seed);
 }
@@ -1489,6 +1492,7 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     } else {
         random_skip_set(&w->rng, 0, count, 1, L - 2, &cand);
     }
+    if (w->first_at < 0) { w->first_at = pos - n_prompt; }
     double score = swift_matchness(m, seq, pos, w->p.window, &cand);
     // Decision: Sec. 4.1.2 keeps the highest-scoring set, and a score is only comparable with one
     // taken on the same tokens. The window slides (and the prompt changes), so the kept set is
@@ -1500,6 +1504,7 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     gp_add(&w->gp, v, score);
     w->steps++;
     if (score > w->best_score) {
+        w->changes += w->best_score >= 0; // scoring the starting point changes nothing
         w->best_score = score;
         w->best = cand;
         w->since_best = 0;
@@ -1638,6 +1643,7 @@ typedef struct {
     double *prompt_cos;   // (n_layers) ASD: prefill sums each prompt token's cosines C_l here;
                           // NULL: not asked
     int prompt_tokens;    // the prompt tokens summed in prompt_cos
+    double asd_cos[SS_MAX_LAYERS]; // ASD: this prompt's C_l, which select_asd read
     int capture_verify;   // CLaSp: capture this round's verification states for a DP
     int tree;             // SWIFT: verify a tree of swift.p.tree's shape (Sec. 4.2); 0: the chain
 } Selector;
@@ -1672,15 +1678,15 @@ static void selector_after_prefill(Selector *sel, Model *m, SkipSet *skip) {
     if (sel->method == METHOD_ASD) {
         // C_l is this prompt's mean (ASD Sec. 3.2: "for the current generation task"): average the
         // sums, then zero them so the next prompt of a -f run starts from nothing.
-        double c_l[SS_MAX_LAYERS];
         int tokens = sel->prompt_tokens > 0 ? sel->prompt_tokens : 1;
-        for (int l = 0; l < L; l++) { c_l[l] = sel->prompt_cos[l] / tokens; }
-        *skip = select_asd(c_l, L, &sel->asd);
+        for (int l = 0; l < L; l++) { sel->asd_cos[l] = sel->prompt_cos[l] / tokens; }
+        *skip = select_asd(sel->asd_cos, L, &sel->asd);
         memset(sel->prompt_cos, 0, (size_t)L * sizeof(double));
         sel->prompt_tokens = 0;
     } else if (sel->method == METHOD_SWIFT) {
         *skip = sel->swift.best;
         sel->swift.last_ms = 0; // the time before this prompt's first round is not decoding
+        sel->swift.first_at = -1;
     } else if (sel->method == METHOD_CLASP) {
         // Decision: no DP on the prefill (its states are not captured): the first `interval`
         // rounds draft with alternate_layers
@@ -4705,21 +4711,55 @@ static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_
     return r;
 }
 
-// Why a run shows its method idle, in one sentence for the summary and --json's "note" (NULL
-// when there is nothing to explain): a search that kept the empty set, and SWIFT's steps.
-// cost_model: the search's objective; n: the tokens this prompt made; w: SWIFT's state.
+// ASD: which sublayers each of its two rules chose (select_asd), with this prompt's C_l.
+static void asd_note(const Selector *sel, int L, char *buf, size_t cap) {
+    const AsdParams *a = &sel->asd;
+    int last = L - a->keep_last_n, best = 0, n = 0;
+    size_t k = (size_t)snprintf(buf, cap, "the cosine rule (C_l >= %g, layers 0-%d) skips",
+                                a->cos_threshold, last - 1);
+    for (int l = 0; l < last && k < cap; l++) {
+        if (sel->asd_cos[l] > sel->asd_cos[best]) { best = l; }
+        if (sel->asd_cos[l] >= a->cos_threshold) {
+            k += (size_t)snprintf(buf + k, cap - k, "%s attn %d (C_l %.4f)", n++ ? "," : "", l,
+                                  sel->asd_cos[l]);
+        }
+    }
+    if (n == 0 && k < cap) {
+        k += (size_t)snprintf(buf + k, cap - k, " no attention sublayer (the highest C_l, %.4f, "
+                              "is layer %d's)", sel->asd_cos[best], best);
+    }
+    if (k < cap) {
+        k += (size_t)snprintf(buf + k, cap - k, "; the every-m-th rule (m = %d) skips attn and "
+                              "mlp of layers", a->every_m);
+    }
+    for (int l = a->every_m - 1; l < last && k < cap; l += a->every_m) {
+        k += (size_t)snprintf(buf + k, cap - k, "%s %d", l >= a->every_m ? "," : "", l);
+    }
+}
+
+// What the method did, in one sentence for the summary and --json's "note" (NULL when there is
+// nothing to say): a search that kept the empty set, ASD's two rules, SWIFT's steps.
+// cost_model: the search's objective; n: the tokens this prompt made; sel: the method's state.
 static const char *method_note(int method, int cost_model, const SkipSet *skip, int L,
-                               const SpecStats *st, int n, const Swift *w, char *buf, size_t cap) {
+                               const SpecStats *st, int n, const Selector *sel, char *buf,
+                               size_t cap) {
+    const Swift *w = &sel->swift;
     if ((method == METHOD_SELFSD || method == METHOD_ORACLE) && !skip_count(skip, L)) {
         snprintf(buf, cap, "no skip set it scored cost less per token than plain decoding on the "
                  "%s objective, so it drafts nothing (try --objective %s)",
                  cost_model ? "cost" : "time", cost_model ? "time" : "cost");
-    } else if (method == METHOD_SWIFT && w->steps == 0 && n <= w->p.window) {
-        snprintf(buf, cap, "no optimization step: a step scores a set on the last %d generated "
-                 "tokens (Sec. 4.1.1), and this prompt made %d", w->p.window, n);
+    } else if (method == METHOD_ASD) {
+        asd_note(sel, L, buf, cap);
+    } else if (method == METHOD_SWIFT && w->first_at < 0) {
+        snprintf(buf, cap, "no optimization step in this prompt (%d in all): a step scores a set "
+                 "on the last %d generated tokens (context accumulation, Sec. 4.1.1), and this "
+                 "prompt made %d%s",
+                 w->steps, w->p.window, n, w->done ? "; the search has ended" : "");
     } else if (method == METHOD_SWIFT) {
-        snprintf(buf, cap, "%d optimization steps in this prompt, %d in all; %s", st->selections,
-                 w->steps, w->done ? "the search has ended (App. B.2's stopping rules)"
+        snprintf(buf, cap, "%d optimization steps in this prompt, the first at generated token "
+                 "%d (a step waits for the %d-token window); %d in all, %d of which changed the "
+                 "set; %s", st->selections, w->first_at, w->p.window, w->steps, w->changes,
+                 w->done ? "the search has ended (App. B.2's stopping rules)"
                  : w->p.budget < 1 ? "--swift-budget holds the steps to that share of the time "
                                      "(1: a step every round, as in the paper)"
                                    : "the search goes on");
@@ -5907,7 +5947,7 @@ typedef struct {
     int n_plain;          // --compare: plain decoding's token count; -1: not run
     double plain_tps;     // --compare: plain decoding's tokens/s
     int identical;        // --compare: the same tokens
-    const Swift *swift;   // SWIFT's search state (its steps)
+    const Selector *sel;  // the method's state: SWIFT's steps, ASD's C_l
 } PromptResult;
 
 
@@ -5920,7 +5960,7 @@ static double threshold_mean(const SpecStats *st) {
 static void print_json_report(const Options *o, const Model *m, const PromptResult *r) {
     const SpecStats *st = r->st;
     int L = m->config.n_layers;
-    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[320];
+    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[1024];
     layer_map(r->skip, L, attn_map, mlp_map);
     RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
@@ -5945,7 +5985,7 @@ static void print_json_report(const Options *o, const Model *m, const PromptResu
            ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
            st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
     json_field(", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
-                                            r->swift, note, sizeof(note)));
+                                            r->sel, note, sizeof(note)));
     if (r->n_plain >= 0) {
         PassCosts pc = pass_costs(st, r->plain_tps);
         printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s", r->plain_tps,
@@ -5965,7 +6005,7 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
     double own_select_ms = st->select_ms - st->search_ms; // selection during decoding
     const char *name = method_name(o->method);
-    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[320];
+    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[1024];
     layer_map(r->skip, L, attn_map, mlp_map);
     fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n",
             m->dir, device_name(), r->n_prompt, r->n, st->gen.prefill_ms, tps);
@@ -5988,7 +6028,7 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                     per_call / (st->verify_ms / st->rounds),
                     100 * own_select_ms / st->gen.decode_ms);
         }
-        if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->swift, note,
+        if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->sel, note,
                         sizeof(note))) {
             fprintf(stderr, "%s: %s\n", name, note);
         }
@@ -6130,7 +6170,7 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
     st.select_ms += search_ms;
     st.search_ms = search_ms;
     PromptResult res = {text, r->out, n, r->prompts.len[pi], &st, &r->skip, -1, 0, 1,
-                        &r->sel.swift};
+                        &r->sel};
     if (o->compare) {
         SpecStats plain;
         res.n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);

@@ -306,8 +306,16 @@ static void test_method_notes(void) {
     // SWIFT with the paper's schedule optimizes, and says how many steps ran
     int rc = run("OMP_NUM_THREADS=1", "--method swift --swift-budget 1 -n 64 --json --compare", &out, &err);
     check(rc == 0 && json_num(out, "selections") > 1 && strstr(out, "\"note\": \"") != NULL &&
-              strstr(out, "optimization steps in this prompt") != NULL,
+              strstr(out, "optimization steps in this prompt, the first at generated token 32 (a step "
+                          "waits for the 32-token window)") != NULL,
           "swift --swift-budget 1: exit %d, want steps and a note saying so: %s", rc, out);
+    // the steps that changed the set: fewer than the steps (the first scores the starting set)
+    const char *all = strstr(out, " in all, ");
+    int steps = -1, changes = -1;
+    if (all) { while (all > out && all[-1] >= '0' && all[-1] <= '9') { all--; } }
+    check(all && sscanf(all, "%d in all, %d of which changed the set", &steps, &changes) == 2 &&
+              steps == (int)json_num(out, "selections") && changes >= 0 && changes < steps,
+          "swift --swift-budget 1: %d steps, %d changed the set: %s", steps, changes, out);
     double draft = json_num(out, "draft_pass_steps"), verify = json_num(out, "verify_pass_steps"),
            predicted = json_num(out, "predicted_speedup");
     check(draft > 0 && verify > 0 && predicted > 0,
@@ -315,7 +323,8 @@ static void test_method_notes(void) {
           verify, predicted);
     free(out); free(err);
     rc = run("OMP_NUM_THREADS=1", "--method swift -n 20", &out, &err);
-    check(rc == 0 && strstr(err, "swift: no optimization step: a step scores a set on the last 32 generated tokens") != NULL,
+    check(rc == 0 && strstr(err, "swift: no optimization step in this prompt (0 in all): a step scores a set on the "
+                            "last 32 generated tokens") != NULL,
           "swift -n 20: exit %d, want the reason no step ran: %s", rc, err);
     free(out); free(err);
     rc = run("OMP_NUM_THREADS=1", "--skip attn:3 -n 8 --compare", &out, &err);
@@ -327,15 +336,33 @@ static void test_method_notes(void) {
     memset(&st, 0, sizeof(st));
     SkipSet empty;
     memset(&empty, 0, sizeof(empty));
-    Swift swift;
-    memset(&swift, 0, sizeof(swift));
-    char buf[320];
-    const char *note = method_note(METHOD_SELFSD, 0, &empty, 12, &st, 64, &swift, buf, sizeof(buf));
+    Selector sel;
+    memset(&sel, 0, sizeof(sel));
+    char buf[1024];
+    const char *note = method_note(METHOD_SELFSD, 0, &empty, 12, &st, 64, &sel, buf, sizeof(buf));
     check(note != NULL && strstr(note, "no skip set it scored cost less per token than plain decoding on the time") != NULL,
           "selfsd, empty set: note \"%s\"", note ? note : "(none)");
     empty.attn[3] = 1;
-    check(method_note(METHOD_SELFSD, 0, &empty, 12, &st, 64, &swift, buf, sizeof(buf)) == NULL,
+    check(method_note(METHOD_SELFSD, 0, &empty, 12, &st, 64, &sel, buf, sizeof(buf)) == NULL,
           "selfsd, a set found: a note anyway");
+    // ASD says which sublayers each rule chose: exactly select_asd's set, the cosines with it
+    MethodParams p = method_params_default();
+    selector_init(&sel, METHOD_ASD, &p, 12, 1);
+    for (int l = 0; l < 12; l++) { sel.asd_cos[l] = 0.9; }
+    sel.asd_cos[4] = 0.99f;
+    sel.asd_cos[7] = 0.985; // the threshold itself: C_l >= alpha
+    sel.asd_cos[10] = 0.999; // one of the last n = 2 layers: never skipped
+    SkipSet asd = select_asd(sel.asd_cos, 12, &sel.asd);
+    note = method_note(METHOD_ASD, 0, &asd, 12, &st, 64, &sel, buf, sizeof(buf));
+    check(note && strstr(note, "the cosine rule (C_l >= 0.985, layers 0-9) skips attn 4 (C_l 0.9900), attn 7 "
+                               "(C_l 0.9850); the every-m-th rule (m = 3) skips attn and mlp of layers 2, 5, 8") &&
+              skip_count(&asd, 12) == 8 && asd.attn[4] && asd.attn[7] && !asd.attn[10],
+          "asd note: \"%s\" (%d sublayers skipped)", note ? note : "(none)", skip_count(&asd, 12));
+    sel.asd_cos[4] = sel.asd_cos[7] = 0.98;
+    note = method_note(METHOD_ASD, 0, &asd, 12, &st, 64, &sel, buf, sizeof(buf));
+    check(note && strstr(note, "skips no attention sublayer (the highest C_l, 0.9800, is layer 4's)"),
+          "asd note, nothing over the threshold: \"%s\"", note ? note : "(none)");
+    selector_free(&sel);
 }
 
 int main(void) {
