@@ -3323,11 +3323,19 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
     return 0;
 }
 
-static int has_tensor(const TensorFiles *tf, const char *name) {
+static const TensorInfo *find_tensor(const TensorFiles *tf, const char *name) {
     for (int k = 0; k < tf->n_tensors; k++) {
-        if (strcmp(tf->tensors[k].name, name) == 0) { return 1; }
+        if (strcmp(tf->tensors[k].name, name) == 0) { return &tf->tensors[k]; }
     }
-    return 0;
+    return NULL;
+}
+
+// Whether tensors a and b hold the same values: the same dtype and the same bytes.
+static int same_tensor(const TensorFiles *tf, const TensorInfo *a, const TensorInfo *b) {
+    const Shard *sa = &tf->shards[a->file], *sb = &tf->shards[b->file];
+    return a->dtype == b->dtype && a->end - a->begin == b->end - b->begin &&
+           memcmp(sa->bytes + sa->data_start + a->begin, sb->bytes + sb->data_start + b->begin,
+                  a->end - a->begin) == 0;
 }
 
 // RoPE inverse frequencies theta^(-2i/d), with Llama 3's rope_scaling: long wavelengths are
@@ -3422,14 +3430,24 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
 }
 
 // All the weights of the model in dir as fp32, in layout_weights' order (*n floats), in host
-// memory the caller frees; NULL with err set.
-static float *read_weights(const Config *c, const char *dir, size_t *n, char *err) {
+// memory the caller frees; NULL with err set. Unties c if the file's lm_head is not the embedding.
+static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
     TensorFiles tf;
     int rc = open_tensor_files(&tf, dir, err);
-    if (rc == 0 && !c->tied && !has_tensor(&tf, "lm_head.weight")) {
+    const TensorInfo *head = rc == 0 ? find_tensor(&tf, "lm_head.weight") : NULL;
+    const TensorInfo *embed = rc == 0 ? find_tensor(&tf, "model.embed_tokens.weight") : NULL;
+    if (rc == 0 && !c->tied && head == NULL) {
         // transformers would start lm_head from random weights (with a warning), not tie it
         rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has "
                   "tie_word_embeddings false (the default when absent)", tf.shards[0].path, dir);
+    }
+    // Decision: tied in config.json, but the file's lm_head differs from the embedding: use the
+    // file's head, as transformers 5 does (it warns and does not tie), and say so.
+    if (rc == 0 && c->tied && head != NULL && embed != NULL && !same_tensor(&tf, head, embed)) {
+        c->tied = 0;
+        fprintf(stderr, "selfspec: warning: %s: lm_head.weight differs from "
+                "model.embed_tokens.weight though %s/config.json has tie_word_embeddings true; "
+                "using lm_head.weight, as transformers does\n", tf.shards[head->file].path, dir);
     }
     // Every weight must be a tensor of the files with its shape, whose sizes were checked
     // against the file sizes: a config that needs more is refused here, naming the tensor,

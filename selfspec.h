@@ -33,7 +33,8 @@ typedef struct {
     int seq_len;      // context actually allocated: min(max_pos, the -c flag)
     float rope_theta; // rope_theta
     float norm_eps;   // rms_norm_eps
-    int tied;         // lm_head shares token_embedding (tie_word_embeddings, or no lm_head.weight)
+    int tied;         // lm_head shares token_embedding (tie_word_embeddings, unless the file has
+                      // an lm_head.weight that differs)
     int rope_llama3;  // rope_scaling.rope_type == "llama3" (Llama 3.1/3.2)
     float rope_factor, rope_low_freq, rope_high_freq; // llama3 rope_scaling parameters
     int rope_orig_max;                                // its original_max_position_embeddings

@@ -337,10 +337,28 @@ static void test_method_notes(void) {
           "selfsd, a set found: a note anyway");
 }
 
+// tie_word_embeddings true with an lm_head.weight that differs: one warning naming both tensors
+// and the config (test_forward checks the logits against HF's, which use the file's head); a tied
+// model without the tensor loads silently.
+static void test_tied_head(void) {
+    char *out, *err;
+    int rc = run("OMP_NUM_THREADS=1", "-m tiny_models/llama3-tied-head -n 2", &out, &err);
+    const char *w = strstr(err, "selfspec: warning: tiny_models/llama3-tied-head/model.safetensors: lm_head.weight "
+                                "differs from model.embed_tokens.weight though tiny_models/llama3-tied-head/"
+                                "config.json has tie_word_embeddings true; using lm_head.weight");
+    check(rc == 0 && w != NULL && strstr(strstr(w, "differs") + 1, "differs") == NULL,
+          "llama3-tied-head: exit %d, want one warning that the file's lm_head is used, stderr:\n%s", rc, err);
+    free(out); free(err);
+    rc = run("OMP_NUM_THREADS=1", "-m tiny_models/llama3-tiny-random -n 2", &out, &err);
+    check(rc == 0 && strstr(err, "warning") == NULL, "llama3-tiny-random: exit %d, want no warning:\n%s", rc, err);
+    free(out); free(err);
+}
+
 int main(void) {
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-cli-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_cli: mkdtemp failed\n"); return 2; }
     test_threads();
+    test_tied_head();
     test_help_and_compare();
     test_json_lines();
     test_method_notes();
