@@ -2926,7 +2926,9 @@ static int config_rope(Config *c, JsonFile *f) {
     if (json_float(f, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta)) { return -1; }
     if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
     if (!json_eq(j, type, "llama3")) {
-        return json_fail(f, "rope_type is not supported (only \"default\" and \"llama3\")");
+        int n = j->tok[type].end - j->tok[type].start;
+        return json_fail(f, "rope_type \"%.*s\" is not supported (only \"default\" and \"llama3\")",
+                         n < 64 ? n : 64, j->js + j->tok[type].start);
     }
     c->rope_llama3 = 1;
     const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
@@ -3515,8 +3517,8 @@ void free_model(Model *m) {
 //   - A character with no token, no byte fallback and no unk_token is dropped, as HF does (SmolLM2
 //     has no token for the bytes 0x04 or 0xF1, which no valid text below U+40000 uses).
 //   - Special added tokens decode to nothing (HF's skip_special_tokens=True).
-//   - Invalid UTF-8 output becomes U+FFFD. Byte-level: one per maximal invalid subsequence, as HF
-//     does (Rust's from_utf8_lossy). SentencePiece <0xXX> runs: one per byte of the invalid part;
+//   - Invalid UTF-8 output becomes U+FFFD, an incomplete character at the end too (decode_end).
+//     Byte-level: one per maximal invalid subsequence, as HF does (Rust's from_utf8_lossy). SentencePiece <0xXX> runs: one per byte of the invalid part;
 //     HF replaces the whole run, which a stream cannot know in advance. Valid text is exact.
 
 // The Unicode class of code point cp, as the pre-tokenizer patterns see it: \p{L}, \p{N}, \s or
@@ -4000,15 +4002,23 @@ static void text_emit(TextOut *o, DecodeState *st, int strip, const char *s, siz
     }
 }
 
-// Adds one byte of output text; a character goes out once its UTF-8 sequence is complete. One
-// that cannot be completed becomes U+FFFD: once (from_utf8_lossy) or once per byte (ByteFallback).
+static const char fffd[] = "\xEF\xBF\xBD"; // U+FFFD
+
+// The bytes held of a character that cannot be completed become U+FFFD: once (from_utf8_lossy)
+// or once per byte (ByteFallback).
+static void text_flush(TextOut *o, DecodeState *st, int fffd_per_byte, int strip) {
+    if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
+    for (int bad = fffd_per_byte ? st->n_pending : st->n_pending > 0; bad > 0; bad--) {
+        text_emit(o, st, strip, fffd, 3);
+    }
+    st->n_pending = 0;
+}
+
+// Adds one byte of output text; a character goes out once its UTF-8 sequence is complete.
 static void text_byte(TextOut *o, DecodeState *st, unsigned char b, int fffd_per_byte, int strip) {
-    static const char fffd[] = "\xEF\xBF\xBD"; // U+FFFD
     if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
     if (st->n_pending > 0 && !utf8_continues(st->pending, st->n_pending, b)) {
-        int bad = fffd_per_byte ? st->n_pending : 1;
-        while (bad-- > 0) { text_emit(o, st, strip, fffd, 3); }
-        st->n_pending = 0;
+        text_flush(o, st, fffd_per_byte, strip);
     }
     if (st->n_pending == 0 && utf8_need(b) == 0) { text_emit(o, st, strip, fffd, 3); return; }
     st->pending[st->n_pending++] = b;
@@ -4057,6 +4067,14 @@ size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size
         cl = rep ? (size_t)t->dec_rep_len : 1;
         if (!rep || !drop) { text_byte(&o, st, rep ? ' ' : (unsigned char)s[i], 1, strip); }
     }
+    return o.n;
+}
+
+// The end of the text: a character still incomplete becomes U+FFFD, as in HF's decode.
+size_t decode_end(const Tokenizer *t, DecodeState *st, char *out, size_t cap) {
+    TextOut o = {out, cap, 0};
+    if (cap > 0) { out[0] = '\0'; }
+    text_flush(&o, st, t->decoder != DEC_BYTELEVEL, 0);
     return o.n;
 }
 
@@ -5723,6 +5741,7 @@ typedef struct {
     int echo;
 } TextSink;
 
+// Token -1: the end of the text (decode_end).
 static void on_token(void *ctx, int token, const float *logits) {
     (void)logits;
     TextSink *ts = (TextSink *)ctx;
@@ -5734,7 +5753,8 @@ static void on_token(void *ctx, int token, const float *logits) {
         ts->cap = 2 * (ts->len + most);
         ts->text = (char *)realloc_check(ts->text, ts->cap);
     }
-    size_t n = decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
+    size_t n = token == -1 ? decode_end(t, &ts->ds, ts->text + ts->len, ts->cap - ts->len)
+                           : decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
     if (ts->echo) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
     ts->len += n;
 }
@@ -6033,6 +6053,7 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
         o->exit = sp.exit; // the adaptive threshold carries over to the next prompt
         r->skip = sp.skip; // the layer map reported is the last one used
     }
+    if (!plain) { on_token(&sink, -1, NULL); }
     if (text) { *text = sink.text; }
     return n;
 }

@@ -152,6 +152,9 @@ int encode(const Tokenizer *t, const char *text, size_t len, int add_special, in
 // Appends the text of one token to out (at most cap bytes, NUL-terminated), holding back an
 // incomplete UTF-8 sequence in st. Returns the number of bytes written.
 size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size_t cap);
+// The end of the text: a character still incomplete in st becomes U+FFFD, as in HF's decode
+// (once for a byte-level decoder, once per byte for byte fallback). Returns the bytes written.
+size_t decode_end(const Tokenizer *t, DecodeState *st, char *out, size_t cap);
 
 // ----------------------------------------------------------------------------
 // sampling

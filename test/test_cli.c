@@ -354,11 +354,37 @@ static void test_tied_head(void) {
     free(out); free(err);
 }
 
+// The output ends in the middle of a character (the last token is the byte 0xDF, a lead byte):
+// it is U+FFFD, as in HF's decode of the prompt and these 27 tokens (tokenizers 0.23.3), both in
+// --json's "text" and on stdout.
+static void test_incomplete_end(void) {
+    const char *want = "\xD0\xB8M\xEF\xBF\xBDK J\xD0\xB8[ uponer7 sa~ ha un\xCE\xB5re mepM\xEF\xBF\xBDL thCT said"
+                       "\xEF\xBF\xBD\xEF\xBF\xBD";
+    char err_buf[SS_ERR_LEN], *out, *err;
+    const char *args = "-m tiny_models/llama2-tiny-random -p \"In the beginning\" -n 27";
+    char json_args[256];
+    snprintf(json_args, sizeof(json_args), "%s --json", args);
+    int rc = run("", json_args, &out, &err);
+    Json j;
+    int ok = rc == 0 && json_parse(&j, out, strlen(out), "--json", err_buf) == 0;
+    size_t n = 0;
+    char *text = ok ? json_string(&j, json_get(&j, 0, "text"), &n) : NULL;
+    check(text != NULL && strcmp(text, want) == 0, "%s: exit %d, \"text\" %s, HF's decode ends in two U+FFFD",
+          json_args, rc, text ? text : err);
+    free(text);
+    if (ok) { json_free(&j); }
+    free(out); free(err);
+    rc = run("", args, &out, &err);
+    check(rc == 0 && strstr(out, want) != NULL, "%s: exit %d, stdout %s, HF's decode ends in two U+FFFD", args, rc, out);
+    free(out); free(err);
+}
+
 int main(void) {
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-cli-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_cli: mkdtemp failed\n"); return 2; }
     test_threads();
     test_tied_head();
+    test_incomplete_end();
     test_help_and_compare();
     test_json_lines();
     test_method_notes();
