@@ -8,7 +8,8 @@
 //
 // Papers (see README.md):
 //   Self-SD  Zhang et al., Draft & Verify: Lossless LLM Acceleration via Self-Speculative Decoding
-//   SWIFT    Xia et al., SWIFT: On-the-Fly Self-Speculative Decoding
+//   SWIFT    Xia et al., SWIFT: On-the-Fly Self-Speculative Decoding (ICLR 2025; sections and
+//            equations as there; App. C.2, the skip-ratio tolerance, is the longer version's)
 //   ASD      Metel et al., Draft on the Fly: Adaptive Self-Speculative Decoding using Cosine
 //            Similarity
 //   CLaSp    CLaSp: In-Context Layer Skip for Self-Speculative Decoding
@@ -977,7 +978,7 @@ typedef struct {
     double kappa;         // UCB exploration weight
     float target;         // optimization stops once the matchness exceeds this
     float skip_ratio;     // r: fraction of the 2L sublayers skipped (App. B.2); lowered while
-                          // acceptance stays below 0.7 (App. C.2)
+                          // acceptance stays below 0.7 (the long version's App. C.2)
     float budget;         // not in the paper: optimization time as a share of decoding time
     int max_draft;        // N_D (App. B.2)
     float exit_threshold; // epsilon (Sec. 4.2): drafting stops below this confidence; the paper
@@ -1255,7 +1256,8 @@ static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first,
 }
 
 // --- ASD: the cosine rule (ASD Sec. 3.2, Algorithm 1, Table 2) ---------------
-// C_l = mean over prompt positions of cos(input, output) of attention sublayer l.
+// C_l = mean over prompt positions of cos(X_l, Y_l), "the hidden states before and after" attention
+// layer l (Sec. 3.2), read on the residual stream: cos(h, h + attn(norm h)).
 // Remove attention l when C_l >= alpha and l <= L - n; also remove attention and MLP of every
 // m-th layer (l = jm <= L - n); alpha, m, n = 0.985, 3, 2 (AsdParams). The paper numbers layers
 // 1..L: layer l here is index l - 1, so "every m-th" is indices m-1, 2m-1, ... and "l <= L - n"
@@ -1326,6 +1328,8 @@ static const float *clasp_states(float *states, const Config *c, int k, int row)
 static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
     const Config *c = &m->config;
     int L = c->n_layers, dim = c->dim, M = max_skip < L ? max_skip : L;
+    // Decision: M is capped by one pass (64 states) and by the context slots left for their K/V
+    // (Algorithm 1 has no cap; the unofficial port clones the cache): near the end, fewer skips.
     if (M > m->state.max_tokens) { M = m->state.max_tokens; }
     if (slot + M > c->seq_len) { M = c->seq_len - slot; }
     size_t row = (size_t)dim;
@@ -1355,6 +1359,7 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
         for (int j = lo; j <= top; j++) {
             const float *skip_state = g + (size_t)(j - 1) * row;
             const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
+            // Decision: a tie runs the layer, as the unofficial port does; Algorithm 1 skips it
             int take_skip = run_state == NULL ||
                             cosine(h_i, skip_state, dim) > cosine(h_i, run_state, dim);
             memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
@@ -1465,7 +1470,9 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
     SkipSet cand;
     if (w->best_score < 0) {
-        cand = w->best;           // score the starting point first
+        // Decision: the first step scores the starting set, so that a candidate must beat it to
+        // be kept; the official code never scores it (code notes 2.4)
+        cand = w->best;
     } else if ((w->steps + 1) % w->p.bo_every == 0 && w->gp.n > 1) {
         gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, w->p.n_candidates, w->p.kappa, &cand);
     } else {
@@ -1494,12 +1501,13 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     w->opt_ms += w->step_ms;
 }
 
-// SWIFT App. C.2: r is lowered when the acceptance rate stays below 0.7 (0.5 -> 0.4 for
-// Llama-3-70B). Decision, as the paper gives no schedule: every 50 verifications while
-// optimizing, if the drafts verified meanwhile were accepted below 0.7, r drops by 0.05 (down
-// to 0.05), the draft becomes the uniform set at the new count, and the search restarts there,
-// its GP cleared (the old points had another count). Counting verifications rather than
-// optimization steps keeps the rule working when the budget leaves few steps.
+// SWIFT App. C.2 (the long version): r is lowered when the acceptance rate stays below 0.7
+// (0.5 -> 0.4 for Llama-3-70B). Decision, as the paper gives no schedule: every 50
+// verifications while optimizing, if the drafts verified meanwhile were accepted below 0.7, r
+// drops by 0.05 (down to 0.05), the draft becomes the uniform set at the new count, and the
+// search restarts there, its GP cleared (the old points had another count). Counting
+// verifications rather than optimization steps keeps the rule working when the budget leaves
+// few steps.
 static void swift_after_verify(Swift *w, int n_layers, int drafted, int accepted) {
     if (w->done) { return; }
     w->rounds++;
@@ -1553,6 +1561,8 @@ static void build_tree(SwiftTree *tr, const int *draft, int k, const int *alts, 
 static int top_alternatives(const float *logits, int vocab, float confidence,
                             const TreeShape *shape, int max_alts, int *alts) {
     int level = 0;
+    // Decision: compared in float; the official code compares a double with 0.8, so there a
+    // confidence of exactly 0.8f (0.80000001) is above 0.8 and gets width 5, here 8
     while (level < 3 && confidence <= shape->confidence[level]) { level++; }
     int k = shape->width[level];
     int n = 0, top = argmax(logits, vocab);
@@ -1931,6 +1941,7 @@ static DraftExit draft_exit_default(void) {
 //   AR <- beta1 AR + (1 - beta1) AR_e                   (Eq. 2; beta1 = 0 in the first round)
 //   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
 //   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
+// Decision: Eq. 3's tie AR == alpha raises gamma, as the paper writes (the official code: <).
 // Decisions where the paper is silent: like the official code, gamma stays put when the draft
 // hit its limit (K, or the context or tokens left) with AR above target (lowering it further
 // could not lengthen drafts, only let it drift).
@@ -2051,6 +2062,9 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
         forward(m, &s->draft[k], 1, pos + k, &sp->skip, NULL, NULL);
         const float *logits = m->state.logits_host;
         s->draft[k + 1] = sample_next(smp, logits, vocab, s->q_rows + (size_t)k * vocab, s->sort);
+        // Decision: the top probability, as the papers write it (Self-SD Alg. 3, SWIFT Sec. 4.2),
+        // also when sampling; both official codes then take the sampled token's (code notes
+        // 1.4, 2.3)
         float confidence = top1_prob(logits, vocab);
         s->confidence = confidence;
         k++;

@@ -532,7 +532,7 @@ static void test_methods_lossless(const char *dir) {
     free_model(&m);
 }
 
-// SWIFT App. C.2: on a random-weight model drafts are mostly rejected, so the skip ratio must
+// SWIFT App. C.2 (the long version): on a random-weight model drafts are mostly rejected, so the skip ratio must
 // come down from 0.45 within a few hundred optimization steps, and the output stays lossless.
 static void test_swift_ratio(const char *dir) {
     Model m;
