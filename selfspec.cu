@@ -8,7 +8,8 @@
 //
 // Papers (see README.md):
 //   Self-SD  Zhang et al., Draft & Verify: Lossless LLM Acceleration via Self-Speculative Decoding
-//   SWIFT    Xia et al., SWIFT: On-the-Fly Self-Speculative Decoding
+//   SWIFT    Xia et al., SWIFT: On-the-Fly Self-Speculative Decoding (ICLR 2025; sections and
+//            equations as there; App. C.2, the skip-ratio tolerance, is the longer version's)
 //   ASD      Metel et al., Draft on the Fly: Adaptive Self-Speculative Decoding using Cosine
 //            Similarity
 //   CLaSp    CLaSp: In-Context Layer Skip for Self-Speculative Decoding
@@ -993,7 +994,7 @@ typedef struct {
     double kappa;         // UCB exploration weight
     float target;         // optimization stops once the matchness exceeds this
     float skip_ratio;     // r: fraction of the 2L sublayers skipped (App. B.2); lowered while
-                          // acceptance stays below 0.7 (App. C.2)
+                          // acceptance stays below 0.7 (the long version's App. C.2)
     float budget;         // not in the paper: optimization time as a share of decoding time
     int max_draft;        // N_D (App. B.2)
     float exit_threshold; // epsilon (Sec. 4.2): drafting stops below this confidence; the paper
@@ -1273,7 +1274,8 @@ static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first,
 }
 
 // --- ASD: the cosine rule (ASD Sec. 3.2, Algorithm 1, Table 2) ---------------
-// C_l = mean over prompt positions of cos(input, output) of attention sublayer l.
+// C_l = mean over prompt positions of cos(X_l, Y_l), "the hidden states before and after" attention
+// layer l (Sec. 3.2), read on the residual stream: cos(h, h + attn(norm h)).
 // Remove attention l when C_l >= alpha and l <= L - n; also remove attention and MLP of every
 // m-th layer (l = jm <= L - n); alpha, m, n = 0.985, 3, 2 (AsdParams). The paper numbers layers
 // 1..L: layer l here is index l - 1, so "every m-th" is indices m-1, 2m-1, ... and "l <= L - n"
@@ -1344,6 +1346,8 @@ static const float *clasp_states(float *states, const Config *c, int k, int row)
 static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
     const Config *c = &m->config;
     int L = c->n_layers, dim = c->dim, M = max_skip < L ? max_skip : L;
+    // Decision: M is capped by one pass (64 states) and by the context slots left for their K/V
+    // (Algorithm 1 has no cap; the unofficial port clones the cache): near the end, fewer skips.
     if (M > m->state.max_tokens) { M = m->state.max_tokens; }
     if (slot + M > c->seq_len) { M = c->seq_len - slot; }
     size_t row = (size_t)dim;
@@ -1373,6 +1377,7 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
         for (int j = lo; j <= top; j++) {
             const float *skip_state = g + (size_t)(j - 1) * row;
             const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
+            // Decision: a tie runs the layer, as the unofficial port does; Algorithm 1 skips it
             int take_skip = run_state == NULL ||
                             cosine(h_i, skip_state, dim) > cosine(h_i, run_state, dim);
             memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
@@ -1486,7 +1491,9 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     int L = m->config.n_layers, count = (int)lroundf(w->ratio * 2 * L);
     SkipSet cand;
     if (w->best_score < 0) {
-        cand = w->best;           // score the starting point first
+        // Decision: the first step scores the starting set, so that a candidate must beat it to
+        // be kept; the official code never scores it (code notes 2.4)
+        cand = w->best;
     } else if ((w->steps + 1) % w->p.bo_every == 0 && w->gp.n > 1) {
         gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, w->p.n_candidates, w->p.kappa, &cand);
     } else {
@@ -1517,12 +1524,13 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     w->opt_ms += w->step_ms;
 }
 
-// SWIFT App. C.2: r is lowered when the acceptance rate stays below 0.7 (0.5 -> 0.4 for
-// Llama-3-70B). Decision, as the paper gives no schedule: every 50 verifications while
-// optimizing, if the drafts verified meanwhile were accepted below 0.7, r drops by 0.05 (down
-// to 0.05), the draft becomes the uniform set at the new count, and the search restarts there,
-// its GP cleared (the old points had another count). Counting verifications rather than
-// optimization steps keeps the rule working when the budget leaves few steps.
+// SWIFT App. C.2 (the long version): r is lowered when the acceptance rate stays below 0.7
+// (0.5 -> 0.4 for Llama-3-70B). Decision, as the paper gives no schedule: every 50
+// verifications while optimizing, if the drafts verified meanwhile were accepted below 0.7, r
+// drops by 0.05 (down to 0.05), the draft becomes the uniform set at the new count, and the
+// search restarts there, its GP cleared (the old points had another count). Counting
+// verifications rather than optimization steps keeps the rule working when the budget leaves
+// few steps.
 static void swift_after_verify(Swift *w, int n_layers, int drafted, int accepted) {
     if (w->done) { return; }
     w->rounds++;
@@ -1576,6 +1584,8 @@ static void build_tree(SwiftTree *tr, const int *draft, int k, const int *alts, 
 static int top_alternatives(const float *logits, int vocab, float confidence,
                             const TreeShape *shape, int max_alts, int *alts) {
     int level = 0;
+    // Decision: compared in float; the official code compares a double with 0.8, so there a
+    // confidence of exactly 0.8f (0.80000001) is above 0.8 and gets width 5, here 8
     while (level < 3 && confidence <= shape->confidence[level]) { level++; }
     int k = shape->width[level];
     int n = 0, top = argmax(logits, vocab);
@@ -1955,6 +1965,7 @@ static DraftExit draft_exit_default(void) {
 //   AR <- beta1 AR + (1 - beta1) AR_e                   (Eq. 2; beta1 = 0 in the first round)
 //   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
 //   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
+// Decision: Eq. 3's tie AR == alpha raises gamma, as the paper writes (the official code: <).
 // Decisions where the paper is silent: like the official code, gamma stays put when the draft
 // hit its limit (K, or the context or tokens left) with AR above target (lowering it further
 // could not lengthen drafts, only let it drift).
@@ -2075,6 +2086,9 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
         forward(m, &s->draft[k], 1, pos + k, &sp->skip, NULL, NULL);
         const float *logits = m->state.logits_host;
         s->draft[k + 1] = sample_next(smp, logits, vocab, s->q_rows + (size_t)k * vocab, s->sort);
+        // Decision: the top probability, as the papers write it (Self-SD Alg. 3, SWIFT Sec. 4.2),
+        // also when sampling; both official codes then take the sampled token's (code notes
+        // 1.4, 2.3)
         float confidence = top1_prob(logits, vocab);
         s->confidence = confidence;
         k++;
@@ -2954,7 +2968,9 @@ static int config_rope(Config *c, JsonFile *f) {
     if (json_float(f, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta)) { return -1; }
     if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
     if (!json_eq(j, type, "llama3")) {
-        return json_fail(f, "rope_type is not supported (only \"default\" and \"llama3\")");
+        int n = j->tok[type].end - j->tok[type].start;
+        return json_fail(f, "rope_type \"%.*s\" is not supported (only \"default\" and \"llama3\")",
+                         n < 64 ? n : 64, j->js + j->tok[type].start);
     }
     c->rope_llama3 = 1;
     const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
@@ -3351,11 +3367,19 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
     return 0;
 }
 
-static int has_tensor(const TensorFiles *tf, const char *name) {
+static const TensorInfo *find_tensor(const TensorFiles *tf, const char *name) {
     for (int k = 0; k < tf->n_tensors; k++) {
-        if (strcmp(tf->tensors[k].name, name) == 0) { return 1; }
+        if (strcmp(tf->tensors[k].name, name) == 0) { return &tf->tensors[k]; }
     }
-    return 0;
+    return NULL;
+}
+
+// Whether tensors a and b hold the same values: the same dtype and the same bytes.
+static int same_tensor(const TensorFiles *tf, const TensorInfo *a, const TensorInfo *b) {
+    const Shard *sa = &tf->shards[a->file], *sb = &tf->shards[b->file];
+    return a->dtype == b->dtype && a->end - a->begin == b->end - b->begin &&
+           memcmp(sa->bytes + sa->data_start + a->begin, sb->bytes + sb->data_start + b->begin,
+                  a->end - a->begin) == 0;
 }
 
 // RoPE inverse frequencies theta^(-2i/d), with Llama 3's rope_scaling: long wavelengths are
@@ -3450,14 +3474,24 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
 }
 
 // All the weights of the model in dir as fp32, in layout_weights' order (*n floats), in host
-// memory the caller frees; NULL with err set.
-static float *read_weights(const Config *c, const char *dir, size_t *n, char *err) {
+// memory the caller frees; NULL with err set. Unties c if the file's lm_head is not the embedding.
+static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
     TensorFiles tf;
     int rc = open_tensor_files(&tf, dir, err);
-    if (rc == 0 && !c->tied && !has_tensor(&tf, "lm_head.weight")) {
+    const TensorInfo *head = rc == 0 ? find_tensor(&tf, "lm_head.weight") : NULL;
+    const TensorInfo *embed = rc == 0 ? find_tensor(&tf, "model.embed_tokens.weight") : NULL;
+    if (rc == 0 && !c->tied && head == NULL) {
         // transformers would start lm_head from random weights (with a warning), not tie it
         rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has "
                   "tie_word_embeddings false (the default when absent)", tf.shards[0].path, dir);
+    }
+    // Decision: tied in config.json, but the file's lm_head differs from the embedding: use the
+    // file's head, as transformers 5 does (it warns and does not tie), and say so.
+    if (rc == 0 && c->tied && head != NULL && embed != NULL && !same_tensor(&tf, head, embed)) {
+        c->tied = 0;
+        fprintf(stderr, "selfspec: warning: %s: lm_head.weight differs from "
+                "model.embed_tokens.weight though %s/config.json has tie_word_embeddings true; "
+                "using lm_head.weight, as transformers does\n", tf.shards[head->file].path, dir);
     }
     // Every weight must be a tensor of the files with its shape, whose sizes were checked
     // against the file sizes: a config that needs more is refused here, naming the tensor,
@@ -3525,8 +3559,8 @@ void free_model(Model *m) {
 //   - A character with no token, no byte fallback and no unk_token is dropped, as HF does (SmolLM2
 //     has no token for the bytes 0x04 or 0xF1, which no valid text below U+40000 uses).
 //   - Special added tokens decode to nothing (HF's skip_special_tokens=True).
-//   - Invalid UTF-8 output becomes U+FFFD. Byte-level: one per maximal invalid subsequence, as HF
-//     does (Rust's from_utf8_lossy). SentencePiece <0xXX> runs: one per byte of the invalid part;
+//   - Invalid UTF-8 output becomes U+FFFD, an incomplete character at the end too (decode_end).
+//     Byte-level: one per maximal invalid subsequence, as HF does (Rust's from_utf8_lossy). SentencePiece <0xXX> runs: one per byte of the invalid part;
 //     HF replaces the whole run, which a stream cannot know in advance. Valid text is exact.
 
 // The Unicode class of code point cp, as the pre-tokenizer patterns see it: \p{L}, \p{N}, \s or
@@ -4010,15 +4044,23 @@ static void text_emit(TextOut *o, DecodeState *st, int strip, const char *s, siz
     }
 }
 
-// Adds one byte of output text; a character goes out once its UTF-8 sequence is complete. One
-// that cannot be completed becomes U+FFFD: once (from_utf8_lossy) or once per byte (ByteFallback).
+static const char fffd[] = "\xEF\xBF\xBD"; // U+FFFD
+
+// The bytes held of a character that cannot be completed become U+FFFD: once (from_utf8_lossy)
+// or once per byte (ByteFallback).
+static void text_flush(TextOut *o, DecodeState *st, int fffd_per_byte, int strip) {
+    if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
+    for (int bad = fffd_per_byte ? st->n_pending : st->n_pending > 0; bad > 0; bad--) {
+        text_emit(o, st, strip, fffd, 3);
+    }
+    st->n_pending = 0;
+}
+
+// Adds one byte of output text; a character goes out once its UTF-8 sequence is complete.
 static void text_byte(TextOut *o, DecodeState *st, unsigned char b, int fffd_per_byte, int strip) {
-    static const char fffd[] = "\xEF\xBF\xBD"; // U+FFFD
     if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
     if (st->n_pending > 0 && !utf8_continues(st->pending, st->n_pending, b)) {
-        int bad = fffd_per_byte ? st->n_pending : 1;
-        while (bad-- > 0) { text_emit(o, st, strip, fffd, 3); }
-        st->n_pending = 0;
+        text_flush(o, st, fffd_per_byte, strip);
     }
     if (st->n_pending == 0 && utf8_need(b) == 0) { text_emit(o, st, strip, fffd, 3); return; }
     st->pending[st->n_pending++] = b;
@@ -4067,6 +4109,14 @@ size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size
         cl = rep ? (size_t)t->dec_rep_len : 1;
         if (!rep || !drop) { text_byte(&o, st, rep ? ' ' : (unsigned char)s[i], 1, strip); }
     }
+    return o.n;
+}
+
+// The end of the text: a character still incomplete becomes U+FFFD, as in HF's decode.
+size_t decode_end(const Tokenizer *t, DecodeState *st, char *out, size_t cap) {
+    TextOut o = {out, cap, 0};
+    if (cap > 0) { out[0] = '\0'; }
+    text_flush(&o, st, t->decoder != DEC_BYTELEVEL, 0);
     return o.n;
 }
 
@@ -5767,6 +5817,7 @@ typedef struct {
     int echo;
 } TextSink;
 
+// Token -1: the end of the text (decode_end).
 static void on_token(void *ctx, int token, const float *logits) {
     (void)logits;
     TextSink *ts = (TextSink *)ctx;
@@ -5778,7 +5829,8 @@ static void on_token(void *ctx, int token, const float *logits) {
         ts->cap = 2 * (ts->len + most);
         ts->text = (char *)realloc_check(ts->text, ts->cap);
     }
-    size_t n = decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
+    size_t n = token == -1 ? decode_end(t, &ts->ds, ts->text + ts->len, ts->cap - ts->len)
+                           : decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
     if (ts->echo) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
     ts->len += n;
 }
@@ -6076,6 +6128,7 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
         o->exit = sp.exit; // the adaptive threshold carries over to the next prompt
         r->skip = sp.skip; // the layer map reported is the last one used
     }
+    if (!plain) { on_token(&sink, -1, NULL); }
     if (text) { *text = sink.text; }
     return n;
 }

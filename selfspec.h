@@ -33,7 +33,8 @@ typedef struct {
     int seq_len;      // context actually allocated: min(max_pos, the -c flag)
     float rope_theta; // rope_theta
     float norm_eps;   // rms_norm_eps
-    int tied;         // lm_head shares token_embedding (tie_word_embeddings, or no lm_head.weight)
+    int tied;         // lm_head shares token_embedding (tie_word_embeddings, unless the file has
+                      // an lm_head.weight that differs)
     int rope_llama3;  // rope_scaling.rope_type == "llama3" (Llama 3.1/3.2)
     float rope_factor, rope_low_freq, rope_high_freq; // llama3 rope_scaling parameters
     int rope_orig_max;                                // its original_max_position_embeddings
@@ -151,6 +152,9 @@ int encode(const Tokenizer *t, const char *text, size_t len, int add_special, in
 // Appends the text of one token to out (at most cap bytes, NUL-terminated), holding back an
 // incomplete UTF-8 sequence in st. Returns the number of bytes written.
 size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size_t cap);
+// The end of the text: a character still incomplete in st becomes U+FFFD, as in HF's decode
+// (once for a byte-level decoder, once per byte for byte fallback). Returns the bytes written.
+size_t decode_end(const Tokenizer *t, DecodeState *st, char *out, size_t cap);
 
 // ----------------------------------------------------------------------------
 // sampling

@@ -37,6 +37,7 @@ SEED = 0
 #   max_new:      greedy continuation length (default 64)
 #   prompt_len:   allowed prompt length range in tokens, BOS included (default (12, 24))
 #   logit_prompts: how many prompts get a full-model logits case (default 2)
+#   tokens:       False = no tokens.txt (the tokenizer is another target's)
 
 KJV_PROMPTS = [
     "In the beginning God created the heaven and the earth.",
@@ -50,6 +51,10 @@ TINY_SKIPS = ["attn:1,3", "mlp:2,4", "attn:0,2,4;mlp:1,2,5"]
 TARGETS = {
     "llama2-tiny": dict(model="tiny_models/llama2-tiny-random", prompts=KJV_PROMPTS, skips=TINY_SKIPS),
     "llama3-tiny": dict(model="tiny_models/llama3-tiny-random", prompts=KJV_PROMPTS, skips=TINY_SKIPS),
+    # tie_word_embeddings true and an lm_head.weight that differs: transformers uses the file's head.
+    # Its tokenizer is llama3-tiny's (no tokens.txt of its own).
+    "llama3-tied-head": dict(model="tiny_models/llama3-tied-head", prompts=KJV_PROMPTS, skips=TINY_SKIPS,
+                             tokens=False),
     "tok-metaspace": dict(model="tiny_models/tokenizers/metaspace", tokens_only=True),
     "tok-gpt2-digits": dict(model="tiny_models/tokenizers/gpt2-digits", tokens_only=True),
     "tok-stories260k": dict(model="../shared/models/stories260K", tokens_only=True),
@@ -446,7 +451,8 @@ def main(argv):
         os.makedirs(out)
         with open(os.path.join(out, "model.txt"), "w", newline="\n") as f:
             f.write(t["model"] + "\n")
-        write_tokens(name, t, out)
+        if t.get("tokens", True):
+            write_tokens(name, t, out)
         if not t.get("tokens_only"):
             write_model_refs(name, t, out)
 

@@ -738,7 +738,7 @@ int main(void) {
               "rope_theta and rope_parameters.rope_theta disagree");
     text_case("rope_theta 1e4 and rope_parameters' 10000.0 agree, yarn refused", "config.json", "\"rope_theta\": 10000.0",
               "\"rope_theta\": 1e4, \"rope_parameters\": {\"rope_theta\": 10000.0, \"rope_type\": \"yarn\"}", "config.json",
-              "rope_type is not supported");
+              "rope_type \"yarn\" is not supported");
     text_case("rope_scaling llama3, rope_parameters default", "config.json", "\"rope_scaling\": null",
               "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
               "4.0, \"original_max_position_embeddings\": 64}, \"rope_parameters\": {\"rope_type\": \"default\"}",

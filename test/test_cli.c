@@ -365,10 +365,54 @@ static void test_method_notes(void) {
     selector_free(&sel);
 }
 
+// tie_word_embeddings true with an lm_head.weight that differs: one warning naming both tensors
+// and the config (test_forward checks the logits against HF's, which use the file's head); a tied
+// model without the tensor loads silently.
+static void test_tied_head(void) {
+    char *out, *err;
+    int rc = run("OMP_NUM_THREADS=1", "-m tiny_models/llama3-tied-head -n 2", &out, &err);
+    const char *w = strstr(err, "selfspec: warning: tiny_models/llama3-tied-head/model.safetensors: lm_head.weight "
+                                "differs from model.embed_tokens.weight though tiny_models/llama3-tied-head/"
+                                "config.json has tie_word_embeddings true; using lm_head.weight");
+    check(rc == 0 && w != NULL && strstr(strstr(w, "differs") + 1, "differs") == NULL,
+          "llama3-tied-head: exit %d, want one warning that the file's lm_head is used, stderr:\n%s", rc, err);
+    free(out); free(err);
+    rc = run("OMP_NUM_THREADS=1", "-m tiny_models/llama3-tiny-random -n 2", &out, &err);
+    check(rc == 0 && strstr(err, "warning") == NULL, "llama3-tiny-random: exit %d, want no warning:\n%s", rc, err);
+    free(out); free(err);
+}
+
+// The output ends in the middle of a character (the last token is the byte 0xDF, a lead byte):
+// it is U+FFFD, as in HF's decode of the prompt and these 27 tokens (tokenizers 0.23.3), both in
+// --json's "text" and on stdout.
+static void test_incomplete_end(void) {
+    const char *want = "\xD0\xB8M\xEF\xBF\xBDK J\xD0\xB8[ uponer7 sa~ ha un\xCE\xB5re mepM\xEF\xBF\xBDL thCT said"
+                       "\xEF\xBF\xBD\xEF\xBF\xBD";
+    char err_buf[SS_ERR_LEN], *out, *err;
+    const char *args = "-m tiny_models/llama2-tiny-random -p \"In the beginning\" -n 27";
+    char json_args[256];
+    snprintf(json_args, sizeof(json_args), "%s --json", args);
+    int rc = run("", json_args, &out, &err);
+    Json j;
+    int ok = rc == 0 && json_parse(&j, out, strlen(out), "--json", err_buf) == 0;
+    size_t n = 0;
+    char *text = ok ? json_string(&j, json_get(&j, 0, "text"), &n) : NULL;
+    check(text != NULL && strcmp(text, want) == 0, "%s: exit %d, \"text\" %s, HF's decode ends in two U+FFFD",
+          json_args, rc, text ? text : err);
+    free(text);
+    if (ok) { json_free(&j); }
+    free(out); free(err);
+    rc = run("", args, &out, &err);
+    check(rc == 0 && strstr(out, want) != NULL, "%s: exit %d, stdout %s, HF's decode ends in two U+FFFD", args, rc, out);
+    free(out); free(err);
+}
+
 int main(void) {
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-cli-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_cli: mkdtemp failed\n"); return 2; }
     test_threads();
+    test_tied_head();
+    test_incomplete_end();
     test_help_and_compare();
     test_json_lines();
     test_method_notes();

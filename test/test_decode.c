@@ -359,6 +359,45 @@ static void run_pair(Model *m, const int *prompt, int n_prompt, int max_new, con
     free(lb);
 }
 
+// The draft-exit direction (Self-SD Sec. 3.4; SWIFT Sec. 4.2): drafting stops after a token whose
+// confidence is below gamma, and goes on while it is at least gamma. With gamma just above the
+// first draft step's confidence the draft is that one token; with gamma at the lowest confidence
+// of the first K - 1 steps it runs to K.
+static void test_exit_direction(const char *dir) {
+    Model m;
+    char err[SS_ERR_LEN];
+    if (!check(build_model(&m, dir, 0, err) == 0, "%s", err)) { return; }
+    enum { K = 6 };
+    int prompt[4] = {1, 9, 17, 25}, row, stops_early = 0, runs_on = 0, cases = 0;
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    SpecScratch *s = build_spec_scratch(&m.config, K, 64);
+    for (int first = 1; first < 60 && cases < 8; first += 7) {
+        prompt[1] = first;
+        SpecParams sp = {alternate_layers(m.config.n_layers), K, draft_exit_default()};
+        prefill(&m, prompt, 4, NULL, NULL, &row);
+        int x = argmax(m.state.logits_host + (size_t)row * m.config.vocab_size, m.config.vocab_size);
+        float conf[K], lowest = 1.0f;
+        sp.exit.mode = EXIT_NONE;
+        for (int j = 1; j <= K; j++) { // the confidence of step j: the last of a j-token draft
+            draft_tokens(&m, &sp, &greedy, x, 4, j, NULL, s);
+            conf[j - 1] = s->confidence;
+            if (j < K && conf[j - 1] < lowest) { lowest = conf[j - 1]; }
+        }
+        if (conf[0] >= 1.0f || lowest <= 0.0f) { continue; }
+        cases++;
+        sp.exit.mode = EXIT_FIXED;
+        sp.exit.threshold = nextafterf(conf[0], 1.0f);
+        stops_early += draft_tokens(&m, &sp, &greedy, x, 4, K, NULL, s) == 1;
+        sp.exit.threshold = lowest;
+        runs_on += draft_tokens(&m, &sp, &greedy, x, 4, K, NULL, s) == K;
+    }
+    check(cases >= 4 && stops_early == cases && runs_on == cases,
+          "draft exit: of %d drafts, %d stopped after a first token below gamma, %d ran to K with every "
+          "confidence at least gamma", cases, stops_early, runs_on);
+    free_spec_scratch(s);
+    free_model(&m);
+}
+
 static void test_edges(const char *dir) {
     Model m;
     char err[SS_ERR_LEN];
@@ -455,5 +494,6 @@ int main(void) {
         free_model(&m);
     }
     test_edges("tiny_models/llama2-tiny-random");
+    test_exit_direction("tiny_models/llama2-tiny-random");
     return test_summary("test_decode");
 }

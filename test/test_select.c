@@ -67,6 +67,21 @@ static void test_tree_mask(void) {
     check(ok, "tree: tokens, depths or mask differ from the hand-drawn tree");
 }
 
+// The tree's width per depth (the official code's greedy get_choices_list): c > 0.95 -> 3,
+// > 0.8 -> 5, > 0.5 -> 8, else 10, strictly above: a confidence of exactly 0.95 is the next
+// level's (5), exactly 0.5 the last's (10); just above each boundary, the level above.
+static void test_tree_width(void) {
+    TreeShape shape = method_params_default().swift.tree;
+    float logits[16], at[6] = {0.95f, 0.8f, 0.5f, nextafterf(0.95f, 1), nextafterf(0.8f, 1), nextafterf(0.5f, 1)};
+    int want[6] = {5, 8, 10, 3, 5, 8}, alts[MAX_ALTS];
+    for (int i = 0; i < 16; i++) { logits[i] = (float)i; }
+    for (int k = 0; k < 6; k++) {
+        int n = top_alternatives(logits, 16, at[k], &shape, MAX_ALTS, alts);
+        check(n == want[k] - 1, "SWIFT tree: confidence %.9g gives width %d, want %d", at[k], n + 1, want[k]);
+    }
+    check(alts[0] == 14, "SWIFT tree: the first alternative is token %d, want 14 (the second best)", alts[0]);
+}
+
 // SWIFT's tree is bounded where it is built: with no draft exit and K = 63, every depth's
 // alternatives (2 to 9 of them) would make a tree of hundreds of tokens. Drafting must stop
 // where the tree fills the 64-token pass, only the last depth narrowed; and decoding at that
@@ -415,6 +430,37 @@ static SkipSet clasp_full_table(Model *m, const float *h, int slot, int M) {
     return s;
 }
 
+// CLaSp's batched layer pass (the paper's "sequence parallel"): n candidate states through layer
+// l in one batch give bitwise the states of n one-row calls, every candidate at the token's own
+// slot (RoPE position slot, not slot + t), attending the cached prefix and itself.
+static void test_layer_batch_rows(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    int L = m.config.n_layers, dim = m.config.dim, n = L + 1, slot = 20, prompt[21], same = 0;
+    for (int t = 0; t <= slot; t++) { prompt[t] = 3 + 13 * t; }
+    float *h = (float *)malloc_check((size_t)(2 * L + 1) * dim * sizeof(float));
+    float *batch = (float *)malloc_check((size_t)n * dim * sizeof(float));
+    float *one = (float *)malloc_check((size_t)n * dim * sizeof(float));
+    float *saved = (float *)malloc_check((size_t)2 * L * n * m.config.n_kv_heads * m.config.head_dim * sizeof(float));
+    int idx[1] = {slot};
+    Capture cap = {1, idx, h};
+    forward(&m, prompt, slot + 1, 0, NULL, NULL, &cap);
+    for (int l = 0; l < L; l++) {
+        for (int t = 0; t < n; t++) { // the candidates: h_0, h_1, ..., all different states
+            memcpy(batch + (size_t)t * dim, h + (size_t)(2 * t) * dim, (size_t)dim * sizeof(float));
+        }
+        memcpy(one, batch, (size_t)n * dim * sizeof(float));
+        kv_slots(&m, slot, n, saved, 1);
+        run_layer_batch(&m, l, batch, n, slot);
+        for (int t = 0; t < n; t++) { run_layer_batch(&m, l, one + (size_t)t * dim, 1, slot); }
+        kv_slots(&m, slot, n, saved, 0);
+        same += memcmp(batch, one, (size_t)n * dim * sizeof(float)) == 0;
+    }
+    check(same == L, "CLaSp: an %d-row layer batch differs from %d one-row calls in %d of %d layers", n, n, L - same, L);
+    free(h); free(batch); free(one); free(saved);
+    free_model(&m);
+}
+
 static void test_dp_band(const char *dir) {
     Model m;
     if (!load_model(&m, dir)) { return; }
@@ -486,7 +532,7 @@ static void test_methods_lossless(const char *dir) {
     free_model(&m);
 }
 
-// SWIFT App. C.2: on a random-weight model drafts are mostly rejected, so the skip ratio must
+// SWIFT App. C.2 (the long version): on a random-weight model drafts are mostly rejected, so the skip ratio must
 // come down from 0.45 within a few hundred optimization steps, and the output stays lossless.
 static void test_swift_ratio(const char *dir) {
     Model m;
@@ -601,6 +647,35 @@ static void test_swift_kappa(const char *dir) {
     check(differs > 0, "gp_propose: kappa 0 and 50 proposed the same set in all %d seeds", seeds);
     check(defaults.swift.kappa == 2.5 && defaults.selfsd.kappa == 2.576,
           "UCB kappa: SWIFT %g (official code 2.5), Self-SD %g (2.576)", defaults.swift.kappa, defaults.selfsd.kappa);
+    free_model(&m);
+}
+
+// SWIFT never skips a sublayer of the first or the last layer (the official code draws its
+// candidates from layers 1..L-2, random and BO alike, App. B.2's r counting over those): 60 steps,
+// two of them the GP's, every candidate the GP saw has exactly round(r * 2L) sublayers skipped,
+// none in layer 0 or L-1.
+static void test_swift_range(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, seq[64], bad = 0;
+    MethodParams mp = method_params_default();
+    int pos = past_swift_window(&m, seq);
+    Swift w;
+    swift_init(&w, &mp.swift, L, 5);
+    w.p.budget = 1.0f;
+    w.p.target = 1.01f; // never stops on the score
+    for (int step = 0; step < 60 && !w.done; step++) { swift_step(&w, &m, seq, 4, pos); }
+    int count = (int)lroundf(w.ratio * 2 * L);
+    for (int k = 1; k < w.gp.total; k++) { // k = 0: the starting set
+        const float *v = w.gp.x + (size_t)(k % GP_WINDOW) * w.gp.dim;
+        float n = 0;
+        for (int i = 0; i < 2 * L; i++) { n += v[i]; }
+        bad += v[0] != 0 || v[L - 1] != 0 || v[L] != 0 || v[2 * L - 1] != 0 || n != (float)count;
+    }
+    check(w.gp.total == 60 && bad == 0, "SWIFT: %d of %d candidates skip in the first or last layer or skip other "
+          "than %d sublayers", bad, w.gp.total - 1, count);
+    gp_free(&w.gp);
     free_model(&m);
 }
 
@@ -817,14 +892,18 @@ int main(void) {
     test_swift_window("tiny_models/llama2-tiny-random");
     test_swift_kappa("tiny_models/llama2-tiny-random");
     test_swift_stale_score("tiny_models/llama2-tiny-random");
+    test_swift_range("tiny_models/llama2-tiny-random");
     test_eq6_skip_ratio("tiny_models/llama2-tiny-random");
     test_tree_mask();
+    test_tree_width();
     test_tree_bound("tiny_models/llama2-tiny-random");
     test_asd_rules();
     test_planted("tiny_models/llama2-tiny-random");
     test_asd_per_prompt("tiny_models/llama2-tiny-random");
     test_dp_vs_brute_force("tiny_models/llama2-tiny-random");
     test_dp_band("tiny_models/llama2-tiny-random");
+    test_layer_batch_rows("tiny_models/llama2-tiny-random");
+    test_layer_batch_rows("tiny_models/llama3-tiny-random");
     test_clasp_input("tiny_models/kjv-12l");
     test_dp_band("tiny_models/llama3-tiny-random");
     test_methods_lossless("tiny_models/llama2-tiny-random");

@@ -45,6 +45,8 @@ static size_t decode_stream(const Tokenizer *t, const int *ids, int n, char *out
         size_t k = decode_token(t, &st, ids[i], piece, sizeof(piece));
         if (len + k < TEXT_CAP) { memcpy(out + len, piece, k); len += k; }
     }
+    size_t k = decode_end(t, &st, piece, sizeof(piece));
+    if (len + k < TEXT_CAP) { memcpy(out + len, piece, k); len += k; }
     return len;
 }
 
@@ -338,6 +340,45 @@ static void test_added_prefixes(int *ids) {
     free_tokenizer(t);
 }
 
+// A character left incomplete at the end of the output decodes as HF's decode does (tokenizers
+// 0.23.3): "a" then the bytes of an unfinished character give U+FFFD once per byte with byte
+// fallback, once for a byte-level decoder; the same bytes before "a" are the mid-stream control.
+static void test_incomplete_end(void) {
+    static const struct { const char *bytes, *fallback, *byte_level; int a_first; } cases[] = {
+        {"\xE4", "a\xEF\xBF\xBD", "a\xEF\xBF\xBD", 1},
+        {"\xE4\xBD", "a\xEF\xBF\xBD\xEF\xBF\xBD", "a\xEF\xBF\xBD", 1},
+        {"\xF0\x9F\x98", "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD", "a\xEF\xBF\xBD", 1},
+        {"\xE4\xBD", "\xEF\xBF\xBD\xEF\xBF\xBD a", "\xEF\xBF\xBD" "a", 0},
+    };
+    const char *files[] = {"tiny_models/llama2-tiny-random/tokenizer.json",
+                           "tiny_models/llama3-tiny-random/tokenizer.json"};
+    for (int f = 0; f < 2; f++) {
+        char err[SS_ERR_LEN], text[64];
+        Tokenizer *t = build_tokenizer(files[f], err);
+        if (!check(t != NULL, "%s: %s", files[f], err)) { continue; }
+        int a, n_a = encode(t, "a", 1, 0, &a, 1, err);
+        for (int k = 0; k < 4; k++) {
+            int ids[8], n = 0;
+            if (cases[k].a_first) { ids[n++] = a; }
+            for (const char *b = cases[k].bytes; *b; b++) {
+                unsigned char c = (unsigned char)*b;
+                char name[8];
+                size_t len = 0;
+                if (f == 0) { len = (size_t)snprintf(name, sizeof(name), "<0x%02X>", c); }
+                if (f == 1) { put_utf8((unsigned int)t->byte_char[c], name, &len); }
+                ids[n++] = vocab_find(t, name, len);
+            }
+            if (!cases[k].a_first) { ids[n++] = a; }
+            const char *want = f == 0 ? cases[k].fallback : cases[k].byte_level;
+            size_t got = decode_stream(t, ids, n, text);
+            check(n_a == 1 && ids[0] >= 0 && ids[n - 2] >= 0 && got == strlen(want) && memcmp(text, want, got) == 0,
+                  "%s: ids %d %d ... decode to \"%s\", HF gives \"%s\"", files[f], ids[0], ids[1],
+                  escaped(text, got), want);
+        }
+        free_tokenizer(t);
+    }
+}
+
 int main(void) {
     int *ids = (int *)malloc_check(MAX_IDS * sizeof(int));
     char *buf = (char *)malloc_check(TEXT_CAP), *text = (char *)malloc_check(TEXT_CAP);
@@ -355,6 +396,7 @@ int main(void) {
     closedir(refs);
     test_loader(ids, text);
     test_added_prefixes(ids);
+    test_incomplete_end();
     free(ids);
     free(buf);
     free(text);

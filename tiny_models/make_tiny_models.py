@@ -11,6 +11,9 @@ Writes, relative to the repository root:
                                         byte-level BPE with the Llama 3 split regex
     tiny_models/tokenizers/metaspace/   tokenizer.json only: SentencePiece-style BPE, non-legacy Metaspace shape
     tiny_models/tokenizers/gpt2-digits/ tokenizer.json only: SmolLM2-style byte-level BPE with Digits split
+    tiny_models/llama3-tied-head/       llama3-tiny-random plus an lm_head.weight of its own in the file,
+                                        config still tie_word_embeddings true (`... make_tiny_models.py
+                                        tied-head` rebuilds only this one, from llama3-tiny-random)
 
 Tokenizer training text: Genesis + Exodus of the King James Bible, as printed by Debian's `bible`
 program (packages bible-kjv, bible-kjv-text), plus a few hand-written multilingual/code lines
@@ -47,6 +50,7 @@ N_ALPHABET = 90  # characters in the SentencePiece-style vocab
 # Seeds for the weight initializer (chosen so that the greedy fixtures have top1-top2 > MIN_GAP).
 SEED_LLAMA2 = 20
 SEED_LLAMA3 = 1024
+SEED_TIED_HEAD = 1
 
 LLAMA3_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
@@ -454,8 +458,47 @@ Genesis+Exodus plus a few multilingual/code lines. Made by `tiny_models/make_tin
 """
 
 
+README_TIED_HEAD = """\
+# llama3-tied-head
+
+**Random weights: this model is not trained and produces meaningless text.** A test checkpoint for
+how selfspec reads a contradictory file: `tiny_models/llama3-tiny-random` (same config.json,
+tokenizer and tensors) plus an `lm_head.weight` of its own, N(0, (3/8)^2) rounded to bf16, which
+differs from `model.embed_tokens.weight` although config.json says `tie_word_embeddings: true`.
+transformers 5 (checked with 5.24.0) warns and uses the file's lm_head without tying; selfspec
+does the same and says so on stderr. The HF fixtures are test/refs/llama3-tied-head.
+
+Made by `tiny_models/make_tiny_models.py tied-head`.
+"""
+
+
+def make_tied_head():
+    """llama3-tiny-random plus an untied lm_head.weight in the file (config still tied)."""
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoModelForCausalLM
+
+    src, dst = os.path.join(HERE, "llama3-tiny-random"), os.path.join(HERE, "llama3-tied-head")
+    if os.path.isdir(dst):
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+    sd = load_file(os.path.join(src, "model.safetensors"))
+    g = torch.Generator().manual_seed(SEED_TIED_HEAD)
+    head = 3.0 / 64 ** 0.5 * torch.randn(sd["model.embed_tokens.weight"].shape, generator=g)
+    sd["lm_head.weight"] = head.to(torch.bfloat16)
+    save_file(sd, os.path.join(dst, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(dst, "README.md"), "w") as f:
+        f.write(README_TIED_HEAD)
+    m = AutoModelForCausalLM.from_pretrained(dst, dtype=torch.float32)
+    assert m.config.tie_word_embeddings
+    assert torch.equal(m.lm_head.weight, sd["lm_head.weight"].float()), "transformers tied the head"
+    check_greedy_gaps("llama3-tied-head", dst)
+
+
 def main():
     torch.set_num_threads(1)
+    if sys.argv[1:] == ["tied-head"]:
+        make_tied_head()
+        return
     lines = training_text()
     print(f"training text: {len(lines)} lines, {sum(len(x.encode()) for x in lines)} bytes")
 
@@ -509,6 +552,7 @@ def main():
         assert t.get_vocab_size() in (512, 768)
     check_greedy_gaps("llama2-tiny", d2)
     check_greedy_gaps("llama3-tiny", d3)
+    make_tied_head()
     print("done")
 
 
