@@ -36,7 +36,7 @@ HAVE_JSMN := $(shell $(CC) -I. -E -x c /dev/null -include jsmn.h >/dev/null 2>&1
 JSMN_CHECK = $(if $(HAVE_JSMN),@true,@echo "jsmn.h not found: install libjsmn-dev (Debian/Ubuntu), or put the single header from https://github.com/zserge/jsmn (jsmn.h) next to selfspec.cu" && false)
 CUDA_TESTS = test/test_forward_cuda test/test_decode_cuda test/test_select_cuda
 
-.PHONY: all cuda cuda-tests test test-big test-cuda test-asan fuzz demo bench bench-gpu help clean
+.PHONY: all cuda cuda-tests test test-big test-cuda test-asan fuzz demo bench bench-guard bench-gpu help clean
 
 # the CPU binary ./selfspec
 all: selfspec
@@ -121,9 +121,18 @@ test/bench/%: test/bench/%.c selfspec.cu selfspec.h
 	$(CC) $(CFLAGS) -x c $< -o $@ $(LDLIBS)
 
 # the benchmark tables of test/bench/README.md (test/bench/bench.py; SmolLM2 rows need
-# tiny_models/get_smollm2.sh)
+# tiny_models/get_smollm2.sh), then the peers (test/bench/peers.py: llama2.c's run.c when
+# LLAMA2C=path/to/llama2.c, llama.cpp when llama-cpp-python is in PYTHON's venv, the copy
+# bandwidth bound) and the speed guard
 bench: selfspec $(BENCH)
 	$(PYTHON) test/bench/bench.py
+	$(PYTHON) test/bench/peers.py $(if $(LLAMA2C),--llama2c $(LLAMA2C),)
+	sh test/bench/guard.sh $(BASE)
+
+# the working tree's decoding speed beside commit BASE (default HEAD), side by side
+# (test/bench/guard.sh), so a regression is seen before it lands
+bench-guard: selfspec
+	sh test/bench/guard.sh $(BASE)
 
 # the GPU benchmark in one table (see test/bench/README.md): builds ./selfspec-cuda and
 # test/bench/verify_cost_cuda, makes a random TinyLlama-shaped model if none is given, and compares
