@@ -2965,6 +2965,7 @@ static int config_rope(Config *c, JsonFile *f) {
     int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(f, 0, "rope_theta");
     int type = rope_get(f, rs, "rope_type");
     if (type == -1) { type = json_get(j, rs, "type"); }
+    if (type < -1) { return json_fail(f, "rope_type is given twice"); } // (or disagrees: set above)
     if (json_float(f, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta)) { return -1; }
     if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
     if (!json_eq(j, type, "llama3")) {
