@@ -99,8 +99,9 @@ def model_bytes(model_dir):
     hd = cfg.get("head_dim") or d // cfg["num_attention_heads"]
     q, kv = cfg["num_attention_heads"] * hd, cfg.get("num_key_value_heads", cfg["num_attention_heads"]) * hd
     per_layer = d * q * 2 + d * kv * 2 + 3 * d * h + 2 * d
-    tied = cfg.get("tie_word_embeddings", False)
-    return 4 * (L * per_layer + v * d * (1 if tied else 2) + d)  # fp32, each weight read once per token
+    # fp32, each weight read once per token: the layers, the final norm, the output head (v x d),
+    # and one row of the input embedding (tied or not: a token reads its own row, not the table)
+    return 4 * (L * per_layer + d + v * d + d)
 
 
 def spec_methods(name, model, set_name, n, repeats, env, dev_file, iters):
