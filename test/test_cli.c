@@ -188,7 +188,7 @@ static void test_selfsd_noise(void) {
     char err[SS_ERR_LEN];
     if (build_model(&m, RANDOM_MODEL, 64, err)) { check(0, "%s", err); return; }
     NoisyClock clock = {0};
-    Objective obj = {NULL, NULL, 0, 0, 12, 0, draft_exit_default(), {0.0f, 1.0f, {1}}};
+    Objective obj = {NULL, NULL, 0, 0, 12, 0, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL};
     MethodParams mp = method_params_default();
     mp.selfsd.iters = 40;
     test_objective = noisy_cost;
