@@ -5571,7 +5571,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: selfspec [options]\n");
     for (int k = 0; k < N_FLAGS; k++) {
         const Flag *fl = &FLAGS[k];
-        char head[32], help[512];
+        char head[32], help[512]; // head: the widest, "--swift-budget B", fits 16 columns
         snprintf(head, sizeof(head), "%s%s%s", fl->name, fl->arg ? " " : "",
                  fl->arg ? fl->arg : "");
         // a help's %g: its default; -K's also show SWIFT's K and the cap (hi), --exit's the
@@ -5582,13 +5582,14 @@ static void usage(FILE *f) {
             v[1] = d.params.clasp.exit_threshold;
         }
         snprintf(help, sizeof(help), fl->help, v[0], v[1], v[2]);
-        fprintf(f, "  %-15s ", head);
+        fprintf(f, "  %-16s ", head);
         for (const char *c = help; *c; c++) { // continuation lines under the first
-            if (*c == '\n') { fprintf(f, "\n%18s", ""); }
+            if (*c == '\n') { fprintf(f, "\n%19s", ""); }
             else { fputc(*c, f); }
         }
         fputc('\n', f);
     }
+    fprintf(f, "  %-16s this help, on stdout\n", "-h, --help");
     fprintf(f, "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set "
                "so far.\n");
 }
@@ -6287,17 +6288,26 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
         fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted "
                 "length M %.2f\n", st->rounds, st->drafted, st->accepted, sum.acceptance,
                 sum.mean_accepted);
-        fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, "
-                "select %.1f ms, other %.1f ms\n", st->threshold_first, st->threshold_last,
-                threshold_mean(st), st->draft_ms, st->verify_ms, st->select_ms,
+        if (o->exit.mode == EXIT_NONE) { // always K tokens: no threshold to print
+            fprintf(stderr, "no exit threshold (--exit none) | ");
+        } else {
+            fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | ", st->threshold_first,
+                    st->threshold_last, threshold_mean(st));
+        }
+        fprintf(stderr, "draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
+                st->draft_ms, st->verify_ms, st->select_ms,
                 st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms);
         fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", sum.expected_speedup);
         if (st->selections > 0 && st->rounds > 0) {
             double per_call = own_select_ms / st->selections;
-            fprintf(stderr, "%s: %d selection calls, %.2f ms each = %.2f verification passes; "
-                    "%.1f%% of decode time\n", name, st->selections, per_call,
-                    per_call / (st->verify_ms / st->rounds),
-                    100 * own_select_ms / st->gen.decode_ms);
+            // the passes' predicted speedup is tokens / (draft + verify time) in plain steps;
+            // selection adds its time to the denominator and takes this share of that speedup
+            fprintf(stderr, "%s: %d selection call%s, %.2f ms each = %.2f verification passes; "
+                    "%.1f%% of decode time, taking %.0f%% of the speedup the draft and verify "
+                    "passes predict\n", name, st->selections, st->selections == 1 ? "" : "s",
+                    per_call, per_call / (st->verify_ms / st->rounds),
+                    100 * own_select_ms / st->gen.decode_ms,
+                    100 * own_select_ms / (st->draft_ms + st->verify_ms + own_select_ms));
         }
         if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->sel, note,
                         sizeof(note))) {
@@ -6311,8 +6321,14 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                 o->temperature > 0 ? "" : r->identical ? ", output identical" : ", OUTPUT DIFFERS");
         if (st->rounds > 0) {
             fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f "
-                    "(Eq. 6 takes %.2f and 1): these alone predict %.2fx\n",
+                    "(Eq. 6 takes %.2f and 1): these alone predict %.2fx",
                     pc.draft, pc.verify, sum.draft_cost, pc.predicted);
+            if (st->selections > 0) { // SWIFT's steps, CLaSp's DPs: their time too
+                double passes_ms = st->draft_ms + st->verify_ms;
+                fprintf(stderr, ", %.2fx with the selection time",
+                        pc.predicted * passes_ms / (passes_ms + st->select_ms - st->search_ms));
+            }
+            fputc('\n', stderr);
         }
     }
 }
@@ -6365,6 +6381,21 @@ static void open_std_descriptors(void) {
     }
 }
 
+// A model folder that is missing but has a script beside it that makes it (tiny_models/
+// smollm2-135m: tiny_models/get_smollm2.sh, get_ and the name up to its first '-') gets the
+// script named after the error in err (CLI_ERR_LEN bytes).
+static void getter_hint(const char *dir, char *err) {
+    struct stat sb;
+    char script[1200];
+    const char *slash = strrchr(dir, '/'), *base = slash ? slash + 1 : dir;
+    snprintf(script, sizeof(script), "%.*sget_%.*s.sh", (int)(base - dir), dir,
+             (int)strcspn(base, "-"), base);
+    if (stat(dir, &sb) != 0 && stat(script, &sb) == 0) {
+        size_t n = strlen(err);
+        snprintf(err + n, CLI_ERR_LEN - n, " (the folder is made by %s: run it first)", script);
+    }
+}
+
 // Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
 // in err (CLI_ERR_LEN bytes).
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
@@ -6375,7 +6406,10 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
         (o->trace && check_output(o, &o->trace, err))) {
         return -1;
     }
-    if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) { return -1; }
+    if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) {
+        getter_hint(o->model_dir, err);
+        return -1;
+    }
     const Config *c = &r->m.config;
 #ifndef __CUDACC__
     Weights sizes;
