@@ -4971,6 +4971,7 @@ static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos
         trace_skip(f, ", \"candidate\": ", &w->cand, L);
         trace_float(f, ", \"matchness\": ", w->cand_score);
         trace_float(f, ", \"kept_matchness\": ", w->kept_score >= 0 ? w->kept_score : NAN);
+        trace_float(f, ", \"ratio\": ", w->ratio);
         fprintf(f, ", \"replaced\": %s}}", w->kept_score >= 0 && w->cand_score > w->kept_score
                                               ? "true" : "false");
     } else if (dp) { // CLaSp's DP after this round's verification (select_clasp)
