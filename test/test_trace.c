@@ -91,6 +91,12 @@ static int is_null(const Json *j, int obj, const char *key) {
     return v >= 0 && j->tok[v].type == JSMN_PRIMITIVE && j->js[j->tok[v].start] == 'n';
 }
 
+// The text of the value at key of obj into buf ("" when absent): two skip sets compare as text.
+static void value_text(const Json *j, int obj, const char *key, char *buf, size_t cap) {
+    int v = json_get(j, obj, key);
+    snprintf(buf, cap, "%.*s", v > 0 ? j->tok[v].end - j->tok[v].start : 0, v > 0 ? j->js + j->tok[v].start : "");
+}
+
 static int record_is(const Json *j, const char *type) {
     int v = json_get(j, 0, "type");
     return v >= 0 && json_eq(j, v, type);
@@ -110,6 +116,9 @@ static Seen check_consistency(const char *name, const char *path) {
     int n = split_lines(text, &lines), L = 0, rounds = 0, drafted = 0, accepted = 0, emitted = 0;
     int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0;
     double gamma = NAN;
+    // the set each round must draft with: ASD's for the whole prompt, a DP's from the next round,
+    // a SWIFT candidate from its own round when it replaced the kept set, else the last round's
+    char asd_skip[512] = "", dp_skip[512] = "", last_skip[512] = "", skip[512], cand[512];
     for (int i = 0; i < n && !bad; i++) {
         if (lines[i][0] == '\0' && i == n - 1) { break; }
         Json j;
@@ -136,6 +145,8 @@ static Seen check_consistency(const char *name, const char *path) {
             prompt = (int)num(&j, 0, "prompt");
             pos = (int)num(&j, 0, "tokens");
             rounds = drafted = accepted = emitted = events = 0;
+            value_text(&j, 0, "asd_skip", asd_skip, sizeof(asd_skip));
+            dp_skip[0] = last_skip[0] = '\0';
             int cos = json_get(&j, 0, "asd_cos");
             if (cos > 0) {
                 seen.asd++;
@@ -164,9 +175,25 @@ static Seen check_consistency(const char *name, const char *path) {
                               "%s: gamma_before %.9g, the last round's gamma_after %.9g", where, g0, gamma);
                 gamma = g1;
             }
+            value_text(&j, 0, "skip", skip, sizeof(skip));
+            bad |= !check(!asd_skip[0] || strcmp(skip, asd_skip) == 0, "%s: drafted with %s, ASD chose %s",
+                          where, skip, asd_skip);
+            bad |= !check(!dp_skip[0] || strcmp(skip, dp_skip) == 0, "%s: drafted with %s, the last DP chose %s",
+                          where, skip, dp_skip);
+            dp_skip[0] = '\0';
             if (event > 0 && j.tok[event].type == JSMN_OBJECT) {
                 events++;
                 int sw = json_get(&j, event, "swift"), cl = json_get(&j, event, "clasp");
+                if (sw > 0) { // the round drafts with the kept set after the step
+                    int replaced = j.js[j.tok[json_get(&j, sw, "replaced")].start] == 't';
+                    int start = json_eq(&j, json_get(&j, sw, "phase"), "start");
+                    value_text(&j, sw, "candidate", cand, sizeof(cand));
+                    bad |= !check(replaced || start ? strcmp(skip, cand) == 0
+                                                    : !last_skip[0] || strcmp(skip, last_skip) == 0,
+                                  "%s: drafted with %s after a step %s candidate %s", where, skip,
+                                  replaced ? "that kept its" : "that did not keep its", cand);
+                }
+                if (cl > 0) { value_text(&j, cl, "skip", dp_skip, sizeof(dp_skip)); }
                 seen.swift += sw > 0;
                 seen.clasp += cl > 0;
                 if (sw > 0) {
@@ -179,6 +206,7 @@ static Seen check_consistency(const char *name, const char *path) {
                                   "%s: a CLaSp DP's margin %g, want in [0, 2)", where, margin);
                 }
             }
+            memcpy(last_skip, skip, sizeof(skip));
             rounds++;
             drafted += k;
             accepted += a;
