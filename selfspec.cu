@@ -1344,7 +1344,7 @@ static const float *clasp_states(float *states, const Config *c, int k, int row)
 }
 
 // margin (may be NULL): the closest decision's |cos(h_i, skip) - cos(h_i, run)|, over the
-// (i, j) where both states exist (INFINITY: no such decision).
+// (i, j) of the band where both states exist (INFINITY: no such decision).
 static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, double *margin) {
     const Config *c = &m->config;
     int L = c->n_layers, dim = c->dim, M = max_skip < L ? max_skip : L;
