@@ -115,7 +115,8 @@ static Seen check_consistency(const char *name, const char *path) {
     char **lines;
     int n = split_lines(text, &lines), L = 0, rounds = 0, drafted = 0, accepted = 0, emitted = 0;
     int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0;
-    double gamma = NAN;
+    double gamma = NAN, cos_threshold = NAN;
+    int every_m = 0, keep_last_n = 0;
     // the set each round must draft with: ASD's for the whole prompt, a DP's from the next round,
     // a SWIFT candidate from its own round when it replaced the kept set, else the last round's
     char asd_skip[512] = "", dp_skip[512] = "", last_skip[512] = "", skip[512], cand[512];
@@ -135,6 +136,10 @@ static Seen check_consistency(const char *name, const char *path) {
             none = json_eq(&j, mode, "none");
             fixed_gamma = json_eq(&j, mode, "fixed");
             swift = json_eq(&j, json_get(&j, 0, "method"), "swift");
+            int params = json_get(&j, 0, "params");
+            cos_threshold = num(&j, params, "cos_threshold");
+            every_m = (int)num(&j, params, "every_m");
+            keep_last_n = (int)num(&j, params, "keep_last_n");
             bad |= !check(L > 0 && exit > 0, "%s: a header with n_layers and exit", where);
         } else if (record_is(&j, "search") || record_is(&j, "search_done")) {
             seen.search += record_is(&j, "search");
@@ -152,6 +157,18 @@ static Seen check_consistency(const char *name, const char *path) {
                 seen.asd++;
                 bad |= !check(j.tok[cos].size == L && json_get(&j, 0, "asd_skip") > 0,
                               "%s: asd_cos has %d entries, want n_layers %d", where, j.tok[cos].size, L);
+                // ASD Algorithm 1 from the trace alone: attention l when C_l >= alpha, attention and
+                // MLP of every m-th layer (1-based), never in the last n layers
+                char want[512], attn[256] = "", mlp[256] = "";
+                for (int l = 0, e = cos + 1; l < L && !bad; l++, e++) {
+                    double c = strtod(j.js + j.tok[e].start, NULL);
+                    int kept = l + 1 <= L - keep_last_n, mth = (l + 1) % every_m == 0;
+                    if (kept && (c >= cos_threshold || mth)) { sprintf(attn + strlen(attn), "%s%d", attn[0] ? "," : "", l); }
+                    if (kept && mth) { sprintf(mlp + strlen(mlp), "%s%d", mlp[0] ? "," : "", l); }
+                }
+                snprintf(want, sizeof(want), "{\"attn\": \"%s\", \"mlp\": \"%s\"}", attn, mlp);
+                bad |= !check(every_m > 0 && strcmp(asd_skip, want) == 0, "%s: asd_skip %s, but the rule on asd_cos "
+                              "and the header's params gives %s", where, asd_skip, want);
             }
         } else if (record_is(&j, "round")) {
             int k = (int)num(&j, 0, "drafted"), a = (int)num(&j, 0, "accepted");
