@@ -29,6 +29,8 @@ TESTS += test/test_fuzz_regressions test/test_bad_inputs
 TESTS += test/test_svg
 # what a new user meets first: --threads, --help, --json lines, progress, Ctrl-C in a search
 TESTS += test/test_cli
+# --trace: the reference traces in test/refs/traces/ regenerated and diffed, rounds against summaries
+TESTS += test/test_trace
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # jsmn.h, the one-header JSON tokenizer: next to selfspec.cu (found through -I.) or on the system
 # include path; every build of selfspec.cu starts with this check

@@ -1343,7 +1343,9 @@ static const float *clasp_states(float *states, const Config *c, int k, int row)
     return states;
 }
 
-static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
+// margin (may be NULL): the closest decision's |cos(h_i, skip) - cos(h_i, run)|, over the
+// (i, j) of the band where both states exist (INFINITY: no such decision).
+static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, double *margin) {
     const Config *c = &m->config;
     int L = c->n_layers, dim = c->dim, M = max_skip < L ? max_skip : L;
     // Decision: M is capped by one pass (64 states) and by the context slots left for their K/V
@@ -1360,6 +1362,7 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
                                          sizeof(float));
     kv_slots(m, slot, M > 0 ? M : 1, saved, 1);
     memcpy(g, h, row * sizeof(float)); // g(0, 0) = h_0
+    double closest = INFINITY;
     for (int i = 1; i <= L; i++) {
         // Only states that can still end at (L, M) matter: after layer i at most L - i more
         // layers can be skipped, so j >= M - (L - i). This band saves about a third of the layers
@@ -1378,8 +1381,12 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
             const float *skip_state = g + (size_t)(j - 1) * row;
             const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
             // Decision: a tie runs the layer, as the unofficial port does; Algorithm 1 skips it
-            int take_skip = run_state == NULL ||
-                            cosine(h_i, skip_state, dim) > cosine(h_i, run_state, dim);
+            double cos_skip = cosine(h_i, skip_state, dim);
+            double cos_run = run_state ? cosine(h_i, run_state, dim) : -INFINITY;
+            int take_skip = cos_skip > cos_run;
+            if (run_state && fabs(cos_skip - cos_run) < closest) {
+                closest = fabs(cos_skip - cos_run);
+            }
             memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
             skipped[i * (M + 1) + j] = (unsigned char)take_skip;
         }
@@ -1392,6 +1399,7 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip) {
         if (skipped[i * (M + 1) + j]) { s.attn[i - 1] = s.mlp[i - 1] = 1; j--; }
     }
     free(g); free(next); free(batch); free(skipped); free(saved);
+    if (margin) { *margin = closest; }
     return s;
 }
 
@@ -1435,6 +1443,11 @@ typedef struct {
     double run_ms;                  // decoding time seen, the steps included
     double opt_ms, last_ms;         // time in steps; the start of the last round
     double step_ms;                 // the last step's time: what the next one will likely cost
+    // the last step, for --trace: its proposal (0 the starting set, 1 random, 2 the GP's), the
+    // candidate, its matchness and the kept set's on the same window (-1: none kept yet)
+    int phase;
+    SkipSet cand;
+    double cand_score, kept_score;
 } Swift;
 
 static void swift_init(Swift *w, const SwiftParams *p, int n_layers, uint64_t seed) {
@@ -1494,10 +1507,13 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
         // Decision: the first step scores the starting set, so that a candidate must beat it to
         // be kept; the official code never scores it (code notes 2.4)
         cand = w->best;
+        w->phase = 0;
     } else if ((w->steps + 1) % w->p.bo_every == 0 && w->gp.n > 1) {
         gp_propose(&w->gp, &w->rng, L, count, 1, L - 2, w->p.n_candidates, w->p.kappa, &cand);
+        w->phase = 2;
     } else {
         random_skip_set(&w->rng, 0, count, 1, L - 2, &cand);
+        w->phase = 1;
     }
     if (w->first_at < 0) { w->first_at = pos - n_prompt; }
     double score = swift_matchness(m, seq, pos, w->p.window, &cand);
@@ -1506,6 +1522,9 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     // re-scored on this window before the comparison, one more draft pass per step; the official
     // code instead scores every set on one fixed window per instance.
     if (w->best_score >= 0) { w->best_score = swift_matchness(m, seq, pos, w->p.window, &w->best); }
+    w->cand = cand;
+    w->cand_score = score;
+    w->kept_score = w->best_score;
     float v[GP_MAX_DIM];
     skip_to_vector(&cand, L, v);
     gp_add(&w->gp, v, score);
@@ -1636,6 +1655,8 @@ static int verify_tree(Model *m, const SwiftTree *tr, int k, int pos, int *kept,
 }
 
 // --- the selector: what the decoding loop calls -------------------------------
+// --trace (reports, below) records the loop's rounds and the methods' decisions when one is open
+typedef struct Trace Trace;
 // A method meets the decoding loop at the three moments the papers name: after the prefill
 // (ASD), before a round (SWIFT's optimization step) and after a verification (CLaSp's DP,
 // SWIFT's ratio rule). Each may change the draft's skip set. What a method wants captured for
@@ -1656,6 +1677,8 @@ typedef struct {
     double asd_cos[SS_MAX_LAYERS]; // ASD: this prompt's C_l, which select_asd read
     int capture_verify;   // CLaSp: capture this round's verification states for a DP
     int tree;             // SWIFT: verify a tree of swift.p.tree's shape (Sec. 4.2); 0: the chain
+    double clasp_margin;  // CLaSp: the last DP's closest decision (select_clasp), for --trace
+    Trace *trace;         // --trace: the decoding loop writes each round to it; NULL: none
 } Selector;
 
 static void selector_init(Selector *sel, int method, const MethodParams *p, int n_layers,
@@ -1729,7 +1752,8 @@ static int selector_after_verify(Selector *sel, Model *m, float *states, int row
         swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted);
     }
     if (states == NULL) { return 0; }
-    *skip = select_clasp(m, clasp_states(states, &m->config, drafted, row), slot, sel->clasp_skip);
+    *skip = select_clasp(m, clasp_states(states, &m->config, drafted, row), slot, sel->clasp_skip,
+                         &sel->clasp_margin);
     return 1;
 }
 
@@ -2031,6 +2055,7 @@ typedef struct {
     ProbIndex *sort;                         // (vocab) top-p's sort
     int *seq;                                // (n_prompt + max_new + 1) the prompt, then the output
     float confidence;                        // the last draft token's top-1 probability
+    float conf[MAX_DRAFT];                   // each draft token's top-1 probability (--trace)
 } SpecScratch;
 
 static SpecScratch *build_spec_scratch(const Config *c, int max_draft, int seq_len) {
@@ -2090,7 +2115,7 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
         // also when sampling; both official codes then take the sampled token's (code notes
         // 1.4, 2.3)
         float confidence = top1_prob(logits, vocab);
-        s->confidence = confidence;
+        s->confidence = s->conf[k] = confidence;
         k++;
         if (shape) {
             s->n_alts[k] = top_alternatives(logits, vocab, confidence, shape,
@@ -2162,6 +2187,13 @@ static int emit_round(Model *m, Output *out, SpecScratch *s, int pos, int accept
     return emitted;
 }
 
+// --trace's records of the loop (reports, below): the prefill, and one line per round.
+static void trace_prefill(Trace *t, int n_prompt, const Selector *sel, const SkipSet *skip, int L);
+static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos,
+                        const SkipSet *skip, const SkipSet *next, int k, const float *conf,
+                        int accepted, int emitted, const DraftExit *exit, float gamma_before,
+                        int verify_rows, int stepped, int dp);
+
 // Self-speculative decoding (Self-SD Algorithm 2; Leviathan et al. Algorithm 1): the same
 // contract as generate_plain, and the same output (greedy) or distribution (sampling). The
 // draft is sp->skip, which a selector (NULL = none: the static set) may change between rounds;
@@ -2193,13 +2225,17 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
     st->gen.prefill_ms = lap_ms(&t);
     selector_after_prefill(sel, m, &sp->skip);
     st->select_ms += lap_ms(&t);
+    if (sel && sel->trace) { trace_prefill(sel->trace, n_prompt, sel, &sp->skip, c->n_layers); }
     const float *logits = m->state.logits_host + (size_t)row * vocab;
     int x = sample_next(smp, logits, vocab, s->p, s->sort);
     s->seq[pos] = x;
     int done = emit(c, out, x, logits);
     while (!done && pos < c->seq_len) {
+        lap_ms(&t); // the text of the tokens emitted (the CLI writes it) and the records: "other"
         // the method may change the draft (SWIFT: an optimization step)
-        st->selections += selector_before_round(sel, m, s->seq, n_prompt, pos, &sp->skip);
+        int stepped = selector_before_round(sel, m, s->seq, n_prompt, pos, &sp->skip);
+        st->selections += stepped;
+        SkipSet drafted_with = sp->skip;
         record_skip_set(st, &sp->skip);
         st->select_ms += lap_ms(&t);
         // draft k tokens with the skip set, then verify them with the full model in one pass
@@ -2209,8 +2245,10 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         st->draft_ms += lap_ms(&t);
         int capture = sel && sel->capture_verify, next;
         int accepted = verify_draft(m, smp, k, pos, shape, capture, s, &next);
+        int verify_rows = shape ? s->tree.n : k + 1;
         st->verify_ms += lap_ms(&t);
         int emitted = emit_round(m, out, s, pos, accepted, next, &done);
+        lap_ms(&t); // emit's callback writes the text: "other", not selection
         // a leaf's row lies after the chain's k + 1 rows; the leaf is the last kept token
 #ifdef TESTING
         test_leaf_accepts += shape && s->rows[accepted] > k && emitted >= accepted;
@@ -2222,14 +2260,19 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         if (emitted <= accepted) { k = accepted = emitted - 1; }
         // the method may change the draft (CLaSp: a DP on the states of the last accepted token,
         // but not after the prompt's last round, whose set would never draft; SWIFT: its ratio)
-        st->selections += selector_after_verify(sel, m, capture && !done ? s->states : NULL,
-                                                s->rows[accepted], pos + accepted, k, accepted,
-                                                &sp->skip);
+        int dp = selector_after_verify(sel, m, capture && !done ? s->states : NULL,
+                                       s->rows[accepted], pos + accepted, k, accepted, &sp->skip);
+        st->selections += dp;
         st->select_ms += lap_ms(&t);
         // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
         float drafted_under = sp->exit.threshold;
         draft_exit_update(&sp->exit, accepted, k, k == limit);
         record_round(st, k, accepted, skipped, drafted_under, sp->exit.threshold, s->confidence);
+        if (sel && sel->trace) {
+            trace_round(sel->trace, sel, c->n_layers, st->rounds - 1, pos, &drafted_with,
+                        &sp->skip, k, s->conf, accepted, emitted, &sp->exit, drafted_under,
+                        verify_rows, stepped, dp);
+        }
         pos += accepted + 1;
         x = next;
     }
@@ -2257,7 +2300,12 @@ typedef struct {
     int use_cost_model;        // 1: sublayers run per token (deterministic); 0: ms per token
     DraftExit exit;            // the run's draft exit (mode, gamma_0, alpha), from its start
     Sampler sampler;           // the run's temperature, top-p and seed
+    Trace *trace;              // --trace: each set scored, and the one chosen; NULL: none
 } Objective;
+
+// --trace's record of a search (reports, below): set i scored, or (done) the set chosen.
+static void trace_search(Trace *t, int method, int i, const SkipSet *s, int L, double objective,
+                         int done);
 
 // Set by the CLI's SIGINT handler: the searches stop at the next candidate and return the best
 // set so far.
@@ -2353,6 +2401,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
     if (hist) { set_history_add(hist, &best, 0, (float)best_cost); }
+    trace_search(obj->trace, METHOD_SELFSD, 0, &best, L, best_cost, 0);
     if (verbose) {
         fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n",
                 best_cost, unit);
@@ -2372,6 +2421,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
         gp_add(&gp, v, -cost);
         if (cost < best_cost) { best_cost = cost; best = cand; }
         if (hist) { set_history_add(hist, &cand, it, (float)cost); }
+        trace_search(obj->trace, METHOD_SELFSD, it, &cand, L, cost, 0);
         if (verbose) {
             double left_s = (time_ms() - t0) / it * (iters - it) / 1e3;
             fprintf(
@@ -2396,7 +2446,9 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
                     cost_best < cost_empty ? "" : ": keeping the empty set");
         }
         if (cost_best >= cost_empty) { best = empty; }
+        best_cost = cost_best >= cost_empty ? cost_empty : cost_best;
     }
+    trace_search(obj->trace, METHOD_SELFSD, it - 1, &best, L, best_cost, 1);
     gp_free(&gp);
     return best;
 }
@@ -2438,6 +2490,7 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
         }
         double cost = measure_objective(m, obj, &cand);
         if (cost < best_cost) { best_cost = cost; best = cand; }
+        trace_search(obj->trace, METHOD_ORACLE, (int)tried, &cand, L, cost, 0);
         tried++;
         if (time_ms() - shown > 10e3) {
             shown = time_ms();
@@ -2453,6 +2506,7 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
                 exhaustive ? "" : "random ", count, best_cost,
                 exhaustive ? " (every set there is: a bound for that size)" : "");
     }
+    trace_search(obj->trace, METHOD_ORACLE, (int)tried, &best, L, best_cost, 1);
     *n_tried = tried;
     return best;
 }
@@ -4838,24 +4892,113 @@ static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
 
 // lead (such as `, "note": `), then s as a JSON string literal, or null when s is NULL.
 // JSON text is UTF-8; a byte that is not (a folder name is bytes) is written as U+FFFD.
-static void json_field(const char *lead, const char *s) {
-    printf("%s", lead);
+static void json_field(FILE *f, const char *lead, const char *s) {
+    fprintf(f, "%s", lead);
     if (s == NULL) {
-        printf("null");
+        fprintf(f, "null");
         return;
     }
     size_t len = strlen(s), n;
-    putchar('"');
+    fputc('"', f);
     for (size_t i = 0; i < len; i += n) {
         int cp;
         n = utf8_decode(s, len, i, &cp);
-        if (cp < 0) { fputs("\\ufffd", stdout); }
-        else if (cp == '"' || cp == '\\') { printf("\\%c", cp); }
-        else if (cp == '\n') { fputs("\\n", stdout); }
-        else if (cp < 0x20) { printf("\\u%04x", cp); }
-        else { fwrite(s + i, 1, n, stdout); }
+        if (cp < 0) { fputs("\\ufffd", f); }
+        else if (cp == '"' || cp == '\\') { fprintf(f, "\\%c", cp); }
+        else if (cp == '\n') { fputs("\\n", f); }
+        else if (cp < 0x20) { fprintf(f, "\\u%04x", cp); }
+        else { fwrite(s + i, 1, n, f); }
     }
-    putchar('"');
+    fputc('"', f);
+}
+
+// --trace FILE: JSON Lines, one object per event, each with a "type" (README: the trace). The
+// CLI writes the header and each prompt's summary; the decoding loop and the searches write
+// the rest through these, when a trace is open. Floats as %.9g (a float32 round-trips), a value
+// that is not finite as null; only the keys ending in _ms or _per_s hold timings.
+struct Trace {
+    FILE *f;    // in memory until the run ends (commit_output)
+    int prompt; // the prompt being decoded (0-based)
+};
+
+static void trace_float(FILE *f, const char *lead, double x) {
+    if (isfinite(x)) { fprintf(f, "%s%.9g", lead, x); } else { fprintf(f, "%snull", lead); }
+}
+
+// lead, then {"attn": "1,3", "mlp": ""}: the skipped layers, as --skip lists them.
+static void trace_skip(FILE *f, const char *lead, const SkipSet *s, int L) {
+    fprintf(f, "%s{", lead);
+    for (int k = 0; k < 2; k++) {
+        const unsigned char *flags = k ? s->mlp : s->attn;
+        fprintf(f, "%s\"%s\": \"", k ? ", " : "", k ? "mlp" : "attn");
+        for (int l = 0, n = 0; l < L; l++) {
+            if (flags[l]) { fprintf(f, n++ ? ",%d" : "%d", l); }
+        }
+        fputc('"', f);
+    }
+    fputc('}', f);
+}
+
+static void trace_prefill(Trace *t, int n_prompt, const Selector *sel, const SkipSet *skip, int L) {
+    fprintf(t->f, "{\"type\": \"prefill\", \"prompt\": %d, \"tokens\": %d", t->prompt, n_prompt);
+    if (sel && sel->method == METHOD_ASD) {
+        for (int l = 0; l < L; l++) {
+            trace_float(t->f, l ? ", " : ", \"asd_cos\": [", sel->asd_cos[l]);
+        }
+        trace_skip(t->f, "], \"asd_skip\": ", skip, L);
+    }
+    fprintf(t->f, "}\n");
+}
+
+static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos,
+                        const SkipSet *skip, const SkipSet *next, int k, const float *conf,
+                        int accepted, int emitted, const DraftExit *exit, float gamma_before,
+                        int verify_rows, int stepped, int dp) {
+    FILE *f = t->f;
+    int gamma = exit->mode != EXIT_NONE; // --exit none drafts K tokens: no threshold, null
+    fprintf(f, "{\"type\": \"round\", \"prompt\": %d, \"round\": %d, \"pos\": %d", t->prompt,
+            round, pos);
+    trace_skip(f, ", \"skip\": ", skip, L);
+    fprintf(f, ", \"drafted\": %d, \"conf\": [", k);
+    for (int j = 0; j < k; j++) { trace_float(f, j ? ", " : "", conf[j]); }
+    fprintf(f, "], \"accepted\": %d, \"emitted\": %d", accepted, emitted);
+    trace_float(f, ", \"gamma_before\": ", gamma ? gamma_before : NAN);
+    trace_float(f, ", \"gamma_after\": ", gamma ? exit->threshold : NAN);
+    fprintf(f, ", \"verify\": %d, \"event\": ", verify_rows);
+    if (stepped) { // SWIFT's optimization step before this round (swift_step)
+        const Swift *w = &sel->swift;
+        static const char *phase[] = {"start", "random", "gp"};
+        fprintf(f, "{\"swift\": {\"phase\": \"%s\"", phase[w->phase]);
+        trace_skip(f, ", \"candidate\": ", &w->cand, L);
+        trace_float(f, ", \"matchness\": ", w->cand_score);
+        trace_float(f, ", \"kept_matchness\": ", w->kept_score >= 0 ? w->kept_score : NAN);
+        trace_float(f, ", \"ratio\": ", w->ratio);
+        fprintf(f, ", \"replaced\": %s}}", w->kept_score >= 0 && w->cand_score > w->kept_score
+                                              ? "true" : "false");
+    } else if (dp) { // CLaSp's DP after this round's verification (select_clasp)
+        trace_skip(f, "{\"clasp\": {\"ran\": true, \"skip\": ", next, L);
+        trace_float(f, ", \"margin\": ", sel->clasp_margin);
+        fprintf(f, "}}");
+    } else {
+        fprintf(f, "null");
+    }
+    fprintf(f, "}\n");
+}
+
+static void trace_search(Trace *t, int method, int i, const SkipSet *s, int L, double objective,
+                         int done) {
+    if (t == NULL) { return; }
+    if (done) {
+        fprintf(t->f, "{\"type\": \"search_done\", \"method\": \"%s\", \"scored\": %d, "
+                "\"interrupted\": %s", method_name(method), i,
+                search_interrupted ? "true" : "false");
+    } else {
+        fprintf(t->f, "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d", method_name(method),
+                i);
+    }
+    trace_skip(t->f, ", \"skip\": ", s, L);
+    trace_float(t->f, ", \"objective\": ", objective);
+    fprintf(t->f, "}\n");
 }
 
 // ----------------------------------------------------------------------------
@@ -5265,6 +5408,7 @@ typedef struct {
     DraftExit exit;       // the draft-exit rule: the method's, or --exit and --alpha
     MethodParams params;  // each method's settings: the papers' defaults, changed by the flags
     const char *svg;      // --svg FILE
+    const char *trace;    // --trace FILE
     unsigned long given;  // bit k: FLAGS[k] was on the command line
 } Options;
 
@@ -5364,6 +5508,8 @@ static const Flag FLAGS[] = {
      "(needs a method other than none)"},
     {"--svg", "FILE", ARG_PATH, offsetof(Options, svg), 0, 0, 0, 0, NULL,
      "draw the layer map, the set over time and each round as SVG (a panel\nper prompt)"},
+    {"--trace", "FILE", ARG_PATH, offsetof(Options, trace), 0, 0, 0, 0, NULL,
+     "write each round and each decision as JSON Lines (README: the trace)"},
     {"--json", NULL, ARG_SWITCH, offsetof(Options, json), 0, 0, 0, 0, NULL,
      "print one JSON object per prompt instead of text, one per line\n"
      "(JSON Lines with -f); its \"text\" is the continuation alone,\nwithout the prompt"},
@@ -5427,7 +5573,7 @@ static void usage(FILE *f) {
     fprintf(f, "usage: selfspec [options]\n");
     for (int k = 0; k < N_FLAGS; k++) {
         const Flag *fl = &FLAGS[k];
-        char head[32], help[512];
+        char head[32], help[512]; // head: the widest, "--swift-budget B", fits 16 columns
         snprintf(head, sizeof(head), "%s%s%s", fl->name, fl->arg ? " " : "",
                  fl->arg ? fl->arg : "");
         // a help's %g: its default; -K's also show SWIFT's K and the cap (hi), --exit's the
@@ -5438,13 +5584,14 @@ static void usage(FILE *f) {
             v[1] = d.params.clasp.exit_threshold;
         }
         snprintf(help, sizeof(help), fl->help, v[0], v[1], v[2]);
-        fprintf(f, "  %-15s ", head);
+        fprintf(f, "  %-16s ", head);
         for (const char *c = help; *c; c++) { // continuation lines under the first
-            if (*c == '\n') { fprintf(f, "\n%18s", ""); }
+            if (*c == '\n') { fprintf(f, "\n%19s", ""); }
             else { fputc(*c, f); }
         }
         fputc('\n', f);
     }
+    fprintf(f, "  %-16s this help, on stdout\n", "-h, --help");
     fprintf(f, "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set "
                "so far.\n");
 }
@@ -5672,9 +5819,9 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     return f.failed ? -1 : 0;
 }
 
-// An output file (--svg, --save-skip) is written at the end of a run that can take minutes, so
-// its path is checked before it: a folder that exists and can be written, and not one of the
-// run's inputs or the other output (the rename at the end would replace it).
+// An output file (--svg, --save-skip, --trace) is written at the end of a run that can take
+// minutes, so its path is checked before it: a folder that exists and can be written, and not
+// one of the run's inputs or another output (the rename at the end would replace it).
 static int check_output(const Options *o, const char *const *field, char *err) {
     const char *flag = flag_name(o, field), *path = *field;
     struct stat sb, in;
@@ -5685,18 +5832,20 @@ static int check_output(const Options *o, const char *const *field, char *err) {
     snprintf(dir, sizeof(dir), "%.*s", dir_len, slash ? path : ".");
     const char *names[4] = {"config.json", "tokenizer.json", "model.safetensors",
                             "model.safetensors.index.json"};
-    const char *inputs[8] = {o->prompt_file, o->skip_file, o->dev_prompts,
-                             o->svg == path ? o->save_skip : o->svg};
+    const char *inputs[10] = {o->prompt_file, o->skip_file, o->dev_prompts}; // 3-5: outputs
+    const char *outputs[3] = {o->save_skip, o->svg, o->trace};
+    for (int k = 0; k < 3; k++) { inputs[3 + k] = outputs[k] == path ? NULL : outputs[k]; }
     for (int k = 0; k < 4; k++) {
         snprintf(model[k], sizeof(model[k]), "%s/%s", o->model_dir, names[k]);
-        inputs[4 + k] = model[k];
+        inputs[6 + k] = model[k];
     }
-    int exists = stat(path, &sb) == 0;
-    for (int k = 0; k < 8; k++) {
-        if (inputs[k] && ((k == 3 && strcmp(inputs[k], path) == 0) ||
+    int exists = stat(path, &sb) == 0, output;
+    for (int k = 0; k < 10; k++) {
+        output = k >= 3 && k < 6;
+        if (inputs[k] && ((output && strcmp(inputs[k], path) == 0) ||
                           (exists && stat(inputs[k], &in) == 0 && in.st_dev == sb.st_dev &&
                            in.st_ino == sb.st_ino))) {
-            return flag_fail(err, flag, path, k == 3 ? "names the other output file too"
+            return flag_fail(err, flag, path, output ? "names another output file too"
                                                      : "names one of the run's input files");
         }
     }
@@ -5947,6 +6096,9 @@ typedef struct {
     FILE *svg;               // --svg: the drawing, in memory until commit_output
     char *svg_buf;
     size_t svg_len;
+    Trace trace;             // --trace: the records, in memory until commit_output (f NULL: none)
+    char *trace_buf;
+    size_t trace_len;
 } CliRun;
 
 // Self-SD's search or the oracle's, before the first prompt decodes, on r->dev into r->skip,
@@ -5955,7 +6107,7 @@ static double search_skip_set(CliRun *r, const Options *o) {
     int n_layers = r->m.config.n_layers;
     Objective obj = {(const int *const *)r->dev.ids, r->dev.len, r->dev.n,
                      o->params.selfsd.dev_tokens, o->max_draft, o->cost_model, o->exit,
-                     {o->temperature, o->top_p, {0}}};
+                     {o->temperature, o->top_p, {0}}, r->trace.f ? &r->trace : NULL};
     rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
     double t0 = time_ms();
     signal(SIGINT, on_interrupt);
@@ -6008,46 +6160,115 @@ static double threshold_mean(const SpecStats *st) {
     return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
 }
 
-// --json: one object per prompt, on one line (JSON Lines with -f). Its keys are documented in
-// README; "gamma_*" is the draft-exit threshold.
-static void print_json_report(const Options *o, const Model *m, const PromptResult *r) {
+// --trace's header: the settings the run decodes with (README: the trace).
+static void trace_header(FILE *f, const Options *o, const CliRun *r) {
+    int L = r->m.config.n_layers, method = o->method;
+    const DraftExit *e = &o->exit;
+    const MethodParams *p = &o->params;
+    static const char *modes[] = {"adaptive", "fixed", "none"};
+    json_field(f, "{\"type\": \"header\", \"model\": ", r->m.dir);
+    fprintf(f, ", \"method\": \"%s\", \"n_layers\": %d, \"K\": %d, \"n_new\": %d, "
+            "\"seq_len\": %d, \"prompts\": %d, \"exit\": {\"mode\": \"%s\"",
+            method == METHOD_NONE ? "plain" : method_name(method), L, o->max_draft, o->n_new,
+            r->m.config.seq_len, r->prompts.n, modes[e->mode]);
+    if (e->mode != EXIT_NONE) { trace_float(f, ", \"gamma\": ", e->threshold); }
+    if (e->mode == EXIT_ADAPTIVE) {
+        trace_float(f, ", \"alpha\": ", e->target);
+        trace_float(f, ", \"step\": ", e->step);
+        trace_float(f, ", \"beta1\": ", e->beta1);
+        trace_float(f, ", \"beta2\": ", e->beta2);
+    }
+    trace_float(f, "}, \"sampler\": {\"temperature\": ", o->temperature);
+    trace_float(f, ", \"top_p\": ", o->top_p);
+    fprintf(f, ", \"seed\": %d}", o->seed);
+    // the set the first round drafts with, unless the method chooses one before it
+    SkipSet start = method == METHOD_SWIFT ? r->sel.swift.best
+                    : method == METHOD_CLASP ? alternate_layers(L) : r->skip;
+    trace_skip(f, ", \"skip\": ", &start, L);
+    fprintf(f, ", \"params\": {");
+    if (method == METHOD_SELFSD || method == METHOD_ORACLE) {
+        fprintf(f, "\"objective\": \"%s\", \"search_on\": \"%s\", \"dev_tokens\": %d, ",
+                o->cost_model ? "cost" : "time", o->dev_prompts ? "dev-prompts" : "prompt",
+                p->selfsd.dev_tokens);
+    }
+    if (method == METHOD_SELFSD) {
+        fprintf(f, "\"iters\": %d, \"n_candidates\": %d", p->selfsd.iters, p->selfsd.n_candidates);
+        trace_float(f, ", \"kappa\": ", p->selfsd.kappa);
+    } else if (method == METHOD_ORACLE) {
+        fprintf(f, "\"max_sets\": %ld, \"count\": %d", p->oracle.max_sets,
+                (int)lround(p->oracle.skip_ratio * 2 * L));
+        trace_float(f, ", \"skip_ratio\": ", p->oracle.skip_ratio);
+    } else if (method == METHOD_SWIFT) {
+        const SwiftParams *w = &p->swift;
+        fprintf(f, "\"window\": %d, \"max_steps\": %d, \"patience\": %d, \"bo_every\": %d, "
+                "\"n_candidates\": %d", w->window, w->max_steps, w->patience, w->bo_every,
+                w->n_candidates);
+        trace_float(f, ", \"kappa\": ", w->kappa);
+        trace_float(f, ", \"target\": ", w->target);
+        trace_float(f, ", \"skip_ratio\": ", w->skip_ratio);
+        trace_float(f, ", \"budget\": ", w->budget);
+        for (int k = 0; k < 3; k++) {
+            trace_float(f, k ? ", " : ", \"tree_confidence\": [", w->tree.confidence[k]);
+        }
+        fprintf(f, "], \"tree_width\": [%d, %d, %d, %d]", w->tree.width[0], w->tree.width[1],
+                w->tree.width[2], w->tree.width[3]);
+    } else if (method == METHOD_ASD) {
+        trace_float(f, "\"cos_threshold\": ", p->asd.cos_threshold);
+        fprintf(f, ", \"every_m\": %d, \"keep_last_n\": %d", p->asd.every_m, p->asd.keep_last_n);
+    } else if (method == METHOD_CLASP) {
+        fprintf(f, "\"interval\": %d, \"M\": %d", p->clasp.interval, r->sel.clasp_skip);
+        trace_float(f, ", \"skip_ratio\": ", p->clasp.skip_ratio);
+    }
+    fprintf(f, "}}\n");
+}
+
+// --json: one object per prompt, on one line (JSON Lines with -f), after lead ("{", or --trace's
+// summary's first keys). Its keys are documented in README; "gamma_*" is the draft-exit threshold.
+static void print_json_report(FILE *f, const char *lead, const Options *o, const Model *m,
+                              const PromptResult *r) {
     const SpecStats *st = r->st;
     int L = m->config.n_layers;
     char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[1024];
     layer_map(r->skip, L, attn_map, mlp_map);
     RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
-    json_field("{\"model\": ", m->dir);
-    json_field(", \"device\": ", device_name());
-    json_field(", \"text\": ", r->text ? r->text : "");
-    printf(", \"tokens\": [");
-    for (int t = 0; t < r->n; t++) { printf(t ? ", %d" : "%d", r->tokens[t]); }
-    printf("], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, \"prefill_ms\": %.3f, "
-           "\"decode_ms\": %.3f", r->n_prompt, r->n, tps, st->gen.prefill_ms, st->gen.decode_ms);
-    printf(", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}",
-           method_name(o->method), attn_map, mlp_map);
-    printf(", \"skip_ratio\": %.4f, \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, "
-           "\"accept_rate\": %.4f, \"mean_accepted\": %.4f", sum.skip_ratio, st->rounds,
-           st->drafted, st->accepted, sum.acceptance, sum.mean_accepted);
-    printf(", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
-           st->threshold_first, st->threshold_last, threshold_mean(st));
-    if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
-        printf(", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
+    fprintf(f, "%s", lead);
+    json_field(f, "\"model\": ", m->dir);
+    json_field(f, ", \"device\": ", device_name());
+    json_field(f, ", \"text\": ", r->text ? r->text : "");
+    fprintf(f, ", \"tokens\": [");
+    for (int t = 0; t < r->n; t++) { fprintf(f, t ? ", %d" : "%d", r->tokens[t]); }
+    fprintf(f, "], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, "
+            "\"prefill_ms\": %.3f, \"decode_ms\": %.3f", r->n_prompt, r->n, tps,
+            st->gen.prefill_ms, st->gen.decode_ms);
+    fprintf(f, ", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}",
+               method_name(o->method), attn_map, mlp_map);
+    fprintf(f, ", \"skip_ratio\": %.4f, \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, "
+               "\"accept_rate\": %.4f, \"mean_accepted\": %.4f", sum.skip_ratio, st->rounds,
+               st->drafted, st->accepted, sum.acceptance, sum.mean_accepted);
+    if (o->exit.mode == EXIT_NONE) { // always K tokens: no threshold
+        fprintf(f, ", \"gamma_first\": null, \"gamma_last\": null, \"gamma_mean\": null");
+    } else {
+        fprintf(f, ", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
+                st->threshold_first, st->threshold_last, threshold_mean(st));
     }
-    printf(", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
-           ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
-           st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
-    json_field(", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
-                                            r->sel, note, sizeof(note)));
+    if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
+        fprintf(f, ", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
+    }
+    fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
+               ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
+               st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
+    json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
+                                               r->sel, note, sizeof(note)));
     if (r->n_plain >= 0) {
         PassCosts pc = pass_costs(st, r->plain_tps);
-        printf(", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s", r->plain_tps,
-               r->plain_tps > 0 ? tps / r->plain_tps : 0,
-               o->temperature == 0.0f ? (r->identical ? "true" : "false") : "null");
-        printf(", \"draft_pass_steps\": %.4f, \"verify_pass_steps\": %.4f, "
-               "\"predicted_speedup\": %.4f", pc.draft, pc.verify, pc.predicted);
+        fprintf(f, ", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s",
+                r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0,
+                o->temperature == 0.0f ? (r->identical ? "true" : "false") : "null");
+        fprintf(f, ", \"draft_pass_steps\": %.4f, \"verify_pass_steps\": %.4f, "
+                "\"predicted_speedup\": %.4f", pc.draft, pc.verify, pc.predicted);
     }
-    printf("}\n");
+    fprintf(f, "}\n");
 }
 
 // The text report on stderr (stdout holds the generated text).
@@ -6069,17 +6290,26 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
         fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted "
                 "length M %.2f\n", st->rounds, st->drafted, st->accepted, sum.acceptance,
                 sum.mean_accepted);
-        fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | draft %.1f ms, verify %.1f ms, "
-                "select %.1f ms, other %.1f ms\n", st->threshold_first, st->threshold_last,
-                threshold_mean(st), st->draft_ms, st->verify_ms, st->select_ms,
+        if (o->exit.mode == EXIT_NONE) { // always K tokens: no threshold to print
+            fprintf(stderr, "no exit threshold (--exit none) | ");
+        } else {
+            fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | ", st->threshold_first,
+                    st->threshold_last, threshold_mean(st));
+        }
+        fprintf(stderr, "draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
+                st->draft_ms, st->verify_ms, st->select_ms,
                 st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms);
         fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", sum.expected_speedup);
         if (st->selections > 0 && st->rounds > 0) {
             double per_call = own_select_ms / st->selections;
-            fprintf(stderr, "%s: %d selection calls, %.2f ms each = %.2f verification passes; "
-                    "%.1f%% of decode time\n", name, st->selections, per_call,
-                    per_call / (st->verify_ms / st->rounds),
-                    100 * own_select_ms / st->gen.decode_ms);
+            // the passes' predicted speedup is tokens / (draft + verify time) in plain steps;
+            // selection adds its time to the denominator and takes this share of that speedup
+            fprintf(stderr, "%s: %d selection call%s, %.2f ms each = %.2f verification passes; "
+                    "%.1f%% of decode time, taking %.0f%% of the speedup the draft and verify "
+                    "passes predict\n", name, st->selections, st->selections == 1 ? "" : "s",
+                    per_call, per_call / (st->verify_ms / st->rounds),
+                    100 * own_select_ms / st->gen.decode_ms,
+                    100 * own_select_ms / (st->draft_ms + st->verify_ms + own_select_ms));
         }
         if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->sel, note,
                         sizeof(note))) {
@@ -6093,8 +6323,14 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                 o->temperature > 0 ? "" : r->identical ? ", output identical" : ", OUTPUT DIFFERS");
         if (st->rounds > 0) {
             fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f "
-                    "(Eq. 6 takes %.2f and 1): these alone predict %.2fx\n",
+                    "(Eq. 6 takes %.2f and 1): these alone predict %.2fx",
                     pc.draft, pc.verify, sum.draft_cost, pc.predicted);
+            if (st->selections > 0) { // SWIFT's steps, CLaSp's DPs: their time too
+                double passes_ms = st->draft_ms + st->verify_ms;
+                fprintf(stderr, ", %.2fx with the selection time",
+                        pc.predicted * passes_ms / (passes_ms + st->select_ms - st->search_ms));
+            }
+            fputc('\n', stderr);
         }
     }
 }
@@ -6122,6 +6358,7 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     memset(st, 0, sizeof(*st));
     if (plain || o->method == METHOD_NONE) {
         n = generate_plain(&r->m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);
+        if (!plain && r->trace.f) { trace_prefill(&r->trace, n_prompt, NULL, NULL, 0); }
     } else {
         // (the selector's hooks do nothing for static, selfsd and oracle: they chose before)
         SpecParams sp = {r->skip, o->max_draft, o->exit};
@@ -6146,16 +6383,35 @@ static void open_std_descriptors(void) {
     }
 }
 
+// A model folder that is missing but has a script beside it that makes it (tiny_models/
+// smollm2-135m: tiny_models/get_smollm2.sh, get_ and the name up to its first '-') gets the
+// script named after the error in err (CLI_ERR_LEN bytes).
+static void getter_hint(const char *dir, char *err) {
+    struct stat sb;
+    char script[1200];
+    const char *slash = strrchr(dir, '/'), *base = slash ? slash + 1 : dir;
+    snprintf(script, sizeof(script), "%.*sget_%.*s.sh", (int)(base - dir), dir,
+             (int)strcspn(base, "-"), base);
+    if (stat(dir, &sb) != 0 && stat(script, &sb) == 0) {
+        size_t n = strlen(err);
+        snprintf(err + n, CLI_ERR_LEN - n, " (the folder is made by %s: run it first)", script);
+    }
+}
+
 // Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
 // in err (CLI_ERR_LEN bytes).
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     char path[1200], why[SS_ERR_LEN], extra[64];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
     if ((o->save_skip && check_output(o, &o->save_skip, err)) ||
-        (o->svg && check_output(o, &o->svg, err))) {
+        (o->svg && check_output(o, &o->svg, err)) ||
+        (o->trace && check_output(o, &o->trace, err))) {
         return -1;
     }
-    if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) { return -1; }
+    if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) {
+        getter_hint(o->model_dir, err);
+        return -1;
+    }
     const Config *c = &r->m.config;
 #ifndef __CUDACC__
     Weights sizes;
@@ -6206,6 +6462,11 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
         r->svg = open_memstream(&r->svg_buf, &r->svg_len); // written by commit_output
         svg_begin(r->svg, c->n_layers, o->method, r->prompts.n);
     }
+    if (o->trace) {
+        r->trace.f = open_memstream(&r->trace_buf, &r->trace_len); // written by commit_output
+        r->sel.trace = &r->trace;
+        trace_header(r->trace.f, o, r);
+    }
     return 0;
 }
 
@@ -6217,7 +6478,8 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
     // selfsd and oracle search before the first prompt, on r->dev (empty for other methods)
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
     SpecStats st;
-    char *text = NULL;
+    char *text = NULL, lead[64];
+    r->trace.prompt = pi;
     if (!o->json) { printf("%s", r->prompts.text[pi]); fflush(stdout); }
     int n = decode_prompt(r, o, pi, 0, &st, &text);
     if (!o->json) { printf("\n"); }
@@ -6233,9 +6495,13 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
                         memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
     if (o->json) {
-        print_json_report(o, &r->m, &res);
+        print_json_report(stdout, "{", o, &r->m, &res);
     } else {
         print_text_report(o, &r->m, &res);
+    }
+    if (r->trace.f) { // the summary: --json's object
+        snprintf(lead, sizeof(lead), "{\"type\": \"summary\", \"prompt\": %d, ", pi);
+        print_json_report(r->trace.f, lead, o, &r->m, &res);
     }
     if (r->svg) {
         double y = pi * svg_panel_height(o->method);
@@ -6273,6 +6539,15 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
     } else if (r->svg) {
         fclose(r->svg);
         free(r->svg_buf);
+    }
+    if (r->trace.f && !failed) {
+        if (commit_output(flag_name(o, &o->trace), o->trace, r->trace.f, &r->trace_buf,
+                          &r->trace_len, err)) {
+            failed = print_error(err);
+        }
+    } else if (r->trace.f) {
+        fclose(r->trace.f);
+        free(r->trace_buf);
     }
     return failed;
 }

@@ -903,6 +903,14 @@ int main(void) {
                      "--method selfsd --dev-prompts %s --save-skip %s");
     kept_output_case("--svg and --save-skip name one file", "other output file", NULL,
                      "--method selfsd --save-skip %s --svg %s");
+    // --trace (issue 31) goes through the same checks: each pair of outputs, the inputs, a refused run
+    kept_output_case("--trace and --svg name one file", "another output file", NULL, "--trace %s --svg %s");
+    kept_output_case("--trace and --save-skip name one file", "another output file", NULL,
+                     "--method selfsd --save-skip %s --trace %s");
+    kept_output_case("--trace names the -f file", "--trace", "input files", "-f %s --trace %s");
+    kept_output_case("--trace kept when the skip set is refused", "--skip", "out of range", "--skip mlp:6 --trace %s");
+    flag_case("--trace into a missing folder", "--trace", "no-such-dir/t.jsonl: its folder does not exist",
+              "--trace %s/no-such-dir/t.jsonl", tmp);
     {
         char link[256], f[512];
         snprintf(link, sizeof(link), "%s/prompts-link.txt", tmp);

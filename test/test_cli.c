@@ -188,7 +188,7 @@ static void test_selfsd_noise(void) {
     char err[SS_ERR_LEN];
     if (build_model(&m, RANDOM_MODEL, 64, err)) { check(0, "%s", err); return; }
     NoisyClock clock = {0};
-    Objective obj = {NULL, NULL, 0, 0, 12, 0, draft_exit_default(), {0.0f, 1.0f, {1}}};
+    Objective obj = {NULL, NULL, 0, 0, 12, 0, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL};
     MethodParams mp = method_params_default();
     mp.selfsd.iters = 40;
     test_objective = noisy_cost;
@@ -407,6 +407,90 @@ static void test_incomplete_end(void) {
     free(out); free(err);
 }
 
+// Issue 31's small fixes. --help: every line fits 100 columns, every flag's help starts in one
+// column (--swift-budget B once pushed its own one further), and -h is listed.
+static void test_help_layout(void) {
+    char *out, *err;
+    int rc = run("", "-h", &out, &err), line_no = 0, rows = 0;
+    const char *first = strstr(out, "Hugging Face"), *nl = first;
+    while (nl && nl > out && nl[-1] != '\n') { nl--; }
+    int col = first ? (int)(first - nl) : -1; // where -m's help starts
+    check(rc == 0 && col > 4, "-h: exit %d, no -m row:\n%s", rc, out);
+    for (char *line = strtok(out, "\n"); line && col > 4; line = strtok(NULL, "\n")) {
+        line_no++;
+        int len = (int)strlen(line);
+        check(len <= 100, "--help line %d is %d columns: %s", line_no, len, line);
+        if (strncmp(line, "  -", 3) != 0) { continue; }
+        rows++;
+        check(len > col && line[col - 1] == ' ' && line[col] != ' ',
+              "--help line %d: its help does not start in column %d, as -m's does: %s", line_no, col, line);
+    }
+    check(rows > 20, "--help lists %d flags", rows);
+    free(out); free(err);
+    rc = run("", "--help", &out, &err);
+    check(strstr(out, "\n  -h, --help ") != NULL, "--help does not list -h, --help:\n%s", out);
+    free(out); free(err);
+}
+
+// --exit none prints no gamma (there is no threshold): not in the summary, null in --json.
+static void test_exit_none(void) {
+    char *out, *err;
+    int rc = run("OMP_NUM_THREADS=1", "-n 12 --skip attn:1,3 --exit none -K 3", &out, &err);
+    check(rc == 0 && strstr(err, "no exit threshold (--exit none)") != NULL && strstr(err, "gamma") == NULL,
+          "--exit none: exit %d, want no gamma in the summary:\n%s", rc, err);
+    free(out); free(err);
+    rc = run("OMP_NUM_THREADS=1", "-n 12 --skip attn:1,3 --exit none -K 3 --json", &out, &err);
+    check(rc == 0 && strstr(out, "\"gamma_first\": null, \"gamma_last\": null, \"gamma_mean\": null") != NULL,
+          "--exit none --json: exit %d, want the gammas null:\n%s", rc, out);
+    free(out); free(err);
+}
+
+// One selection call is "1 selection call"; the selection line says what share of the passes'
+// predicted speedup the selection time takes, and --compare's prediction with that time, both
+// from the numbers printed beside them.
+static void test_selection_share(void) {
+    char *out, *err;
+    int rc = run("OMP_NUM_THREADS=1", "-n 6 --method clasp --loi 3", &out, &err);
+    check(rc == 0 && strstr(err, "clasp: 1 selection call, ") != NULL, "clasp --loi 3 -n 6: exit %d, want "
+          "\"1 selection call,\":\n%s", rc, err);
+    free(out); free(err);
+    rc = run("OMP_NUM_THREADS=1", "-n 40 --method clasp --compare", &out, &err);
+    const char *times = strstr(err, "| draft "), *share = strstr(err, "% of decode time, taking ");
+    const char *pred = strstr(err, "these alone predict ");
+    double draft = 0, verify = 0, select = 0, taken = -1, alone = 0, with = 0;
+    int got = times && sscanf(times, "| draft %lf ms, verify %lf ms, select %lf ms", &draft, &verify, &select) == 3;
+    got = got && share && sscanf(share, "%% of decode time, taking %lf%%", &taken) == 1;
+    got = got && pred && sscanf(pred, "these alone predict %lfx, %lfx with the selection time", &alone, &with) == 2;
+    double want = 100 * select / (draft + verify + select), want_with = alone * (draft + verify) / (draft + verify + select);
+    // the printed times are rounded to 0.1 ms and the prediction to 0.01
+    check(rc == 0 && got && fabs(taken - want) <= 1.0 && fabs(with - want_with) <= 0.02 && select > 0,
+          "clasp --compare: exit %d, the share %g%% (want %.1f%% from draft %g, verify %g, select %g ms), "
+          "the prediction with selection %gx (want %.3fx from %gx):\n%s", rc, taken, want, draft, verify, select,
+          with, want_with, alone, err);
+    free(out); free(err);
+}
+
+// A missing model folder with a script beside it that makes it (tiny_models/get_smollm2.sh for
+// tiny_models/smollm2-135m) names the script; one without such a script does not.
+static void test_getter_hint(void) {
+    char *out, *err, path[256], args[512];
+    snprintf(path, sizeof(path), "%s/get_smollx.sh", tmp);
+    FILE *f = fopen(path, "w");
+    if (f) { fputs("#!/bin/sh\n", f); fclose(f); }
+    snprintf(args, sizeof(args), "-m %s/smollx-135m -n 2", tmp);
+    int rc = run("", args, &out, &err);
+    check(rc == 1 && strstr(err, "smollx-135m/config.json: cannot open") != NULL &&
+          strstr(err, "get_smollx.sh: run it first") != NULL, "-m a missing folder beside its get_ script: "
+          "exit %d, want the script named:\n%s", rc, err);
+    free(out); free(err);
+    snprintf(args, sizeof(args), "-m %s/other-1 -n 2", tmp);
+    rc = run("", args, &out, &err);
+    check(rc == 1 && strstr(err, "other-1/config.json: cannot open") != NULL && strstr(err, "get_") == NULL,
+          "-m a missing folder without a script: exit %d, want no hint:\n%s", rc, err);
+    free(out); free(err);
+    remove(path);
+}
+
 int main(void) {
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-cli-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_cli: mkdtemp failed\n"); return 2; }
@@ -421,6 +505,10 @@ int main(void) {
     test_selfsd_noise();
     test_selfsd_progress();
     test_ctrl_c();
+    test_help_layout();
+    test_exit_none();
+    test_selection_share();
+    test_getter_hint();
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
     if (system(cmd) != 0) { fprintf(stderr, "test_cli: could not remove %s\n", tmp); }

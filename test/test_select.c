@@ -197,7 +197,7 @@ static void test_planted(const char *dir) {
     float *h = (float *)malloc_check((size_t)(2 * L + 1) * dim * sizeof(float));
     Capture cap = {1, idx, h};
     forward(&m, prompt, 12, 0, NULL, NULL, &cap); // h: (2L+1, dim), boundary 2i = h_i
-    SkipSet dp = select_clasp(&m, h, 11, 2);
+    SkipSet dp = select_clasp(&m, h, 11, 2, NULL);
     layer_map(&dp, L, a_map, m_map);
     check(same_set(&dp, &whole, L), "CLaSp DP with M=2 chose attn %s mlp %s, not the identity layers 3, 4", a_map, m_map);
 
@@ -233,7 +233,7 @@ static void test_planted(const char *dir) {
     // iterations (the space has 2^12 sets)
     const int *prompts[1] = {prompt};
     int lengths[1] = {12};
-    Objective obj = {prompts, lengths, 1, 24, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}};
+    Objective obj = {prompts, lengths, 1, 24, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL};
     MethodParams mp_bo = method_params_default();
     mp_bo.selfsd.iters = 150;
     SkipSet bo = select_selfsd(&m, &obj, &mp_bo.selfsd, 7, 0, NULL);
@@ -297,7 +297,7 @@ static void test_dp_vs_brute_force(const char *dir) {
         int slot = 10 + k, idx[1] = {slot};
         Capture cap = {1, idx, h};
         forward(&m, prompt, slot + 1, 0, NULL, NULL, &cap);
-        SkipSet dp = select_clasp(&m, h, slot, M);
+        SkipSet dp = select_clasp(&m, h, slot, M, NULL);
         // brute force: every set of M layers, the token run through the kept layers
         double cos_dp = -2, best = -2, all[64];
         int n_sets = 0, best_mask = 0, dp_mask = 0;
@@ -377,8 +377,8 @@ static void test_clasp_input(const char *dir) {
             memcpy(h, tmp, (size_t)2 * (2 * L + 1) * dim * sizeof(float));
             free(tmp);
             int M = (int)lround(mp.clasp.skip_ratio * L);
-            SkipSet from_x = select_clasp(&m, h, n_prompt, M);
-            SkipSet want = select_clasp(&m, h + (size_t)(2 * L + 1) * dim, n_prompt + accepted, M);
+            SkipSet from_x = select_clasp(&m, h, n_prompt, M, NULL);
+            SkipSet want = select_clasp(&m, h + (size_t)(2 * L + 1) * dim, n_prompt + accepted, M, NULL);
             if (same_set(&from_x, &want, L)) { break; } // this prompt could not tell them apart
             seen = 1;
             ok = same_set(&sp.skip, &want, L);
@@ -392,8 +392,9 @@ static void test_clasp_input(const char *dir) {
 
 // CLaSp Eq. 2 written out over the whole (L+1) x (M+1) table, one state through one layer at a
 // time: select_clasp's band (states that cannot reach (L, M) are left out) and its batching
-// must not change the answer.
-static SkipSet clasp_full_table(Model *m, const float *h, int slot, int M) {
+// must not change the answer. *margin: the smallest |cos(h_i, skip) - cos(h_i, run)| over the
+// decisions that can still end at (L, M) (j >= M - (L - i)), which --trace reports.
+static SkipSet clasp_full_table(Model *m, const float *h, int slot, int M, double *margin) {
     int L = m->config.n_layers, dim = m->config.dim;
     size_t row = (size_t)dim;
     float *g = (float *)malloc_check((size_t)(L + 1) * (M + 1) * row * sizeof(float));
@@ -402,6 +403,7 @@ static SkipSet clasp_full_table(Model *m, const float *h, int slot, int M) {
     float *saved = (float *)malloc_check((size_t)2 * L * m->config.n_kv_heads * m->config.head_dim * sizeof(float));
     kv_slots(m, slot, 1, saved, 1);
     memcpy(g, h, row * sizeof(float));
+    *margin = INFINITY;
     for (int i = 1; i <= L; i++) {
         const float *hi = h + (size_t)(2 * i) * row;
         memcpy(g + (size_t)i * (M + 1) * row, hi, row * sizeof(float));
@@ -411,7 +413,9 @@ static SkipSet clasp_full_table(Model *m, const float *h, int slot, int M) {
             if (j <= i - 1) {
                 memcpy(run, g + ((size_t)(i - 1) * (M + 1) + j) * row, row * sizeof(float));
                 run_layer_batch(m, i - 1, run, 1, slot);
-                take_skip = cosine(hi, skip_state, dim) > cosine(hi, run, dim);
+                double cs = cosine(hi, skip_state, dim), cr = cosine(hi, run, dim);
+                take_skip = cs > cr;
+                if (j >= M - (L - i) && fabs(cs - cr) < *margin) { *margin = fabs(cs - cr); }
             }
             memcpy(g + ((size_t)i * (M + 1) + j) * row, take_skip ? skip_state : run, row * sizeof(float));
             skipped[i * (M + 1) + j] = (unsigned char)take_skip;
@@ -472,13 +476,14 @@ static void test_dp_band(const char *dir) {
             int idx[1] = {slot};
             Capture cap = {1, idx, h};
             forward(&m, prompt, slot + 1, 0, NULL, NULL, &cap);
-            SkipSet a = select_clasp(&m, h, slot, M), b = clasp_full_table(&m, h, slot, M);
+            double margin_a = -1, margin_b = -2;
+            SkipSet a = select_clasp(&m, h, slot, M, &margin_a), b = clasp_full_table(&m, h, slot, M, &margin_b);
             same += memcmp(a.attn, b.attn, sizeof(a.attn)) == 0 && memcmp(a.mlp, b.mlp, sizeof(a.mlp)) == 0 &&
-                    skip_count(&a, L) == 2 * M;
+                    skip_count(&a, L) == 2 * M && margin_a == margin_b && isfinite(margin_a);
             cases++;
         }
     }
-    check(same == cases, "CLaSp: the banded, batched DP differs from the full table in %d of %d cases", cases - same,
+    check(same == cases, "CLaSp: the banded, batched DP differs from the full table (its set or its closest decision's margin) in %d of %d cases", cases - same,
           cases);
     free(h);
     free_model(&m);
@@ -800,7 +805,7 @@ static void test_selfsd_run_decoder(const char *dir) {
     for (int r = 0; r < 3; r++) {
         const int *prompts[1] = {prompt};
         int lengths[1] = {6};
-        Objective obj = {prompts, lengths, 1, 24, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}};
+        Objective obj = {prompts, lengths, 1, 24, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL};
         if (r == 0) { obj.max_draft = 3; }
         if (r == 1) { obj.exit.mode = EXIT_FIXED; obj.exit.threshold = 0.3f; }
         if (r == 2) { obj.sampler.temperature = 0.8f; obj.sampler.top_p = 0.9f; }

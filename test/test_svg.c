@@ -325,7 +325,7 @@ static void test_selfsd_rows(Model *m, const char *dir, const char *tmp) {
     int n_prompt = encode_text(dir, "And God said,", prompt, 64);
     const int *prompts[1] = {prompt};
     int lengths[1] = {n_prompt};
-    Objective obj = {prompts, lengths, 1, 8, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}};
+    Objective obj = {prompts, lengths, 1, 8, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL};
     SetHistory *h = (SetHistory *)calloc_check(1, sizeof(SetHistory));
     MethodParams mp = method_params_default();
     mp.selfsd.iters = 6;

@@ -1,0 +1,302 @@
+// test_trace: --trace FILE against the reference traces in test/refs/traces/ (one per line of
+// commands.txt: ./selfspec -m tiny_models/kjv-12l ARGS, greedy, one thread). Each is regenerated
+// and compared line by line, the timings masked (the top-level keys ending in _ms or _per_s, and
+// "device"); the first differing line is printed. Then each trace is checked against itself:
+// every line is strict JSON with a "type"; per prompt the rounds add up to the summary (rounds,
+// drafted, accepted, n_tokens = 1 + the tokens emitted), each round starts where the last one
+// ended (pos + accepted + 1), gamma_before is the last round's gamma_after, conf has one entry per
+// drafted token, a chain's verify pass is drafted + 1 rows, and the events are the summary's
+// "selections". Each method's own records are reached (SWIFT steps, CLaSp DPs with a margin, ASD's
+// C_l, the searches' candidates). Regenerate the references with sh test/refs/traces/make.sh.
+#define TESTING
+#include "../selfspec.cu"
+#include "testing.h"
+
+static char tmp[64]; // the test's folder
+static const char *REFS = "test/refs/traces";
+
+// The lines of a file, split in place (the file's text is *text, freed by the caller).
+static int split_lines(char *text, char ***lines) {
+    int n = 0, cap = 16;
+    *lines = (char **)malloc_check((size_t)cap * sizeof(char *));
+    for (char *p = text; *p;) {
+        char *end = strchr(p, '\n');
+        if (n == cap) { *lines = (char **)realloc_check(*lines, (size_t)(cap *= 2) * sizeof(char *)); }
+        (*lines)[n++] = p;
+        if (end == NULL) { break; }
+        *end = '\0';
+        p = end + 1;
+    }
+    return n;
+}
+
+static int ends_with(const char *s, size_t n, const char *suffix) {
+    size_t k = strlen(suffix);
+    return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+
+// line with the values of its top-level timing keys (and "device") replaced by "*", into out.
+// Returns 0, or -1 when the line is not a JSON object.
+static int mask_line(const char *line, char *out, size_t cap) {
+    Json j;
+    char err[SS_ERR_LEN];
+    if (json_parse(&j, line, strlen(line), "trace line", err) || j.tok[0].type != JSMN_OBJECT) {
+        return -1;
+    }
+    size_t n = 0, from = 0;
+    for (int k = 0, key = 1; k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
+        const jsmntok_t *kt = &j.tok[key], *vt = &j.tok[key + 1];
+        size_t klen = (size_t)(kt->end - kt->start);
+        const char *name = line + kt->start;
+        if (!ends_with(name, klen, "_ms") && !ends_with(name, klen, "_per_s") &&
+            !(klen == 6 && memcmp(name, "device", 6) == 0)) {
+            continue;
+        }
+        size_t start = (size_t)vt->start - (vt->type == JSMN_STRING),
+               end = (size_t)vt->end + (vt->type == JSMN_STRING);
+        n += (size_t)snprintf(out + n, cap - n, "%.*s*", (int)(start - from), line + from);
+        from = end;
+    }
+    snprintf(out + n, cap - n, "%s", line + from);
+    json_free(&j);
+    return 0;
+}
+
+// Compares a regenerated trace with its reference, masked, line by line.
+static void compare_trace(const char *name, const char *got_path, const char *ref_path) {
+    char *got = read_or_exit(got_path, NULL), *ref = read_or_exit(ref_path, NULL);
+    char **a, **b;
+    int na = split_lines(got, &a), nb = split_lines(ref, &b), first = -1;
+    size_t cap = 1 << 20;
+    char *ma = (char *)malloc_check(cap), *mb = (char *)malloc_check(cap);
+    for (int i = 0; i < na && i < nb && first < 0; i++) {
+        if (mask_line(a[i], ma, cap) || mask_line(b[i], mb, cap) || strcmp(ma, mb) != 0) {
+            first = i;
+        }
+    }
+    if (first < 0 && na != nb) { first = na < nb ? na : nb; }
+    check(first < 0, "%s: trace line %d differs from %s:\n  got:  %.400s\n  want: %.400s", name,
+          first + 1, ref_path, first < na ? a[first] : "(no line)", first < nb ? b[first] : "(no line)");
+    free(ma); free(mb); free(a); free(b); free(got); free(ref);
+}
+
+static double num(const Json *j, int obj, const char *key) {
+    int v = json_get(j, obj, key);
+    if (v < 0 || j->tok[v].type != JSMN_PRIMITIVE) { return NAN; }
+    return strtod(j->js + j->tok[v].start, NULL); // null: NAN
+}
+
+static int is_null(const Json *j, int obj, const char *key) {
+    int v = json_get(j, obj, key);
+    return v >= 0 && j->tok[v].type == JSMN_PRIMITIVE && j->js[j->tok[v].start] == 'n';
+}
+
+// The text of the value at key of obj into buf ("" when absent): two skip sets compare as text.
+static void value_text(const Json *j, int obj, const char *key, char *buf, size_t cap) {
+    int v = json_get(j, obj, key);
+    snprintf(buf, cap, "%.*s", v > 0 ? j->tok[v].end - j->tok[v].start : 0, v > 0 ? j->js + j->tok[v].start : "");
+}
+
+static int record_is(const Json *j, const char *type) {
+    int v = json_get(j, 0, "type");
+    return v >= 0 && json_eq(j, v, type);
+}
+
+// What the method's records must show, counted over a trace.
+typedef struct {
+    int swift, clasp, asd, search, search_done, rounds, drafted, prompts;
+} Seen;
+
+// The rounds of one trace against its summaries; returns what it saw.
+static Seen check_consistency(const char *name, const char *path) {
+    Seen seen;
+    memset(&seen, 0, sizeof(seen));
+    char *text = read_or_exit(path, NULL), err[SS_ERR_LEN];
+    char **lines;
+    int n = split_lines(text, &lines), L = 0, rounds = 0, drafted = 0, accepted = 0, emitted = 0;
+    int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0;
+    double gamma = NAN, cos_threshold = NAN;
+    int every_m = 0, keep_last_n = 0;
+    // the set each round must draft with: ASD's for the whole prompt, a DP's from the next round,
+    // a SWIFT candidate from its own round when it replaced the kept set, else the last round's
+    char asd_skip[512] = "", dp_skip[512] = "", last_skip[512] = "", skip[512], cand[512];
+    for (int i = 0; i < n && !bad; i++) {
+        if (lines[i][0] == '\0' && i == n - 1) { break; }
+        Json j;
+        if (!check(json_parse(&j, lines[i], strlen(lines[i]), path, err) == 0 &&
+                   j.tok[0].type == JSMN_OBJECT && json_get(&j, 0, "type") > 0,
+                   "%s line %d: not a JSON object with a \"type\": %s", name, i + 1, err)) {
+            break;
+        }
+        char where[96];
+        snprintf(where, sizeof(where), "%s line %d", name, i + 1);
+        if (record_is(&j, "header")) {
+            L = (int)num(&j, 0, "n_layers");
+            int exit = json_get(&j, 0, "exit"), mode = json_get(&j, exit, "mode");
+            none = json_eq(&j, mode, "none");
+            fixed_gamma = json_eq(&j, mode, "fixed");
+            swift = json_eq(&j, json_get(&j, 0, "method"), "swift");
+            int params = json_get(&j, 0, "params");
+            cos_threshold = num(&j, params, "cos_threshold");
+            every_m = (int)num(&j, params, "every_m");
+            keep_last_n = (int)num(&j, params, "keep_last_n");
+            bad |= !check(L > 0 && exit > 0, "%s: a header with n_layers and exit", where);
+        } else if (record_is(&j, "search") || record_is(&j, "search_done")) {
+            seen.search += record_is(&j, "search");
+            seen.search_done += record_is(&j, "search_done");
+            bad |= !check(json_get(&j, 0, "skip") > 0 && isfinite(num(&j, 0, "objective")),
+                          "%s: a search record without its set or objective", where);
+        } else if (record_is(&j, "prefill")) {
+            prompt = (int)num(&j, 0, "prompt");
+            pos = (int)num(&j, 0, "tokens");
+            rounds = drafted = accepted = emitted = events = 0;
+            value_text(&j, 0, "asd_skip", asd_skip, sizeof(asd_skip));
+            dp_skip[0] = last_skip[0] = '\0';
+            int cos = json_get(&j, 0, "asd_cos");
+            if (cos > 0) {
+                seen.asd++;
+                bad |= !check(j.tok[cos].size == L && json_get(&j, 0, "asd_skip") > 0,
+                              "%s: asd_cos has %d entries, want n_layers %d", where, j.tok[cos].size, L);
+                // ASD Algorithm 1 from the trace alone: attention l when C_l >= alpha, attention and
+                // MLP of every m-th layer (1-based), never in the last n layers
+                char want[512], attn[256] = "", mlp[256] = "";
+                for (int l = 0, e = cos + 1; l < L && !bad; l++, e++) {
+                    double c = strtod(j.js + j.tok[e].start, NULL);
+                    int kept = l + 1 <= L - keep_last_n, mth = (l + 1) % every_m == 0;
+                    if (kept && (c >= cos_threshold || mth)) { sprintf(attn + strlen(attn), "%s%d", attn[0] ? "," : "", l); }
+                    if (kept && mth) { sprintf(mlp + strlen(mlp), "%s%d", mlp[0] ? "," : "", l); }
+                }
+                snprintf(want, sizeof(want), "{\"attn\": \"%s\", \"mlp\": \"%s\"}", attn, mlp);
+                bad |= !check(every_m > 0 && strcmp(asd_skip, want) == 0, "%s: asd_skip %s, but the rule on asd_cos "
+                              "and the header's params gives %s", where, asd_skip, want);
+            }
+        } else if (record_is(&j, "round")) {
+            int k = (int)num(&j, 0, "drafted"), a = (int)num(&j, 0, "accepted");
+            int e = (int)num(&j, 0, "emitted"), conf = json_get(&j, 0, "conf");
+            int event = json_get(&j, 0, "event");
+            bad |= !check(num(&j, 0, "prompt") == prompt && num(&j, 0, "round") == rounds &&
+                          num(&j, 0, "pos") == pos,
+                          "%s: prompt %g round %g at pos %g, want prompt %d round %d at pos %d", where,
+                          num(&j, 0, "prompt"), num(&j, 0, "round"), num(&j, 0, "pos"), prompt, rounds, pos);
+            bad |= !check(conf > 0 && j.tok[conf].size == k && a <= k && e == a + 1,
+                          "%s: drafted %d, %d confidences, accepted %d, emitted %d", where, k,
+                          conf > 0 ? j.tok[conf].size : -1, a, e);
+            bad |= !check(swift || num(&j, 0, "verify") == k + 1, "%s: a chain's verify pass is %d rows, "
+                          "got %g", where, k + 1, num(&j, 0, "verify"));
+            if (none) {
+                bad |= !check(is_null(&j, 0, "gamma_before") && is_null(&j, 0, "gamma_after"),
+                              "%s: --exit none has no gamma, want null", where);
+            } else {
+                double g0 = num(&j, 0, "gamma_before"), g1 = num(&j, 0, "gamma_after");
+                bad |= !check((isnan(gamma) || g0 == gamma) && (!fixed_gamma || g0 == g1),
+                              "%s: gamma_before %.9g, the last round's gamma_after %.9g", where, g0, gamma);
+                gamma = g1;
+            }
+            value_text(&j, 0, "skip", skip, sizeof(skip));
+            bad |= !check(!asd_skip[0] || strcmp(skip, asd_skip) == 0, "%s: drafted with %s, ASD chose %s",
+                          where, skip, asd_skip);
+            bad |= !check(!dp_skip[0] || strcmp(skip, dp_skip) == 0, "%s: drafted with %s, the last DP chose %s",
+                          where, skip, dp_skip);
+            dp_skip[0] = '\0';
+            if (event > 0 && j.tok[event].type == JSMN_OBJECT) {
+                events++;
+                int sw = json_get(&j, event, "swift"), cl = json_get(&j, event, "clasp");
+                if (sw > 0) { // the round drafts with the kept set after the step
+                    int replaced = j.js[j.tok[json_get(&j, sw, "replaced")].start] == 't';
+                    int start = json_eq(&j, json_get(&j, sw, "phase"), "start");
+                    value_text(&j, sw, "candidate", cand, sizeof(cand));
+                    bad |= !check(replaced || start ? strcmp(skip, cand) == 0
+                                                    : !last_skip[0] || strcmp(skip, last_skip) == 0,
+                                  "%s: drafted with %s after a step %s candidate %s", where, skip,
+                                  replaced ? "that kept its" : "that did not keep its", cand);
+                }
+                if (cl > 0) { value_text(&j, cl, "skip", dp_skip, sizeof(dp_skip)); }
+                seen.swift += sw > 0;
+                seen.clasp += cl > 0;
+                if (sw > 0) {
+                    bad |= !check(json_get(&j, sw, "candidate") > 0 && isfinite(num(&j, sw, "matchness")),
+                                  "%s: a SWIFT step without its candidate or matchness", where);
+                }
+                if (cl > 0) {
+                    double margin = num(&j, cl, "margin");
+                    bad |= !check(json_get(&j, cl, "skip") > 0 && margin >= 0 && margin < 2,
+                                  "%s: a CLaSp DP's margin %g, want in [0, 2)", where, margin);
+                }
+            }
+            memcpy(last_skip, skip, sizeof(skip));
+            rounds++;
+            drafted += k;
+            accepted += a;
+            emitted += e;
+            pos += a + 1;
+            seen.rounds++;
+            seen.drafted += k;
+        } else if (record_is(&j, "summary")) {
+            seen.prompts++;
+            bad |= !check(num(&j, 0, "prompt") == prompt && num(&j, 0, "rounds") == rounds &&
+                          num(&j, 0, "drafted") == drafted && num(&j, 0, "accepted") == accepted &&
+                          (rounds == 0 || num(&j, 0, "n_tokens") == emitted + 1) &&
+                          num(&j, 0, "selections") == events,
+                          "%s: summary of prompt %g: rounds %g drafted %g accepted %g n_tokens %g "
+                          "selections %g; the rounds add up to %d, %d, %d, %d, %d", where,
+                          num(&j, 0, "prompt"), num(&j, 0, "rounds"), num(&j, 0, "drafted"),
+                          num(&j, 0, "accepted"), num(&j, 0, "n_tokens"), num(&j, 0, "selections"),
+                          rounds, drafted, accepted, emitted + 1, events);
+        }
+        json_free(&j);
+    }
+    free(lines);
+    free(text);
+    return seen;
+}
+
+int main(void) {
+    snprintf(tmp, sizeof(tmp), "/tmp/test_trace.XXXXXX");
+    if (mkdtemp(tmp) == NULL) { die(__FILE__, __LINE__, "mkdtemp failed"); }
+    char path[256], *commands = read_or_exit("test/refs/traces/commands.txt", NULL), **lines;
+    int n = split_lines(commands, &lines), ran = 0;
+    for (int i = 0; i < n; i++) {
+        char name[64], args[1024], quoted[2048], got[512], ref[512], *err = NULL;
+        if (sscanf(lines[i], "%63s %1023[^\n]", name, args) != 2) { continue; }
+        // each argument single-quoted: the shell of run_selfspec must not read "attn:1;mlp:2"
+        size_t q = (size_t)snprintf(quoted, sizeof(quoted), "-m tiny_models/kjv-12l");
+        for (char *a = strtok(args, " "); a; a = strtok(NULL, " ")) {
+            q += (size_t)snprintf(quoted + q, sizeof(quoted) - q, " '%s'", a);
+        }
+        snprintf(got, sizeof(got), "%s/%s.jsonl", tmp, name);
+        snprintf(ref, sizeof(ref), "%s/%s.jsonl", REFS, name);
+        snprintf(quoted + q, sizeof(quoted) - q, " --trace %s", got);
+        double t0 = time_ms();
+        int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", quoted, NULL, &err);
+        double ms = time_ms() - t0;
+        check(rc == 0 && strstr(err, "wrote ") != NULL, "%s: exit %d: %s", name, rc, err);
+        check(ms < 20e3, "%s: %.1f s, a reference should take a few seconds", name, ms / 1e3);
+        free(err);
+        if (rc != 0) { continue; }
+        ran++;
+        compare_trace(name, got, ref);
+        Seen seen = check_consistency(name, got);
+        check(seen.prompts == 3, "%s: %d summaries, want one per prompt (3)", name, seen.prompts);
+        int drafts = strcmp(name, "plain") != 0;
+        check(!drafts || seen.drafted > 0, "%s: drafted %d tokens: the round records went untested",
+              name, seen.drafted);
+        if (strcmp(name, "swift") == 0) {
+            check(seen.swift > 2, "swift: %d optimization steps in the trace", seen.swift);
+        } else if (strcmp(name, "clasp") == 0) {
+            check(seen.clasp > 2, "clasp: %d DPs in the trace", seen.clasp);
+        } else if (strcmp(name, "asd") == 0) {
+            check(seen.asd == 3, "asd: %d prefills with C_l, want 3", seen.asd);
+        } else if (strcmp(name, "selfsd") == 0 || strcmp(name, "oracle") == 0) {
+            check(seen.search > 3 && seen.search_done == 1, "%s: %d candidates, %d chosen sets",
+                  name, seen.search, seen.search_done);
+        }
+        check(seen.swift + seen.clasp == 0 || strcmp(name, "swift") == 0 || strcmp(name, "clasp") == 0,
+              "%s: SWIFT or CLaSp events in another method's trace", name);
+    }
+    check(ran >= 8, "%d of the reference traces ran, want 8", ran);
+    snprintf(path, sizeof(path), "rm -rf %s", tmp);
+    if (system(path) != 0) { fprintf(stderr, "test_trace: could not remove %s\n", tmp); }
+    free(lines);
+    free(commands);
+    return test_summary("test_trace");
+}
