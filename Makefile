@@ -25,8 +25,6 @@ BENCH = test/bench/verify_cost
 TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
-# the --svg drawing: well-formed XML, the cells and bars of known runs
-TESTS += test/test_svg
 # what a new user meets first: --threads, --help, --json lines, progress, Ctrl-C in a search
 TESTS += test/test_cli
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
