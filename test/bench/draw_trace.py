@@ -158,13 +158,16 @@ def prompts_of(records):
 # ----------------------------------------------------------------------------
 # drawing
 
-def esc(s, limit=60):
-    """Text content: XML-escaped, control characters as spaces, at most limit characters."""
+def clip(s, limit):
+    """Control characters as spaces, what XML cannot hold as '?', at most limit characters."""
     s = "".join(" " if ord(c) < 0x20 else "?" if (0xD800 <= ord(c) <= 0xDFFF or c in "\ufffe\uffff")
                 else c for c in str(s))
-    if len(s) > limit:
-        s = s[:limit - 1] + "\u2026"
-    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return s[:limit - 1] + "\u2026" if len(s) > limit else s
+
+
+def esc(s, limit=60):
+    """Text content: clipped, then XML-escaped."""
+    return clip(s, limit).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def num(v, fmt="%.2f"):
@@ -209,7 +212,7 @@ def header(svg, y, no, method, model, p, rounds):
     elif isinstance(pre.get("tokens"), int):
         title += " (%d tokens)" % pre["tokens"]
     svg.add('<text x="12" y="%.1f" font-size="14" font-weight="bold">%s</text>' % (y + 20, title))
-    svg.text(12, y + 38, "%s | method %s%s" % (esc(model, 60), method,
+    svg.text(12, y + 38, "%s | method %s%s" % (clip(model, 60), clip(method, 20),
                                                 " | " + s["device"] if isinstance(s.get("device"), str) else ""))
     final = skip_of(s["skip"], L) if isinstance(s.get("skip"), dict) else \
         skip_of(rounds[-1]["skip"], L) if rounds else (frozenset(), frozenset())
@@ -360,6 +363,8 @@ def rounds_plot(svg, y, rounds, ticks, exit_mode, method):
             runs.append([])
         else:
             runs[-1].append((i, g))
+    if known and min(known) == max(known):  # a fixed threshold: one line across
+        runs = [[(-0.5, known[0]), (len(rounds) - 0.5, known[0])]]
     for run in filter(None, runs):
         svg.polyline("gamma", [(x0 + (i + 0.5) * bw, ys + sh - sh * min(max(g, 0.0), 1.0)) for i, g in run])
     if exit_mode in ("none", "fixed") or not known or min(known) == max(known):
