@@ -317,6 +317,8 @@ def errors(tmp):
     case("no header first", json.dumps(rnd) + "\n", r"bad\.jsonl:1: the first record is \"round\", want the header")
     case("a round without drafted", head + json.dumps(dict(rnd, drafted=None)) + "\n",
          r"bad\.jsonl:2: round \"drafted\" is null, want an integer")
+    case("more accepted than drafted", head + json.dumps(dict(rnd, accepted=2)) + "\n",
+         r"bad\.jsonl:2: round: 2 accepted of 1 drafted")
     case("a layer out of range", head + json.dumps(dict(rnd, skip={"attn": "1,12", "mlp": ""})) + "\n",
          r"bad\.jsonl:2: skip \"attn\": layer 12 out of range for 12 layers")
     case("a map of the wrong length", head + json.dumps(dict(rnd, skip={"attn": "X..", "mlp": ""})) + "\n",

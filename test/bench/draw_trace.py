@@ -28,8 +28,7 @@ ROW_H = (16, 10)  # px: a set row when there are few (a label each), else (a lab
 MAX_ROWS = 80    # set rows drawn at most: the first and last MAX_ROWS / 2 beyond that
 PLOT_W = 640     # px: the rounds' plots
 FILL = {"attn": "#3b6fb6", "mlp": "#e07b24"}  # skipped attention, skipped MLP
-SEARCHING = ("selfsd", "oracle")   # methods that search before decoding
-CHANGING = ("swift", "clasp")      # methods whose set changes while decoding
+CHANGING = ("swift", "clasp")  # methods whose set changes while decoding
 
 
 class TraceError(Exception):
@@ -75,6 +74,8 @@ def check_record(rec, where):
             for part in ("attn", "mlp"):
                 if not isinstance(rec[key].get(part), str):
                     raise TraceError('%s: %s "%s" has no "%s" string' % (where, kind, key, part))
+    if kind == "round" and not 0 <= rec["accepted"] <= rec["drafted"]:
+        raise TraceError("%s: round: %d accepted of %d drafted" % (where, rec["accepted"], rec["drafted"]))
     return kind
 
 
