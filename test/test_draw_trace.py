@@ -8,7 +8,7 @@
     fixed gamma line and no zoomed one; the measured speedup, and markup in text escaped;
   - variants of it: an adaptive gamma (a line point per round and the zoom), --exit none (no
     gamma), no --compare (no "measured" at all), Self-SD's search of 65 candidates (rows >= 10 px,
-    its caption clear of the next heading) and of 200 (80 rows drawn and a gap row);
+    its caption clear of the next heading) and of 200 (80 rows drawn, every new best among them);
   - every panel as tall as its content: no blank band at the bottom or between sections;
   - errors: a missing trace, a line that is not JSON (its line number), no "type", no header
     first, a skip layer out of range, a missing output folder: one line, exit status 1, and
@@ -270,7 +270,15 @@ def variants(tmp):
         check(not find(prompts(root)[1], "g", "set"), "search of %d: the second prompt redraws the search" % n)
         heights = {round(float(e.get("height")) / 0.45, 2) for row in rows for e in row}
         check(min(heights) >= 10, "search of %d: rows %.1f px tall, want >= 10" % (n, min(heights)))
-        check((n > 80) == any("more not drawn" in t for t in texts(first)), "search of %d: the gap row" % n)
+        check((n > 80) == any("not drawn" in t for t in texts(first)), "search of %d: no gap row" % n)
+        # every new best is drawn, dark, and labelled: the search converging stays in view
+        objectives = [r["objective"] for r in v if r["type"] == "search"]
+        bests = [i for i, o in enumerate(objectives) if o < min(objectives[:i] or [1e30])]
+        dark = [b for b in bars if b.get("fill") == "#555"]
+        labels = set(texts(first))
+        check(len(dark) == len(bests) and all("it %d" % i in labels for i in bests),
+              "search of %d: %d dark bars for %d new bests, labels %s" % (n, len(dark), len(bests),
+                                                                          [i for i in bests if "it %d" % i not in labels]))
         # the caption under the bars ends at least 12 px above the next heading
         ts = list(first.iter(NS + "text"))
         cap = [t for t in ts if "".join(t.itertext()).startswith("cost ")]

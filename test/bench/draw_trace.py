@@ -10,7 +10,8 @@ over time (SWIFT and CLaSp: each set from the round it came into use; Self-SD an
 each search candidate with its objective, in the first prompt's panel, since the search runs
 before it); per round the drafted and accepted tokens; the exit threshold gamma beside each
 round's last draft confidence (the one the exit rule compared with gamma), and, when gamma
-moves, gamma alone on its own range. Every panel is as tall as what it holds.
+moves, gamma alone on its own range. Every panel is as tall as what it holds; of more than
+MAX_ROWS sets, MAX_ROWS are drawn (rows_drawn: the first, a search's every new best, the last).
 
 Python 3 standard library only. The SVG is written whole to a temporary file beside OUT,
 then renamed over it. A missing or malformed trace is one error line (with the line number)
@@ -25,7 +26,7 @@ import tempfile
 
 X0 = 64          # px: the left edge of the maps and plots (row labels left of it)
 ROW_H = (16, 10)  # px: a set row when there are few (a label each), else (a label every other)
-MAX_ROWS = 80    # set rows drawn at most: the first and last MAX_ROWS / 2 beyond that
+MAX_ROWS = 80    # set rows drawn at most (rows_drawn picks which)
 PLOT_W = 640     # px: the rounds' plots
 FILL = {"attn": "#3b6fb6", "mlp": "#e07b24"}  # skipped attention, skipped MLP
 CHANGING = ("swift", "clasp")  # methods whose set changes while decoding
@@ -261,44 +262,62 @@ def header(svg, y, no, method, model, p, rounds):
     return ym + 50 + 20 - y
 
 
+def rows_drawn(rows, new_best):
+    """The indices of the rows drawn: all when at most MAX_ROWS, else the first MAX_ROWS / 4 (a
+    search's: the first, then every new best, the search converging), filled up from the end."""
+    if len(rows) <= MAX_ROWS:
+        return list(range(len(rows)))
+    keep = set(range(MAX_ROWS // 4 if any(new_best) else MAX_ROWS // 2))
+    keep |= set([i for i, b in enumerate(new_best) if b][-(MAX_ROWS // 2):])
+    i = len(rows) - 1
+    while len(keep) < MAX_ROWS:
+        keep.add(i)
+        i -= 1
+    return sorted(keep)
+
+
 def set_rows(svg, y, title, rows, search, unit):
-    """One row per set (label, skip pair, objective or None); returns the height used. More
-    than MAX_ROWS rows: the first and the last MAX_ROWS / 2, with a gap row between."""
+    """One row per set (label, skip pair, objective or None), a search's objective as a bar at
+    its right; more than MAX_ROWS rows: those rows_drawn picks, with a row saying how many are
+    left out wherever rows are. Returns the height used."""
     L, cw = svg.L, svg.cw
     svg.text(12, y + 14, title, bold=True)
-    shown = rows if len(rows) <= MAX_ROWS else rows[:MAX_ROWS // 2] + [None] + rows[-(MAX_ROWS // 2):]
-    rh = ROW_H[0] if len(shown) <= 16 else ROW_H[1]
-    y0, cx = y + 24, X0 + L * cw
     objectives = [r[2] for r in rows if isinstance(r[2], NUM)]
     lo, hi = (min(objectives), max(objectives)) if objectives else (0, 1)
-    best, best_row = math.inf, None
+    new_best, best, best_row = [], math.inf, None
     for r in rows:
-        if isinstance(r[2], NUM) and r[2] < best:
+        new_best.append(search and isinstance(r[2], NUM) and r[2] < best)
+        if new_best[-1]:
             best, best_row = r[2], r
+    shown, last = [], -1  # row indices, None for a gap
+    for i in rows_drawn(rows, new_best):
+        if i > last + 1:
+            shown.append(None)
+        shown.append(i)
+        last = i
+    rh = ROW_H[0] if len(shown) <= 16 else ROW_H[1]
+    y0, cx = y + 24, X0 + L * cw
     for l in range(1, L):  # column guides under the map's layers
         svg.add('<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#ddd" stroke-width="0.5"/>'
                 % (X0 + l * cw, y0, X0 + l * cw, y0 + len(shown) * rh))
-    running = math.inf
-    for i, row in enumerate(shown):
-        yr = y0 + i * rh
-        if row is None:
-            svg.text(X0 + L * cw / 2, yr + rh - 1, "\u2026 %d more not drawn \u2026" % (len(rows) - MAX_ROWS),
-                     size=9, anchor="middle")
-            running = -math.inf  # no "new best" across the gap: the rows between are not drawn
+    for k, i in enumerate(shown):
+        yr = y0 + k * rh
+        if i is None:
+            gap = shown[k + 1] - shown[k - 1] - 1
+            svg.text(X0 + L * cw / 2, yr + rh - 1, "\u2026 %d not drawn \u2026" % gap, size=9, anchor="middle",
+                     cls="gap")
             continue
-        label, (attn, mlp), objective = row
+        label, (attn, mlp), objective = rows[i]
         cells = "".join('<rect class="%s skipped" x="%.1f" y="%.2f" width="%.1f" height="%.2f" fill="%s"/>'
-                        % (part, X0 + l * cw, yr + k * 0.45 * rh, cw, 0.45 * rh, FILL[part])
-                        for k, (part, layers) in enumerate((("attn", attn), ("mlp", mlp))) for l in sorted(layers))
+                        % (part, X0 + l * cw, yr + r * 0.45 * rh, cw, 0.45 * rh, FILL[part])
+                        for r, (part, layers) in enumerate((("attn", attn), ("mlp", mlp))) for l in sorted(layers))
         svg.add('<g class="set">%s</g>' % cells)
-        if i % 2 == 0 or rh >= 12:
+        if k % 2 == 0 or rh >= 12 or new_best[i] or shown[k - 1] is None:  # every other, and these
             svg.text(X0 - 6, yr + rh / 2 + 3.5, label, size=9, anchor="end", cls="row-label")
         if search and isinstance(objective, NUM):  # the objective as a bar, dark at a new best
-            new_best = objective < running
-            running = min(running, objective)
             svg.add('<rect class="cost" x="%.1f" y="%.2f" width="%.2f" height="%.2f" fill="%s"/>'
                     % (cx + 8, yr + 0.05 * rh, 10 + 110 * (objective - lo) / (hi - lo if hi > lo else 1),
-                       0.9 * rh, "#555" if new_best else "#ccc"))
+                       0.9 * rh, "#555" if new_best[i] else "#ccc"))
     yb = y0 + len(shown) * rh
     svg.add('<rect x="%d" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#888" stroke-width="0.5"/>'
             % (X0, y0, L * cw, yb - y0))
