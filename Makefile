@@ -25,12 +25,14 @@ BENCH = test/bench/verify_cost
 TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
-# the --svg drawing: well-formed XML, the cells and bars of known runs
-TESTS += test/test_svg
 # what a new user meets first: --threads, --help, --json lines, progress, Ctrl-C in a search
 TESTS += test/test_cli
 # --trace: the reference traces in test/refs/traces/ regenerated and diffed, rounds against summaries
 TESTS += test/test_trace
+# the pictures drawn from a trace (test/bench/draw_trace.py): run by make test when python3 is
+# there, so the C suite never needs Python
+HAVE_PYTHON3 := $(shell command -v python3 2>/dev/null)
+DRAW_TEST := $(if $(HAVE_PYTHON3),test/test_draw_trace.py,)
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # jsmn.h, the one-header JSON tokenizer: next to selfspec.cu (found through -I.) or on the system
 # include path; every build of selfspec.cu starts with this check
@@ -38,7 +40,7 @@ HAVE_JSMN := $(shell $(CC) -I. -E -x c /dev/null -include jsmn.h >/dev/null 2>&1
 JSMN_CHECK = $(if $(HAVE_JSMN),@true,@echo "jsmn.h not found: install libjsmn-dev (Debian/Ubuntu), or put the single header from https://github.com/zserge/jsmn (jsmn.h) next to selfspec.cu" && false)
 CUDA_TESTS = test/test_forward_cuda test/test_decode_cuda test/test_select_cuda
 
-.PHONY: all cuda cuda-tests test test-big test-cuda test-asan fuzz demo bench bench-guard bench-gpu help clean
+.PHONY: all cuda cuda-tests test test-draw test-big test-cuda test-asan fuzz demo bench bench-guard bench-gpu help clean
 
 # the CPU binary ./selfspec
 all: selfspec
@@ -69,7 +71,13 @@ test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
 # as ./selfspec does: the cores no other process is running on.
 test: selfspec $(TESTS) $(BENCH)
 	@for t in $(TESTS); do $(CXX) -x c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Wno-unused-function -I. $$t.c || exit 1; done
-	@sh test/run_tests.sh $(TESTS)
+	@$(if $(HAVE_PYTHON3),true,echo "make test: python3 not found, test/test_draw_trace.py skipped")
+	@sh test/run_tests.sh $(TESTS) $(DRAW_TEST)
+
+# test/bench/draw_trace.py alone: a known trace drawn as well-formed SVG with its cells and bars,
+# the issue-31 layout fixes, and one error line per bad trace (python3, standard library only)
+test-draw:
+	@python3 test/test_draw_trace.py
 
 # the whole suite again with AddressSanitizer and UBSan: the binary and the tests are built in
 # build/asan/ and the tests run the sanitized ./selfspec through SELFSPEC_BIN. Slow (the kernels'

@@ -24,7 +24,7 @@
 // ASD, CLaSp, SWIFT, the selector hooks) -> decoding (plain; self-speculative: the exit rule,
 // speculative sampling, draft, verify, generate_spec) -> searches before decoding (Self-SD, the
 // oracle). Then the plumbing, which a reader of the papers may skip: reading files, JSON,
-// config.json, safetensors -> tokenizer -> statistics, SVG -> threads -> CLI.
+// config.json, safetensors -> tokenizer -> statistics -> threads -> CLI.
 //
 // Build and run (the Makefile's flags matter: -ffp-contract=off and nvcc's -fmad=false keep
 // every build's arithmetic the one the bit-exactness argument assumes):
@@ -1882,35 +1882,6 @@ static int generate_plain(Model *m, const int *prompt, int n_prompt, const SkipS
 enum { MAX_DRAFT = MAX_PASS_TOKENS - 1 };
 enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE };
 
-// What --svg draws (statistics section), recorded as decoding goes: bounded arrays filled in
-// place, no allocation. Rounds or sets past the bounds are counted, not kept.
-enum { HIST_ROUNDS = 1024, HIST_SETS = 96 };
-typedef struct {
-    int n;                                // rounds kept (SpecStats.rounds counts all)
-    unsigned char drafted[HIST_ROUNDS];   // k of each round (<= MAX_DRAFT)
-    unsigned char accepted[HIST_ROUNDS];  // draft tokens accepted in it
-    float threshold[HIST_ROUNDS];         // the draft-exit threshold it drafted under
-    float confidence[HIST_ROUNDS];        // its last draft token's top-1 probability, compared
-                                          // with the threshold (NAN: nothing drafted)
-} RoundHistory;
-
-typedef struct {
-    int n, total;              // sets kept (at most HIST_SETS), sets offered
-    SkipSet set[HIST_SETS];    // decoding: each set when first used; Self-SD: each candidate
-    int at[HIST_SETS];         // decoding: the round it was first used in; Self-SD: the iteration
-    float cost[HIST_SETS];     // Self-SD: the objective per token; decoding: -1
-} SetHistory;
-
-static void set_history_add(SetHistory *h, const SkipSet *s, int at, float cost) {
-    if (h->n < HIST_SETS) {
-        h->set[h->n] = *s;
-        h->at[h->n] = at;
-        h->cost[h->n] = cost;
-        h->n++;
-    }
-    h->total++;
-}
-
 typedef struct {
     GenStats gen;      // prompt/generated counts, prefill and total decode time
     int rounds;        // verification passes
@@ -1924,8 +1895,6 @@ typedef struct {
     int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
     float threshold_first, threshold_last; // the draft-exit threshold (gamma) before and after
     double threshold_sum;                  // over rounds, after each update, for the mean
-    RoundHistory hist; // per round, for --svg
-    SetHistory sets;   // the skip sets in the order they were used, for --svg
 } SpecStats;
 
 #ifdef TESTING
@@ -1935,34 +1904,20 @@ typedef struct {
 static int test_leaf_accepts;
 static double (*test_objective)(void *ctx, const SkipSet *s);
 static void *test_objective_ctx;
+// each round (the set it drafted with, k drafted, accepted of them) and each candidate of
+// Self-SD's search (its iteration and cost), as they happen (NULL: not watched)
+static void (*test_round)(const SkipSet *skip, int k, int accepted);
+static void (*test_candidate)(const SkipSet *s, int it, double cost);
 #endif
 
 // One round into the statistics: k drafted by a set skipping `skipped` sublayers, accepted of
-// them, under the exit threshold drafted_under, which the round's update moved to threshold;
-// confidence: the last draft token's top-1 probability, the one the exit rule compared with
-// drafted_under.
-static void record_round(SpecStats *st, int k, int accepted, int skipped, float drafted_under,
-                         float threshold, float confidence) {
+// them; threshold: the exit threshold after the round's update.
+static void record_round(SpecStats *st, int k, int accepted, int skipped, float threshold) {
     st->rounds++;
     st->drafted += k;
     st->accepted += accepted;
     st->skipped += (long)k * skipped;
     st->threshold_sum += threshold;
-    RoundHistory *h = &st->hist;
-    if (h->n < HIST_ROUNDS) {
-        h->drafted[h->n] = (unsigned char)k;
-        h->accepted[h->n] = (unsigned char)accepted;
-        h->confidence[h->n] = k > 0 ? confidence : NAN;
-        h->threshold[h->n++] = drafted_under;
-    }
-}
-
-// The skip set a round drafts with, kept when it differs from the last one (for --svg).
-static void record_skip_set(SpecStats *st, const SkipSet *skip) {
-    SetHistory *h = &st->sets;
-    if (h->total == 0 || memcmp(&h->set[h->n - 1], skip, sizeof(SkipSet)) != 0) {
-        set_history_add(h, skip, st->rounds, -1.0f);
-    }
 }
 
 // The draft-exit rule (Self-SD Sec. 3.4): drafting stops after a token whose top-1 draft
@@ -2236,7 +2191,6 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         int stepped = selector_before_round(sel, m, s->seq, n_prompt, pos, &sp->skip);
         st->selections += stepped;
         SkipSet drafted_with = sp->skip;
-        record_skip_set(st, &sp->skip);
         st->select_ms += lap_ms(&t);
         // draft k tokens with the skip set, then verify them with the full model in one pass
         int limit = draft_limit(m, sp, max_draft, pos, out);
@@ -2258,6 +2212,9 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         // round emits accepted + 1 tokens and alpha, M (SWIFT Eq. 6), AR_e (Self-SD Eq. 2) and
         // SWIFT's ratio rule count only what was emitted.
         if (emitted <= accepted) { k = accepted = emitted - 1; }
+#ifdef TESTING
+        if (test_round) { test_round(&sp->skip, k, accepted); }
+#endif
         // the method may change the draft (CLaSp: a DP on the states of the last accepted token,
         // but not after the prompt's last round, whose set would never draft; SWIFT: its ratio)
         int dp = selector_after_verify(sel, m, capture && !done ? s->states : NULL,
@@ -2267,7 +2224,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
         // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
         float drafted_under = sp->exit.threshold;
         draft_exit_update(&sp->exit, accepted, k, k == limit);
-        record_round(st, k, accepted, skipped, drafted_under, sp->exit.threshold, s->confidence);
+        record_round(st, k, accepted, skipped, sp->exit.threshold);
         if (sel && sel->trace) {
             trace_round(sel->trace, sel, c->n_layers, st->rounds - 1, pos, &drafted_with,
                         &sp->skip, k, s->conf, accepted, emitted, &sp->exit, drafted_under,
@@ -2385,7 +2342,7 @@ static void measure_pair(Model *m, const Objective *obj, const SkipSet *a, const
 }
 
 static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams *p, uint64_t seed,
-                             int verbose, SetHistory *hist) {
+                             int verbose) {
     int L = m->config.n_layers, iters = p->iters, repeats = obj->use_cost_model ? 1 : 3;
     const char *unit = obj->use_cost_model ? "sublayers/token" : "ms/token";
     Gp gp;
@@ -2400,8 +2357,10 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     float v[GP_MAX_DIM];
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
-    if (hist) { set_history_add(hist, &best, 0, (float)best_cost); }
     trace_search(obj->trace, METHOD_SELFSD, 0, &best, L, best_cost, 0);
+#ifdef TESTING
+    if (test_candidate) { test_candidate(&best, 0, best_cost); }
+#endif
     if (verbose) {
         fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n",
                 best_cost, unit);
@@ -2420,8 +2379,10 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
         skip_to_vector(&cand, L, v);
         gp_add(&gp, v, -cost);
         if (cost < best_cost) { best_cost = cost; best = cand; }
-        if (hist) { set_history_add(hist, &cand, it, (float)cost); }
         trace_search(obj->trace, METHOD_SELFSD, it, &cand, L, cost, 0);
+#ifdef TESTING
+        if (test_candidate) { test_candidate(&cand, it, cost); }
+#endif
         if (verbose) {
             double left_s = (time_ms() - t0) / it * (iters - it) / 1e3;
             fprintf(
@@ -2513,7 +2474,7 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
 
 // ----------------------------------------------------------------------------
 // plumbing below: reading Hugging Face files (JSON, config.json, safetensors), the tokenizer,
-// reports, SVG, threads and the CLI. A reader of the papers may stop here.
+// reports, threads and the CLI. A reader of the papers may stop here.
 
 // ----------------------------------------------------------------------------
 // files: reading one whole
@@ -5002,300 +4963,6 @@ static void trace_search(Trace *t, int method, int i, const SkipSet *s, int L, d
 }
 
 // ----------------------------------------------------------------------------
-// drawing: --svg, the layer map and the decoding as plain SVG text
-//
-// One panel per prompt, stacked: the layer map as the papers draw it (Self-SD Fig. 6: an
-// attention row and an MLP row, one cell per layer, skipped cells filled) with the run's
-// numbers; for methods whose set changes (Self-SD's search, SWIFT, CLaSp), one row per set
-// over time; then per round the drafted and accepted tokens as bars, and the draft-exit
-// threshold gamma beside the draft confidence it is compared with, then gamma alone on its own
-// range (it moves by thousandths). A panel's height depends only on the model and the method, so
-// the file's size is written before decoding starts.
-// Decision: the measured speedup needs plain decoding's time, which only --compare measures;
-// without it the figure says "not measured" rather than guess.
-
-enum { SVG_X0 = 64, SVG_HEAD = 172, SVG_SETS = 284, SVG_ROUNDS = 330, SVG_GAP = 16 };
-enum { SVG_ROW_MIN = 10 }; // px: a set row readable with its label
-static const char *SVG_ROW[2] = {"attn", "mlp"};
-static const char *SVG_FILL[2] = {"#3b6fb6", "#e07b24"}; // skipped attention, skipped MLP
-
-static int svg_draws_sets(int method) {
-    return method == METHOD_SELFSD || method == METHOD_SWIFT || method == METHOD_CLASP;
-}
-static double svg_cell_width(int n_layers) { return n_layers <= 40 ? 16.0 : 640.0 / n_layers; }
-static double svg_width(int n_layers) { // room for Self-SD's cost bars and their caption
-    double w = SVG_X0 + n_layers * svg_cell_width(n_layers) + 200;
-    return w > 780 ? w : 780;
-}
-static double svg_panel_height(int method) {
-    return SVG_HEAD + (svg_draws_sets(method) ? SVG_SETS : 0) + SVG_ROUNDS + SVG_GAP;
-}
-
-// Text content: XML-escaped, control characters as spaces, invalid UTF-8 as '?', at most max
-// characters (then an ellipsis), so any prompt keeps the file well-formed.
-static void svg_text(FILE *f, const char *s, int max) {
-    size_t len = strlen(s);
-    for (size_t i = 0; i < len && max > 0; max--) {
-        int cp;
-        size_t n = utf8_decode(s, len, i, &cp);
-        if (cp < 0 || cp == 0xFFFE || cp == 0xFFFF) { fputc('?', f); }
-        else if (cp < 0x20) { fputc(' ', f); }
-        else if (cp == '&') { fputs("&amp;", f); }
-        else if (cp == '<') { fputs("&lt;", f); }
-        else if (cp == '>') { fputs("&gt;", f); }
-        else { fwrite(s + i, 1, n, f); }
-        i += n;
-        if (max == 1 && i < len) { fputs("\xE2\x80\xA6", f); } // U+2026, the ellipsis
-    }
-}
-
-static void svg_begin(FILE *f, int n_layers, int method, int n_panels) {
-    double w = svg_width(n_layers), h = n_panels * svg_panel_height(method);
-    fprintf(f,
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
-            "viewBox=\"0 0 %.0f %.0f\" font-family=\"DejaVu Sans, Arial, sans-serif\" "
-            "font-size=\"12\">\n"
-            "<rect class=\"background\" width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
-            w, h, w, h);
-}
-
-static void svg_end(FILE *f) { fprintf(f, "</svg>\n"); }
-
-// The header and the layer map of one prompt's panel at height y. plain_tps > 0 when --compare
-// measured plain decoding. Cells: class "attn"/"mlp", plus " skipped" when the draft skips them.
-// Each header line stays under about 100 characters, so it fits the narrowest panel (780 px).
-static void svg_layer_map(FILE *f, double y, int prompt_no, const char *prompt, const char *model,
-                          int method, const SkipSet *skip, int L, const SpecStats *st,
-                          double plain_tps) {
-    double cw = svg_cell_width(L), tps = tokens_per_s(st->gen.n_generated, st->gen.decode_ms);
-    RunSummary sum = summarize_run(st, skip, L, method != METHOD_NONE);
-    fprintf(f, "<g class=\"panel\">\n<text x=\"12\" y=\"%.1f\" font-size=\"14\" "
-               "font-weight=\"bold\">prompt %d: \u201c", y + 20, prompt_no);
-    svg_text(f, prompt, 60);
-    fprintf(f, "\u201d</text>\n<text x=\"12\" y=\"%.1f\">", y + 38);
-    svg_text(f, model, 60);
-    fprintf(f, " | method %s</text>\n<text x=\"12\" y=\"%.1f\">skipping %d of %d sublayers "
-               "(%.0f%%) | acceptance \u03b1 %.3f | mean accepted length M %.2f</text>\n",
-            method_name(method), y + 54, skip_count(skip, L), 2 * L, 100 * sum.skip_ratio,
-            sum.acceptance, sum.mean_accepted);
-    char measured[128] = "not measured (run with --compare)";
-    if (plain_tps > 0) {
-        snprintf(measured, sizeof(measured), "%.2fx (%.0f vs %.0f tokens/s plain, --compare)",
-                 tps / plain_tps, tps, plain_tps);
-    }
-    fprintf(f, "<text x=\"12\" y=\"%.1f\">speedup measured %s; SWIFT Eq. 6 expects %.2fx</text>\n",
-            y + 70, measured, sum.expected_speedup);
-    if (plain_tps > 0 && st->rounds > 0) {
-        PassCosts pc = pass_costs(st, plain_tps);
-        fprintf(f, "<text x=\"12\" y=\"%.1f\" class=\"costs\">in plain steps: a draft pass %.2f, "
-                   "a verify pass %.2f (Eq. 6 takes %.2f and 1); these predict %.2fx</text>\n",
-                y + 86, pc.draft, pc.verify, sum.draft_cost, pc.predicted);
-    }
-    double ym = y + 112;
-    for (int l = 0; l < L; l++) {
-        double x = SVG_X0 + l * cw;
-        if (cw >= 12 || l % 5 == 0) {
-            fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">%d"
-                       "</text>\n", x + cw / 2, ym - 4, l);
-        }
-        for (int r = 0; r < 2; r++) {
-            int on = (r ? skip->mlp : skip->attn)[l];
-            fprintf(f, "<rect class=\"%s%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"16\" "
-                       "fill=\"%s\" stroke=\"#888\" stroke-width=\"0.5\"/>\n", SVG_ROW[r],
-                    on ? " skipped" : "", x, ym + r * 18, cw, on ? SVG_FILL[r] : "white");
-        }
-    }
-    fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">attn</text>\n<text x=\"%d\" "
-               "y=\"%.1f\" text-anchor=\"end\">mlp</text>\n", SVG_X0 - 6, ym + 12, SVG_X0 - 6,
-            ym + 30);
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\">the final skip set (the last "
-               "round's), layer 0 to %d left to right; filled: skipped by the draft</text>\n"
-               "</g>\n", (double)SVG_X0, ym + 50, L - 1);
-}
-
-// Set rows at height y, one per set of the history: class "set" holding cells "attn skipped"
-// (the upper part of the row) and "mlp skipped" (the lower part) under their layers; for
-// Self-SD's search, each candidate's cost (in unit) as a bar. Decoding's rows are at least
-// SVG_ROW_MIN px tall (the first sets that fit are drawn), a search's may be thinner; labels
-// every row or every few rows, at least 12 px apart.
-static void svg_set_rows(FILE *f, double y, const SetHistory *sets, int L, const char *unit) {
-    double cw = svg_cell_width(L), cx = SVG_X0 + L * cw, area = SVG_SETS - 44;
-    int search = sets->n > 0 && sets->cost[0] >= 0;
-    int n = search || sets->n * SVG_ROW_MIN <= area ? sets->n : (int)(area / SVG_ROW_MIN);
-    fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">%s</text>\n", y + 14,
-            search ? "Self-SD's search (Sec. 3.3): one row per candidate set, top to bottom; "
-                     "its cost at the right"
-                   : "the skip set over time: one row per set, from round r on (ticks below the "
-                     "rounds)");
-    double rh = n > 0 && area / n < 24 ? area / n : 24, y0 = y + 24, best = 1e30;
-    int every = (int)ceil(12 / rh);
-    double lo = n > 0 ? sets->cost[0] : 0, hi = lo;
-    for (int i = 0; i < n; i++) {
-        lo = fmin(lo, sets->cost[i]);
-        hi = fmax(hi, sets->cost[i]);
-    }
-    for (int l = 1; l < L; l++) { // column guides: layer l's cells sit under layer l of the map
-        fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\" "
-                   "stroke-width=\"0.5\"/>\n", SVG_X0 + l * cw, y0, SVG_X0 + l * cw, y0 + n * rh);
-    }
-    for (int i = 0; i < n; i++) {
-        double yr = y0 + i * rh;
-        fprintf(f, "<g class=\"set\">");
-        for (int l = 0; l < L; l++) {
-            for (int r = 0; r < 2; r++) {
-                if (!(r ? sets->set[i].mlp : sets->set[i].attn)[l]) { continue; }
-                fprintf(f, "<rect class=\"%s skipped\" x=\"%.1f\" y=\"%.2f\" width=\"%.1f\" "
-                           "height=\"%.2f\" fill=\"%s\"/>", SVG_ROW[r], SVG_X0 + l * cw,
-                        yr + r * 0.45 * rh, cw, 0.45 * rh, SVG_FILL[r]);
-            }
-        }
-        fprintf(f, "</g>\n");
-        int new_best = search && sets->cost[i] < best;
-        if (new_best) { best = sets->cost[i]; }
-        if (i % every == 0) {
-            fprintf(f, "<text class=\"row-label\" x=\"%d\" y=\"%.2f\" font-size=\"10\" "
-                       "text-anchor=\"end\">%s %d</text>\n", SVG_X0 - 6, yr + rh / 2 + 4,
-                    search ? "it" : "r", sets->at[i] + (search ? 0 : 1));
-        }
-        if (search) { // the cost as a bar, darker when it is a new best: the search converging
-            fprintf(f, "<rect class=\"cost\" x=\"%.1f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-                       "fill=\"%s\"/>\n", cx + 8, yr + 0.05 * rh,
-                    10 + 110 * (sets->cost[i] - lo) / (hi > lo ? hi - lo : 1), 0.9 * rh,
-                    new_best ? "#555" : "#ccc");
-        }
-    }
-    if (search && n > 0) {
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">cost, %.3g to %.3g</text>\n"
-                   "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">%s (dark: new best)</text>\n",
-                cx + 8, y0 + n * rh + 12, lo, hi, cx + 8, y0 + n * rh + 24, unit);
-    }
-    fprintf(f, "<rect x=\"%d\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-               "stroke=\"#888\" stroke-width=\"0.5\"/>\n", SVG_X0, y0, L * cw, n * rh);
-    if (sets->total > n) {
-        fprintf(f, "<text x=\"%d\" y=\"%.1f\" font-size=\"10\">first %d of %d sets shown</text>\n",
-                SVG_X0, y0 + area + 14, n, sets->total);
-    }
-}
-
-// A plot's frame at (x, y), w by h, with the values of its axis's ends left of it: lo at the
-// bottom, hi at the top.
-static void svg_frame(FILE *f, double x, double y, double w, double h, const char *lo,
-                      const char *hi) {
-    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" "
-               "stroke=\"#888\" stroke-width=\"0.5\"/>\n<text x=\"%.1f\" y=\"%.1f\" "
-               "font-size=\"10\" text-anchor=\"end\">%s</text><text x=\"%.1f\" y=\"%.1f\" "
-               "font-size=\"10\" text-anchor=\"end\">%s</text>\n",
-            x, y, w, h, x - 4, y + h, lo, x - 4, y + 9, hi);
-}
-
-// A polyline of class cls through the rounds' values v, on [lo, hi] mapped to [yb, yb - h].
-static void svg_line(FILE *f, const char *cls, const float *v, int n, double x0, double bw,
-                     double yb, double h, double lo, double hi) {
-    fprintf(f, "<polyline class=\"%s\" fill=\"none\" stroke=\"#c0392b\" stroke-width=\"1.5\" "
-               "points=\"", cls);
-    for (int r = 0; r < n; r++) {
-        fprintf(f, "%s%.2f,%.2f", r ? " " : "", x0 + (r + 0.5) * bw,
-                yb - h * (v[r] - lo) / (hi - lo));
-    }
-    fprintf(f, "\"/>\n");
-}
-
-// Under the rounds at height ys: the exit threshold gamma against the draft confidence it is
-// compared with (Self-SD Sec. 3.4) on 0..1, then gamma alone on its own range. The rounds are
-// bw wide from x0.
-static void svg_gamma(FILE *f, double ys, const RoundHistory *h, double x0, double w, double bw) {
-    double sh = 60, yz = ys + sh + 36, zh = 40;
-    fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">exit threshold \u03b3 (red line) "
-               "and each round's last draft confidence (dots), 0 to 1</text>\n", ys - 8);
-    svg_frame(f, x0, ys, w, sh, "0", "1");
-    for (int r = 0; r < h->n; r++) {
-        if (isnan(h->confidence[r])) { continue; }
-        fprintf(f, "<circle class=\"confidence\" cx=\"%.2f\" cy=\"%.2f\" r=\"2\" fill=\"#555\"/>\n",
-                x0 + (r + 0.5) * bw, ys + sh - sh * h->confidence[r]);
-    }
-    svg_line(f, "gamma", h->threshold, h->n, x0, bw, ys + sh, sh, 0, 1);
-    // gamma alone on its own range, at least 0.01 wide
-    float lo = h->threshold[0], hi = lo;
-    for (int r = 0; r < h->n; r++) {
-        lo = fminf(lo, h->threshold[r]);
-        hi = fmaxf(hi, h->threshold[r]);
-    }
-    if (hi - lo < 0.01f) { lo = (lo + hi) / 2 - 0.005f; hi = lo + 0.01f; }
-    char lo_text[32], hi_text[32];
-    snprintf(lo_text, sizeof(lo_text), "%.3f", lo);
-    snprintf(hi_text, sizeof(hi_text), "%.3f", hi);
-    fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">\u03b3 alone, zoomed to %s to %s"
-               "</text>\n", yz - 8, lo_text, hi_text);
-    svg_frame(f, x0, yz, w, zh, lo_text, hi_text);
-    svg_line(f, "gamma-zoom", h->threshold, h->n, x0, bw, yz + zh, zh, lo, hi);
-}
-
-// The rounds at height y: rects "drafted" and "accepted", one each per round, on a token axis
-// 0..longest, with a tick where each set of sets (NULL: none) came into use; under them the exit
-// threshold gamma (polyline "gamma") with each round's last draft confidence (circles
-// "confidence") on 0..1, where a dot below the line is a draft the rule ended; and gamma alone
-// (polyline "gamma-zoom") on its own range, where its movement shows.
-static void svg_rounds(FILE *f, double y, int method, const RoundHistory *h, int rounds,
-                       const SetHistory *sets) {
-    double x0 = SVG_X0, w = 640, ch = 110, y0 = y + 26, yb = y0 + ch;
-    int longest = 1, drafted = 0;
-    for (int r = 0; r < h->n; r++) {
-        longest = h->drafted[r] > longest ? h->drafted[r] : longest;
-        drafted += h->drafted[r];
-    }
-    char top[32];
-    snprintf(top, sizeof(top), "%d token%s", longest, longest > 1 ? "s" : "");
-    fprintf(f, "<text x=\"12\" y=\"%.1f\" font-weight=\"bold\">per round: accepted (dark) of "
-               "drafted (dark + light) tokens</text>\n", y + 14);
-    svg_frame(f, x0, y0, w, ch, "0", top);
-    if (drafted == 0) {
-        fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", x0 + w / 2,
-                y0 + ch / 2, method == METHOD_NONE ? "plain decoding: no draft, no rounds"
-                : "nothing drafted: an empty skip set makes each round a plain decoding step");
-    }
-    if (h->n == 0) { return; }
-    double bw = w / h->n;
-    for (int r = 0; r < h->n; r++) {
-        double x = x0 + r * bw + 0.1 * bw, hd = ch * h->drafted[r] / longest;
-        double ha = ch * h->accepted[r] / longest;
-        fprintf(f, "<rect class=\"drafted\" x=\"%.2f\" y=\"%.2f\" width=\"%.2f\" height=\"%.2f\" "
-                   "fill=\"#b9cde8\"/><rect class=\"accepted\" x=\"%.2f\" y=\"%.2f\" "
-                   "width=\"%.2f\" height=\"%.2f\" fill=\"#2c5b9e\"/>\n",
-                x, yb - hd, 0.8 * bw, hd, x, yb - ha, 0.8 * bw, ha);
-    }
-    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\">round 1</text><text x=\"%.1f\" "
-               "y=\"%.1f\" font-size=\"10\" text-anchor=\"end\">round %d%s</text>\n",
-            x0, yb + 26, x0 + w, yb + 26, h->n, rounds > h->n ? " (later rounds not kept)" : "");
-    double labelled = -1e9; // the x of the last tick label: labels at least 28 px apart
-    for (int i = 0; sets && i < sets->n && sets->at[i] < h->n; i++) {
-        double x = x0 + sets->at[i] * bw;
-        fprintf(f, "<line class=\"set-tick\" x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" "
-                   "stroke=\"#333\"/>\n", x, yb, x, yb + 5);
-        if (x - labelled >= 28) {
-            fprintf(f, "<text x=\"%.2f\" y=\"%.1f\" font-size=\"9\" text-anchor=\"middle\">r %d"
-                       "</text>\n", x, yb + 14, sets->at[i] + 1);
-            labelled = x;
-        }
-    }
-    svg_gamma(f, yb + 54, h, x0, w, bw);
-}
-
-// The time series of one panel at height y: the set history (when the method changes its set)
-// and the rounds. unit: Self-SD's cost unit.
-static void svg_time_series(FILE *f, double y, int method, const SetHistory *sets,
-                            const RoundHistory *h, int rounds, int L, const char *unit) {
-    fprintf(f, "<g class=\"series\">\n");
-    int decoding_sets = svg_draws_sets(method) && !(sets->n > 0 && sets->cost[0] >= 0);
-    if (svg_draws_sets(method)) {
-        svg_set_rows(f, y, sets, L, unit);
-        y += SVG_SETS;
-    }
-    svg_rounds(f, y, method, h, rounds, decoding_sets ? sets : NULL);
-    fprintf(f, "</g>\n");
-}
-
-// ----------------------------------------------------------------------------
 // threads: how many the CPU build runs on
 
 #ifndef __CUDACC__
@@ -5407,7 +5074,6 @@ typedef struct {
     float temperature, top_p;
     DraftExit exit;       // the draft-exit rule: the method's, or --exit and --alpha
     MethodParams params;  // each method's settings: the papers' defaults, changed by the flags
-    const char *svg;      // --svg FILE
     const char *trace;    // --trace FILE
     unsigned long given;  // bit k: FLAGS[k] was on the command line
 } Options;
@@ -5506,8 +5172,6 @@ static const Flag FLAGS[] = {
     {"--compare", NULL, ARG_SWITCH, offsetof(Options, compare), 0, 0, 0, 0, NULL,
      "also run plain decoding in this process: speeds, ratio, identity\n"
      "(needs a method other than none)"},
-    {"--svg", "FILE", ARG_PATH, offsetof(Options, svg), 0, 0, 0, 0, NULL,
-     "draw the layer map, the set over time and each round as SVG (a panel\nper prompt)"},
     {"--trace", "FILE", ARG_PATH, offsetof(Options, trace), 0, 0, 0, 0, NULL,
      "write each round and each decision as JSON Lines (README: the trace)"},
     {"--json", NULL, ARG_SWITCH, offsetof(Options, json), 0, 0, 0, 0, NULL,
@@ -5819,9 +5483,9 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     return f.failed ? -1 : 0;
 }
 
-// An output file (--svg, --save-skip, --trace) is written at the end of a run that can take
-// minutes, so its path is checked before it: a folder that exists and can be written, and not
-// one of the run's inputs or another output (the rename at the end would replace it).
+// An output file (--save-skip, --trace) is written at the end of a run that can take minutes, so
+// its path is checked before it: a folder that exists and can be written, and not one of the
+// run's inputs or another output (the rename at the end would replace it).
 static int check_output(const Options *o, const char *const *field, char *err) {
     const char *flag = flag_name(o, field), *path = *field;
     struct stat sb, in;
@@ -5832,16 +5496,16 @@ static int check_output(const Options *o, const char *const *field, char *err) {
     snprintf(dir, sizeof(dir), "%.*s", dir_len, slash ? path : ".");
     const char *names[4] = {"config.json", "tokenizer.json", "model.safetensors",
                             "model.safetensors.index.json"};
-    const char *inputs[10] = {o->prompt_file, o->skip_file, o->dev_prompts}; // 3-5: outputs
-    const char *outputs[3] = {o->save_skip, o->svg, o->trace};
-    for (int k = 0; k < 3; k++) { inputs[3 + k] = outputs[k] == path ? NULL : outputs[k]; }
+    const char *inputs[9] = {o->prompt_file, o->skip_file, o->dev_prompts}; // 3-4: outputs
+    const char *outputs[2] = {o->save_skip, o->trace};
+    for (int k = 0; k < 2; k++) { inputs[3 + k] = outputs[k] == path ? NULL : outputs[k]; }
     for (int k = 0; k < 4; k++) {
         snprintf(model[k], sizeof(model[k]), "%s/%s", o->model_dir, names[k]);
-        inputs[6 + k] = model[k];
+        inputs[5 + k] = model[k];
     }
     int exists = stat(path, &sb) == 0, output;
-    for (int k = 0; k < 10; k++) {
-        output = k >= 3 && k < 6;
+    for (int k = 0; k < 9; k++) {
+        output = k >= 3 && k < 5;
         if (inputs[k] && ((output && strcmp(inputs[k], path) == 0) ||
                           (exists && stat(inputs[k], &in) == 0 && in.st_dev == sb.st_dev &&
                            in.st_ino == sb.st_ino))) {
@@ -6092,10 +5756,6 @@ typedef struct {
     Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd, oracle)
     int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
     Selector sel;
-    SetHistory *search_hist; // Self-SD's candidates, for --svg
-    FILE *svg;               // --svg: the drawing, in memory until commit_output
-    char *svg_buf;
-    size_t svg_len;
     Trace trace;             // --trace: the records, in memory until commit_output (f NULL: none)
     char *trace_buf;
     size_t trace_len;
@@ -6112,8 +5772,7 @@ static double search_skip_set(CliRun *r, const Options *o) {
     double t0 = time_ms();
     signal(SIGINT, on_interrupt);
     if (o->method == METHOD_SELFSD) {
-        r->skip = select_selfsd(&r->m, &obj, &o->params.selfsd, (uint64_t)o->seed, !o->json,
-                                r->search_hist);
+        r->skip = select_selfsd(&r->m, &obj, &o->params.selfsd, (uint64_t)o->seed, !o->json);
     } else {
         const OracleParams *op = &o->params.oracle;
         long tried;
@@ -6404,7 +6063,6 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     char path[1200], why[SS_ERR_LEN], extra[64];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
     if ((o->save_skip && check_output(o, &o->save_skip, err)) ||
-        (o->svg && check_output(o, &o->svg, err)) ||
         (o->trace && check_output(o, &o->trace, err))) {
         return -1;
     }
@@ -6456,12 +6114,7 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     selector_init(&r->sel, o->method, &o->params, c->n_layers, (uint64_t)o->seed);
     r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
-    r->search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory));
     r->searched = r->skip;
-    if (o->svg) {
-        r->svg = open_memstream(&r->svg_buf, &r->svg_len); // written by commit_output
-        svg_begin(r->svg, c->n_layers, o->method, r->prompts.n);
-    }
     if (o->trace) {
         r->trace.f = open_memstream(&r->trace_buf, &r->trace_len); // written by commit_output
         r->sel.trace = &r->trace;
@@ -6471,10 +6124,9 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
 }
 
 // One prompt: the search before decoding (the first prompt, selfsd and oracle), decoding, the
-// report, the SVG panel, and --compare's plain run. Returns 1 when greedy output differs from
+// report, and --compare's plain run. Returns 1 when greedy output differs from
 // plain decoding, else 0.
 static int run_prompt(CliRun *r, Options *o, int pi) {
-    int L = r->m.config.n_layers, first_search = o->method == METHOD_SELFSD && pi == 0;
     // selfsd and oracle search before the first prompt, on r->dev (empty for other methods)
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
     SpecStats st;
@@ -6503,13 +6155,6 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
         snprintf(lead, sizeof(lead), "{\"type\": \"summary\", \"prompt\": %d, ", pi);
         print_json_report(r->trace.f, lead, o, &r->m, &res);
     }
-    if (r->svg) {
-        double y = pi * svg_panel_height(o->method);
-        svg_layer_map(r->svg, y, pi + 1, r->prompts.text[pi], r->m.dir, o->method, &r->skip, L,
-                      &st, res.plain_tps);
-        svg_time_series(r->svg, y + SVG_HEAD, o->method, first_search ? r->search_hist : &st.sets,
-                        &st.hist, st.rounds, L, o->cost_model ? "sublayers/token" : "ms/token");
-    }
     free(text);
     return o->compare && o->temperature == 0.0f && !res.identical;
 }
@@ -6531,15 +6176,6 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
                         r->m.config.n_layers, err)) {
         failed = print_error(err);
     }
-    if (r->svg && !failed) {
-        svg_end(r->svg);
-        if (commit_output(flag_name(o, &o->svg), o->svg, r->svg, &r->svg_buf, &r->svg_len, err)) {
-            failed = print_error(err);
-        }
-    } else if (r->svg) {
-        fclose(r->svg);
-        free(r->svg_buf);
-    }
     if (r->trace.f && !failed) {
         if (commit_output(flag_name(o, &o->trace), o->trace, r->trace.f, &r->trace_buf,
                           &r->trace_len, err)) {
@@ -6555,7 +6191,6 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
 static void free_run(CliRun *r) {
     free_prompts(&r->prompts);
     free_prompts(&r->dev);
-    free(r->search_hist);
     selector_free(&r->sel);
     free(r->out);
     free(r->plain_out);

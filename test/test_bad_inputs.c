@@ -555,12 +555,9 @@ int main(void) {
     flag_case("-f with no prompts", "empty.txt", "no prompts", "-f %s/empty.txt", tmp);
     snprintf(buf, sizeof(buf), "-m %s/no-such-model", tmp);
     run_case("-m names no folder", buf, "no-such-model/config.json", "cannot open");
-    // --svg is checked before the model loads: a bad path is the error even with a bad model
-    flag_case("--svg into a missing folder", "--svg", "no-such-dir/out.svg: its folder does not exist",
-              "--skip attn:1 --svg %s/no-such-dir/out.svg", tmp);
-    flag_case("--svg a folder", "--svg", "exists and is not a regular file", "--svg %s", tmp);
-    snprintf(buf, sizeof(buf), "-m %s/no-such-model --svg %s/no-such-dir/out.svg", tmp, tmp);
-    run_case("--svg unwritable, checked before the model", buf, "--svg", "its folder does not exist");
+    // --save-skip is checked before the model loads: a bad path is the error even with a bad model
+    snprintf(buf, sizeof(buf), "-m %s/no-such-model --method selfsd --save-skip %s/no-such-dir/out.json", tmp, tmp);
+    run_case("--save-skip unwritable, checked before the model", buf, "--save-skip", "its folder does not exist");
 
     // ---- round two: special files, limits, and flags against flags
     path_in(buf, sizeof(buf), tmp, "fifo");
@@ -892,19 +889,15 @@ int main(void) {
     // beside the target renamed over it; nothing is opened for writing before the run's checks
     snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
     snprintf(out_file, sizeof(out_file), "%s/old.txt", out_dir);
-    kept_output_case("--svg kept when -c is refused", "-c 1000", "max_position_embeddings", "-c 1000 --svg %s");
-    kept_output_case("--svg kept when the skip set is refused", "--skip", "out of range", "--skip mlp:6 --svg %s");
-    kept_output_case("--svg kept on a prompt past -c", "-p", "context", "-c 8 -p 'a prompt much longer than eight "
-                     "tokens of context' --svg %s");
-    kept_output_case("--svg names the -f file", "--svg", "names one of the run's input files", "-f %s --svg %s");
-    kept_output_case("--svg names the --skip-file", "--svg", "input files", "--skip-file %s --svg %s");
-    kept_output_case("--save-skip names the -f file", "--save-skip", "input files", "--method selfsd -f %s --save-skip %s");
+    kept_output_case("--save-skip kept when -c is refused", "-c 1000", "max_position_embeddings",
+                     "--method selfsd -c 1000 --save-skip %s");
+    kept_output_case("--save-skip kept on a prompt past -c", "-p", "context", "--method selfsd -c 8 -p 'a prompt much "
+                     "longer than eight tokens of context' --save-skip %s");
+    kept_output_case("--save-skip names the -f file", "--save-skip", "names one of the run's input files",
+                     "--method selfsd -f %s --save-skip %s");
     kept_output_case("--save-skip names --dev-prompts", "--save-skip", "input files",
                      "--method selfsd --dev-prompts %s --save-skip %s");
-    kept_output_case("--svg and --save-skip name one file", "other output file", NULL,
-                     "--method selfsd --save-skip %s --svg %s");
     // --trace (issue 31) goes through the same checks: each pair of outputs, the inputs, a refused run
-    kept_output_case("--trace and --svg name one file", "another output file", NULL, "--trace %s --svg %s");
     kept_output_case("--trace and --save-skip name one file", "another output file", NULL,
                      "--method selfsd --save-skip %s --trace %s");
     kept_output_case("--trace names the -f file", "--trace", "input files", "-f %s --trace %s");
@@ -916,13 +909,13 @@ int main(void) {
         snprintf(link, sizeof(link), "%s/prompts-link.txt", tmp);
         reset_output();
         if (symlink(out_file, link) != 0) { fprintf(stderr, "test_bad_inputs: cannot link %s\n", link); exit(2); }
-        snprintf(f, sizeof(f), "-f %s --svg %s", link, out_file);
-        flag_case("--svg names -f through a symlink", "--svg", "input files", "%s", f);
-        check_output_kept("--svg names -f through a symlink");
+        snprintf(f, sizeof(f), "--method selfsd -f %s --save-skip %s", link, out_file);
+        flag_case("--save-skip names -f through a symlink", "--save-skip", "input files", "%s", f);
+        check_output_kept("--save-skip names -f through a symlink");
         reset_output();
-        snprintf(buf, sizeof(buf), "-m %s/no-such-model -n 4 --svg %s", tmp, out_file);
-        run_case("--svg kept when the model folder is missing", buf, "no-such-model", "cannot open");
-        check_output_kept("--svg kept when the model folder is missing");
+        snprintf(buf, sizeof(buf), "-m %s/no-such-model -n 4 --method selfsd --save-skip %s", tmp, out_file);
+        run_case("--save-skip kept when the model folder is missing", buf, "no-such-model", "cannot open");
+        check_output_kept("--save-skip kept when the model folder is missing");
     }
     static const char *const model_files[] = {"tokenizer.json", "config.json", "model.safetensors"};
     for (int k = 0; k < 3; k++) { // the model's own files: the rename would have replaced them
@@ -930,9 +923,9 @@ int main(void) {
         size_t n0, n1;
         d = broken_copy();
         path_in(target, sizeof(target), d, model_files[k]);
-        snprintf(f, sizeof(f), "--svg %s", target);
-        snprintf(name, sizeof(name), "--svg names the model's %s", model_files[k]);
-        run_model_case(name, d, f, "--svg", "input files");
+        snprintf(f, sizeof(f), "--method selfsd --save-skip %s", target);
+        snprintf(name, sizeof(name), "--save-skip names the model's %s", model_files[k]);
+        run_model_case(name, d, f, "--save-skip", "input files");
         snprintf(from, sizeof(from), "%s/%s", SRC, model_files[k]);
         char *a = read_or_exit(from, &n0), *b = read_or_exit(target, &n1);
         check(n0 == n1 && memcmp(a, b, n0) == 0, "%s: %s was changed", name, target);
@@ -942,27 +935,30 @@ int main(void) {
     static const char *const kills[] = {"TERM", "HUP"};
     for (int k = 0; k < 2; k++) { // killed in a long search: nothing was opened, nothing is left
         char name[64];
-        snprintf(name, sizeof(name), "--svg kept on SIG%s in a search", kills[k]);
+        snprintf(name, sizeof(name), "--save-skip kept on SIG%s in a search", kills[k]);
         reset_output();
-        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 100000 --svg %s >/dev/null 2>&1 & "
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 100000 --save-skip %s >/dev/null 2>&1 & "
                  "sleep 2; kill -%s $!; wait", selfspec_bin(), SRC, out_file, kills[k]);
         check(system(buf) != -1, "%s: system failed", name);
         check_output_kept(name);
     }
-    { // stdout closed: the SVG would take descriptor 1 and hold the text; the lost text is an error
+    { // stdout closed: the output file would take descriptor 1 and hold the text; the lost text is an error
         reset_output();
-        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --svg %s >&- 2>/dev/null", selfspec_bin(), SRC, out_file);
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 2 --save-skip %s >&- 2>/dev/null",
+                 selfspec_bin(), SRC, out_file);
         int st = system(buf);
         check(WIFEXITED(st) && WEXITSTATUS(st) == 1, "stdout closed: exit status %d, want 1", st);
-        check_output_kept("stdout closed, --svg");
+        check_output_kept("stdout closed, --save-skip");
         reset_output();
-        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --svg %s 2>&- >/dev/null", selfspec_bin(), SRC, out_file);
+        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 2 --save-skip %s 2>&- >/dev/null",
+                 selfspec_bin(), SRC, out_file);
         st = system(buf);
         size_t len;
-        char *svg = read_or_exit(out_file, &len);
-        check(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strncmp(svg, "<?xml", 5) == 0 && strstr(svg, "tokens/s") == NULL &&
-              strstr(svg, "</svg>\n") == svg + len - 7, "stderr closed: exit status %d, the SVG holds other text:\n%.300s", st, svg);
-        free(svg);
+        char *saved = read_or_exit(out_file, &len);
+        check(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strncmp(saved, "{\"attn\": [", 10) == 0 &&
+              strstr(saved, "tokens/s") == NULL && strstr(saved, "]}\n") == saved + len - 3,
+              "stderr closed: exit status %d, the --save-skip file holds other text:\n%.300s", st, saved);
+        free(saved);
         for (int json = 0; json < 2; json++) {
             snprintf(buf, sizeof(buf), "%s -m %s -n 4 %s >/dev/full 2>%s/full.txt", selfspec_bin(), SRC, json ? "--json" : "", tmp);
             st = system(buf);
@@ -976,12 +972,13 @@ int main(void) {
     { // paths checked before the run by creating the temporary file once: an empty name, a
       // folder no file can be made in, a name too long
         char name[600];
-        flag_case("--svg ''", "--svg", "the file name is empty", "--svg ''");
         flag_case("--save-skip ''", "--save-skip", "the file name is empty", "--method selfsd --save-skip ''");
-        flag_case("--svg in /proc", "/proc/out.svg", "cannot create a file in its folder", "--svg /proc/out.svg");
+        flag_case("--save-skip in /proc", "/proc/out.json", "cannot create a file in its folder",
+                  "--method selfsd --save-skip /proc/out.json");
         memset(name, 'a', 300);
         name[300] = '\0';
-        flag_case("--svg a 300-byte name", "--svg", "File name too long", "--svg %s/%s.svg", out_dir, name);
+        flag_case("--save-skip a 300-byte name", "--save-skip", "File name too long",
+                  "--method selfsd --save-skip %s/%s.json", out_dir, name);
     }
     { // --save-skip is written at the end too: a run that fails after the search keeps the old file
         reset_output();
@@ -990,15 +987,9 @@ int main(void) {
         int st = system(buf);
         check(WIFEXITED(st) && WEXITSTATUS(st) == 1, "--save-skip, stdout /dev/full: exit status %d, want 1", st);
         check_output_kept("--save-skip kept when stdout fails after the search");
-        reset_output();
-        snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 100000 --save-skip %s >/dev/null 2>&1 & "
-                 "sleep 2; kill -TERM $!; wait", selfspec_bin(), SRC, out_file);
-        check(system(buf) != -1, "system failed");
-        check_output_kept("--save-skip kept on SIGTERM in a search");
     }
-    kept_output_case("--svg names the --dev-prompts file", "--svg", "input files",
-                     "--method selfsd --dev-prompts %s --svg %s");
-    kept_output_case("--svg FILE/ (a file named as a folder)", "--svg", "its folder does not exist", "--svg %s/");
+    kept_output_case("--save-skip FILE/ (a file named as a folder)", "--save-skip", "its folder does not exist",
+                     "--method selfsd --save-skip %s/");
     flag_case("-t 100.00001", "-t 100.00001", "must be in [0, 100]", "-t 100.00001");
     { // two runs saving one --save-skip file at once: it holds one of the two, whole
         reset_output();
@@ -1016,17 +1007,17 @@ int main(void) {
     { // a run that succeeds replaces the file whole and says so
         char *e;
         reset_output();
-        snprintf(buf, sizeof(buf), "%s -n 4 --svg %s", m, out_file);
+        snprintf(buf, sizeof(buf), "%s -n 4 --method selfsd --iters 2 --save-skip %s", m, out_file);
         int rc = run_selfspec(tmp, "", buf, NULL, &e);
         size_t len;
-        char *svg = read_or_exit(out_file, &len);
+        char *saved = read_or_exit(out_file, &len);
         snprintf(buf, sizeof(buf), "wrote %s\n", out_file);
-        check(rc == 0 && strstr(e, buf) != NULL && strncmp(svg, "<?xml", 5) == 0,
-              "--svg over an old file: exit %d, want the SVG and \"%s\" on stderr:\n%s", rc, buf, e);
-        free(svg);
+        check(rc == 0 && strstr(e, buf) != NULL && strncmp(saved, "{\"attn\": [", 10) == 0,
+              "--save-skip over an old file: exit %d, want the set and \"%s\" on stderr:\n%s", rc, buf, e);
+        free(saved);
         free(e);
         spit(out_file, "old\n", 4); // (the one file left, as check_output_kept wants)
-        check_output_kept("--svg over an old file");
+        check_output_kept("--save-skip over an old file");
     }
 
     // ---- round three: the added-token scan is not line length x added tokens (both hung > 60 s)

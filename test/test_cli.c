@@ -74,10 +74,12 @@ static void test_threads(void) {
     bad_flag("--threads", "--threads: missing value");
     // an unknown flag and a missing value are told apart; a flag is never taken as a value
     bad_flag("--bogus 3", "--bogus: unknown flag");
-    bad_flag("--svg -n 4", "--svg: missing value");
-    bad_flag("-n 4 --svg", "--svg: missing value");
-    bad_flag("--svg -x.svg", "--svg: missing value (a path that starts with - is written ./-name)");
-    remove("-x.svg"); // what a binary that took it as the path wrote
+    bad_flag("--save-skip -n 4", "--save-skip: missing value");
+    bad_flag("-n 4 --save-skip", "--save-skip: missing value");
+    bad_flag("--method selfsd --save-skip -x.json",
+             "--save-skip: missing value (a path that starts with - is written ./-name)");
+    remove("-x.json"); // what a binary that took it as the path wrote
+    bad_flag("--svg x.svg", "--svg: unknown flag"); // pictures are drawn from --trace (test/bench/draw_trace.py)
     bad_flag("-m tiny_models/kjv-12l/model.safetensors", "a file, not a folder");
 }
 
@@ -193,7 +195,7 @@ static void test_selfsd_noise(void) {
     mp.selfsd.iters = 40;
     test_objective = noisy_cost;
     test_objective_ctx = &clock;
-    SkipSet best = select_selfsd(&m, &obj, &mp.selfsd, 5, 0, NULL);
+    SkipSet best = select_selfsd(&m, &obj, &mp.selfsd, 5, 0);
     test_objective = NULL;
     check(skip_count(&best, m.config.n_layers) == 0,
           "Self-SD under a noisy clock chose a set skipping %d sublayers, each of which truly costs more than none",

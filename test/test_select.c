@@ -236,7 +236,7 @@ static void test_planted(const char *dir) {
     Objective obj = {prompts, lengths, 1, 24, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL};
     MethodParams mp_bo = method_params_default();
     mp_bo.selfsd.iters = 150;
-    SkipSet bo = select_selfsd(&m, &obj, &mp_bo.selfsd, 7, 0, NULL);
+    SkipSet bo = select_selfsd(&m, &obj, &mp_bo.selfsd, 7, 0);
     layer_map(&bo, L, a_map, m_map);
     check(contains(&bo, &planted, L), "Self-SD BO (cost model, 150 iters) chose attn %s mlp %s, missing planted sublayers",
           a_map, m_map);
@@ -353,10 +353,11 @@ static void test_clasp_input(const char *dir) {
             SpecStats st;
             // run 0 learns round 1's accepted count; run 1 stops one token after round 1
             Output o = output(out, run == 0 ? 20 : accepted + 3, NULL, NULL);
+            EngineLog *g = watch_engine();
             generate_spec(&m, prompt, n_prompt, &sp, &sel, &greedy, &o, &st);
             selector_free(&sel);
             if (run == 0) {
-                accepted = st.hist.accepted[0];
+                accepted = g->accepted[0];
                 if (accepted == 0) { break; }
                 continue;
             }
@@ -384,6 +385,7 @@ static void test_clasp_input(const char *dir) {
             ok = same_set(&sp.skip, &want, L);
         }
     }
+    unwatch_engine();
     check(seen, "CLaSp input: no prompt where round 1 accepted drafts and x's states give another set");
     check(ok, "CLaSp input: the DP after round 1 did not use the last accepted token's states");
     free(h);
@@ -736,20 +738,21 @@ static void test_eq6_skip_ratio(const char *dir) {
     Sampler greedy = {0.0f, 1.0f, {1}};
     SpecStats *st = (SpecStats *)calloc_check(1, sizeof(SpecStats));
     Output o = output(out, 48, NULL, NULL);
+    EngineLog *g = watch_engine();
     generate_spec(&m, prompt, 4, &sp, &sel, &greedy, &o, st);
-    double skipped = 0; // over the rounds: drafts x the sublayers of the set in use at that round
-    for (int r = 0, i = 0; r < st->hist.n; r++) {
-        while (i + 1 < st->sets.n && st->sets.at[i + 1] <= r) { i++; }
-        int count = skip_count(&st->sets.set[i], L);
-        counts += st->hist.drafted[r] > 0 && count != last;
-        if (st->hist.drafted[r] > 0) { last = count; }
-        skipped += st->hist.drafted[r] * count;
+    double skipped = 0; // over the rounds: drafts x the sublayers of the set each drafted with
+    for (int r = 0; r < g->rounds && r < LOG_MAX; r++) {
+        int count = skip_count(&g->skip[r], L);
+        counts += g->drafted[r] > 0 && count != last;
+        if (g->drafted[r] > 0) { last = count; }
+        skipped += g->drafted[r] * count;
     }
     RunSummary sum = summarize_run(st, &sp.skip, L, 1);
     double r = skipped / st->drafted / (2.0 * L);
     double want = expected_speedup(sum.mean_accepted, sum.acceptance, r, (double)st->drafted / st->rounds);
-    check(counts >= 2 && st->rounds == st->hist.n, "Eq. 6: the drafts used %d skip counts in %d rounds", counts,
-          st->rounds);
+    check(counts >= 2 && st->rounds == g->rounds && g->rounds < LOG_MAX, "Eq. 6: the drafts used %d skip counts in "
+          "%d rounds (%d logged)", counts, st->rounds, g->rounds);
+    unwatch_engine();
     check(fabs(sum.expected_speedup - want) < 1e-12, "Eq. 6: expected speedup %.4f, want %.4f from the skip ratio "
           "%.4f the drafts were drafted with on average (the last set's: %.4f)", sum.expected_speedup, want, r,
           sum.skip_ratio);
@@ -810,21 +813,22 @@ static void test_selfsd_run_decoder(const char *dir) {
         if (r == 1) { obj.exit.mode = EXIT_FIXED; obj.exit.threshold = 0.3f; }
         if (r == 2) { obj.sampler.temperature = 0.8f; obj.sampler.top_p = 0.9f; }
         rng_seed(&obj.sampler.rng, 5);
-        SetHistory *h = (SetHistory *)calloc_check(1, sizeof(SetHistory));
-        select_selfsd(&m, &obj, &mp.selfsd, 7, 0, h);
-        for (int i = 0; i < h->n; i++) {
-            SpecParams sp = {h->set[i], obj.max_draft, obj.exit};
+        EngineLog *h = watch_engine();
+        select_selfsd(&m, &obj, &mp.selfsd, 7, 0);
+        test_round = NULL; // (the decoding below is not logged)
+        for (int i = 0; i < h->candidates; i++) {
+            SpecParams sp = {h->cand[i], obj.max_draft, obj.exit};
             Sampler smp = obj.sampler;
             Output o = output(out, 24, NULL, NULL);
             SpecStats st;
             uint64_t sub0 = m.state.n_sublayers;
             int n = generate_spec(&m, prompt, 6, &sp, NULL, &smp, &o, &st);
             float cost = (float)((double)(m.state.n_sublayers - sub0) / n);
-            checked += skip_count(&h->set[i], m.config.n_layers) > 0;
-            check(h->cost[i] == cost, "Self-SD search under %s: candidate %d cost %.4f, but decoding with those "
+            checked += skip_count(&h->cand[i], m.config.n_layers) > 0;
+            check((float)h->cost[i] == cost, "Self-SD search under %s: candidate %d cost %.4f, but decoding with those "
                   "settings costs %.4f sublayers/token", what[r], i, h->cost[i], cost);
         }
-        free(h);
+        unwatch_engine();
     }
     check(checked >= 6, "Self-SD search: only %d non-empty candidates compared", checked);
     free_model(&m);

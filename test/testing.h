@@ -48,6 +48,55 @@ __attribute__((constructor)) static void test_choose_threads(void) {
 }
 #endif
 
+// The engine's test windows test_round and test_candidate, logged: watch_engine() starts an
+// empty log of every round and Self-SD candidate from then on (one log, reused), and
+// unwatch_engine() stops and frees it. A log keeps the first LOG_MAX of each, and counts all.
+enum { LOG_MAX = 1024 };
+typedef struct {
+    int rounds, candidates;                  // seen
+    SkipSet skip[LOG_MAX];                   // the set each round drafted with
+    int drafted[LOG_MAX], accepted[LOG_MAX]; // each round's k and accepted tokens
+    SkipSet cand[LOG_MAX];                   // Self-SD's candidates, in order
+    int it[LOG_MAX];                         // each one's iteration (0: the empty set)
+    double cost[LOG_MAX];                    // and cost
+} EngineLog;
+static EngineLog *engine_log;
+
+static void log_round(const SkipSet *skip, int k, int accepted) {
+    EngineLog *g = engine_log;
+    if (g->rounds < LOG_MAX) {
+        g->skip[g->rounds] = *skip;
+        g->drafted[g->rounds] = k;
+        g->accepted[g->rounds] = accepted;
+    }
+    g->rounds++;
+}
+
+static void log_candidate(const SkipSet *s, int it, double cost) {
+    EngineLog *g = engine_log;
+    if (g->candidates < LOG_MAX) {
+        g->cand[g->candidates] = *s;
+        g->it[g->candidates] = it;
+        g->cost[g->candidates] = cost;
+    }
+    g->candidates++;
+}
+
+static EngineLog *watch_engine(void) {
+    if (engine_log == NULL) { engine_log = (EngineLog *)calloc_check(1, sizeof(EngineLog)); }
+    engine_log->rounds = engine_log->candidates = 0;
+    test_round = log_round;
+    test_candidate = log_candidate;
+    return engine_log;
+}
+
+static void unwatch_engine(void) {
+    test_round = NULL;
+    test_candidate = NULL;
+    free(engine_log);
+    engine_log = NULL;
+}
+
 static int test_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, tests_passed, tests_failed);
     return tests_failed == 0 ? 0 : 1;

@@ -1,16 +1,18 @@
 #!/bin/sh
 # Remakes the README's figures and sample outputs from exactly the runs the README prints: each
-# command below runs once with --svg test/bench/figures/NAME.svg, its text (stdout, then the summary
-# on stderr) goes to test/bench/figures/NAME.txt, and rsvg-convert (Debian/Ubuntu: librsvg2-bin)
-# renders NAME.png. Run from the repository root on an idle machine: sh test/bench/figures/make.sh
+# command below runs once with --trace test/bench/figures/NAME.jsonl, its text (stdout, then the
+# summary on stderr) goes to test/bench/figures/NAME.txt, test/bench/draw_trace.py draws the trace
+# as NAME.svg, and rsvg-convert (Debian/Ubuntu: librsvg2-bin) renders NAME.png. Run from the
+# repository root on an idle machine: sh test/bench/figures/make.sh
 set -eu
 make -s selfspec
 command -v rsvg-convert >/dev/null || { echo "make.sh: rsvg-convert not found (apt-get install librsvg2-bin)"; exit 1; }
 fig() { # NAME 'COMMAND': the command as the README prints it
     echo "$2" >test/bench/figures/$1.txt
-    eval "$2 --svg test/bench/figures/$1.svg" >>test/bench/figures/$1.txt 2>&1
+    eval "$2 --trace test/bench/figures/$1.jsonl" >>test/bench/figures/$1.txt 2>&1
+    python3 test/bench/draw_trace.py test/bench/figures/$1.jsonl -o test/bench/figures/$1.svg
     rsvg-convert test/bench/figures/$1.svg -o test/bench/figures/$1.png
-    echo "test/bench/figures/$1: svg, png, txt"
+    echo "test/bench/figures/$1: jsonl, svg, png, txt"
 }
 fig demo './selfspec -p "And the LORD said unto Moses," -n 64 --skip "attn:2,4,6,8,10 mlp:3,5,7,9" --compare'
 fig selfsd './selfspec --method selfsd --objective cost --compare'
