@@ -65,6 +65,13 @@ TARGETS = {
         prompts=KJV_PROMPTS,
         skips=["attn:2,5,8", "mlp:3,7,10", "attn:1,4,6,9;mlp:2,5,8,10"],
     ),
+    # The same architecture and tokenizer trained with sublayer dropout
+    # (tiny_models/train_kjv_skip.py): the skips are the demo's set and a 12-of-24 one.
+    "kjv-skip": dict(
+        model="tiny_models/kjv-12l-skip",
+        prompts=KJV_PROMPTS,
+        skips=["attn:2,4,6,8,10;mlp:3,5,7,9", "attn:2,3,4,5,6,7,8,9;mlp:3,5,7,9"],
+    ),
     # SmolLM2-135M-Instruct (tiny_models/get_smollm2.sh; not committed, the fixtures are).
     # Vocab 49152: 5-token prompts keep each .f32 case under 1 MB. No BOS (the tokenizer adds none).
     "smollm2": dict(

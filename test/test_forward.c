@@ -408,9 +408,9 @@ int main(int argc, char **argv) {
     test_half_to_float();
     test_sharded("tiny_models/llama3-tiny-random");
     // llama3-tied-head: tie_word_embeddings true and an lm_head.weight that differs (HF uses it)
-    const char *defaults[] = {"llama2-tiny", "llama3-tiny", "kjv", "llama3-tied-head"};
+    const char *defaults[] = {"llama2-tiny", "llama3-tiny", "kjv", "llama3-tied-head", "kjv-skip"};
     const char **targets = argc > 1 ? (const char **)(argv + 1) : defaults;
-    int n_targets = argc > 1 ? argc - 1 : 4;
+    int n_targets = argc > 1 ? argc - 1 : (int)(sizeof(defaults) / sizeof(defaults[0]));
     for (int k = 0; k < n_targets; k++) {
         char ref_dir[256], model_dir[1024], err[SS_ERR_LEN];
         snprintf(ref_dir, sizeof(ref_dir), "test/refs/%s", targets[k]);
