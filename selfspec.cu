@@ -94,6 +94,14 @@ static void *malloc_check_(size_t size, const char *file, int line) {
 }
 #define malloc_check(size) malloc_check_((size), __FILE__, __LINE__)
 
+// dir/name in a new allocation (the caller frees it): a path may be as long as PATH_MAX.
+static char *join_path(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = (char *)malloc_check(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
 static void *calloc_check_(size_t n, size_t size, const char *file, int line) {
     void *p = calloc(n > 0 ? n : 1, size > 0 ? size : 1);
     if (p == NULL) {
@@ -1768,8 +1776,17 @@ static int is_eos(const Config *c, int token) {
 }
 
 // Keeps one generated token, which came from the logits row `logits`. Returns 1 when generation
-// is over: after an EOS, or at max_new tokens.
+// is over: after an EOS, or at max_new tokens. A row that is not finite (weights whose products
+// overflow float32, in RMSNorm's sum of squares or a matmul) would give argmax's token 0 and
+// empty text without a word: the run stops.
 static int emit(const Config *c, Output *out, int token, const float *logits) {
+    for (int i = 0; i < c->vocab_size; i++) {
+        if (!isfinite(logits[i])) {
+            die(__FILE__, __LINE__, "the logits of generated token %d are not finite (%g for "
+                "token %d): the model's weights overflow float32 arithmetic", out->n + 1,
+                logits[i], i);
+        }
+    }
     out->tokens[out->n++] = token;
     if (out->cb) { out->cb(out->ctx, token, logits); }
     return is_eos(c, token) || out->n >= out->max_new;
@@ -1980,6 +1997,11 @@ static void draft_exit_update(DraftExit *d, int accepted, int drafted, int hit_m
     float moved = d->ar <= d->target ? d->threshold + d->step : d->threshold - d->step;
     if (hit_max && d->ar > d->target) { moved = d->threshold; }
     d->threshold = d->beta2 * d->threshold + (1.0f - d->beta2) * moved;
+    // Decision: gamma is clamped to [0, 1], the range of the probability it is compared with.
+    // Eq. 3 moves it by eps every round with no bound, so acceptance that stays under alpha
+    // pushes it past 1 (every draft stops at one token, as at 1), and a later good stretch
+    // would spend a round per 0.001 only to come back to 1.
+    d->threshold = fminf(fmaxf(d->threshold, 0.0f), 1.0f);
     d->rounds++;
 }
 
@@ -2276,15 +2298,17 @@ static double measure_objective(Model *m, const Objective *obj, const SkipSet *s
     if (test_objective) { return test_objective(test_objective_ctx, s); }
 #endif
     int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
+    SpecStats *st = (SpecStats *)malloc_check(sizeof(SpecStats)); // 60 KB: off the stack
     uint64_t sub0 = m->state.n_sublayers;
     double t0 = time_ms(), tokens = 0;
-    for (int k = 0; k < obj->n_prompts; k++) {
+    // Ctrl-C stops the search within one decoding, not after the whole dev set
+    for (int k = 0; k < obj->n_prompts && !search_interrupted; k++) {
         SpecParams sp = {*s, obj->max_draft, obj->exit};
         Sampler smp = obj->sampler;
         Output o = output(out, obj->n_new, NULL, NULL);
-        SpecStats st;
-        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &smp, &o, &st);
+        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &smp, &o, st);
     }
+    free(st);
     free(out);
     double cost = obj->use_cost_model ? (double)(m->state.n_sublayers - sub0) : time_ms() - t0;
     return cost / (tokens > 0 ? tokens : 1);
@@ -2317,10 +2341,11 @@ static double median(double *v, int n) {
 static double measure_median(Model *m, const Objective *obj, const SkipSet *s, int n,
                              double first) {
     double c[5];
-    for (int k = 0; k < n; k++) {
+    int k = 0;
+    for (; k < n && (k == 0 || !search_interrupted); k++) {
         c[k] = k == 0 && !isnan(first) ? first : measure_objective(m, obj, s);
     }
-    return median(c, n);
+    return median(c, k);
 }
 
 // The medians of 5 measurements each of a and b, taken alternately so that a change in the
@@ -2368,6 +2393,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
         if (cost < best_cost && repeats > 1) {
             cost = measure_median(m, obj, &cand, repeats, cost);
         }
+        if (search_interrupted) { break; } // a cost over part of the dev set is not a score
         skip_to_vector(&cand, L, v);
         gp_add(&gp, v, -cost);
         if (cost < best_cost) { best_cost = cost; best = cand; }
@@ -2437,6 +2463,7 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
             random_skip_set(&r, 0, count, 0, L - 1, &cand);
         }
         double cost = measure_objective(m, obj, &cand);
+        if (search_interrupted) { break; } // a cost over part of the dev set is not a score
         if (cost < best_cost) { best_cost = cost; best = cand; }
         tried++;
         if (time_ms() - shown > 10e3) {
@@ -2923,16 +2950,17 @@ static int config_check_unsupported(JsonFile *f) {
     } else if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
         return json_fail(f, "neither architectures nor model_type says LLaMA");
     }
-    int act = json_get(j, 0, "hidden_act");
-    if (!json_is_null(j, act) && !json_eq(j, act, "silu")) {
-        return json_fail(f, "hidden_act must be \"silu\"");
+    int act = json_get(j, 0, "hidden_act"); // transformers' ACT2FN: "swish" is SiLU too
+    if (!json_is_null(j, act) && !json_eq(j, act, "silu") && !json_eq(j, act, "swish")) {
+        return json_fail(f, "hidden_act must be \"silu\" (or \"swish\", the same function)");
     }
     const char *biases[] = {"attention_bias", "mlp_bias"};
     for (int k = 0; k < 2; k++) {
         int b = 0, i = json_get(j, 0, biases[k]);
-        if (!json_is_null(j, i) && (json_bool(j, i, &b) != 0 || b)) {
-            return json_fail(f, "%s=true is not supported", biases[k]);
+        if (!json_is_null(j, i) && json_bool(j, i, &b) != 0) {
+            return json_fail(f, "%s must be true or false", biases[k]);
         }
+        if (b) { return json_fail(f, "%s=true is not supported", biases[k]); }
     }
     return 0;
 }
@@ -3066,19 +3094,36 @@ static int config_from_json(Config *c, JsonFile *f) {
 }
 
 static int read_config(Config *c, const char *dir, char *err) {
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/config.json", dir);
+    char *path = join_path(dir, "config.json");
     memset(c, 0, sizeof(*c));
     c->rope_theta = 10000.0f; // LlamaConfig defaults
     c->norm_eps = 1e-6f;
     size_t len;
     char *text = read_file(path, &len, err);
-    if (text == NULL) { return -1; }
+    if (text == NULL) { free(path); return -1; }
     Json j;
     JsonFile f = {&j, path, err, 0};
     int rc = json_parse(&j, text, len, path, err) || config_from_json(c, &f) ? -1 : 0;
     json_free(&j);
     free(text);
+    free(path);
+    // Llama-3-Instruct names its end of turn in generation_config.json alone, which
+    // transformers' generate() reads: without it, decoding would run past the answer
+    path = join_path(dir, "generation_config.json");
+    struct stat sb;
+    if (rc == 0 && c->n_eos == 0 && stat(path, &sb) == 0) {
+        Config g = *c;
+        f.path = path;
+        text = read_file(path, &len, err);
+        rc = text == NULL || json_parse(&j, text, len, path, err) ? -1 : 0;
+        if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = json_fail(&f, "not a JSON object"); }
+        rc = rc == 0 ? config_token_ids(&g, &f) : rc;
+        memcpy(c->eos_ids, g.eos_ids, sizeof(c->eos_ids));
+        c->n_eos = g.n_eos;
+        if (text) { json_free(&j); }
+        free(text);
+    }
+    free(path);
     return rc;
 }
 
@@ -4397,15 +4442,21 @@ static int load_added(Tokenizer *t, JsonFile *f, int arr) {
         TokenText *x = &t->tok[id];
         int special = json_key_bool(f, i, "special", 0),
             normalized = json_key_bool(f, i, "normalized", !special);
-        int ok = s != NULL && len > 0 && !json_key_bool(f, i, "single_word", 0) &&
-                 !json_key_bool(f, i, "lstrip", 0) && !json_key_bool(f, i, "rstrip", 0) &&
-                 !(normalized && t->n_norm > 0) &&
+        // each cause named: lstrip, rstrip and single_word change how HF matches the token
+        const char *flags[3] = {"lstrip", "rstrip", "single_word"}, *why = NULL;
+        for (int q = 0; q < 3; q++) {
+            if (json_key_bool(f, i, flags[q], 0)) { why = flags[q]; }
+        }
+        int no_text = s == NULL || len == 0;
+        int ok = !no_text && why == NULL && !(normalized && t->n_norm > 0) &&
                  (x->text == NULL ? set_text(t, f, (int)id, s, len) == 0
                                   : (size_t)x->len == len && memcmp(x->text, s, len) == 0);
         free(s);
         if (!ok) {
-            return json_fail(f, "added_tokens[%d]: unsupported or not the vocab's text for its "
-                                "id", k);
+            return json_fail(f, "added_tokens[%d]: %s%s", k, why ? why : "",
+                             why ? "=true is not supported" : no_text ? "no \"content\" text" : normalized && t->n_norm > 0
+                             ? "normalized=true with a normalizer is not supported"
+                             : "\"content\" is not the vocab's text for its id");
         }
         x->special |= (unsigned char)special;
         x->normalized = (unsigned char)normalized;
@@ -5459,11 +5510,11 @@ static int parse_long(const char *flag, const char *v, double lo, double hi, lon
     char *end, why[96];
     errno = 0;
     *x = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || errno != 0) {
+    if (end == v || *end != '\0' || (errno != 0 && errno != ERANGE)) {
         return flag_fail(err, flag, v, "not an integer");
     }
     snprintf(why, sizeof(why), "must be in [%ld, %ld]", (long)lo, (long)hi);
-    return *x < lo || *x > hi ? flag_fail(err, flag, v, why) : 0;
+    return errno == ERANGE || *x < lo || *x > hi ? flag_fail(err, flag, v, why) : 0;
 }
 
 // Parsed and range-checked as the float it becomes: 1e-300 is 0 as a float, outside (0, 1].
@@ -5581,6 +5632,19 @@ static int check_flags(const Options *o, char *err) {
         fprintf(stderr, "selfspec: warning: -p %s: the prompt is a number; -p is the prompt here "
                         "(llama2.c's top-p is --top-p)\n", o->prompt);
     }
+#ifdef _OPENMP
+    // libgomp read OMP_NUM_THREADS before main and makes that many threads at the first kernel:
+    // 99999999999 aborted inside it with no word from selfspec (a list "4,2": its first number;
+    // 0, words and numbers past LONG_MAX libgomp itself reports and ignores)
+    const char *omp = getenv("OMP_NUM_THREADS");
+    long n_omp = omp ? strtol(omp, &end, 10) : 1;
+    double max_threads = FLAGS[flag_index(o, &o->threads)].hi;
+    if (omp && end != omp && (*end == '\0' || *end == ',') &&
+        n_omp > max_threads) {
+        return fail(err, "OMP_NUM_THREADS=%s: must be in [1, %g] threads (unset it, or give "
+                    "--threads N)", omp, max_threads);
+    }
+#endif
     if (method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
         return flag_fail(err, flag_name(o, &o->method), "static", "needs --skip or --skip-file");
     }
@@ -5781,7 +5845,9 @@ static int read_prompts(const char *path, char ***out, int **line_no, char *err)
     int n = 0, line = 1;
     char **lines = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
     int *numbers = (int *)malloc_check((len / 2 + 2) * sizeof(int));
-    for (char *q = text, *end; q < text + len; q = end + 1, line++) {
+    // a UTF-8 byte order mark (Notepad writes one) is not part of the first prompt
+    size_t bom = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    for (char *q = text + bom, *end; q < text + len; q = end + 1, line++) {
         end = (char *)memchr(q, '\n', (size_t)(text + len - q));
         if (end == NULL) { end = text + len; }
         size_t k = (size_t)(end - q);
@@ -6215,19 +6281,19 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
     int L = r->m.config.n_layers, first_search = o->method == METHOD_SELFSD && pi == 0;
     // selfsd and oracle search before the first prompt, on r->dev (empty for other methods)
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
-    SpecStats st;
+    // 60 KB each: off the stack (ulimit -s 128 gave the main thread 128 KB)
+    SpecStats *st = (SpecStats *)malloc_check(2 * sizeof(SpecStats)), *plain = st + 1;
     char *text = NULL;
     if (!o->json) { printf("%s", r->prompts.text[pi]); fflush(stdout); }
-    int n = decode_prompt(r, o, pi, 0, &st, &text);
+    int n = decode_prompt(r, o, pi, 0, st, &text);
     if (!o->json) { printf("\n"); }
-    st.select_ms += search_ms;
-    st.search_ms = search_ms;
-    PromptResult res = {text, r->out, n, r->prompts.len[pi], &st, &r->skip, -1, 0, 1,
+    st->select_ms += search_ms;
+    st->search_ms = search_ms;
+    PromptResult res = {text, r->out, n, r->prompts.len[pi], st, &r->skip, -1, 0, 1,
                         &r->sel};
     if (o->compare) {
-        SpecStats plain;
-        res.n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);
-        res.plain_tps = tokens_per_s(res.n_plain, plain.gen.decode_ms);
+        res.n_plain = decode_prompt(r, o, pi, 1, plain, NULL);
+        res.plain_tps = tokens_per_s(res.n_plain, plain->gen.decode_ms);
         res.identical = n == res.n_plain &&
                         memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
@@ -6239,11 +6305,12 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
     if (r->svg) {
         double y = pi * svg_panel_height(o->method);
         svg_layer_map(r->svg, y, pi + 1, r->prompts.text[pi], r->m.dir, o->method, &r->skip, L,
-                      &st, res.plain_tps);
-        svg_time_series(r->svg, y + SVG_HEAD, o->method, first_search ? r->search_hist : &st.sets,
-                        &st.hist, st.rounds, L, o->cost_model ? "sublayers/token" : "ms/token");
+                      st, res.plain_tps);
+        svg_time_series(r->svg, y + SVG_HEAD, o->method, first_search ? r->search_hist : &st->sets,
+                        &st->hist, st->rounds, L, o->cost_model ? "sublayers/token" : "ms/token");
     }
     free(text);
+    free(st);
     return o->compare && o->temperature == 0.0f && !res.identical;
 }
 

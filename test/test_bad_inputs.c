@@ -14,6 +14,7 @@
 static char tmp[64];          // the test's folder, removed at the end
 static const char *SRC = "tiny_models/llama2-tiny-random";
 static int n_cases;
+static const char *case_env = ""; // run_case's environment ("VAR=value ..."), "" for none
 
 static void spit(const char *path, const void *data, size_t len) {
     FILE *f = fopen(path, "wb");
@@ -125,9 +126,9 @@ enum { CASE_SECONDS = 60, OK_CASE_SECONDS = 300 };
 // Runs `bin args`, and checks: a non-zero exit, one line on stderr that starts with
 // "selfspec: error: " and holds want1 and want2 (NULL: not checked), and no sanitizer report.
 static void run_case(const char *name, const char *args, const char *want1, const char *want2) {
-    char timeout[64], err_path[256];
+    char timeout[256], err_path[256];
     size_t len; // stderr's length in bytes, NULs included
-    snprintf(timeout, sizeof(timeout), "timeout -s KILL %d", CASE_SECONDS);
+    snprintf(timeout, sizeof(timeout), "%s timeout -s KILL %d", case_env, CASE_SECONDS);
     int rc = run_selfspec(tmp, timeout, args, NULL, NULL);
     check(rc != 137, "%s: still running after %d s, killed (a hang?) (%s)", name, CASE_SECONDS, args);
     snprintf(err_path, sizeof(err_path), "%s/stderr.txt", tmp); // where run_selfspec put it
@@ -300,11 +301,102 @@ static void kept_output_case(const char *name, const char *want1, const char *wa
     check_output_kept(name);
 }
 
+// ---- round four (issue 33): numbers that went wrong without a word, and the environment
+static void numbers_and_environment(void) {
+    char buf[1024];
+    flag_case("-n past LONG_MAX", "-n 99999999999999999999", "must be in [1, 1048576]", "-n 99999999999999999999");
+    { // huge but finite weights: model.norm.weight at 3e38 overflows, and every logit is NaN or inf
+        const char *d = broken_copy();
+        float huge[64];
+        for (int k = 0; k < 64; k++) { huge[k] = 3e38f; }
+        poke_data(d, 1469440, huge, sizeof(huge));
+        run_model_case("weights that overflow float32", d, "", "logits of generated token 1", "not finite");
+        run_model_case("weights that overflow float32, --json", d, "--json", "not finite", NULL);
+        run_model_case("weights that overflow float32, speculative", d, "--skip attn:1", "not finite", NULL);
+    }
+    { // Self-SD Eq. 3 has no bound: gamma stays in [0, 1] however long acceptance stays off alpha
+        DraftExit up = draft_exit_default(), down = draft_exit_default();
+        for (int k = 0; k < 2000; k++) {
+            draft_exit_update(&up, 0, 4, 0);
+            draft_exit_update(&down, 4, 4, 0);
+        }
+        check(up.threshold <= 1.0f && up.threshold > 0.99f && down.threshold >= 0.0f && down.threshold < 0.01f,
+              "2000 rounds of acceptance 0 (1): gamma %g (%g), want it held in [0, 1]", up.threshold, down.threshold);
+    }
+    case_env = "OMP_NUM_THREADS=99999999999";
+    flag_case("OMP_NUM_THREADS=99999999999", "OMP_NUM_THREADS=99999999999", "must be in [1, 1024]", "-n 2");
+    case_env = "OMP_NUM_THREADS=5000,2";
+    flag_case("OMP_NUM_THREADS=5000,2", "OMP_NUM_THREADS=5000,2", "must be in [1, 1024]", "-n 2");
+    case_env = "OMP_NUM_THREADS=1025";
+    flag_case("OMP_NUM_THREADS=1025 with --threads 1", "OMP_NUM_THREADS=1025", "must be in [1, 1024]", "--threads 1 -n 2");
+    case_env = "";
+    { // a 128 KB main-thread stack: the two 60 KB SpecStats lived there (SIGSEGV)
+        static const char *const runs[] = {"-n 4", "-n 4 --skip attn:1 --compare", "-n 4 --method selfsd --iters 2"};
+        for (int k = 0; k < 3; k++) {
+            snprintf(buf, sizeof(buf), "sh -c 'ulimit -s 128 && exec %s -m %s %s' >/dev/null 2>%s/stack.txt",
+                     selfspec_bin(), SRC, runs[k], tmp);
+            int st = system(buf);
+            path_in(buf, sizeof(buf), tmp, "stack.txt");
+            char *e = read_or_exit(buf, NULL);
+            n_cases++;
+            check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ulimit -s 128, %s: status %d, want exit 0:\n%s", runs[k], st, e);
+            free(e);
+        }
+    }
+    { // a prompts file with a UTF-8 byte order mark: the same text as without it
+        char *a, *b, *e;
+        path_in(buf, sizeof(buf), tmp, "bom.txt");
+        spit(buf, "\xEF\xBB\xBFIn the beginning\n", 20);
+        snprintf(buf, sizeof(buf), "-m %s -n 4 --json -f %s/bom.txt", SRC, tmp);
+        int rc = run_selfspec(tmp, "", buf, &a, &e);
+        free(e);
+        snprintf(buf, sizeof(buf), "-m %s -n 4 --json -p 'In the beginning'", SRC);
+        int rc2 = run_selfspec(tmp, "", buf, &b, &e);
+        free(e);
+        n_cases++;
+        const char *ta = strstr(a, "\"tokens\""), *tb = strstr(b, "\"tokens\""), *end = strstr(a, "\"tokens_per_s\"");
+        check(rc == 0 && rc2 == 0 && ta && tb && end && strncmp(ta, tb, (size_t)(end - ta)) == 0,
+              "-f with a UTF-8 BOM: not the prompt without it:\n%s\n%s", a, b);
+        free(a);
+        free(b);
+    }
+    { // the first Ctrl-C in a search stops within one decoding, not after the whole dev set
+        Model m;
+        char err[SS_ERR_LEN];
+        if (check(build_model(&m, SRC, 64, err) == 0, "build_model: %s", err)) {
+            int prompt[3] = {1, 300, 301}, *prompts[8], lens[8];
+            for (int k = 0; k < 8; k++) { prompts[k] = prompt; lens[k] = 3; }
+            Objective obj = {(const int *const *)prompts, lens, 8, 8, 4, 1, draft_exit_default(), {0, 1, {0}}};
+            SkipSet s;
+            memset(&s, 0, sizeof(s));
+            s.attn[1] = 1;
+            uint64_t before = m.state.n_sublayers;
+            measure_objective(&m, &obj, &s);
+            uint64_t one_run = m.state.n_sublayers - before;
+            search_interrupted = 1;
+            before = m.state.n_sublayers;
+            measure_median(&m, &obj, &s, 3, NAN);
+            check(one_run > 0 && m.state.n_sublayers == before,
+                  "Ctrl-C before a measurement: %llu sublayers run, want 0 (one measurement: %llu)",
+                  (unsigned long long)(m.state.n_sublayers - before), (unsigned long long)one_run);
+            search_interrupted = 0;
+            free_model(&m);
+        }
+    }
+}
+
+static void round_four(void) {
+    numbers_and_environment();
+}
+
 int main(void) {
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-bad-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_bad_inputs: mkdtemp failed\n"); return 2; }
     const char *d;
     char buf[1024];
+    snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
+    snprintf(out_file, sizeof(out_file), "%s/old.txt", out_dir);
+    if (getenv("ROUND4") != NULL) { goto round4; } // ROUND4=1: round four's cases alone
 
     // ---- model.safetensors
     truncated_case("truncated before the header length", "model.safetensors", 5, "model.safetensors", "truncated");
@@ -1075,6 +1167,9 @@ int main(void) {
               "top_alternatives on vocab 3, width 8: %d alternatives (%d, %d), want 2: (2, 0); an id -1 "
               "reads token_embedding[-dim]", n, n > 0 ? alts[0] : -9, n > 1 ? alts[1] : -9);
     }
+
+round4:
+    round_four();
 
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
     if (system(buf) != 0) { fprintf(stderr, "test_bad_inputs: could not remove %s\n", tmp); }
