@@ -385,8 +385,65 @@ static void numbers_and_environment(void) {
     }
 }
 
+// ---- round four: configs transformers loads
+static void configs_transformers_loads(void) {
+    char buf[1024], *o, *e;
+    const char *d = model_copy("swish");
+    edit_text(d, "config.json", "\"silu\"", "\"swish\"");
+    snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+    run_ok_case("hidden_act swish (transformers: SiLU)", buf);
+    text_case("hidden_act gelu", "config.json", "\"silu\"", "\"gelu\"", "config.json", "hidden_act must be \"silu\"");
+    text_case("attention_bias \"false\" (a string)", "config.json", "\"attention_bias\": false",
+              "\"attention_bias\": \"false\"", "config.json", "attention_bias must be true or false");
+    text_case("mlp_bias 0", "config.json", "\"mlp_bias\": false", "\"mlp_bias\": 0",
+              "config.json", "mlp_bias must be true or false");
+    text_case("attention_bias true", "config.json", "\"attention_bias\": false", "\"attention_bias\": true",
+              "config.json", "attention_bias=true is not supported");
+    { // eos_token_id in generation_config.json alone (Llama-3-Instruct): decoding stops there
+        d = model_copy("gen-eos");
+        edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": null");
+        snprintf(buf, sizeof(buf), "-m %s -n 8 --json", d);
+        int rc = run_selfspec(tmp, "", buf, &o, &e);
+        const char *t = strstr(o, "\"tokens\": [");
+        int first = t ? atoi(t + 11) : -1;
+        check(rc == 0 && strstr(o, "\"n_tokens\": 8") != NULL && first >= 0, "no eos_token_id: exit %d, want 8 tokens:\n%s%s", rc, o, e);
+        free(o);
+        free(e);
+        snprintf(buf, sizeof(buf), "{\"bos_token_id\": 1, \"eos_token_id\": [%d]}", first);
+        write_text(d, "generation_config.json", buf);
+        snprintf(buf, sizeof(buf), "-m %s -n 8 --json", d);
+        rc = run_selfspec(tmp, "", buf, &o, &e);
+        n_cases++;
+        check(rc == 0 && strstr(o, "\"n_tokens\": 1,") != NULL,
+              "eos_token_id %d in generation_config.json alone: exit %d, want decoding to stop at it:\n%s%s", first, rc, o, e);
+        free(o);
+        free(e);
+        write_text(d, "generation_config.json", "{\"eos_token_id\": 99999}");
+        run_model_case("generation_config.json eos_token_id past vocab_size", d, "", "generation_config.json",
+                       "eos_token_id is not a token id below vocab_size");
+        write_text(d, "generation_config.json", "{\"eos_token_id\": 2,");
+        run_model_case("generation_config.json not JSON", d, "", "generation_config.json", "not valid JSON");
+        write_text(d, "generation_config.json", "[2]");
+        run_model_case("generation_config.json an array", d, "", "generation_config.json", "not a JSON object");
+    }
+    static const char *const flags[] = {"lstrip", "rstrip", "single_word"};
+    for (int k = 0; k < 3; k++) { // each cause named, not one message for five
+        char from[64], to[64], name[64];
+        snprintf(from, sizeof(from), "\"%s\": false", flags[k]);
+        snprintf(to, sizeof(to), "\"%s\": true", flags[k]);
+        snprintf(name, sizeof(name), "added token with %s", flags[k]);
+        snprintf(buf, sizeof(buf), "%s=true is not supported", flags[k]);
+        text_case(name, "tokenizer.json", from, to, "added_tokens[0]", buf);
+    }
+    text_case("added token with empty content", "tokenizer.json", "\"content\": \"<unk>\"", "\"content\": \"\"",
+              "added_tokens[0]", "no \"content\" text");
+    text_case("added token not the vocab's text", "tokenizer.json", "\"content\": \"<unk>\"", "\"content\": \"<unq>\"",
+              "added_tokens[0]", "not the vocab's text");
+}
+
 static void round_four(void) {
     numbers_and_environment();
+    configs_transformers_loads();
 }
 
 int main(void) {
