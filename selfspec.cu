@@ -64,12 +64,31 @@
 // ----------------------------------------------------------------------------
 // utilities: error reporting, checked allocation, timing
 
+// Formats one error line into err (cap bytes). A longer line (a long path comes first) loses
+// its middle, not its end, where the reason is: "/very/long/fo...older/config.json: not valid
+// JSON".
+static void format_err(char *err, size_t cap, const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(err, cap, fmt, ap);
+    char *full = n >= 0 && (size_t)n >= cap ? (char *)malloc((size_t)n + 1) : NULL;
+    if (full != NULL) {
+        vsnprintf(full, (size_t)n + 1, fmt, again);
+        size_t head = cap / 4, from = (size_t)n - (cap - head - 4); // "..." and the NUL
+        while (head > 0 && (full[head] & 0xC0) == 0x80) { head--; } // not in a UTF-8 character
+        while ((full[from] & 0xC0) == 0x80) { from++; }
+        snprintf(err, cap, "%.*s...%s", (int)head, full, full + from);
+        free(full);
+    }
+    va_end(again);
+}
+
 // Formats one error line into err (SS_ERR_LEN bytes) and returns -1, so loaders can write
 // `return fail(err, "%s: ...", path)`.
 static int fail(char *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, SS_ERR_LEN, fmt, ap);
+    format_err(err, SS_ERR_LEN, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -3144,7 +3163,7 @@ typedef struct {
 } TensorInfo;
 
 typedef struct {
-    char path[1100];
+    char *path;        // owned
     char *bytes;       // the whole file
     size_t size;
     size_t data_start; // 8 + header length
@@ -3155,6 +3174,7 @@ typedef struct {
     int n_shards;
     TensorInfo *tensors;
     int n_tensors;
+    char *index;       // model.safetensors.index.json's path when sharded, else NULL (owned)
 } TensorFiles;
 
 static int compare_by_begin(const void *a, const void *b) {
@@ -3236,7 +3256,7 @@ static int header_length(const char *path, const unsigned char *b, size_t size, 
 // length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the raw data.
 static int load_shard(TensorFiles *tf, const char *path, char *err) {
     Shard *sh = &tf->shards[tf->n_shards];
-    snprintf(sh->path, sizeof(sh->path), "%s", path);
+    sh->path = strcpy((char *)malloc_check(strlen(path) + 1), path);
     // The header length is checked before the file is read whole (a sparse 30 GB file of zeros
     // is refused at once), then again on what was read. (O_NONBLOCK: a FIFO does not block.)
     unsigned char head[8];
@@ -3292,25 +3312,36 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
 
 static void free_tensor_files(TensorFiles *tf) {
     for (int k = 0; k < tf->n_shards; k++) { free(tf->shards[k].bytes); }
+    for (int k = 0; k <= tf->n_shards && tf->shards; k++) { free(tf->shards[k].path); }
+    free(tf->index);
     for (int k = 0; k < tf->n_tensors; k++) { free(tf->tensors[k].name); }
     free(tf->shards);
     free(tf->tensors);
     memset(tf, 0, sizeof(*tf));
 }
 
+static const TensorInfo *find_tensor(const TensorFiles *tf, const char *name) {
+    for (int k = 0; k < tf->n_tensors; k++) {
+        if (strcmp(tf->tensors[k].name, name) == 0) { return &tf->tensors[k]; }
+    }
+    return NULL;
+}
+
 // Opens model.safetensors, or every shard named by model.safetensors.index.json.
 static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     memset(tf, 0, sizeof(*tf));
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    char *path = join_path(dir, "model.safetensors");
     // (not fopen: that blocks on a FIFO; read_file refuses anything but a file). lstat: a
     // dangling or looping symlink is this file, which read_file then says it cannot open.
     struct stat sb;
     if (lstat(path, &sb) == 0) {
-        tf->shards = (Shard *)calloc_check(1, sizeof(Shard));
-        return load_shard(tf, path, err);
+        tf->shards = (Shard *)calloc_check(2, sizeof(Shard));
+        int rc = load_shard(tf, path, err);
+        free(path);
+        return rc;
     }
-    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+    free(path);
+    path = tf->index = join_path(dir, "model.safetensors.index.json");
     size_t len;
     char *text = read_file(path, &len, err);
     if (text == NULL) {
@@ -3338,9 +3369,22 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
         for (int s = 0; s < n_names; s++) { seen |= strcmp(names[s], file) == 0; }
         if (seen) { free(file); continue; }
         names[n_names++] = file;
-        char shard_path[1100];
-        snprintf(shard_path, sizeof(shard_path), "%s/%s", dir, file);
+        char *shard_path = join_path(dir, file);
         rc = load_shard(tf, shard_path, err);
+        free(shard_path);
+    }
+    // each tensor the index names is in the shard it names (load_tensor then blames the index
+    // for a tensor it does not name, not a shard that never held it)
+    for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
+        size_t nn;
+        char *name = json_string(&j, key, &nn), *file = json_string(&j, key + 1, &nn);
+        const TensorInfo *t = name ? find_tensor(tf, name) : NULL;
+        if (t == NULL || strcmp(strrchr(tf->shards[t->file].path, '/') + 1, file) != 0) {
+            rc = fail(err, "%s: weight_map puts tensor %s in %s, which does not hold it", path,
+                      name ? name : "(a bad name)", file);
+        }
+        free(name);
+        free(file);
     }
     for (int s = 0; s < n_names; s++) { free(names[s]); }
     free(names);
@@ -3382,6 +3426,9 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
         }
         t = &tf->tensors[k];
     }
+    if (t == NULL && tf->index) {
+        return fail(err, "%s: tensor %s is missing from its weight_map", tf->index, name);
+    }
     if (t == NULL) { return fail(err, "%s: missing tensor %s", tf->shards[0].path, name); }
     const Shard *sh = &tf->shards[t->file];
     int want_dims = cols == 0 ? 1 : 2;
@@ -3410,13 +3457,6 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
         }
     }
     return 0;
-}
-
-static const TensorInfo *find_tensor(const TensorFiles *tf, const char *name) {
-    for (int k = 0; k < tf->n_tensors; k++) {
-        if (strcmp(tf->tensors[k].name, name) == 0) { return &tf->tensors[k]; }
-    }
-    return NULL;
 }
 
 // Whether tensors a and b hold the same values: the same dtype and the same bytes.
@@ -5615,10 +5655,6 @@ static int check_flags(const Options *o, char *err) {
         return flag_fail(err, flag_name(o, &o->prompt), NULL, "give -p or -f, not both");
     }
     struct stat st;
-    if (o->model_dir && strlen(o->model_dir) > 1000) {
-        return flag_fail(err, flag_name(o, &o->model_dir), NULL,
-                         "the folder path is longer than 1000 bytes");
-    }
     if (o->model_dir && stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
         return flag_fail(err, flag_name(o, &o->model_dir), o->model_dir,
                          "a file, not a folder: give the folder that holds "
@@ -5902,11 +5938,13 @@ static void on_token(void *ctx, int token, const float *logits) {
 }
 
 static const char *default_model_dir(const char *argv0) {
-    static char path[1100];
+    static char *path; // (allocated once, for the run)
     struct stat sb;
     if (stat("tiny_models/kjv-12l/config.json", &sb) == 0) { return "tiny_models/kjv-12l"; }
     const char *slash = strrchr(argv0, '/');
-    snprintf(path, sizeof(path), "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1,
+    size_t n = strlen(argv0) + 32;
+    path = (char *)malloc_check(n);
+    snprintf(path, n, "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1,
              slash ? argv0 : ".");
     return path;
 }
@@ -5917,7 +5955,7 @@ enum { CLI_ERR_LEN = 4 * SS_ERR_LEN };
 static int cli_fail(char *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, CLI_ERR_LEN, fmt, ap);
+    format_err(err, CLI_ERR_LEN, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -5957,7 +5995,7 @@ typedef struct {
 static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const char *flag,
                         const char *file, const char *text, int n_extra, const char *extra,
                         char *err) {
-    char why[SS_ERR_LEN], where[1200];
+    char why[SS_ERR_LEN], *where = NULL;
     int *line_no = NULL, n = 1, rc = 0;
     if (file && (n = read_prompts(file, &p->text, &line_no, why)) < 0) {
         return cli_fail(err, "%s %s", flag, why);
@@ -5970,7 +6008,11 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
     p->ids = (int **)calloc_check((size_t)n, sizeof(int *));
     p->len = (int *)calloc_check((size_t)n, sizeof(int));
     for (int k = 0; k < n && rc == 0; k++) {
-        if (file) { snprintf(where, sizeof(where), "%s %s line %d", flag, file, line_no[k]); }
+        if (file) {
+            size_t cap = strlen(flag) + strlen(file) + 32;
+            where = (char *)realloc_check(where, cap);
+            snprintf(where, cap, "%s %s line %d", flag, file, line_no[k]);
+        }
         p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
         p->len[k] = encode_prompt(tok, c, p->text[k], n_extra, p->ids[k], file ? where : flag,
                                   extra, err);
@@ -5980,6 +6022,7 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
         }
     }
     free(line_no);
+    free(where);
     return rc;
 }
 
@@ -6214,7 +6257,7 @@ static void open_std_descriptors(void) {
 // Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
 // in err (CLI_ERR_LEN bytes).
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
-    char path[1200], why[SS_ERR_LEN], extra[64];
+    char why[SS_ERR_LEN], extra[64];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
     if ((o->save_skip && check_output(o, &o->save_skip, err)) ||
         (o->svg && check_output(o, &o->svg, err))) {
@@ -6232,12 +6275,14 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
         return fail(err, "%s %d: above max_position_embeddings %d of %s/config.json",
                     flag_name(o, &o->ctx), o->ctx, c->max_pos, o->model_dir);
     }
-    snprintf(path, sizeof(path), "%s/tokenizer.json", o->model_dir);
-    if ((r->tok = build_tokenizer(path, err)) == NULL) { return -1; }
-    if (tokenizer_vocab_size(r->tok) > c->vocab_size) {
-        return fail(err, "%s: %d tokens, but config.json has vocab_size %d", path,
-                    tokenizer_vocab_size(r->tok), c->vocab_size);
+    char *path = join_path(o->model_dir, "tokenizer.json");
+    r->tok = build_tokenizer(path, err);
+    if (r->tok && tokenizer_vocab_size(r->tok) > c->vocab_size) {
+        fail(err, "%s: %d tokens, but config.json has vocab_size %d", path,
+             tokenizer_vocab_size(r->tok), c->vocab_size);
     }
+    free(path);
+    if (r->tok == NULL || tokenizer_vocab_size(r->tok) > c->vocab_size) { return -1; }
     if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, why)) {
         return cli_fail(err, "%s %s", flag_name(o, &o->skip_spec), why);
     }

@@ -441,9 +441,89 @@ static void configs_transformers_loads(void) {
               "added_tokens[0]", "not the vocab's text");
 }
 
+// A folder under tmp whose path is about `len` bytes (components of 200), made; into out.
+static void long_folder(char *out, size_t cap, const char *tag, size_t len) {
+    snprintf(out, cap, "%s/%s", tmp, tag);
+    mkdir(out, 0700);
+    while (strlen(out) + 201 < len) {
+        size_t n = strlen(out);
+        out[n] = '/';
+        memset(out + n + 1, 'd', 200);
+        out[n + 201] = '\0';
+        mkdir(out, 0700);
+    }
+}
+
+// A copy of the model in src (the tiny one when NULL) in a folder whose path is about len
+// bytes; its path into out.
+static void long_model(char *out, size_t cap, const char *tag, size_t len, const char *src) {
+    static const char *const files[] = {"config.json", "model.safetensors", "tokenizer.json"};
+    long_folder(out, cap, tag, len);
+    for (int k = 0; k < 3; k++) {
+        char from[256], *to = (char *)malloc_check(strlen(out) + 64);
+        snprintf(from, sizeof(from), "%s/%s", src ? src : SRC, files[k]);
+        sprintf(to, "%s/%s", out, files[k]);
+        copy_file(from, to);
+        free(to);
+    }
+}
+
+// ---- round four: a message keeps its reason however long the path before it
+static void messages_keep_their_reason(void) {
+    char dir[4096], args[16384], file[4200];
+    long_model(dir, sizeof(dir), "long-ok", 1250, NULL);
+    snprintf(args, sizeof(args), "-m %s -n 2", dir);
+    run_ok_case("-m a 1250-byte folder path", args);
+    snprintf(file, sizeof(file), "%s/prompts.txt", dir);
+    spit(file, "In the beginning\n", 17);
+    snprintf(args, sizeof(args), "-m %s -n 2 -f %s", dir, file);
+    run_ok_case("-f a 1270-byte path", args);
+    spit(file, "one\ntwo\0three\n", 14);
+    run_case("-f a 1270-byte path with a NUL byte", args, "line 2: a NUL byte", NULL);
+    spit(file, "one\nAnd God said, Let there be light: and there was light\n", 58);
+    snprintf(args, sizeof(args), "-m %s -n 2 -c 8 -f %s", dir, file);
+    run_case("-f a 1270-byte path, line 2 too long", args, "prompts.txt line 2", "context of 8");
+    snprintf(file, sizeof(file), "%s/skip.json", dir);
+    spit(file, "{\"attn\": [1, 40]}", 17);
+    snprintf(args, sizeof(args), "-m %s -n 2 --skip-file %s", dir, file);
+    run_case("--skip-file a 1260-byte path, layer 40", args, "not a layer in [0, 5]", NULL);
+    spit(file, "{\"attn\": [1,", 12);
+    run_case("--skip-file a 1260-byte path, not JSON", args, "not valid JSON", NULL);
+    const char *d = broken_copy();
+    edit_header(d, "\"model.norm.weight\"", "\"model.norm.weigxx\"", 0);
+    long_model(dir, sizeof(dir), "long-tensor", 1250, d);
+    snprintf(args, sizeof(args), "-m %s -n 2", dir);
+    run_case("a 1250-byte folder, a missing tensor", args, "missing tensor model.norm.weight", NULL);
+    d = broken_copy();
+    edit_text(d, "config.json", "{", "{,");
+    long_model(dir, sizeof(dir), "long-config", 1250, d);
+    snprintf(args, sizeof(args), "-m %s -n 2", dir);
+    run_case("a 1250-byte folder, config.json not JSON", args, "config.json: not valid JSON", NULL);
+    long_model(dir, sizeof(dir), "long-3800", 3800, NULL); // (PATH_MAX is 4096)
+    snprintf(args, sizeof(args), "-m %s -n 2", dir);
+    run_ok_case("-m a 3800-byte folder path", args);
+    { // an index that leaves a tensor out: the index is named, not the first shard
+        d = model_copy("index-omits");
+        char from[512], to[512];
+        edit_header(d, "\"model.norm.weight\"", "\"model.norm.weigxx\"", 0); // (in a shard the index omits)
+        path_in(from, sizeof(from), d, "model.safetensors");
+        path_in(to, sizeof(to), d, "model-00001-of-00002.safetensors");
+        check(rename(from, to) == 0, "cannot rename %s", from);
+        write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": "
+                   "\"model-00001-of-00002.safetensors\"}}");
+        run_model_case("an index that omits a tensor's shard", d, "", "model.safetensors.index.json",
+                       "tensor model.norm.weight is missing from its weight_map");
+        write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": "
+                   "\"model-00001-of-00002.safetensors\", \"model.norm.weight\": \"model-00001-of-00002.safetensors\"}}");
+        run_model_case("an index that puts a tensor in a shard without it", d, "", "model.safetensors.index.json",
+                       "puts tensor model.norm.weight in model-00001-of-00002.safetensors, which does not hold it");
+    }
+}
+
 static void round_four(void) {
     numbers_and_environment();
     configs_transformers_loads();
+    messages_keep_their_reason();
 }
 
 int main(void) {
