@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #ifdef __linux__
@@ -5346,6 +5347,80 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
     return 0;
 }
 
+// ----- output files: --save-skip, --svg (and the like), committed together at the end
+//
+// An output file is built in memory (open_memstream) while the run goes, and all of them are
+// written at the end, only when the run succeeded: each to a temporary file beside its target,
+// and only when every one of those was written whole are they renamed over their targets. A run
+// that fails or is killed leaves every old file as it was; two runs writing one path leave one
+// of the two whole. A file is known by what it is, not how it is spelled: the target is the
+// path with its links and its folder resolved (a symlink is written through, as a shell's >
+// does), compared by device and inode when it exists, else by that resolved name.
+typedef struct {
+    const char *flag, *path; // the flag, and the path as given
+    char *target;            // the file replaced: links and folder resolved
+    struct stat st;          // the target's, when it exists
+    int exists;
+    FILE *mem;               // the content, in memory until commit_outputs
+    char *buf;
+    size_t len;
+    char *tmp;               // commit_outputs' temporary file beside target
+} OutputFile;
+enum { MAX_OUTPUTS = 4 };
+
+static int same_file(const struct stat *a, const struct stat *b) {
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static void free_outputs(OutputFile *outs, int n) {
+    for (int k = 0; k < n; k++) {
+        if (outs[k].mem) { fclose(outs[k].mem); }
+        free(outs[k].buf);
+        free(outs[k].target);
+        free(outs[k].tmp);
+    }
+}
+
+// Writes every output to its temporary file; only when all of them were written whole are they
+// renamed over their targets, else every temporary file is removed. A full disk or ulimit -f
+// (SIGXFSZ is ignored, so the write fails with EFBIG) is reported, naming the output.
+static int commit_outputs(OutputFile *outs, int n, char *err) {
+    sigset_t block, old; // a kill between creating a temporary file and its rename would leave it
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    mode_t mask = umask(0); // mkstemp creates 0600: a new file gets open()'s 0666 & ~umask, an
+    umask(mask);            // old one keeps its mode, as a shell's > does
+    int ok = 1, made = 0, renamed = 0; // temporary files created, and renamed
+    for (int k = 0; k < n && ok; k++) {
+        OutputFile *f = &outs[k];
+        sprintf(f->tmp, "%s.XXXXXX", f->target);
+        ok = fclose(f->mem) == 0;
+        f->mem = NULL;
+        int fd = ok ? mkstemp(f->tmp) : -1;
+        made += fd >= 0;
+        FILE *w = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        mode_t mode = f->exists ? f->st.st_mode & 07777 : 0666 & ~mask;
+        ok = w != NULL && fchmod(fd, mode) == 0 && fwrite(f->buf, 1, f->len, w) == f->len;
+        ok = (w == NULL || fclose(w) == 0) && ok;
+        if (!ok) { fail(err, "%s %s: cannot write: %s", f->flag, f->path, strerror(errno)); }
+    }
+    for (; ok && renamed < n; renamed++) {
+        if (rename(outs[renamed].tmp, outs[renamed].target) != 0) {
+            fail(err, "%s %s: cannot write: %s", outs[renamed].flag, outs[renamed].path,
+                 strerror(errno));
+            ok = 0;
+            break;
+        }
+    }
+    for (int k = renamed; k < made; k++) { unlink(outs[k].tmp); }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    for (int k = 0; k < n && ok; k++) { fprintf(stderr, "wrote %s\n", outs[k].path); }
+    return ok ? 0 : -1;
+}
+
 #ifndef TESTING
 
 typedef struct {
@@ -5771,86 +5846,106 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     return f.failed ? -1 : 0;
 }
 
-// An output file (--svg, --save-skip) is written at the end of a run that can take minutes, so
-// its path is checked before it: a folder that exists and can be written, and not one of the
-// run's inputs or the other output (the rename at the end would replace it).
-static int check_output(const Options *o, const char *const *field, char *err) {
-    const char *flag = flag_name(o, field), *path = *field;
-    struct stat sb, in;
-    char dir[1100], model[4][1200];
-    if (path[0] == '\0') { return flag_fail(err, flag, NULL, "the file name is empty"); }
-    const char *slash = strrchr(path, '/');
-    int dir_len = slash == NULL || slash == path ? 1 : (int)(slash - path);
-    snprintf(dir, sizeof(dir), "%.*s", dir_len, slash ? path : ".");
-    const char *names[4] = {"config.json", "tokenizer.json", "model.safetensors",
-                            "model.safetensors.index.json"};
-    const char *inputs[8] = {o->prompt_file, o->skip_file, o->dev_prompts,
-                             o->svg == path ? o->save_skip : o->svg};
-    for (int k = 0; k < 4; k++) {
-        snprintf(model[k], sizeof(model[k]), "%s/%s", o->model_dir, names[k]);
-        inputs[4 + k] = model[k];
+
+
+// An existing file that is one of the run's inputs: -f, --skip-file, --dev-prompts, stdout or
+// stderr redirected to a file (> FILE), or a file the model folder's loaders read (config,
+// generation config, tokenizer, index, every .safetensors shard). NULL when none.
+static const char *input_named(const Options *o, const struct stat *out) {
+    const char *files[3] = {o->prompt_file, o->skip_file, o->dev_prompts}, *why = NULL;
+    struct stat sb;
+    for (int k = 0; k < 3; k++) {
+        if (files[k] && stat(files[k], &sb) == 0 && same_file(&sb, out)) { why = "one of the run's input files"; }
     }
-    int exists = stat(path, &sb) == 0;
-    for (int k = 0; k < 8; k++) {
-        if (inputs[k] && ((k == 3 && strcmp(inputs[k], path) == 0) ||
-                          (exists && stat(inputs[k], &in) == 0 && in.st_dev == sb.st_dev &&
-                           in.st_ino == sb.st_ino))) {
-            return flag_fail(err, flag, path, k == 3 ? "names the other output file too"
-                                                     : "names one of the run's input files");
+    for (int fd = 1; fd <= 2; fd++) {
+        if (fstat(fd, &sb) == 0 && same_file(&sb, out)) { why = "the file stdout or stderr goes to"; }
+    }
+    DIR *dir = opendir(o->model_dir);
+    for (struct dirent *e; dir && !why && (e = readdir(dir)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        int read = (n > 12 && strcmp(e->d_name + n - 12, ".safetensors") == 0) ||
+                   is(e->d_name, "config.json") || is(e->d_name, "tokenizer.json") ||
+                   is(e->d_name, "generation_config.json") ||
+                   is(e->d_name, "model.safetensors.index.json");
+        char *path = join_path(o->model_dir, e->d_name);
+        if (read && stat(path, &sb) == 0 && same_file(&sb, out)) { why = "one of the run's input files (the model's)"; }
+        free(path);
+    }
+    if (dir) { closedir(dir); }
+    return why;
+}
+
+// Checks an output's path before the run (which can take minutes) and adds it to outs: a
+// regular file or a new name in a folder that exists and takes a new file, not one of the run's
+// inputs, nor another output. Returns 0, or -1 with err set.
+static int add_output(OutputFile *outs, int *n, const Options *o, const char *const *field,
+                      char *err) {
+    OutputFile *f = &outs[*n];
+    memset(f, 0, sizeof(*f));
+    f->flag = flag_name(o, field), f->path = *field;
+    const char *path = f->path, *slash = strrchr(path, '/'), *why;
+    struct stat sb;
+    if (path[0] == '\0') { return flag_fail(err, f->flag, NULL, "the file name is empty"); }
+    f->exists = stat(path, &f->st) == 0;
+    if (!f->exists && lstat(path, &sb) == 0) {
+        return flag_fail(err, f->flag, path, "a symbolic link to nothing (give its target)");
+    }
+    if (f->exists && !S_ISREG(f->st.st_mode)) { // Decision: a device or a FIFO is refused, as
+        // it cannot be replaced whole (write to a file, or let --json print to stdout)
+        return flag_fail(err, f->flag, path, "exists and is not a regular file");
+    }
+    // target: the file itself resolved, or (a new file) its folder resolved and its name
+    char *dir = slash ? (char *)memcpy(malloc_check((size_t)(slash - path) + 2), path,
+                                       (size_t)(slash - path) + 1) : NULL;
+    if (dir) { dir[slash == path ? 1 : slash - path] = '\0'; }
+    char *real = realpath(f->exists ? path : dir ? dir : ".", NULL);
+    free(dir);
+    if (real == NULL || (!f->exists && (stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode)))) {
+        free(real);
+        return flag_fail(err, f->flag, path, "its folder does not exist");
+    }
+    f->target = f->exists ? real : join_path(real, slash ? slash + 1 : path);
+    if (!f->exists) { free(real); }
+    (*n)++; // (free_outputs frees target from here on)
+    if (f->exists && (why = input_named(o, &f->st)) != NULL) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "names %s; the rename at the end would replace it", why);
+        return flag_fail(err, f->flag, path, msg);
+    }
+    for (int k = 0; k < *n - 1; k++) {
+        if ((f->exists && outs[k].exists && same_file(&f->st, &outs[k].st)) ||
+            strcmp(f->target, outs[k].target) == 0) {
+            char msg[96];
+            snprintf(msg, sizeof(msg), "names the file %s names (the other output file)",
+                     outs[k].flag);
+            return flag_fail(err, f->flag, path, msg);
         }
     }
-    if (exists && !S_ISREG(sb.st_mode)) {
-        return flag_fail(err, flag, path, "exists and is not a regular file");
-    } else if (!exists && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-        return flag_fail(err, flag, path, "its folder does not exist");
-    }
-    // commit_output creates its temporary file beside it: done once now, it shows that this
-    // works (access() says yes to root on a read-only file system; a name can be too long)
-    char tmp[1200];
-    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    // the temporary file is created beside the target: done once now, it shows that this works
+    // (access() says yes to root on a read-only file system; a name can be too long)
+    f->tmp = (char *)malloc_check(strlen(f->target) + 8);
+    sprintf(f->tmp, "%s.XXXXXX", f->target);
+    int fd = mkstemp(f->tmp);
     if (fd < 0) {
-        snprintf(tmp, sizeof(tmp), "cannot create a file in its folder: %s", strerror(errno));
-        return flag_fail(err, flag, path, tmp);
+        char msg[128];
+        snprintf(msg, sizeof(msg), "cannot create a file in its folder: %s", strerror(errno));
+        return flag_fail(err, f->flag, path, msg);
     }
     close(fd);
-    unlink(tmp);
+    unlink(f->tmp);
+    f->mem = open_memstream(&f->buf, &f->len);
     return 0;
 }
 
-// An output file is built in memory (open_memstream) and written whole at the end: to a
-// temporary file beside it, then rename()d over it. A run that fails or is killed before leaves
-// the old file as it was, and two runs writing one path leave one of the two whole.
-static int commit_output(const char *flag, const char *path, FILE *mem, char **buf, size_t *len,
-                         char *err) {
-    char tmp[1200];
-    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-    sigset_t block, old; // a kill between creating tmp and renaming it would leave tmp behind
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigprocmask(SIG_BLOCK, &block, &old);
-    mode_t mask = umask(0); // mkstemp creates 0600; give the file open()'s usual 0666 & ~umask
-    umask(mask);
-    int ok = fclose(mem) == 0, fd = ok ? mkstemp(tmp) : -1, saved;
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    ok = f != NULL && fchmod(fd, 0666 & ~mask) == 0 && fwrite(*buf, 1, *len, f) == *len;
-    ok = (f == NULL || fclose(f) == 0) && ok && rename(tmp, path) == 0;
-    saved = errno;
-    if (!ok && fd >= 0) { unlink(tmp); }
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    free(*buf);
-    if (!ok) { return fail(err, "%s %s: cannot write: %s", flag, path, strerror(saved)); }
-    fprintf(stderr, "wrote %s\n", path);
-    return 0;
+// The in-memory stream of the output whose flag stores its path at field, or NULL (not given).
+static FILE *output_stream(OutputFile *outs, int n, const Options *o, const char *const *field) {
+    for (int k = 0; k < n; k++) {
+        if (outs[k].flag == flag_name(o, field)) { return outs[k].mem; }
+    }
+    return NULL;
 }
 
-static int write_skip_file(const char *flag, const char *path, const SkipSet *s, int n_layers,
-                           char *err) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+static void write_skip_file(FILE *f, const SkipSet *s, int n_layers) {
     const unsigned char *flags[2] = {s->attn, s->mlp};
     fprintf(f, "{");
     for (int k = 0; k < 2; k++) {
@@ -5861,7 +5956,6 @@ static int write_skip_file(const char *flag, const char *path, const SkipSet *s,
         fprintf(f, "]");
     }
     fprintf(f, "}\n");
-    return commit_output(flag, path, f, &buf, &len, err);
 }
 
 // Reads the non-empty lines of a prompts file; a two-character \\n in a line stands for a newline.
@@ -6052,9 +6146,9 @@ typedef struct {
     int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
     Selector sel;
     SetHistory *search_hist; // Self-SD's candidates, for --svg
-    FILE *svg;               // --svg: the drawing, in memory until commit_output
-    char *svg_buf;
-    size_t svg_len;
+    OutputFile outs[MAX_OUTPUTS]; // the output files given, n_outs of them
+    int n_outs;
+    FILE *svg;               // --svg: its stream in outs (NULL: not given)
 } CliRun;
 
 // Self-SD's search or the oracle's, before the first prompt decodes, on r->dev into r->skip,
@@ -6259,10 +6353,11 @@ static void open_std_descriptors(void) {
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     char why[SS_ERR_LEN], extra[64];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
-    if ((o->save_skip && check_output(o, &o->save_skip, err)) ||
-        (o->svg && check_output(o, &o->svg, err))) {
-        return -1;
+    const char *const *outputs[] = {&o->save_skip, &o->svg}; // the flags that name an output
+    for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++) {
+        if (*outputs[k] && add_output(r->outs, &r->n_outs, o, outputs[k], err)) { return -1; }
     }
+    r->svg = output_stream(r->outs, r->n_outs, o, &o->svg);
     if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) { return -1; }
     const Config *c = &r->m.config;
 #ifndef __CUDACC__
@@ -6312,10 +6407,7 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->search_hist = (SetHistory *)calloc_check(1, sizeof(SetHistory));
     r->searched = r->skip;
-    if (o->svg) {
-        r->svg = open_memstream(&r->svg_buf, &r->svg_len); // written by commit_output
-        svg_begin(r->svg, c->n_layers, o->method, r->prompts.n);
-    }
+    if (r->svg) { svg_begin(r->svg, c->n_layers, o->method, r->prompts.n); }
     return 0;
 }
 
@@ -6371,24 +6463,15 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
     if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
         failed = print_error("writing to stdout failed");
     }
-    if (!failed && o->save_skip &&
-        write_skip_file(flag_name(o, &o->save_skip), o->save_skip, &r->searched,
-                        r->m.config.n_layers, err)) {
-        failed = print_error(err);
-    }
-    if (r->svg && !failed) {
-        svg_end(r->svg);
-        if (commit_output(flag_name(o, &o->svg), o->svg, r->svg, &r->svg_buf, &r->svg_len, err)) {
-            failed = print_error(err);
-        }
-    } else if (r->svg) {
-        fclose(r->svg);
-        free(r->svg_buf);
-    }
+    FILE *skip = output_stream(r->outs, r->n_outs, o, &o->save_skip);
+    if (skip) { write_skip_file(skip, &r->searched, r->m.config.n_layers); }
+    if (r->svg) { svg_end(r->svg); }
+    if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }
     return failed;
 }
 
 static void free_run(CliRun *r) {
+    free_outputs(r->outs, r->n_outs);
     free_prompts(&r->prompts);
     free_prompts(&r->dev);
     free(r->search_hist);
@@ -6401,6 +6484,7 @@ static void free_run(CliRun *r) {
 
 int main(int argc, char **argv) {
     open_std_descriptors();
+    signal(SIGXFSZ, SIG_IGN); // ulimit -f: a write past it fails (EFBIG) and is reported
     Options o;
     CliRun r;
     memset(&r, 0, sizeof(r));

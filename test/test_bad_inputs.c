@@ -9,6 +9,7 @@
 #include "testing.h"
 
 #include <dirent.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static char tmp[64];          // the test's folder, removed at the end
@@ -168,7 +169,7 @@ static void run_ok_case(const char *name, const char *args) {
 
 // Runs a case on a model folder: `-m dir` plus extra flags.
 static void run_model_case(const char *name, const char *dir, const char *extra, const char *want1, const char *want2) {
-    char args[2048];
+    char args[8192];
     snprintf(args, sizeof(args), "-m %s -n 4 %s", dir, extra);
     run_case(name, args, want1, want2);
 }
@@ -520,10 +521,185 @@ static void messages_keep_their_reason(void) {
     }
 }
 
+// Runs `sh -c 'script'` (selfspec as $B, the tiny model as $M, the test folder as $T) with its
+// stdout and stderr into tmp/sh-out.txt and tmp/sh-err.txt unless the script redirects them;
+// returns the exit status and *e its stderr.
+static int shell_case(const char *script, char **e) {
+    char cmd[4096], path[256];
+    snprintf(cmd, sizeof(cmd), "B=%s M=%s T=%s sh -c '%s' >%s/sh-out.txt 2>%s/sh-err.txt", selfspec_bin(), SRC, tmp,
+             script, tmp, tmp);
+    int st = system(cmd);
+    path_in(path, sizeof(path), tmp, "sh-err.txt");
+    *e = read_or_exit(path, NULL);
+    n_cases++;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// An in-memory output for commit_outputs: flag, target path, content.
+static void memory_output(OutputFile *f, const char *flag, const char *target, const char *text) {
+    memset(f, 0, sizeof(*f));
+    f->flag = flag, f->path = target;
+    f->target = strcpy((char *)malloc_check(strlen(target) + 1), target);
+    f->tmp = (char *)malloc_check(strlen(target) + 8);
+    f->mem = open_memstream(&f->buf, &f->len);
+    fputs(text, f->mem);
+}
+
+// ---- round four: output files known by what they are, committed together
+static void outputs_by_identity(void) {
+    char buf[4096], *e, *text;
+    int rc;
+    const char *save = "--method selfsd --iters 1 --objective cost --save-skip";
+    { // stdout (> FILE) and the output are one file: the rename would replace the text
+        snprintf(buf, sizeof(buf), "$B -m $M -n 2 --json %s $T/out/same.out > $T/out/same.out", save);
+        reset_output();
+        rc = shell_case(buf, &e);
+        path_in(buf, sizeof(buf), out_dir, "same.out");
+        text = read_or_exit(buf, NULL);
+        check(rc == 1 && strstr(e, "--save-skip") && strstr(e, "the file stdout or stderr goes to") && !strstr(text, "attn"),
+              "--save-skip F > F: exit %d, want 1 and a refusal:\n%s", rc, e);
+        free(text);
+        free(e);
+        snprintf(buf, sizeof(buf), "ln -s /dev/stdout $T/out/so && $B -m $M -n 2 --json %s $T/out/so > $T/out/old.txt", save);
+        reset_output();
+        rc = shell_case(buf, &e);
+        check(rc == 1 && strstr(e, "the file stdout or stderr goes to"), "--save-skip LINK to /dev/stdout, > FILE: exit %d:\n%s", rc, e);
+        free(e);
+        snprintf(buf, sizeof(buf), "$B -m $M -n 2 %s $T/out/old.txt 2>> $T/out/old.txt", save);
+        reset_output();
+        rc = shell_case(buf, &e);
+        text = read_or_exit(out_file, NULL);
+        check(rc == 1 && strncmp(text, "old\nselfspec: error: ", 21) == 0 && strstr(text, "the file stdout or stderr goes to"),
+              "--save-skip F 2>> F: exit %d, want the refusal appended:\n%s", rc, text);
+        free(text);
+        free(e);
+        remove(out_file);
+        path_in(buf, sizeof(buf), out_dir, "so");
+        remove(buf);
+        path_in(buf, sizeof(buf), out_dir, "same.out");
+        remove(buf);
+    }
+    { // a shard of a sharded model, and generation_config.json: the model's files
+        const char *d = model_copy("sharded-out");
+        char from[512], to[512];
+        path_in(from, sizeof(from), d, "model.safetensors");
+        path_in(to, sizeof(to), d, "model-00002-of-00002.safetensors");
+        check(rename(from, to) == 0, "cannot rename %s", from);
+        write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": "
+                   "\"model-00002-of-00002.safetensors\"}}");
+        write_text(d, "generation_config.json", "{\"eos_token_id\": 2}");
+        static const char *const files[] = {"model-00002-of-00002.safetensors", "generation_config.json",
+                                            "./model.safetensors.index.json", "../sharded-out/config.json"};
+        for (int k = 0; k < 4; k++) {
+            char name[128], target[600];
+            size_t n0, n1;
+            path_in(target, sizeof(target), d, files[k]);
+            char *before = read_or_exit(target, &n0);
+            snprintf(name, sizeof(name), "--save-skip the model's %s", files[k]);
+            snprintf(buf, sizeof(buf), "%s %s", save, target);
+            run_model_case(name, d, buf, "--save-skip", "input files (the model's)");
+            char *after = read_or_exit(target, &n1);
+            check(n0 == n1 && memcmp(before, after, n0) == 0, "%s: %s was changed", name, target);
+            free(before);
+            free(after);
+        }
+    }
+    { // a symlink is written through, as a shell's > does: the link stays, its target changes
+        char link[256], target[256];
+        reset_output();
+        path_in(link, sizeof(link), out_dir, "latest.json");
+        path_in(target, sizeof(target), out_dir, "old.txt");
+        check(symlink("old.txt", link) == 0, "cannot link %s", link);
+        snprintf(buf, sizeof(buf), "$B -m $M -n 2 %s $T/out/latest.json", save);
+        rc = shell_case(buf, &e);
+        struct stat sb;
+        text = read_or_exit(target, NULL);
+        check(rc == 0 && lstat(link, &sb) == 0 && S_ISLNK(sb.st_mode) && strstr(text, "\"attn\"") != NULL,
+              "--save-skip a symlink: exit %d, want the link kept and its target written (%s):\n%s", rc, text, e);
+        free(text);
+        free(e);
+        remove(link);
+        check(symlink("no-such-file", link) == 0, "cannot link %s", link);
+        snprintf(buf, sizeof(buf), "%s %s", save, link);
+        flag_case("--save-skip a dangling symlink", "--save-skip", "symbolic link to nothing", "%s", buf);
+        remove(link);
+        spit(out_file, "old\n", 4);
+        chmod(out_file, 0640); // an old file keeps its mode, as with a shell's >
+        snprintf(buf, sizeof(buf), "-m %s -n 2 %s %s", SRC, save, out_file);
+        run_ok_case("--save-skip over a 0640 file", buf);
+        check(stat(out_file, &sb) == 0 && (sb.st_mode & 0777) == 0640, "--save-skip over a 0640 file: mode now %o",
+              (unsigned)(sb.st_mode & 0777));
+        spit(out_file, "old\n", 4);
+    }
+    { // new files by their resolved names: sub/../x and x; a 1250-byte path
+        char dir[2048];
+        long_folder(dir, sizeof(dir), "long-out", 1250);
+        snprintf(buf, sizeof(buf), "-m %s -n 2 %s %s/skip.json", SRC, save, dir);
+        run_ok_case("--save-skip a 1270-byte path", buf);
+        snprintf(buf, sizeof(buf), "%s/skip.json", dir);
+        struct stat sb;
+        text = stat(buf, &sb) == 0 ? read_or_exit(buf, NULL) : NULL;
+        check(text && strstr(text, "\"mlp\"") != NULL, "--save-skip a 1270-byte path: not written:\n%s", text);
+        free(text);
+    }
+    { // ulimit -f: the write fails (EFBIG), is reported, and leaves no temporary file
+        reset_output();
+        snprintf(buf, sizeof(buf), "(ulimit -f 0 && exec $B -m $M -n 2 %s $T/out/old.txt) 2>&1 >/dev/null | cat >&2", save);
+        rc = shell_case(buf, &e);
+        check(strstr(e, "--save-skip") && strstr(e, "cannot write: File too large") && !strstr(e, "wrote"),
+              "--save-skip under ulimit -f 0: want an error line:\n%s", e);
+        free(e);
+        check_output_kept("--save-skip under ulimit -f 0");
+    }
+    { // the outputs of a run are committed together: when the second cannot be written, the
+      // first is not replaced and no temporary file is left
+        OutputFile outs[2];
+        char err[SS_ERR_LEN], second[256];
+        reset_output();
+        snprintf(second, sizeof(second), "%s/gone/b.json", out_dir);
+        memory_output(&outs[0], "--first", out_file, "new\n");
+        memory_output(&outs[1], "--second", second, "new\n");
+        rc = commit_outputs(outs, 2, err);
+        n_cases++;
+        check(rc != 0 && strstr(err, "--second") && strstr(err, "gone/b.json"), "commit, the second in no folder: %d %s", rc, err);
+        check_output_kept("commit, the second in no folder");
+        free_outputs(outs, 2);
+        struct rlimit old, lim;
+        getrlimit(RLIMIT_FSIZE, &old);
+        lim = old;
+        lim.rlim_cur = 1000;
+        void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+        snprintf(second, sizeof(second), "%s/big.json", out_dir);
+        memory_output(&outs[0], "--first", out_file, "new\n");
+        memory_output(&outs[1], "--second", second, "");
+        for (int k = 0; k < 200; k++) { fputs("0123456789", outs[1].mem); }
+        setrlimit(RLIMIT_FSIZE, &lim);
+        rc = commit_outputs(outs, 2, err);
+        setrlimit(RLIMIT_FSIZE, &old);
+        signal(SIGXFSZ, was);
+        n_cases++;
+        check(rc != 0 && strstr(err, "--second") && strstr(err, "File too large"), "commit, the second too large: %d %s", rc, err);
+        check_output_kept("commit, the second past ulimit -f");
+        free_outputs(outs, 2);
+        memory_output(&outs[0], "--first", out_file, "new\n");
+        memory_output(&outs[1], "--second", second, "two\n");
+        rc = commit_outputs(outs, 2, err);
+        text = read_or_exit(out_file, NULL);
+        char *two = read_or_exit(second, NULL);
+        check(rc == 0 && strcmp(text, "new\n") == 0 && strcmp(two, "two\n") == 0, "commit of two: %d, %s, %s", rc, text, two);
+        free(text);
+        free(two);
+        free_outputs(outs, 2);
+        remove(second);
+        spit(out_file, "old\n", 4);
+    }
+}
+
 static void round_four(void) {
     numbers_and_environment();
     configs_transformers_loads();
     messages_keep_their_reason();
+    outputs_by_identity();
 }
 
 int main(void) {
