@@ -5328,15 +5328,17 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
             if (end == p || !isdigit((unsigned char)*p)) {
                 return fail(err, "\"%s\": expected a layer number at \"%s\"", spec, p);
             }
+            const char *top = p; // the highest layer as written (strtol gives LONG_MAX past it)
             p = end;
             if (*p == '-') {
+                top = p + 1;
                 hi = strtol(p + 1, &end, 10);
                 if (end == p + 1 || hi < lo) { return fail(err, "\"%s\": bad range", spec); }
                 p = end;
             }
             if (hi >= n_layers) {
-                return fail(err, "\"%s\": layer %ld is out of range (the model has %d "
-                            "layers, 0..%d)", spec, hi, n_layers, n_layers - 1);
+                return fail(err, "\"%s\": layer %.*s is out of range (the model has %d "
+                            "layers, 0..%d)", spec, (int)(p - top), top, n_layers, n_layers - 1);
             }
             for (long l = lo; l <= hi; l++) { flags[l] = 1; }
         } while (*p == ',' && *++p);

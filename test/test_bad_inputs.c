@@ -695,7 +695,106 @@ static void outputs_by_identity(void) {
     }
 }
 
+// ---- round four, classes of our own: flag values at and past their edges, skip-file elements
+// of every JSON type, config values of the wrong type, tokenizer structure, safetensors entries
+static void new_classes(void) {
+    static const char *const flags[][3] = { // flags, the flag named, the problem
+        {"-s -1", "-s -1", "must be in [0, 2147483647]"},
+        {"-s 99999999999", "-s 99999999999", "must be in [0, 2147483647]"},
+        {"-t inf", "-t inf", "must be in [0, 100]"},
+        {"-t 1 --top-p nan", "--top-p nan", "not a number"},
+        {"--skip attn:1 --alpha 0", "--alpha 0", "must be in (0, 1]"},
+        {"--skip attn:1 --exit fixed:", "--exit fixed:", "not a number"},
+        {"--skip attn:1 --exit fixed:-0.1", "--exit fixed:-0.1", "must be in [0, 1]"},
+        {"--skip attn:1 --exit bogus", "--exit bogus", "expected adaptive, fixed:GAMMA or none"},
+        {"--method selfsd --iters 0", "--iters 0", "must be in [1, 100000]"},
+        {"--method clasp --loi 0", "--loi 0", "must be in [1, 1048576]"},
+        {"--method oracle --oracle-sets 0", "--oracle-sets 0", "must be in [1, 1099511627776]"},
+        {"--threads 0", "--threads 0", "must be in [1, 1024]"},
+        {"--threads 2000", "--threads 2000", "must be in [1, 1024]"},
+        {"-c 0x10", "-c 0x10", "not an integer"},
+        {"-c 1e3", "-c 1e3", "not an integer"},
+        {"--skip attn:", "--skip", "expected a layer number"},
+        {"--skip attn:-1", "--skip", "expected a layer number at \"-1\""},
+        {"--skip attn:99999999999999999999", "--skip", "layer 99999999999999999999 is out of range"},
+        {"--skip mlp:2-99999999999999999999", "--skip", "layer 99999999999999999999 is out of range"},
+    };
+    for (size_t k = 0; k < sizeof(flags) / sizeof(flags[0]); k++) {
+        flag_case(flags[k][0], flags[k][1], flags[k][2], "-n 2 %s", flags[k][0]);
+    }
+    static const char *const skips[][2] = { // a --skip-file's text, the problem
+        {"{\"attn\": [-1]}", "not a layer in [0, 5]"},
+        {"{\"attn\": [1.5]}", "not a layer in [0, 5]"},
+        {"{\"attn\": [true]}", "not a layer in [0, 5]"},
+        {"{\"attn\": [null]}", "not a layer in [0, 5]"},
+        {"{\"attn\": [[1]]}", "not a layer in [0, 5]"},
+        {"{\"attn\": [1e400]}", "not a layer in [0, 5]"},
+        {"{\"attn\": \"1,2\"}", "\"attn\" must be an array"},
+        {"{\"attn\": [1], \"mlp\": null}", "\"mlp\" must be an array"},
+        {"{\"attn\": [1]} {\"mlp\": [2]}", "trailing data after the JSON value"},
+        {"\xEF\xBB\xBF{\"attn\": [1]}", "byte order mark"},
+    };
+    char buf[256];
+    for (size_t k = 0; k < sizeof(skips) / sizeof(skips[0]); k++) {
+        char name[96];
+        snprintf(name, sizeof(name), "--skip-file %s", skips[k][0]);
+        snprintf(buf, sizeof(buf), "-m %s -n 2 --skip-file", SRC);
+        run_file_case(name, buf, "skip-new.json", skips[k][0], "skip-new.json", skips[k][1]);
+    }
+    static const char *const configs[][3] = { // config.json: from, to, the problem
+        {"\"num_attention_heads\": 4", "\"num_attention_heads\": \"4\"", "\"num_attention_heads\" must be an integer"},
+        {"\"hidden_size\": 64", "\"hidden_size\": true", "\"hidden_size\" must be an integer"},
+        {"\"vocab_size\": 512", "\"vocab_size\": 1e30", "\"vocab_size\" must be an integer"},
+        {"\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": \"1e-5\"", "\"rms_norm_eps\" must be a normal float"},
+        {"\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 0", "\"rms_norm_eps\" must be a normal float"},
+        {"\"rope_theta\": 10000.0", "\"rope_theta\": 0", "\"rope_theta\" must be a normal float"},
+        {"\"tie_word_embeddings\": false", "\"tie_word_embeddings\": \"false\"", "tie_word_embeddings must be true or false"},
+        {"\"eos_token_id\": 2", "\"eos_token_id\": \"2\"", "eos_token_id is not a token id"},
+        {"\"bos_token_id\": 1", "\"bos_token_id\": -1", "bos_token_id is not a token id"},
+        {"\"hidden_act\": \"silu\"", "\"hidden_act\": [\"silu\"]", "hidden_act must be"},
+    };
+    for (size_t k = 0; k < sizeof(configs) / sizeof(configs[0]); k++) {
+        text_case(configs[k][1], "config.json", configs[k][0], configs[k][1], "config.json", configs[k][2]);
+    }
+    static const char *const tokenizers[][3] = { // tokenizer.json: from, to, the problem
+        {"\"type\": \"BPE\"", "\"type\": null", "unsupported model type"},
+        {"\"added_tokens\": [", "\"added_tokens\": {\"a\": 1}, \"unused\": [", "added_tokens an array"},
+        {"\"id\": 0,", "\"id\": -1,", "added_tokens[0]: id not in"},
+        {"\"id\": 0,", "\"id\": 0.5,", "added_tokens[0]: id not in"},
+        {"\"merges\": [", "\"merges\": 7, \"unused\": [", "merges must be an array"},
+    };
+    for (size_t k = 0; k < sizeof(tokenizers) / sizeof(tokenizers[0]); k++) {
+        text_case(tokenizers[k][1], "tokenizer.json", tokenizers[k][0], tokenizers[k][1], "tokenizer.json", tokenizers[k][2]);
+    }
+    static const char *const entries[][3] = { // model.safetensors' header: from, to, the problem
+        {"\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440", "\"dtype\":\"F64\",\"shape\":[64],\"data_offsets\":[1469440",
+         "unsupported dtype F64"},
+        {"\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[-64],\"data_offsets\":[1469440", "model.norm.weight: bad shape"},
+        {"\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469440]", "model.norm.weight: needs dtype, shape and two"},
+        {"\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469696,1469440]", "model.norm.weight: bad data_offsets"},
+    };
+    for (size_t k = 0; k < sizeof(entries) / sizeof(entries[0]); k++) {
+        header_case(entries[k][1], entries[k][0], entries[k][1], 0, "model.safetensors", entries[k][2]);
+    }
+    { // a weight that is infinity or NaN: named with its index
+        float bad[2] = {INFINITY, NAN};
+        for (int k = 0; k < 2; k++) {
+            const char *d = broken_copy();
+            poke_data(d, 1469440 + 4 * 7, &bad[k], 4);
+            run_model_case(k ? "a NaN weight" : "an infinite weight", d, "", "model.norm.weight: weight 7 is",
+                           k ? "NaN" : "infinite");
+        }
+    }
+    static const char *const prompts[][2] = { // a prompts file with no prompt in it
+        {"\xEF\xBB\xBF\n", "a byte order mark alone"}, {"\r\n\r\n", "CRLF lines only"}};
+    for (int k = 0; k < 2; k++) {
+        snprintf(buf, sizeof(buf), "-m %s -n 2 -f", SRC);
+        run_file_case(prompts[k][1], buf, "no-prompts.txt", prompts[k][0], "no-prompts.txt", "no prompts");
+    }
+}
+
 static void round_four(void) {
+    new_classes();
     numbers_and_environment();
     configs_transformers_loads();
     messages_keep_their_reason();
