@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <time.h>
 #ifdef __linux__
@@ -64,12 +65,31 @@
 // ----------------------------------------------------------------------------
 // utilities: error reporting, checked allocation, timing
 
+// Formats one error line into err (cap bytes). A longer line (a long path comes first) loses
+// its middle, not its end, where the reason is: "/very/long/fo...older/config.json: not valid
+// JSON".
+static void format_err(char *err, size_t cap, const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(err, cap, fmt, ap);
+    char *full = n >= 0 && (size_t)n >= cap ? (char *)malloc((size_t)n + 1) : NULL;
+    if (full != NULL) {
+        vsnprintf(full, (size_t)n + 1, fmt, again);
+        size_t head = cap / 4, from = (size_t)n - (cap - head - 4); // "..." and the NUL
+        while (head > 0 && (full[head] & 0xC0) == 0x80) { head--; } // not in a UTF-8 character
+        while ((full[from] & 0xC0) == 0x80) { from++; }
+        snprintf(err, cap, "%.*s...%s", (int)head, full, full + from);
+        free(full);
+    }
+    va_end(again);
+}
+
 // Formats one error line into err (SS_ERR_LEN bytes) and returns -1, so loaders can write
 // `return fail(err, "%s: ...", path)`.
 static int fail(char *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, SS_ERR_LEN, fmt, ap);
+    format_err(err, SS_ERR_LEN, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -93,6 +113,14 @@ static void *malloc_check_(size_t size, const char *file, int line) {
     return p;
 }
 #define malloc_check(size) malloc_check_((size), __FILE__, __LINE__)
+
+// dir/name in a new allocation (the caller frees it): a path may be as long as PATH_MAX.
+static char *join_path(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = (char *)malloc_check(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
 
 static void *calloc_check_(size_t n, size_t size, const char *file, int line) {
     void *p = calloc(n > 0 ? n : 1, size > 0 ? size : 1);
@@ -1792,8 +1820,17 @@ static int is_eos(const Config *c, int token) {
 }
 
 // Keeps one generated token, which came from the logits row `logits`. Returns 1 when generation
-// is over: after an EOS, or at max_new tokens.
+// is over: after an EOS, or at max_new tokens. A row that is not finite (weights whose products
+// overflow float32, in RMSNorm's sum of squares or a matmul) would give argmax's token 0 and
+// empty text without a word: the run stops.
 static int emit(const Config *c, Output *out, int token, const float *logits) {
+    for (int i = 0; i < c->vocab_size; i++) {
+        if (!isfinite(logits[i])) {
+            die(__FILE__, __LINE__, "the logits of generated token %d are not finite (%g for "
+                "token %d): the model's weights overflow float32 arithmetic", out->n + 1,
+                logits[i], i);
+        }
+    }
     out->tokens[out->n++] = token;
     if (out->cb) { out->cb(out->ctx, token, logits); }
     return is_eos(c, token) || out->n >= out->max_new;
@@ -1959,6 +1996,11 @@ static void draft_exit_update(DraftExit *d, int accepted, int drafted, int hit_m
     float moved = d->ar <= d->target ? d->threshold + d->step : d->threshold - d->step;
     if (hit_max && d->ar > d->target) { moved = d->threshold; }
     d->threshold = d->beta2 * d->threshold + (1.0f - d->beta2) * moved;
+    // Decision: gamma is clamped to [0, 1], the range of the probability it is compared with.
+    // Eq. 3 moves it by eps every round with no bound, so acceptance that stays under alpha
+    // pushes it past 1 (every draft stops at one token, as at 1), and a later good stretch
+    // would spend a round per 0.001 only to come back to 1.
+    d->threshold = fminf(fmaxf(d->threshold, 0.0f), 1.0f);
     d->rounds++;
 }
 
@@ -2281,15 +2323,17 @@ static double measure_objective(Model *m, const Objective *obj, const SkipSet *s
     if (test_objective) { return test_objective(test_objective_ctx, s); }
 #endif
     int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
+    SpecStats *st = (SpecStats *)malloc_check(sizeof(SpecStats)); // 60 KB: off the stack
     uint64_t sub0 = m->state.n_sublayers;
     double t0 = time_ms(), tokens = 0;
-    for (int k = 0; k < obj->n_prompts; k++) {
+    // Ctrl-C stops the search within one decoding, not after the whole dev set
+    for (int k = 0; k < obj->n_prompts && !search_interrupted; k++) {
         SpecParams sp = {*s, obj->max_draft, obj->exit};
         Sampler smp = obj->sampler;
         Output o = output(out, obj->n_new, NULL, NULL);
-        SpecStats st;
-        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &smp, &o, &st);
+        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &smp, &o, st);
     }
+    free(st);
     free(out);
     double cost = obj->use_cost_model ? (double)(m->state.n_sublayers - sub0) : time_ms() - t0;
     return cost / (tokens > 0 ? tokens : 1);
@@ -2322,10 +2366,11 @@ static double median(double *v, int n) {
 static double measure_median(Model *m, const Objective *obj, const SkipSet *s, int n,
                              double first) {
     double c[5];
-    for (int k = 0; k < n; k++) {
+    int k = 0;
+    for (; k < n && (k == 0 || !search_interrupted); k++) {
         c[k] = k == 0 && !isnan(first) ? first : measure_objective(m, obj, s);
     }
-    return median(c, n);
+    return median(c, k);
 }
 
 // The medians of 5 measurements each of a and b, taken alternately so that a change in the
@@ -2376,6 +2421,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
         if (cost < best_cost && repeats > 1) {
             cost = measure_median(m, obj, &cand, repeats, cost);
         }
+        if (search_interrupted) { break; } // a cost over part of the dev set is not a score
         skip_to_vector(&cand, L, v);
         gp_add(&gp, v, -cost);
         if (cost < best_cost) { best_cost = cost; best = cand; }
@@ -2450,6 +2496,7 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
             random_skip_set(&r, 0, count, 0, L - 1, &cand);
         }
         double cost = measure_objective(m, obj, &cand);
+        if (search_interrupted) { break; } // a cost over part of the dev set is not a score
         if (cost < best_cost) { best_cost = cost; best = cand; }
         trace_search(obj->trace, METHOD_ORACLE, (int)tried, &cand, L, cost, 0);
         tried++;
@@ -2938,16 +2985,17 @@ static int config_check_unsupported(JsonFile *f) {
     } else if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
         return json_fail(f, "neither architectures nor model_type says LLaMA");
     }
-    int act = json_get(j, 0, "hidden_act");
-    if (!json_is_null(j, act) && !json_eq(j, act, "silu")) {
-        return json_fail(f, "hidden_act must be \"silu\"");
+    int act = json_get(j, 0, "hidden_act"); // transformers' ACT2FN: "swish" is SiLU too
+    if (!json_is_null(j, act) && !json_eq(j, act, "silu") && !json_eq(j, act, "swish")) {
+        return json_fail(f, "hidden_act must be \"silu\" (or \"swish\", the same function)");
     }
     const char *biases[] = {"attention_bias", "mlp_bias"};
     for (int k = 0; k < 2; k++) {
         int b = 0, i = json_get(j, 0, biases[k]);
-        if (!json_is_null(j, i) && (json_bool(j, i, &b) != 0 || b)) {
-            return json_fail(f, "%s=true is not supported", biases[k]);
+        if (!json_is_null(j, i) && json_bool(j, i, &b) != 0) {
+            return json_fail(f, "%s must be true or false", biases[k]);
         }
+        if (b) { return json_fail(f, "%s=true is not supported", biases[k]); }
     }
     return 0;
 }
@@ -3082,19 +3130,36 @@ static int config_from_json(Config *c, JsonFile *f) {
 }
 
 static int read_config(Config *c, const char *dir, char *err) {
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/config.json", dir);
+    char *path = join_path(dir, "config.json");
     memset(c, 0, sizeof(*c));
     c->rope_theta = 10000.0f; // LlamaConfig defaults
     c->norm_eps = 1e-6f;
     size_t len;
     char *text = read_file(path, &len, err);
-    if (text == NULL) { return -1; }
+    if (text == NULL) { free(path); return -1; }
     Json j;
     JsonFile f = {&j, path, err, 0};
     int rc = json_parse(&j, text, len, path, err) || config_from_json(c, &f) ? -1 : 0;
     json_free(&j);
     free(text);
+    free(path);
+    // Llama-3-Instruct names its end of turn in generation_config.json alone, which
+    // transformers' generate() reads: without it, decoding would run past the answer
+    path = join_path(dir, "generation_config.json");
+    struct stat sb;
+    if (rc == 0 && c->n_eos == 0 && stat(path, &sb) == 0) {
+        Config g = *c;
+        f.path = path;
+        text = read_file(path, &len, err);
+        rc = text == NULL || json_parse(&j, text, len, path, err) ? -1 : 0;
+        if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = json_fail(&f, "not a JSON object"); }
+        rc = rc == 0 ? config_token_ids(&g, &f) : rc;
+        memcpy(c->eos_ids, g.eos_ids, sizeof(c->eos_ids));
+        c->n_eos = g.n_eos;
+        if (text) { json_free(&j); }
+        free(text);
+    }
+    free(path);
     return rc;
 }
 
@@ -3115,7 +3180,7 @@ typedef struct {
 } TensorInfo;
 
 typedef struct {
-    char path[1100];
+    char *path;        // owned
     char *bytes;       // the whole file
     size_t size;
     size_t data_start; // 8 + header length
@@ -3126,6 +3191,7 @@ typedef struct {
     int n_shards;
     TensorInfo *tensors;
     int n_tensors;
+    char *index;       // model.safetensors.index.json's path when sharded, else NULL (owned)
 } TensorFiles;
 
 static int compare_by_begin(const void *a, const void *b) {
@@ -3207,7 +3273,7 @@ static int header_length(const char *path, const unsigned char *b, size_t size, 
 // length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the raw data.
 static int load_shard(TensorFiles *tf, const char *path, char *err) {
     Shard *sh = &tf->shards[tf->n_shards];
-    snprintf(sh->path, sizeof(sh->path), "%s", path);
+    sh->path = strcpy((char *)malloc_check(strlen(path) + 1), path);
     // The header length is checked before the file is read whole (a sparse 30 GB file of zeros
     // is refused at once), then again on what was read. (O_NONBLOCK: a FIFO does not block.)
     unsigned char head[8];
@@ -3263,25 +3329,36 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
 
 static void free_tensor_files(TensorFiles *tf) {
     for (int k = 0; k < tf->n_shards; k++) { free(tf->shards[k].bytes); }
+    for (int k = 0; k <= tf->n_shards && tf->shards; k++) { free(tf->shards[k].path); }
+    free(tf->index);
     for (int k = 0; k < tf->n_tensors; k++) { free(tf->tensors[k].name); }
     free(tf->shards);
     free(tf->tensors);
     memset(tf, 0, sizeof(*tf));
 }
 
+static const TensorInfo *find_tensor(const TensorFiles *tf, const char *name) {
+    for (int k = 0; k < tf->n_tensors; k++) {
+        if (strcmp(tf->tensors[k].name, name) == 0) { return &tf->tensors[k]; }
+    }
+    return NULL;
+}
+
 // Opens model.safetensors, or every shard named by model.safetensors.index.json.
 static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     memset(tf, 0, sizeof(*tf));
-    char path[1100];
-    snprintf(path, sizeof(path), "%s/model.safetensors", dir);
+    char *path = join_path(dir, "model.safetensors");
     // (not fopen: that blocks on a FIFO; read_file refuses anything but a file). lstat: a
     // dangling or looping symlink is this file, which read_file then says it cannot open.
     struct stat sb;
     if (lstat(path, &sb) == 0) {
-        tf->shards = (Shard *)calloc_check(1, sizeof(Shard));
-        return load_shard(tf, path, err);
+        tf->shards = (Shard *)calloc_check(2, sizeof(Shard));
+        int rc = load_shard(tf, path, err);
+        free(path);
+        return rc;
     }
-    snprintf(path, sizeof(path), "%s/model.safetensors.index.json", dir);
+    free(path);
+    path = tf->index = join_path(dir, "model.safetensors.index.json");
     size_t len;
     char *text = read_file(path, &len, err);
     if (text == NULL) {
@@ -3309,9 +3386,22 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
         for (int s = 0; s < n_names; s++) { seen |= strcmp(names[s], file) == 0; }
         if (seen) { free(file); continue; }
         names[n_names++] = file;
-        char shard_path[1100];
-        snprintf(shard_path, sizeof(shard_path), "%s/%s", dir, file);
+        char *shard_path = join_path(dir, file);
         rc = load_shard(tf, shard_path, err);
+        free(shard_path);
+    }
+    // each tensor the index names is in the shard it names (load_tensor then blames the index
+    // for a tensor it does not name, not a shard that never held it)
+    for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
+        size_t nn;
+        char *name = json_string(&j, key, &nn), *file = json_string(&j, key + 1, &nn);
+        const TensorInfo *t = name ? find_tensor(tf, name) : NULL;
+        if (t == NULL || strcmp(strrchr(tf->shards[t->file].path, '/') + 1, file) != 0) {
+            rc = fail(err, "%s: weight_map puts tensor %s in %s, which does not hold it", path,
+                      name ? name : "(a bad name)", file);
+        }
+        free(name);
+        free(file);
     }
     for (int s = 0; s < n_names; s++) { free(names[s]); }
     free(names);
@@ -3353,6 +3443,9 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
         }
         t = &tf->tensors[k];
     }
+    if (t == NULL && tf->index) {
+        return fail(err, "%s: tensor %s is missing from its weight_map", tf->index, name);
+    }
     if (t == NULL) { return fail(err, "%s: missing tensor %s", tf->shards[0].path, name); }
     const Shard *sh = &tf->shards[t->file];
     int want_dims = cols == 0 ? 1 : 2;
@@ -3381,13 +3474,6 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
         }
     }
     return 0;
-}
-
-static const TensorInfo *find_tensor(const TensorFiles *tf, const char *name) {
-    for (int k = 0; k < tf->n_tensors; k++) {
-        if (strcmp(tf->tensors[k].name, name) == 0) { return &tf->tensors[k]; }
-    }
-    return NULL;
 }
 
 // Whether tensors a and b hold the same values: the same dtype and the same bytes.
@@ -4413,15 +4499,23 @@ static int load_added(Tokenizer *t, JsonFile *f, int arr) {
         TokenText *x = &t->tok[id];
         int special = json_key_bool(f, i, "special", 0),
             normalized = json_key_bool(f, i, "normalized", !special);
-        int ok = s != NULL && len > 0 && !json_key_bool(f, i, "single_word", 0) &&
-                 !json_key_bool(f, i, "lstrip", 0) && !json_key_bool(f, i, "rstrip", 0) &&
-                 !(normalized && t->n_norm > 0) &&
+        // each cause named: lstrip, rstrip and single_word change how HF matches the token
+        const char *flags[3] = {"lstrip", "rstrip", "single_word"}, *why = NULL;
+        for (int q = 0; q < 3; q++) {
+            if (json_key_bool(f, i, flags[q], 0)) { why = flags[q]; }
+        }
+        int no_text = s == NULL || len == 0;
+        int ok = !no_text && why == NULL && !(normalized && t->n_norm > 0) &&
                  (x->text == NULL ? set_text(t, f, (int)id, s, len) == 0
                                   : (size_t)x->len == len && memcmp(x->text, s, len) == 0);
         free(s);
         if (!ok) {
-            return json_fail(f, "added_tokens[%d]: unsupported or not the vocab's text for its "
-                                "id", k);
+            return json_fail(f, "added_tokens[%d]: %s%s", k, why ? why : "",
+                             why ? "=true is not supported"
+                             : no_text ? "no \"content\" text"
+                             : normalized && t->n_norm > 0
+                                 ? "normalized=true with a normalizer is not supported"
+                                 : "\"content\" is not the vocab's text for its id");
         }
         x->special |= (unsigned char)special;
         x->normalized = (unsigned char)normalized;
@@ -4878,7 +4972,7 @@ static void json_field(FILE *f, const char *lead, const char *s) {
 // the rest through these, when a trace is open. Floats as %.9g (a float32 round-trips), a value
 // that is not finite as null; only the keys ending in _ms or _per_s hold timings.
 struct Trace {
-    FILE *f;    // in memory until the run ends (commit_output)
+    FILE *f;    // in memory until the run ends (commit_outputs)
     int prompt; // the prompt being decoded (0-based)
 };
 
@@ -5047,15 +5141,17 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
             if (end == p || !isdigit((unsigned char)*p)) {
                 return fail(err, "\"%s\": expected a layer number at \"%s\"", spec, p);
             }
+            const char *top = p; // the highest layer as written (strtol gives LONG_MAX past it)
             p = end;
             if (*p == '-') {
+                top = p + 1;
                 hi = strtol(p + 1, &end, 10);
                 if (end == p + 1 || hi < lo) { return fail(err, "\"%s\": bad range", spec); }
                 p = end;
             }
             if (hi >= n_layers) {
-                return fail(err, "\"%s\": layer %ld is out of range (the model has %d "
-                            "layers, 0..%d)", spec, hi, n_layers, n_layers - 1);
+                return fail(err, "\"%s\": layer %.*s is out of range (the model has %d "
+                            "layers, 0..%d)", spec, (int)(p - top), top, n_layers, n_layers - 1);
             }
             for (long l = lo; l <= hi; l++) { flags[l] = 1; }
         } while (*p == ',' && *++p);
@@ -5064,6 +5160,80 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
         }
     }
     return 0;
+}
+
+// ----- output files: --save-skip, --trace, committed together at the end
+//
+// An output file is built in memory (open_memstream) while the run goes, and all of them are
+// written at the end, only when the run succeeded: each to a temporary file beside its target,
+// and only when every one of those was written whole are they renamed over their targets. A run
+// that fails or is killed leaves every old file as it was; two runs writing one path leave one
+// of the two whole. A file is known by what it is, not how it is spelled: the target is the
+// path with its links and its folder resolved (a symlink is written through, as a shell's >
+// does), compared by device and inode when it exists, else by that resolved name.
+typedef struct {
+    const char *flag, *path; // the flag, and the path as given
+    char *target;            // the file replaced: links and folder resolved
+    struct stat st;          // the target's, when it exists
+    int exists;
+    FILE *mem;               // the content, in memory until commit_outputs
+    char *buf;
+    size_t len;
+    char *tmp;               // commit_outputs' temporary file beside target
+} OutputFile;
+enum { MAX_OUTPUTS = 4 };
+
+static int same_file(const struct stat *a, const struct stat *b) {
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static void free_outputs(OutputFile *outs, int n) {
+    for (int k = 0; k < n; k++) {
+        if (outs[k].mem) { fclose(outs[k].mem); }
+        free(outs[k].buf);
+        free(outs[k].target);
+        free(outs[k].tmp);
+    }
+}
+
+// Writes every output to its temporary file; only when all of them were written whole are they
+// renamed over their targets, else every temporary file is removed. A full disk or ulimit -f
+// (SIGXFSZ is ignored, so the write fails with EFBIG) is reported, naming the output.
+static int commit_outputs(OutputFile *outs, int n, char *err) {
+    sigset_t block, old; // a kill between creating a temporary file and its rename would leave it
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    mode_t mask = umask(0); // mkstemp creates 0600: a new file gets open()'s 0666 & ~umask, an
+    umask(mask);            // old one keeps its mode, as a shell's > does
+    int ok = 1, made = 0, renamed = 0; // temporary files created, and renamed
+    for (int k = 0; k < n && ok; k++) {
+        OutputFile *f = &outs[k];
+        sprintf(f->tmp, "%s.XXXXXX", f->target);
+        ok = fclose(f->mem) == 0;
+        f->mem = NULL;
+        int fd = ok ? mkstemp(f->tmp) : -1;
+        made += fd >= 0;
+        FILE *w = fd >= 0 ? fdopen(fd, "wb") : NULL;
+        mode_t mode = f->exists ? f->st.st_mode & 07777 : 0666 & ~mask;
+        ok = w != NULL && fchmod(fd, mode) == 0 && fwrite(f->buf, 1, f->len, w) == f->len;
+        ok = (w == NULL || fclose(w) == 0) && ok;
+        if (!ok) { fail(err, "%s %s: cannot write: %s", f->flag, f->path, strerror(errno)); }
+    }
+    for (; ok && renamed < n; renamed++) {
+        if (rename(outs[renamed].tmp, outs[renamed].target) != 0) {
+            fail(err, "%s %s: cannot write: %s", outs[renamed].flag, outs[renamed].path,
+                 strerror(errno));
+            ok = 0;
+            break;
+        }
+    }
+    for (int k = renamed; k < made; k++) { unlink(outs[k].tmp); }
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    for (int k = 0; k < n && ok; k++) { fprintf(stderr, "wrote %s\n", outs[k].path); }
+    return ok ? 0 : -1;
 }
 
 #ifndef TESTING
@@ -5271,11 +5441,11 @@ static int parse_long(const char *flag, const char *v, double lo, double hi, lon
     char *end, why[96];
     errno = 0;
     *x = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || errno != 0) {
+    if (end == v || *end != '\0' || (errno != 0 && errno != ERANGE)) {
         return flag_fail(err, flag, v, "not an integer");
     }
     snprintf(why, sizeof(why), "must be in [%ld, %ld]", (long)lo, (long)hi);
-    return *x < lo || *x > hi ? flag_fail(err, flag, v, why) : 0;
+    return errno == ERANGE || *x < lo || *x > hi ? flag_fail(err, flag, v, why) : 0;
 }
 
 // Parsed and range-checked as the float it becomes: 1e-300 is 0 as a float, outside (0, 1].
@@ -5376,10 +5546,6 @@ static int check_flags(const Options *o, char *err) {
         return flag_fail(err, flag_name(o, &o->prompt), NULL, "give -p or -f, not both");
     }
     struct stat st;
-    if (o->model_dir && strlen(o->model_dir) > 1000) {
-        return flag_fail(err, flag_name(o, &o->model_dir), NULL,
-                         "the folder path is longer than 1000 bytes");
-    }
     if (o->model_dir && stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
         return flag_fail(err, flag_name(o, &o->model_dir), o->model_dir,
                          "a file, not a folder: give the folder that holds "
@@ -5393,6 +5559,19 @@ static int check_flags(const Options *o, char *err) {
         fprintf(stderr, "selfspec: warning: -p %s: the prompt is a number; -p is the prompt here "
                         "(llama2.c's top-p is --top-p)\n", o->prompt);
     }
+#ifdef _OPENMP
+    // libgomp read OMP_NUM_THREADS before main and makes that many threads at the first kernel:
+    // 99999999999 aborted inside it with no word from selfspec (a list "4,2": its first number;
+    // 0, words and numbers past LONG_MAX libgomp itself reports and ignores)
+    const char *omp = getenv("OMP_NUM_THREADS");
+    long n_omp = omp ? strtol(omp, &end, 10) : 1;
+    double max_threads = FLAGS[flag_index(o, &o->threads)].hi;
+    if (omp && end != omp && (*end == '\0' || *end == ',') &&
+        n_omp > max_threads) {
+        return fail(err, "OMP_NUM_THREADS=%s: must be in [1, %g] threads (unset it, or give "
+                    "--threads N)", omp, max_threads);
+    }
+#endif
     if (method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
         return flag_fail(err, flag_name(o, &o->method), "static", "needs --skip or --skip-file");
     }
@@ -5483,88 +5662,110 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     return f.failed ? -1 : 0;
 }
 
-// An output file (--save-skip, --trace) is written at the end of a run that can take minutes, so
-// its path is checked before it: a folder that exists and can be written, and not one of the
-// run's inputs or another output (the rename at the end would replace it).
-static int check_output(const Options *o, const char *const *field, char *err) {
-    const char *flag = flag_name(o, field), *path = *field;
-    struct stat sb, in;
-    char dir[1100], model[4][1200];
-    if (path[0] == '\0') { return flag_fail(err, flag, NULL, "the file name is empty"); }
-    const char *slash = strrchr(path, '/');
-    int dir_len = slash == NULL || slash == path ? 1 : (int)(slash - path);
-    snprintf(dir, sizeof(dir), "%.*s", dir_len, slash ? path : ".");
-    const char *names[4] = {"config.json", "tokenizer.json", "model.safetensors",
-                            "model.safetensors.index.json"};
-    const char *inputs[9] = {o->prompt_file, o->skip_file, o->dev_prompts}; // 3-4: outputs
-    const char *outputs[2] = {o->save_skip, o->trace};
-    for (int k = 0; k < 2; k++) { inputs[3 + k] = outputs[k] == path ? NULL : outputs[k]; }
-    for (int k = 0; k < 4; k++) {
-        snprintf(model[k], sizeof(model[k]), "%s/%s", o->model_dir, names[k]);
-        inputs[5 + k] = model[k];
-    }
-    int exists = stat(path, &sb) == 0, output;
-    for (int k = 0; k < 9; k++) {
-        output = k >= 3 && k < 5;
-        if (inputs[k] && ((output && strcmp(inputs[k], path) == 0) ||
-                          (exists && stat(inputs[k], &in) == 0 && in.st_dev == sb.st_dev &&
-                           in.st_ino == sb.st_ino))) {
-            return flag_fail(err, flag, path, output ? "names another output file too"
-                                                     : "names one of the run's input files");
+// An existing file that is one of the run's inputs: -f, --skip-file, --dev-prompts, stdout or
+// stderr redirected to a file (> FILE), or a file the model folder's loaders read (config,
+// generation config, tokenizer, index, every .safetensors shard). NULL when none.
+static const char *input_named(const Options *o, const struct stat *out) {
+    const char *files[3] = {o->prompt_file, o->skip_file, o->dev_prompts}, *why = NULL;
+    struct stat sb;
+    for (int k = 0; k < 3; k++) {
+        if (files[k] && stat(files[k], &sb) == 0 && same_file(&sb, out)) {
+            why = "one of the run's input files";
         }
     }
-    if (exists && !S_ISREG(sb.st_mode)) {
-        return flag_fail(err, flag, path, "exists and is not a regular file");
-    } else if (!exists && (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-        return flag_fail(err, flag, path, "its folder does not exist");
+    for (int fd = 1; fd <= 2; fd++) {
+        if (fstat(fd, &sb) == 0 && same_file(&sb, out)) {
+            why = "the file stdout or stderr goes to";
+        }
     }
-    // commit_output creates its temporary file beside it: done once now, it shows that this
-    // works (access() says yes to root on a read-only file system; a name can be too long)
-    char tmp[1200];
-    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    DIR *dir = opendir(o->model_dir);
+    for (struct dirent *e; dir && !why && (e = readdir(dir)) != NULL;) {
+        size_t n = strlen(e->d_name);
+        int read = (n > 12 && strcmp(e->d_name + n - 12, ".safetensors") == 0) ||
+                   is(e->d_name, "config.json") || is(e->d_name, "tokenizer.json") ||
+                   is(e->d_name, "generation_config.json") ||
+                   is(e->d_name, "model.safetensors.index.json");
+        char *path = join_path(o->model_dir, e->d_name);
+        if (read && stat(path, &sb) == 0 && same_file(&sb, out)) {
+            why = "one of the run's input files (the model's)";
+        }
+        free(path);
+    }
+    if (dir) { closedir(dir); }
+    return why;
+}
+
+// Checks an output's path before the run (which can take minutes) and adds it to outs: a
+// regular file or a new name in a folder that exists and takes a new file, not one of the run's
+// inputs, nor another output. Returns 0, or -1 with err set.
+static int add_output(OutputFile *outs, int *n, const Options *o, const char *const *field,
+                      char *err) {
+    OutputFile *f = &outs[*n];
+    memset(f, 0, sizeof(*f));
+    f->flag = flag_name(o, field), f->path = *field;
+    const char *path = f->path, *slash = strrchr(path, '/'), *why;
+    struct stat sb;
+    if (path[0] == '\0') { return flag_fail(err, f->flag, NULL, "the file name is empty"); }
+    f->exists = stat(path, &f->st) == 0;
+    if (!f->exists && lstat(path, &sb) == 0) {
+        return flag_fail(err, f->flag, path, "a symbolic link to nothing (give its target)");
+    }
+    if (f->exists && !S_ISREG(f->st.st_mode)) { // Decision: a device or a FIFO is refused, as
+        // it cannot be replaced whole (write to a file, or let --json print to stdout)
+        return flag_fail(err, f->flag, path, "exists and is not a regular file");
+    }
+    // target: the file itself resolved, or (a new file) its folder resolved and its name
+    char *dir = slash ? (char *)memcpy(malloc_check((size_t)(slash - path) + 2), path,
+                                       (size_t)(slash - path) + 1) : NULL;
+    if (dir) { dir[slash == path ? 1 : slash - path] = '\0'; }
+    char *real = realpath(f->exists ? path : dir ? dir : ".", NULL);
+    free(dir);
+    if (real == NULL || (!f->exists && (stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode)))) {
+        free(real);
+        return flag_fail(err, f->flag, path, "its folder does not exist");
+    }
+    f->target = f->exists ? real : join_path(real, slash ? slash + 1 : path);
+    if (!f->exists) { free(real); }
+    (*n)++; // (free_outputs frees target from here on)
+    if (f->exists && (why = input_named(o, &f->st)) != NULL) {
+        char msg[96];
+        snprintf(msg, sizeof(msg), "names %s; the rename at the end would replace it", why);
+        return flag_fail(err, f->flag, path, msg);
+    }
+    for (int k = 0; k < *n - 1; k++) {
+        if ((f->exists && outs[k].exists && same_file(&f->st, &outs[k].st)) ||
+            strcmp(f->target, outs[k].target) == 0) {
+            char msg[96];
+            snprintf(msg, sizeof(msg), "names the file %s names (the other output file)",
+                     outs[k].flag);
+            return flag_fail(err, f->flag, path, msg);
+        }
+    }
+    // the temporary file is created beside the target: done once now, it shows that this works
+    // (access() says yes to root on a read-only file system; a name can be too long)
+    f->tmp = (char *)malloc_check(strlen(f->target) + 8);
+    sprintf(f->tmp, "%s.XXXXXX", f->target);
+    int fd = mkstemp(f->tmp);
     if (fd < 0) {
-        snprintf(tmp, sizeof(tmp), "cannot create a file in its folder: %s", strerror(errno));
-        return flag_fail(err, flag, path, tmp);
+        char msg[128];
+        snprintf(msg, sizeof(msg), "cannot create a file in its folder: %s", strerror(errno));
+        return flag_fail(err, f->flag, path, msg);
     }
     close(fd);
-    unlink(tmp);
+    unlink(f->tmp);
+    f->mem = open_memstream(&f->buf, &f->len);
     return 0;
 }
 
-// An output file is built in memory (open_memstream) and written whole at the end: to a
-// temporary file beside it, then rename()d over it. A run that fails or is killed before leaves
-// the old file as it was, and two runs writing one path leave one of the two whole.
-static int commit_output(const char *flag, const char *path, FILE *mem, char **buf, size_t *len,
-                         char *err) {
-    char tmp[1200];
-    snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path);
-    sigset_t block, old; // a kill between creating tmp and renaming it would leave tmp behind
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigprocmask(SIG_BLOCK, &block, &old);
-    mode_t mask = umask(0); // mkstemp creates 0600; give the file open()'s usual 0666 & ~umask
-    umask(mask);
-    int ok = fclose(mem) == 0, fd = ok ? mkstemp(tmp) : -1, saved;
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    ok = f != NULL && fchmod(fd, 0666 & ~mask) == 0 && fwrite(*buf, 1, *len, f) == *len;
-    ok = (f == NULL || fclose(f) == 0) && ok && rename(tmp, path) == 0;
-    saved = errno;
-    if (!ok && fd >= 0) { unlink(tmp); }
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    free(*buf);
-    if (!ok) { return fail(err, "%s %s: cannot write: %s", flag, path, strerror(saved)); }
-    fprintf(stderr, "wrote %s\n", path);
-    return 0;
+// The in-memory stream of the output whose flag stores its path at field, or NULL (not given).
+static FILE *output_stream(OutputFile *outs, int n, const Options *o, const char *const *field) {
+    for (int k = 0; k < n; k++) {
+        if (outs[k].flag == flag_name(o, field)) { return outs[k].mem; }
+    }
+    return NULL;
 }
 
-static int write_skip_file(const char *flag, const char *path, const SkipSet *s, int n_layers,
-                           char *err) {
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
+static void write_skip_file(FILE *f, const SkipSet *s, int n_layers) {
     const unsigned char *flags[2] = {s->attn, s->mlp};
     fprintf(f, "{");
     for (int k = 0; k < 2; k++) {
@@ -5575,7 +5776,6 @@ static int write_skip_file(const char *flag, const char *path, const SkipSet *s,
         fprintf(f, "]");
     }
     fprintf(f, "}\n");
-    return commit_output(flag, path, f, &buf, &len, err);
 }
 
 // Reads the non-empty lines of a prompts file; a two-character \\n in a line stands for a newline.
@@ -5595,7 +5795,9 @@ static int read_prompts(const char *path, char ***out, int **line_no, char *err)
     int n = 0, line = 1;
     char **lines = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
     int *numbers = (int *)malloc_check((len / 2 + 2) * sizeof(int));
-    for (char *q = text, *end; q < text + len; q = end + 1, line++) {
+    // a UTF-8 byte order mark (Notepad writes one) is not part of the first prompt
+    size_t bom = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    for (char *q = text + bom, *end; q < text + len; q = end + 1, line++) {
         end = (char *)memchr(q, '\n', (size_t)(text + len - q));
         if (end == NULL) { end = text + len; }
         size_t k = (size_t)(end - q);
@@ -5650,11 +5852,13 @@ static void on_token(void *ctx, int token, const float *logits) {
 }
 
 static const char *default_model_dir(const char *argv0) {
-    static char path[1100];
+    static char *path; // (allocated once, for the run)
     struct stat sb;
     if (stat("tiny_models/kjv-12l/config.json", &sb) == 0) { return "tiny_models/kjv-12l"; }
     const char *slash = strrchr(argv0, '/');
-    snprintf(path, sizeof(path), "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1,
+    size_t n = strlen(argv0) + 32;
+    path = (char *)malloc_check(n);
+    snprintf(path, n, "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1,
              slash ? argv0 : ".");
     return path;
 }
@@ -5665,7 +5869,7 @@ enum { CLI_ERR_LEN = 4 * SS_ERR_LEN };
 static int cli_fail(char *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err, CLI_ERR_LEN, fmt, ap);
+    format_err(err, CLI_ERR_LEN, fmt, ap);
     va_end(ap);
     return -1;
 }
@@ -5705,7 +5909,7 @@ typedef struct {
 static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const char *flag,
                         const char *file, const char *text, int n_extra, const char *extra,
                         char *err) {
-    char why[SS_ERR_LEN], where[1200];
+    char why[SS_ERR_LEN], *where = NULL;
     int *line_no = NULL, n = 1, rc = 0;
     if (file && (n = read_prompts(file, &p->text, &line_no, why)) < 0) {
         return cli_fail(err, "%s %s", flag, why);
@@ -5718,7 +5922,11 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
     p->ids = (int **)calloc_check((size_t)n, sizeof(int *));
     p->len = (int *)calloc_check((size_t)n, sizeof(int));
     for (int k = 0; k < n && rc == 0; k++) {
-        if (file) { snprintf(where, sizeof(where), "%s %s line %d", flag, file, line_no[k]); }
+        if (file) {
+            size_t cap = strlen(flag) + strlen(file) + 32;
+            where = (char *)realloc_check(where, cap);
+            snprintf(where, cap, "%s %s line %d", flag, file, line_no[k]);
+        }
         p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
         p->len[k] = encode_prompt(tok, c, p->text[k], n_extra, p->ids[k], file ? where : flag,
                                   extra, err);
@@ -5728,6 +5936,7 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
         }
     }
     free(line_no);
+    free(where);
     return rc;
 }
 
@@ -5756,9 +5965,9 @@ typedef struct {
     Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd, oracle)
     int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
     Selector sel;
-    Trace trace;             // --trace: the records, in memory until commit_output (f NULL: none)
-    char *trace_buf;
-    size_t trace_len;
+    Trace trace;             // --trace: its records go to its stream in outs (f NULL: none)
+    OutputFile outs[MAX_OUTPUTS]; // the output files given, n_outs of them
+    int n_outs;
 } CliRun;
 
 // Self-SD's search or the oracle's, before the first prompt decodes, on r->dev into r->skip,
@@ -6060,11 +6269,11 @@ static void getter_hint(const char *dir, char *err) {
 // Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
 // in err (CLI_ERR_LEN bytes).
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
-    char path[1200], why[SS_ERR_LEN], extra[64];
+    char why[SS_ERR_LEN], extra[64];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
-    if ((o->save_skip && check_output(o, &o->save_skip, err)) ||
-        (o->trace && check_output(o, &o->trace, err))) {
-        return -1;
+    const char *const *outputs[] = {&o->save_skip, &o->trace}; // the flags that name an output
+    for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++) {
+        if (*outputs[k] && add_output(r->outs, &r->n_outs, o, outputs[k], err)) { return -1; }
     }
     if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) {
         getter_hint(o->model_dir, err);
@@ -6081,12 +6290,14 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
         return fail(err, "%s %d: above max_position_embeddings %d of %s/config.json",
                     flag_name(o, &o->ctx), o->ctx, c->max_pos, o->model_dir);
     }
-    snprintf(path, sizeof(path), "%s/tokenizer.json", o->model_dir);
-    if ((r->tok = build_tokenizer(path, err)) == NULL) { return -1; }
-    if (tokenizer_vocab_size(r->tok) > c->vocab_size) {
-        return fail(err, "%s: %d tokens, but config.json has vocab_size %d", path,
-                    tokenizer_vocab_size(r->tok), c->vocab_size);
+    char *path = join_path(o->model_dir, "tokenizer.json");
+    r->tok = build_tokenizer(path, err);
+    if (r->tok && tokenizer_vocab_size(r->tok) > c->vocab_size) {
+        fail(err, "%s: %d tokens, but config.json has vocab_size %d", path,
+             tokenizer_vocab_size(r->tok), c->vocab_size);
     }
+    free(path);
+    if (r->tok == NULL || tokenizer_vocab_size(r->tok) > c->vocab_size) { return -1; }
     if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, why)) {
         return cli_fail(err, "%s %s", flag_name(o, &o->skip_spec), why);
     }
@@ -6115,8 +6326,8 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->searched = r->skip;
-    if (o->trace) {
-        r->trace.f = open_memstream(&r->trace_buf, &r->trace_len); // written by commit_output
+    r->trace.f = output_stream(r->outs, r->n_outs, o, &o->trace);
+    if (r->trace.f) {
         r->sel.trace = &r->trace;
         trace_header(r->trace.f, o, r);
     }
@@ -6129,20 +6340,20 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
 static int run_prompt(CliRun *r, Options *o, int pi) {
     // selfsd and oracle search before the first prompt, on r->dev (empty for other methods)
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
-    SpecStats st;
+    // 60 KB each: off the stack (ulimit -s 128 gave the main thread 128 KB)
+    SpecStats *st = (SpecStats *)malloc_check(2 * sizeof(SpecStats)), *plain = st + 1;
     char *text = NULL, lead[64];
     r->trace.prompt = pi;
     if (!o->json) { printf("%s", r->prompts.text[pi]); fflush(stdout); }
-    int n = decode_prompt(r, o, pi, 0, &st, &text);
+    int n = decode_prompt(r, o, pi, 0, st, &text);
     if (!o->json) { printf("\n"); }
-    st.select_ms += search_ms;
-    st.search_ms = search_ms;
-    PromptResult res = {text, r->out, n, r->prompts.len[pi], &st, &r->skip, -1, 0, 1,
+    st->select_ms += search_ms;
+    st->search_ms = search_ms;
+    PromptResult res = {text, r->out, n, r->prompts.len[pi], st, &r->skip, -1, 0, 1,
                         &r->sel};
     if (o->compare) {
-        SpecStats plain;
-        res.n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);
-        res.plain_tps = tokens_per_s(res.n_plain, plain.gen.decode_ms);
+        res.n_plain = decode_prompt(r, o, pi, 1, plain, NULL);
+        res.plain_tps = tokens_per_s(res.n_plain, plain->gen.decode_ms);
         res.identical = n == res.n_plain &&
                         memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
@@ -6156,6 +6367,7 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
         print_json_report(r->trace.f, lead, o, &r->m, &res);
     }
     free(text);
+    free(st);
     return o->compare && o->temperature == 0.0f && !res.identical;
 }
 
@@ -6171,24 +6383,14 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
     if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
         failed = print_error("writing to stdout failed");
     }
-    if (!failed && o->save_skip &&
-        write_skip_file(flag_name(o, &o->save_skip), o->save_skip, &r->searched,
-                        r->m.config.n_layers, err)) {
-        failed = print_error(err);
-    }
-    if (r->trace.f && !failed) {
-        if (commit_output(flag_name(o, &o->trace), o->trace, r->trace.f, &r->trace_buf,
-                          &r->trace_len, err)) {
-            failed = print_error(err);
-        }
-    } else if (r->trace.f) {
-        fclose(r->trace.f);
-        free(r->trace_buf);
-    }
+    FILE *skip = output_stream(r->outs, r->n_outs, o, &o->save_skip);
+    if (skip) { write_skip_file(skip, &r->searched, r->m.config.n_layers); }
+    if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }
     return failed;
 }
 
 static void free_run(CliRun *r) {
+    free_outputs(r->outs, r->n_outs);
     free_prompts(&r->prompts);
     free_prompts(&r->dev);
     selector_free(&r->sel);
@@ -6200,6 +6402,7 @@ static void free_run(CliRun *r) {
 
 int main(int argc, char **argv) {
     open_std_descriptors();
+    signal(SIGXFSZ, SIG_IGN); // ulimit -f: a write past it fails (EFBIG) and is reported
     Options o;
     CliRun r;
     memset(&r, 0, sizeof(r));
