@@ -174,10 +174,13 @@ static double lap_ms(double *t) {
 // loop, OpenMP over blocks. That is exact because no kernel uses shared memory, __syncthreads,
 // warp functions or atomics, and no thread reads what another thread of the same launch writes.
 // The block size never changes a result (kernels only use the flat index), so each build picks
-// its own. On the CPU a launch opens an OpenMP region only when it has 64 blocks or more and
-// more than one thread may run them: entering a region costs about a microsecond even when it
-// then runs on one thread (libgomp sets up a team), more than a small launch's work, and a token
-// of a tiny model is ~80 launches. launch_reverse runs blocks and threads in reverse order: the
+// its own. On the CPU a launch opens an OpenMP region only when it has 64 blocks or more, at least
+// 65,536 units of work (LAUNCH_WORK: a matmul's multiply-adds; LAUNCH: one per thread) and more
+// than one thread may run them: entering a region costs about a microsecond even when it then
+// runs on one thread (libgomp sets up a team), and waking a second thread that has gone to sleep
+// costs tens (on stories260K's one region per token, its 512 x 64 output head, two threads
+// decoded at 0.7x of one), more than a small launch's work; a token of a tiny model is ~80
+// launches. launch_reverse runs blocks and threads in reverse order: the
 // tests use it to show that no kernel depends on execution order.
 
 #ifdef __CUDACC__
@@ -188,6 +191,7 @@ static void cuda_check_(cudaError_t e, const char *what, const char *file, int l
     if (e != cudaSuccess) { die(file, line, "CUDA: %s failed: %s", what, cudaGetErrorString(e)); }
 }
 
+#define LAUNCH_WORK(kernel, n_threads, work, ...) LAUNCH(kernel, n_threads, __VA_ARGS__)
 #define LAUNCH(kernel, n_threads, ...)                                                      \
     do {                                                                                    \
         int n_ = (n_threads);                                                               \
@@ -232,7 +236,7 @@ static const char *device_name(void) {
     return name;
 }
 #else
-enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64 };
+enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64, MIN_PARALLEL_WORK = 1 << 16 };
 #define __global__ static
 // Always inlined, as nvcc inlines device functions: a mere hint lets gcc's heuristics (its stack
 // frame growth limit, which dot_row_tokens' 8 x 16 sums hit) keep a call, and then the matmul's
@@ -257,21 +261,22 @@ static int launch_reverse; // 1: run blocks and threads in reverse order (tests)
             kernel(__VA_ARGS__);                                                            \
         }                                                                                   \
     } while (0)
-#define LAUNCH(kernel, n_threads, ...)                                                      \
+#define LAUNCH(kernel, n_threads, ...) LAUNCH_WORK(kernel, n_threads, 1, __VA_ARGS__)
+#define LAUNCH_WORK(kernel, n_threads, work, ...)                                           \
     do {                                                                                    \
         int grid_ = ((n_threads) + BLOCK_SIZE - 1) / BLOCK_SIZE;                            \
-        if (launch_in_parallel(grid_)) {                                                    \
+        if (launch_in_parallel(grid_, (double)(n_threads) * (work))) {                      \
             _Pragma("omp parallel for schedule(static)")                                    \
             for (int b_ = 0; b_ < grid_; b_++) { LAUNCH_BLOCK(kernel, b_, grid_, __VA_ARGS__); } \
         } else {                                                                            \
             for (int b_ = 0; b_ < grid_; b_++) { LAUNCH_BLOCK(kernel, b_, grid_, __VA_ARGS__); } \
         }                                                                                   \
     } while (0)
-static int launch_in_parallel(int grid) {
+static int launch_in_parallel(int grid, double work) {
 #ifdef _OPENMP
-    return grid >= MIN_PARALLEL_BLOCKS && omp_get_max_threads() > 1;
+    return grid >= MIN_PARALLEL_BLOCKS && work >= MIN_PARALLEL_WORK && omp_get_max_threads() > 1;
 #else
-    return (void)grid, 0;
+    return (void)grid, (void)work, 0;
 #endif
 }
 
@@ -709,7 +714,7 @@ static void matmul(RunState *s, float *out, const float *x, const float *w, int 
         matmul_lanes(s, out, x, w, n, in_dim, out_dim, 0);
         return;
     }
-    LAUNCH(matmul_kernel, out_dim, out, x, w, n, in_dim, out_dim);
+    LAUNCH_WORK(matmul_kernel, out_dim, (double)n * in_dim, out, x, w, n, in_dim, out_dim);
 }
 
 // A sublayer's output projection added to the residual stream: state.x += x w^T. The CPU's
@@ -720,7 +725,7 @@ static void matmul_residual(RunState *s, const float *x, const float *w, int n, 
         matmul_lanes(s, s->x, x, w, n, in_dim, out_dim, 1);
         return;
     }
-    LAUNCH(matmul_kernel, out_dim, s->xb2, x, w, n, in_dim, out_dim);
+    LAUNCH_WORK(matmul_kernel, out_dim, (double)n * in_dim, s->xb2, x, w, n, in_dim, out_dim);
     LAUNCH(residual_kernel, n * out_dim, s->x, s->xb2, n * out_dim);
 }
 
