@@ -4921,9 +4921,9 @@ static const char *method_note(int method, int cost_model, const SkipSet *skip, 
                  "prompt made %d%s",
                  w->steps, w->p.window, n, w->done ? "; the search has ended" : "");
     } else if (method == METHOD_SWIFT) {
-        snprintf(buf, cap, "%d optimization steps in this prompt, the first at generated token "
+        snprintf(buf, cap, "%d optimization step%s in this prompt, the first at generated token "
                  "%d (a step waits for the %d-token window); %d in all, %d of which changed the "
-                 "set; %s", st->selections, w->first_at, w->p.window, w->steps, w->changes,
+                 "set; %s", st->selections, st->selections == 1 ? "" : "s", w->first_at, w->p.window, w->steps, w->changes,
                  w->done ? "the search has ended (App. B.2's stopping rules)"
                  : w->p.budget < 1 ? "--swift-budget holds the steps to that share of the time "
                                      "(1: a step every round, as in the paper)"

@@ -311,6 +311,13 @@ static void test_method_notes(void) {
               strstr(out, "optimization steps in this prompt, the first at generated token 32 (a step "
                           "waits for the 32-token window)") != NULL,
           "swift --swift-budget 1: exit %d, want steps and a note saying so: %s", rc, out);
+    free(out); free(err);
+    // one step is "1 optimization step", not "steps" (the default budget gives a 64-token prompt one)
+    rc = run("OMP_NUM_THREADS=1", "--method swift -n 64 --json", &out, &err);
+    check(rc == 0 && json_num(out, "selections") == 1 && strstr(out, "\"1 optimization step in this") != NULL,
+          "swift, default budget: want one step said in the singular: %s", out);
+    free(out); free(err);
+    rc = run("OMP_NUM_THREADS=1", "--method swift --swift-budget 1 -n 64 --json --compare", &out, &err);
     // the steps that changed the set: fewer than the steps (the first scores the starting set)
     const char *all = strstr(out, " in all, ");
     int steps = -1, changes = -1;
