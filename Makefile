@@ -33,6 +33,8 @@ TESTS += test/test_trace
 # there, so the C suite never needs Python
 HAVE_PYTHON3 := $(shell command -v python3 2>/dev/null)
 DRAW_TEST := $(if $(HAVE_PYTHON3),test/test_draw_trace.py,)
+# README.md's examples run again: their deterministic lines and the prose's numbers must match
+TESTS += test/test_readme
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 # jsmn.h, the one-header JSON tokenizer: next to selfspec.cu (found through -I.) or on the system
 # include path; every build of selfspec.cu starts with this check

@@ -18,3 +18,7 @@ fig demo './selfspec -p "And the LORD said unto Moses," -n 64 --skip "attn:2,4,6
 fig selfsd './selfspec --method selfsd --objective cost --compare'
 fig swift './selfspec --method swift --swift-budget 1 --compare'
 fig clasp './selfspec --method clasp --loi 2 --compare'
+fig asd './selfspec -m tiny_models/kjv-12l-skip --method asd --compare'
+fig oracle './selfspec --method oracle --compare'
+# each .txt into README.md's block for the same command (test/test_readme checks they agree)
+python3 test/bench/figures/splice_readme.py

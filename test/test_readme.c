@@ -1,0 +1,230 @@
+// test_readme: README.md cannot go stale (issue 31). Each README example whose output README
+// prints runs again, and the deterministic lines of its output must equal the printed block's;
+// the numbers the prose quotes about a block must be numbers that block prints (code spans aside).
+//
+// An example is an output block (a fence with no language) whose first line is the command
+// ("./selfspec ..."), or one right after a ```sh block holding only that command. A line "..."
+// in the block stands for any run of lines. Timings differ from run to run and machine to
+// machine, so on a line that reports one (tokens/s, ms, pass costs, the thread count) every
+// number is masked, and a search's progress lines ("~6 s left") are left out; everything else (the text, the layer map, rounds, acceptance,
+// gamma, Eq. 6's prediction) must match exactly. The prose check: every decimal number (such
+// as 0.67 or 2.10) in the paragraphs between a block and the next block or heading must appear
+// in that block.
+#define TESTING
+#include "../selfspec.cu"
+#include "testing.h"
+
+typedef struct {
+    int fence_line; // 1-based line of the opening fence in README.md
+    int is_sh;      // ```sh
+    int first, n;   // its lines: lines[first .. first + n - 1]
+} Block;
+
+static char **lines; // README.md's
+static int n_lines;
+
+// text cut into its lines in place: *n of them, in an array the caller frees
+static char **split_lines(char *text, int *n) {
+    int cap = 1024;
+    char **l = (char **)malloc(sizeof(char *) * (size_t)cap);
+    *n = 0;
+    for (char *s = text; *s != '\0';) {
+        char *e = strchr(s, '\n');
+        if (e != NULL) { *e = '\0'; }
+        if (*n == cap) {
+            cap *= 2;
+            l = (char **)realloc(l, sizeof(char *) * (size_t)cap);
+        }
+        l[(*n)++] = s;
+        if (e == NULL) { break; }
+        s = e + 1;
+    }
+    return l;
+}
+
+static int find_blocks(Block *b, int max) {
+    int n = 0;
+    for (int i = 0; i < n_lines && n < max; i++) {
+        if (strncmp(lines[i], "```", 3) != 0) { continue; }
+        Block *k = &b[n++];
+        k->fence_line = i + 1;
+        k->is_sh = strcmp(lines[i] + 3, "sh") == 0;
+        k->first = i + 1;
+        int j = i + 1;
+        while (j < n_lines && strncmp(lines[j], "```", 3) != 0) { j++; }
+        k->n = j - k->first;
+        i = j; // the closing fence
+    }
+    return n;
+}
+
+// A line that reports a time, a speed or the machine's threads: its numbers are masked.
+static int is_timed(const char *s) {
+    const char *marks[] = {"tokens/s", " ms", " s left", "a draft pass", "OpenMP thread", "took"};
+    for (int i = 0; i < 6; i++) {
+        if (strstr(s, marks[i]) != NULL) { return 1; }
+    }
+    return 0;
+}
+
+// s with every number (a run of digits and dots holding a digit) replaced by '#' when timed, and
+// the device's words ("CPU: 2 OpenMP threads (one per core)") by "CPU: #": they name the machine.
+static void masked(const char *s, char *out, size_t cap) {
+    int timed = is_timed(s);
+    size_t o = 0;
+    const char *cpu = strstr(s, "CPU: "), *bar = cpu != NULL ? strstr(cpu, " | ") : NULL;
+    for (const char *p = s; *p != '\0' && o + 1 < cap;) {
+        if (p == cpu && bar != NULL) {
+            o += (size_t)snprintf(out + o, cap - o, "CPU: #");
+            p = bar;
+            continue;
+        }
+        if (timed && isdigit((unsigned char)*p)) {
+            while (isdigit((unsigned char)*p) || (*p == '.' && isdigit((unsigned char)p[1]))) { p++; }
+            out[o++] = '#';
+        } else {
+            out[o++] = *p++;
+        }
+    }
+    out[o] = '\0';
+}
+
+// Does got[gi..] match want[wi..], with "..." in want matching any run of lines?
+static int lines_match(char **want, int nw, int wi, char **got, int ng, int gi, int *bad_w) {
+    char a[4096], b[4096];
+    while (wi < nw) {
+        if (strcmp(want[wi], "...") == 0) {
+            for (int k = gi; k <= ng; k++) {
+                if (lines_match(want, nw, wi + 1, got, ng, k, bad_w)) { return 1; }
+            }
+            return 0;
+        }
+        if (gi >= ng) { *bad_w = wi; return 0; }
+        masked(want[wi], a, sizeof(a));
+        masked(got[gi], b, sizeof(b));
+        if (strcmp(a, b) != 0) {
+            if (wi > *bad_w) { *bad_w = wi; }
+            return 0;
+        }
+        wi++;
+        gi++;
+    }
+    return gi == ng;
+}
+
+// Drops a search's progress lines ("..., ~6 s left"), whose number depends on the machine's pace,
+// and the blank lines at the end; returns how many lines are left.
+static int kept_lines(char **l, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (strstr(l[i], " s left") == NULL) { l[k++] = l[i]; }
+    }
+    while (k > 0 && l[k - 1][0] == '\0') { k--; }
+    return k;
+}
+
+static void check_example(const char *cmd, char **want, int nw, int fence_line, const char *dir) {
+    char out[256], sh[8192];
+    snprintf(out, sizeof(out), "%s/out.txt", dir);
+    // the shell reads README's quoting as a user's shell would; stdout and stderr in one file,
+    // as test/bench/figures/make.sh records them
+    snprintf(sh, sizeof(sh), "%s%s >%s 2>&1 </dev/null", selfspec_bin(), cmd + strlen("./selfspec"), out);
+    int status = system(sh);
+    char *text = read_or_exit(out, NULL);
+    int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    size_t len = strlen(text);
+    char *shown = (char *)malloc(len + 1);
+    memcpy(shown, text, len + 1);
+    int ng;
+    char **got = split_lines(text, &ng);
+    char **kept = (char **)malloc(sizeof(char *) * (size_t)(nw > 0 ? nw : 1));
+    memcpy(kept, want, sizeof(char *) * (size_t)nw);
+    want = kept;
+    ng = kept_lines(got, ng);
+    nw = kept_lines(want, nw);
+    int bad = -1;
+    int ok = rc == 0 && lines_match(want, nw, 0, got, ng, 0, &bad);
+    char a[4096] = "";
+    if (!ok && bad >= 0 && bad < nw) { masked(want[bad], a, sizeof(a)); }
+    check(ok, "README.md block at line %d: `%s` (exit %d): its line %d differs from a new run "
+          "(timed numbers masked as #):\n  README: %s\n  the run printed:\n%s",
+          fence_line, cmd, rc, bad + 1, a, shown);
+    free(got);
+    free(kept);
+    free(shown);
+    free(text);
+}
+
+// Every decimal number of the prose after block k (up to the next fence or heading) must be
+// printed in block k.
+static void check_prose(const Block *k) {
+    int end = k->first + k->n + 1; // after the closing fence
+    for (int i = end; i < n_lines && strncmp(lines[i], "```", 3) != 0 && lines[i][0] != '#'; i++) {
+        int code = 0; // inside `...`: a flag's value or a command, not a figure of the block
+        for (const char *p = lines[i]; *p != '\0'; p++) {
+            code ^= *p == '`';
+            if (code || !isdigit((unsigned char)*p) || (p > lines[i] && (isalnum((unsigned char)p[-1]) ||
+                                                               p[-1] == '.' || p[-1] == '_'))) {
+                continue;
+            }
+            const char *q = p;
+            while (isdigit((unsigned char)*q)) { q++; }
+            if (!(*q == '.' && isdigit((unsigned char)q[1]))) {
+                p = q - 1;
+                continue;
+            }
+            q++;
+            while (isdigit((unsigned char)*q)) { q++; }
+            int len = (int)(q - p), found = 0;
+            for (int j = k->first; j < k->first + k->n && !found; j++) {
+                for (const char *r = lines[j]; *r != '\0' && !found; r++) { // the same number
+                    found = strncmp(r, p, (size_t)len) == 0 && !isdigit((unsigned char)r[len]) &&
+                            (r == lines[j] || (!isdigit((unsigned char)r[-1]) && r[-1] != '.'));
+                }
+            }
+            check(found, "README.md line %d quotes %.*s about the block at line %d, which does not print it",
+                  i + 1, len, p, k->fence_line);
+            p = q - 1;
+        }
+    }
+}
+
+int main(void) {
+    char *text = read_or_exit("README.md", NULL);
+    lines = split_lines(text, &n_lines);
+    Block blocks[256];
+    int nb = find_blocks(blocks, 256), examples = 0;
+    char dir[] = "/tmp/selfspec_readme_XXXXXX";
+    if (mkdtemp(dir) == NULL) {
+        perror("mkdtemp");
+        return 2;
+    }
+    for (int b = 0; b < nb; b++) {
+        Block *k = &blocks[b];
+        if (k->is_sh || k->n == 0) { continue; }
+        const char *cmd = NULL;
+        char **want = lines + k->first;
+        int nw = k->n;
+        if (strncmp(want[0], "./selfspec ", 11) == 0) {
+            cmd = want[0];
+            want++;
+            nw--;
+        } else if (b > 0 && blocks[b - 1].is_sh && blocks[b - 1].n == 1 &&
+                   strncmp(lines[blocks[b - 1].first], "./selfspec ", 11) == 0) {
+            int gap = k->fence_line - (blocks[b - 1].first + blocks[b - 1].n + 1) - 1;
+            if (gap <= 1) { cmd = lines[blocks[b - 1].first]; }
+        }
+        if (cmd == NULL) { continue; }
+        examples++;
+        check_example(cmd, want, nw, k->fence_line, dir);
+        check_prose(k);
+    }
+    // the test reached README's examples: the demo and each method's
+    check(examples >= 5, "README.md: %d examples with their output found, want at least 5", examples);
+    char rm[128];
+    snprintf(rm, sizeof(rm), "rm -rf %s", dir);
+    if (system(rm) != 0) { fprintf(stderr, "could not remove %s\n", dir); }
+    free(lines);
+    free(text);
+    return test_summary("test_readme");
+}
