@@ -113,22 +113,27 @@ def llama2c_files(checkout, model_dir, work):
     return os.path.join(build, "run"), model_bin, tok_bin
 
 
-def llama2c_row(checkout, repeats, positions=256, prompt="Once upon a time"):
+def llama2c_rows(checkout, repeats, threads_list, positions=256, prompt="Once upon a time"):
+    """selfspec at each thread count beside run.c's one thread (runfast has no threads)."""
     with tempfile.TemporaryDirectory() as work:
         run, model_bin, tok_bin = llama2c_files(checkout, STORIES, work)
-        peer, ours, texts = [], [], []
+        n = positions - r_prompt_len(prompt)
+        peer, ours, texts = [], {t: [] for t in threads_list}, []
         for _ in range(repeats):
             out = subprocess.run([run, model_bin, "-z", tok_bin, "-t", "0", "-n", str(positions),
                                   "-i", prompt], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                  text=True, check=True).stdout
             peer.append(float(out.rsplit("achieved tok/s:", 1)[1]))
             texts.append(out.split("achieved tok/s:")[0].strip())
-            r = selfspec(STORIES, prompt, positions - r_prompt_len(prompt), 1)
-            ours.append((r["n_prompt"] + r["n_tokens"] - 1) / ((r["prefill_ms"] + r["decode_ms"]) / 1e3))
+            for t in threads_list:
+                r = selfspec(STORIES, prompt, n, t)
+                ours[t].append((r["n_prompt"] + r["n_tokens"] - 1) /
+                               ((r["prefill_ms"] + r["decode_ms"]) / 1e3))
         same = texts[0].startswith((prompt + r["text"])[:200].strip()[:150])
-        s, p = median(ours), median(peer)
-        return (f"| stories260K | 1 | {s:.0f} | llama2.c runfast {p:.0f} | {s / p:.2f}x | "
-                f"{'same' if same else 'DIFFERENT'} greedy text |")
+        p = median(peer)
+        return [f"| stories260K | {t} | {median(ours[t]):.0f} | llama2.c runfast (1 thread) {p:.0f} | "
+                f"{median(ours[t]) / p:.2f}x | {'same' if same else 'DIFFERENT'} greedy text |"
+                for t in threads_list]
 
 
 def r_prompt_len(prompt):
@@ -197,7 +202,8 @@ def main():
     print("| model | threads | selfspec tokens/s | peer tokens/s | selfspec / peer | note |")
     print("|---|---:|---:|---:|---:|---|")
     if a.llama2c and os.path.isdir(STORIES):
-        print(llama2c_row(a.llama2c, a.repeats), flush=True)
+        for row in llama2c_rows(a.llama2c, a.repeats, threads):
+            print(row, flush=True)
     else:
         print("| stories260K | | | | | skipped: give LLAMA2C=path/to/llama2.c (and ../shared/models) |")
     smol_tps = {}
