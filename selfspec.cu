@@ -1416,7 +1416,7 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, do
             // Decision: a tie runs the layer, as the unofficial port does; Algorithm 1 skips it
             double cos_skip = cosine(h_i, skip_state, dim);
             double cos_run = run_state ? cosine(h_i, run_state, dim) : -INFINITY;
-            int take_skip = cos_skip > cos_run;
+            int take_skip = run_state == NULL || cos_skip > cos_run;
             if (run_state && fabs(cos_skip - cos_run) < closest) {
                 closest = fabs(cos_skip - cos_run);
             }
@@ -2328,7 +2328,6 @@ static double measure_objective(Model *m, const Objective *obj, const SkipSet *s
     if (test_objective) { return test_objective(test_objective_ctx, s); }
 #endif
     int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
-    SpecStats *st = (SpecStats *)malloc_check(sizeof(SpecStats)); // 60 KB: off the stack
     uint64_t sub0 = m->state.n_sublayers;
     double t0 = time_ms(), tokens = 0;
     // Ctrl-C stops the search within one decoding, not after the whole dev set
@@ -2336,9 +2335,9 @@ static double measure_objective(Model *m, const Objective *obj, const SkipSet *s
         SpecParams sp = {*s, obj->max_draft, obj->exit};
         Sampler smp = obj->sampler;
         Output o = output(out, obj->n_new, NULL, NULL);
-        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &smp, &o, st);
+        SpecStats st;
+        tokens += generate_spec(m, obj->prompts[k], obj->lengths[k], &sp, NULL, &smp, &o, &st);
     }
-    free(st);
     free(out);
     double cost = obj->use_cost_model ? (double)(m->state.n_sublayers - sub0) : time_ms() - t0;
     return cost / (tokens > 0 ? tokens : 1);
@@ -4923,7 +4922,8 @@ static const char *method_note(int method, int cost_model, const SkipSet *skip, 
     } else if (method == METHOD_SWIFT) {
         snprintf(buf, cap, "%d optimization step%s in this prompt, the first at generated token "
                  "%d (a step waits for the %d-token window); %d in all, %d of which changed the "
-                 "set; %s", st->selections, st->selections == 1 ? "" : "s", w->first_at, w->p.window, w->steps, w->changes,
+                 "set; %s", st->selections, st->selections == 1 ? "" : "s", w->first_at,
+                 w->p.window, w->steps, w->changes,
                  w->done ? "the search has ended (App. B.2's stopping rules)"
                  : w->p.budget < 1 ? "--swift-budget holds the steps to that share of the time "
                                      "(1: a step every round, as in the paper)"
@@ -6261,14 +6261,16 @@ static void open_std_descriptors(void) {
 // script named after the error in err (CLI_ERR_LEN bytes).
 static void getter_hint(const char *dir, char *err) {
     struct stat sb;
-    char script[1200];
     const char *slash = strrchr(dir, '/'), *base = slash ? slash + 1 : dir;
-    snprintf(script, sizeof(script), "%.*sget_%.*s.sh", (int)(base - dir), dir,
-             (int)strcspn(base, "-"), base);
+    size_t cap = strlen(dir) + 8;
+    char *script = (char *)malloc_check(cap);
+    snprintf(script, cap, "%.*sget_%.*s.sh", (int)(base - dir), dir, (int)strcspn(base, "-"),
+             base);
     if (stat(dir, &sb) != 0 && stat(script, &sb) == 0) {
         size_t n = strlen(err);
         snprintf(err + n, CLI_ERR_LEN - n, " (the folder is made by %s: run it first)", script);
     }
+    free(script);
 }
 
 // Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
@@ -6345,20 +6347,19 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
 static int run_prompt(CliRun *r, Options *o, int pi) {
     // selfsd and oracle search before the first prompt, on r->dev (empty for other methods)
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
-    // 60 KB each: off the stack (ulimit -s 128 gave the main thread 128 KB)
-    SpecStats *st = (SpecStats *)malloc_check(2 * sizeof(SpecStats)), *plain = st + 1;
+    SpecStats st, plain;
     char *text = NULL, lead[64];
     r->trace.prompt = pi;
     if (!o->json) { printf("%s", r->prompts.text[pi]); fflush(stdout); }
-    int n = decode_prompt(r, o, pi, 0, st, &text);
+    int n = decode_prompt(r, o, pi, 0, &st, &text);
     if (!o->json) { printf("\n"); }
-    st->select_ms += search_ms;
-    st->search_ms = search_ms;
-    PromptResult res = {text, r->out, n, r->prompts.len[pi], st, &r->skip, -1, 0, 1,
+    st.select_ms += search_ms;
+    st.search_ms = search_ms;
+    PromptResult res = {text, r->out, n, r->prompts.len[pi], &st, &r->skip, -1, 0, 1,
                         &r->sel};
     if (o->compare) {
-        res.n_plain = decode_prompt(r, o, pi, 1, plain, NULL);
-        res.plain_tps = tokens_per_s(res.n_plain, plain->gen.decode_ms);
+        res.n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);
+        res.plain_tps = tokens_per_s(res.n_plain, plain.gen.decode_ms);
         res.identical = n == res.n_plain &&
                         memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
@@ -6372,7 +6373,6 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
         print_json_report(r->trace.f, lead, o, &r->m, &res);
     }
     free(text);
-    free(st);
     return o->compare && o->temperature == 0.0f && !res.identical;
 }
 

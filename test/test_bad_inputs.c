@@ -331,7 +331,7 @@ static void numbers_and_environment(void) {
     case_env = "OMP_NUM_THREADS=1025";
     flag_case("OMP_NUM_THREADS=1025 with --threads 1", "OMP_NUM_THREADS=1025", "must be in [1, 1024]", "--threads 1 -n 2");
     case_env = "";
-    { // a 128 KB main-thread stack: the two 60 KB SpecStats lived there (SIGSEGV)
+    { // a 128 KB main-thread stack: decoding fits (two 60 KB SpecStats once lived there: SIGSEGV)
         static const char *const runs[] = {"-n 4", "-n 4 --skip attn:1 --compare", "-n 4 --method selfsd --iters 2"};
         for (int k = 0; k < 3; k++) {
             snprintf(buf, sizeof(buf), "sh -c 'ulimit -s 128 && exec %s -m %s %s' >/dev/null 2>%s/stack.txt",

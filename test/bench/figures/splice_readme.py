@@ -36,7 +36,7 @@ def main():
     outputs = {}
     for path in sorted(glob.glob(os.path.join(HERE, "*.txt"))):
         lines = open(path).read().rstrip("\n").split("\n")
-        outputs[command(lines[0])] = elided([l for l in lines[1:] if not l.startswith("wrote ")])
+        outputs[command(lines[0])] = elided([l for l in lines[1:] if not l.startswith("wrote test/bench/figures/")])
     lines = open(README).read().split("\n")
     out, i, prev_sh, used = [], 0, None, set()
     while i < len(lines):
