@@ -124,8 +124,8 @@ test/test_%_cuda: test/test_%.c selfspec.cu selfspec.h test/testing.h
 # builds the CUDA test programs (nvcc; no GPU needed to build)
 cuda-tests: $(CUDA_TESTS)
 
-# runs the CUDA test programs on the GPU
-test-cuda: $(CUDA_TESTS)
+# runs the CUDA test programs on the GPU (their command-line checks run ./selfspec-cuda)
+test-cuda: selfspec-cuda $(CUDA_TESTS)
 	@sh test/run_tests.sh $(CUDA_TESTS)
 
 # the benchmark tools; test/bench/bench.py runs them side by side (see test/bench/README.md)

@@ -525,7 +525,7 @@ int main(void) {
         test_greedy_lossless(&m, dirs[k]);
         if (k == 0) {
             // the distributions sharpened (logits x2) so the joint of 3 tokens has mass to test
-            for (size_t i = 0; i < (size_t)m.config.vocab_size * m.config.dim; i++) { m.weights.lm_head[i] *= 2.0f; }
+            scale_on_device(m.weights.lm_head, (size_t)m.config.vocab_size * m.config.dim, 2.0f);
             SkipSet skip, none;
             parse_skip_spec("mlp:2", m.config.n_layers, &skip, err); // accepts about half its drafts
             memset(&none, 0, sizeof(none));

@@ -800,7 +800,7 @@ static void test_selfsd_run_decoder(const char *dir) {
     if (!load_model(&m, dir)) { return; }
     m.config.n_eos = 0;
     // logits x4: confident drafts, so K and alpha matter to the drafts' lengths
-    for (size_t i = 0; i < (size_t)m.config.vocab_size * m.config.dim; i++) { m.weights.lm_head[i] *= 4.0f; }
+    scale_on_device(m.weights.lm_head, (size_t)m.config.vocab_size * m.config.dim, 4.0f);
     int prompt[6] = {1, 40, 41, 42, 43, 44}, out[64], checked = 0;
     const char *what[3] = {"K 3", "exit fixed:0.3", "T 0.8, top-p 0.9"};
     MethodParams mp = method_params_default();

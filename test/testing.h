@@ -103,10 +103,14 @@ static int test_summary(const char *name) {
 }
 
 // The binary the CLI tests run: $SELFSPEC_BIN (make test-asan sets it to the sanitized build),
-// else ./selfspec.
+// else the build of this test's own kind: ./selfspec, or ./selfspec-cuda for a CUDA test.
 static const char *selfspec_bin(void) {
     const char *bin = getenv("SELFSPEC_BIN");
+#ifdef __CUDACC__
+    return bin != NULL ? bin : "./selfspec-cuda";
+#else
     return bin != NULL ? bin : "./selfspec";
+#endif
 }
 
 // The whole of a file the test wrote or needs (len may be NULL). Without it the test cannot go
@@ -189,5 +193,15 @@ static inline void copy_on_device(void *dst, const void *src, size_t bytes) {
 }
 static inline void device_sync(void) {}
 #endif
+
+// Multiplies n floats of device memory by k (a test sharpens the output head this way): through
+// the host, since in the CUDA build the weights are not host memory.
+__attribute__((unused)) static void scale_on_device(float *p, size_t n, float k) {
+    float *h = (float *)malloc_check(n * sizeof(float));
+    copy_to_host(h, p, n * sizeof(float));
+    for (size_t i = 0; i < n; i++) { h[i] *= k; }
+    copy_to_device(p, h, n * sizeof(float));
+    free(h);
+}
 
 #endif
