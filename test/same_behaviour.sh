@@ -37,6 +37,7 @@ sed -E -e 's/[0-9]+(\.[0-9]+)? (ms|s left|tokens\/s)/T \2/g' \
        -e 's/"(tokens_per_s|plain_tokens_per_s|[a-z_]+_ms|speedup|draft_pass_steps|verify_pass_steps|predicted_speedup)": [0-9.e+-]+/"\1": T/g' \
        -e 's/\([0-9]+ vs/(T vs/' -e 's/a draft pass [0-9.]+, a verify pass [0-9.]+/a draft pass T, a verify pass T/' \
        -e 's/= [0-9.]+ verification passes; [0-9.]+%/= T verification passes; T%/' \
+       -e 's/taking [0-9]+% of the speedup/taking T% of the speedup/' \
        -e '/ms\/token/s/best [0-9.]+/best T/' \
        "$raw" >"$log"
 rm -f "$raw"
