@@ -38,6 +38,7 @@ sed -E -e 's/[0-9]+(\.[0-9]+)? (ms|s left|tokens\/s)/T \2/g' \
        -e 's/\([0-9]+ vs/(T vs/' -e 's/a draft pass [0-9.]+, a verify pass [0-9.]+/a draft pass T, a verify pass T/' \
        -e 's/= [0-9.]+ verification passes; [0-9.]+%/= T verification passes; T%/' \
        -e 's/taking [0-9]+% of the speedup/taking T% of the speedup/' \
+       -e 's/CPU: [0-9]+ OpenMP threads? \([^)]*\)/CPU: T OpenMP threads/' \
        -e '/ms\/token/s/best [0-9.]+/best T/' \
        "$raw" >"$log"
 rm -f "$raw"
