@@ -2874,14 +2874,6 @@ static int json_int(const Json *j, int i, long long lo, long long hi, long long 
     return 0;
 }
 
-static int json_bool(const Json *j, int i, int *out) {
-    if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
-    char c = j->js[j->tok[i].start];
-    if (c != 't' && c != 'f') { return -1; }
-    *out = (c == 't');
-    return 0;
-}
-
 // A JSON file being read: its tokens, its path, which starts every message, and the caller's
 // error buffer, which keeps the first error. config.json and tokenizer.json are read through it.
 typedef struct {
@@ -2918,12 +2910,14 @@ static int json_key_is(JsonFile *f, int obj, const char *key, const char *s) {
     return json_eq(f->j, json_key(f, obj, key), s);
 }
 
+// The boolean at key of obj; absent or null (or an error): dflt.
 static int json_key_bool(JsonFile *f, int obj, const char *key, int dflt) {
-    int i = json_key(f, obj, key), v = dflt;
-    if (!json_is_null(f->j, i) && json_bool(f->j, i, &v) != 0) {
-        json_fail(f, "%s must be true or false", key);
-    }
-    return v;
+    int i = json_key(f, obj, key);
+    if (json_is_null(f->j, i)) { return dflt; }
+    char c = f->j->js[f->j->tok[i].start]; // (a primitive that starts with t or f is a boolean)
+    if (f->j->tok[i].type == JSMN_PRIMITIVE && (c == 't' || c == 'f')) { return c == 't'; }
+    json_fail(f, "%s must be true or false", key);
+    return dflt;
 }
 
 // First element of the array at key of obj (its length in *n), or -1 with an error.
@@ -2990,11 +2984,10 @@ static int config_check_unsupported(JsonFile *f) {
     }
     const char *biases[] = {"attention_bias", "mlp_bias"};
     for (int k = 0; k < 2; k++) {
-        int b = 0, i = json_get(j, 0, biases[k]);
-        if (!json_is_null(j, i) && json_bool(j, i, &b) != 0) {
-            return json_fail(f, "%s must be true or false", biases[k]);
+        if (json_key_bool(f, 0, biases[k], 0)) {
+            return json_fail(f, "%s=true is not supported", biases[k]);
         }
-        if (b) { return json_fail(f, "%s=true is not supported", biases[k]); }
+        if (f->failed) { return -1; }
     }
     return 0;
 }
@@ -3371,23 +3364,21 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     }
     int n = rc == 0 ? j.tok[map].size : 0;
     tf->shards = (Shard *)calloc_check((size_t)n + 1, sizeof(Shard));
-    char **names = (char **)calloc_check((size_t)n + 1, sizeof(char *));
-    int n_names = 0;
     for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
         size_t flen;
         char *file = json_string(&j, key + 1, &flen);
         if (file == NULL || flen == 0 || strlen(file) != flen || strchr(file, '/') != NULL) {
-            free(file);
             rc = fail(err, "%s: weight_map entry %d is not a plain file name", path, k);
-            break;
+        } else { // each shard once, however many tensors it holds
+            char *shard_path = join_path(dir, file);
+            int seen = 0;
+            for (int s = 0; s < tf->n_shards; s++) {
+                seen |= strcmp(tf->shards[s].path, shard_path) == 0;
+            }
+            rc = seen ? 0 : load_shard(tf, shard_path, err);
+            free(shard_path);
         }
-        int seen = 0;
-        for (int s = 0; s < n_names; s++) { seen |= strcmp(names[s], file) == 0; }
-        if (seen) { free(file); continue; }
-        names[n_names++] = file;
-        char *shard_path = join_path(dir, file);
-        rc = load_shard(tf, shard_path, err);
-        free(shard_path);
+        free(file);
     }
     // each tensor the index names is in the shard it names (load_tensor then blames the index
     // for a tensor it does not name, not a shard that never held it)
@@ -3402,8 +3393,6 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
         free(name);
         free(file);
     }
-    for (int s = 0; s < n_names; s++) { free(names[s]); }
-    free(names);
     json_free(&j);
     free(text);
     return rc;
