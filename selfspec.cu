@@ -2611,9 +2611,11 @@ static int json_number_syntax(const char *s, int n) {
 }
 
 // The grammar of RFC 8259 over js, as one pass with a stack of open brackets. jsmn, even strict,
-// takes stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`, `{,"a":1}`), which Python's json
-// and serde reject; this refuses them, and nesting deeper than JSON_MAX_DEPTH, so no later walk
-// can blow up. Returns NULL, or what is wrong in words, with *line where (1-based).
+// takes what Python's json and serde reject: stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`,
+// `{,"a":1}`), a key without a value (`{"a":, "b"}`, whose child counts send json_skip off the
+// end), several top-level values and primitives such as `tru`. This refuses them, and nesting
+// deeper than JSON_MAX_DEPTH, so no later walk can blow up. Returns NULL, or what is wrong in
+// words, with *line where (1-based).
 static const char JSON_TRAILING[] = "trailing data after the JSON value",
                   JSON_ENDS_EARLY[] = "ends inside a value";
 static const char *json_syntax(const char *js, size_t len, int *line) {
@@ -2684,10 +2686,7 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
     }
 }
 
-// Parses js; first checks its syntax (json_syntax), which jsmn alone does not fully do: jsmn,
-// even strict, accepts a key without a value (`{"a":, "b"}`, whose child counts then send
-// json_skip off the end), several top-level values, and primitives such as `tru`. On text that
-// passes json_syntax, strict jsmn builds one consistent tree, which every walk below relies on.
+// Parses js: on text that passes json_syntax, strict jsmn builds the one tree every walk relies on.
 static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
     j->js = js;
     j->tok = NULL;
@@ -2775,12 +2774,7 @@ bad:
 
 // Whether the string at token i is s, compared as text: "hidden_\u0073ize" is hidden_size.
 static int json_eq(const Json *j, int i, const char *s) {
-    if (i < 0 || j->tok[i].type != JSMN_STRING) { return 0; }
-    const jsmntok_t *t = &j->tok[i];
-    size_t n = strlen(s), len = (size_t)(t->end - t->start);
-    if (memchr(j->js + t->start, '\\', len) == NULL) {
-        return len == n && memcmp(j->js + t->start, s, n) == 0;
-    }
+    size_t n = strlen(s), len;
     char *text = json_string(j, i, &len);
     int eq = text != NULL && len == n && memcmp(text, s, n) == 0;
     free(text);
@@ -3032,13 +3026,11 @@ static int config_rope(Config *c, JsonFile *f) {
     const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
     float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
     for (int k = 0; k < 3; k++) {
-        int i = rope_get(f, rs, keys[k]);
-        if (json_float(f, i, keys[k], 0, FLT_MAX, dst[k])) { return -1; }
+        if (json_float(f, rope_get(f, rs, keys[k]), keys[k], 0, FLT_MAX, dst[k])) { return -1; }
     }
     long long orig = 0;
-    int o = rope_get(f, rs, "original_max_position_embeddings");
-    if (json_int(j, o, 1, CONFIG_MAX, &orig) || c->rope_factor <= 0 ||
-        c->rope_high_freq <= c->rope_low_freq) {
+    if (json_int(j, rope_get(f, rs, "original_max_position_embeddings"), 1, CONFIG_MAX, &orig) ||
+        c->rope_factor <= 0 || c->rope_high_freq <= c->rope_low_freq) {
         return json_fail(f, "rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
                     "and original_max_position_embeddings");
     }
