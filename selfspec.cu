@@ -2921,21 +2921,6 @@ static int json_key_array(JsonFile *f, int obj, const char *key, int *n) {
     return is_array ? i + 1 : json_fail(f, "%s must be an array", key);
 }
 
-// The int at key of obj, in [lo, hi]; absent or null: *out keeps its default, or an error when
-// required.
-static int json_key_int(JsonFile *f, int obj, const char *key, int required, int lo, int hi,
-                        int *out) {
-    int i = json_key(f, obj, key);
-    long long v;
-    if (f->failed) { return -1; }
-    if (json_is_null(f->j, i)) { return required ? json_fail(f, "missing \"%s\"", key) : 0; }
-    if (json_int(f->j, i, lo, hi, &v) != 0) {
-        return json_fail(f, "\"%s\" must be an integer in [%d, %d]", key, lo, hi);
-    }
-    *out = (int)v;
-    return 0;
-}
-
 // The one rule for a float: absent or null keeps the default; else a number that as a
 // float is finite, normal and in (lo, hi] ((float)1e300 is inf, (float)1e-300 is 0 and 1e-40 a
 // subnormal: each refused, not computed with).
@@ -2955,6 +2940,20 @@ static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, f
 
 // A config integer's largest value: the kernels index a pass's rows with int.
 enum { CONFIG_MAX = 1 << 24 };
+
+// The int at key, in [1, CONFIG_MAX]; absent or null: *out keeps its default, or an error when
+// required.
+static int config_int(JsonFile *f, const char *key, int required, int *out) {
+    int i = json_key(f, 0, key);
+    long long v;
+    if (f->failed) { return -1; }
+    if (json_is_null(f->j, i)) { return required ? json_fail(f, "missing \"%s\"", key) : 0; }
+    if (json_int(f->j, i, 1, CONFIG_MAX, &v) != 0) {
+        return json_fail(f, "\"%s\" must be an integer in [1, %d]", key, CONFIG_MAX);
+    }
+    *out = (int)v;
+    return 0;
+}
 
 // A bias or non-SiLU activation would change the math; refuse rather than compute garbage.
 static int config_check_unsupported(JsonFile *f) {
@@ -3075,18 +3074,18 @@ static int config_from_json(Config *c, JsonFile *f) {
         }
     }
     if (config_check_unsupported(f) ||
-        json_key_int(f, 0, "hidden_size", 1, 1, CONFIG_MAX, &c->dim) ||
-        json_key_int(f, 0, "intermediate_size", 1, 1, CONFIG_MAX, &c->hidden_dim) ||
-        json_key_int(f, 0, "num_hidden_layers", 1, 1, CONFIG_MAX, &c->n_layers) ||
-        json_key_int(f, 0, "num_attention_heads", 1, 1, CONFIG_MAX, &c->n_heads) ||
-        json_key_int(f, 0, "vocab_size", 1, 1, CONFIG_MAX, &c->vocab_size) ||
-        json_key_int(f, 0, "max_position_embeddings", 1, 1, CONFIG_MAX, &c->max_pos)) {
+        config_int(f, "hidden_size", 1, &c->dim) ||
+        config_int(f, "intermediate_size", 1, &c->hidden_dim) ||
+        config_int(f, "num_hidden_layers", 1, &c->n_layers) ||
+        config_int(f, "num_attention_heads", 1, &c->n_heads) ||
+        config_int(f, "vocab_size", 1, &c->vocab_size) ||
+        config_int(f, "max_position_embeddings", 1, &c->max_pos)) {
         return -1;
     }
     c->n_kv_heads = c->n_heads;
     c->head_dim = c->dim / c->n_heads;
-    if (json_key_int(f, 0, "num_key_value_heads", 0, 1, CONFIG_MAX, &c->n_kv_heads) ||
-        json_key_int(f, 0, "head_dim", 0, 1, CONFIG_MAX, &c->head_dim) ||
+    if (config_int(f, "num_key_value_heads", 0, &c->n_kv_heads) ||
+        config_int(f, "head_dim", 0, &c->head_dim) ||
         json_float(f, json_get(j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
         config_rope(c, f) || config_token_ids(c, f)) {
         return -1;
