@@ -2921,9 +2921,8 @@ static int json_key_array(JsonFile *f, int obj, const char *key, int *n) {
     return is_array ? i + 1 : json_fail(f, "%s must be an array", key);
 }
 
-// The one rule for a float: absent or null keeps the default; else a number that as a
-// float is finite, normal and in (lo, hi] ((float)1e300 is inf, (float)1e-300 is 0 and 1e-40 a
-// subnormal: each refused, not computed with).
+// The one rule for a float: absent or null keeps the default; else a number that as a float is
+// normal and in (lo, hi] ((float)1e300 is inf, 1e-300 is 0, 1e-40 subnormal: each refused).
 static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, float *out) {
     const Json *j = f->j;
     if (json_is_null(j, i)) { return 0; }
