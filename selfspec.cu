@@ -2580,11 +2580,7 @@ static void json_free(Json *j) {
 
 // Index of the token after the whole value at i (iterative: children counts, no recursion).
 static int json_skip(const Json *j, int i) {
-    int pending = 1;
-    while (pending > 0 && i < j->n_tok) {
-        pending += j->tok[i].size - 1;
-        i++;
-    }
+    for (int pending = 1; pending > 0 && i < j->n_tok; i++) { pending += j->tok[i].size - 1; }
     return i;
 }
 
@@ -3048,8 +3044,7 @@ static int config_token_ids(Config *c, JsonFile *f) {
     int is_list = j->tok[eos].type == JSMN_ARRAY;
     int n = is_list ? j->tok[eos].size : 1;
     if (n > SS_MAX_EOS) { // dropping some would quietly generate past them
-        return json_fail(f, "eos_token_id lists %d ids; at most %d are supported", n,
-                    SS_MAX_EOS);
+        return json_fail(f, "eos_token_id lists %d ids; at most %d are supported", n, SS_MAX_EOS);
     }
     for (int k = 0; k < n; k++) {
         if (json_int(j, is_list ? json_at(j, eos, k) : eos, 0, c->vocab_size - 1, &v)) {
