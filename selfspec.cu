@@ -2936,8 +2936,7 @@ static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, f
 // A config integer's largest value: the kernels index a pass's rows with int.
 enum { CONFIG_MAX = 1 << 24 };
 
-// The int at key, in [1, CONFIG_MAX]; absent or null: *out keeps its default, or an error when
-// required.
+// The int at key, in [1, CONFIG_MAX]; absent or null: an error if required, else *out is kept.
 static int config_int(JsonFile *f, const char *key, int required, int *out) {
     int i = json_key(f, 0, key);
     long long v;
@@ -2980,10 +2979,9 @@ static int config_check_unsupported(JsonFile *f) {
     return 0;
 }
 
-// A RoPE setting's value token: transformers 5 writes them all in rope_parameters; older
-// configs have rope_theta at the top level and the scaling in rope_scaling (obj). A value given
-// in both places must agree; -2 (err set) when they do not, which every reader below then refuses
-// (the first error is the one kept).
+// A RoPE setting's value token: transformers 5 writes them all in rope_parameters, older configs
+// rope_theta at the top level and the scaling in rope_scaling (obj). A value in both must agree:
+// if not, -2 with err set, which every reader below then refuses (the first error is kept).
 static int rope_get(JsonFile *f, int obj, const char *key) {
     const Json *j = f->j;
     int a = json_get(j, obj, key), b = json_get(j, json_get(j, 0, "rope_parameters"), key);
