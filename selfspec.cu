@@ -2542,21 +2542,26 @@ static char *read_file(const char *path, size_t *len_out, char *err) {
         fail(err, "%s: cannot open: %s", path, strerror(errno));
         return NULL;
     }
-    // path may have been replaced since the stat above (fopen also succeeds on a folder)
+    // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4; and path may
+    // have been replaced since the stat above
     char *buf = NULL;
-    int regular = fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode);
-    size_t size = regular ? (size_t)sb.st_size : 0, got;
-    if (!regular) {
+    long size = 0;
+    size_t got;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
         fail(err, "%s: not a regular file", path);
-    } else if ((buf = (char *)malloc(size + 1)) == NULL) {
-        fail(err, "%s: out of host memory reading its %zu bytes", path, size);
-    } else if ((got = fread(buf, 1, size, f)) != size) {
-        fail(err, "%s: read %zu of %zu bytes", path, got, size);
+    } else if (fseek(f, 0, SEEK_END) != 0) {
+        fail(err, "%s: cannot seek (not a regular file?)", path);
+    } else if ((size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        fail(err, "%s: cannot determine the file size", path);
+    } else if ((buf = (char *)malloc((size_t)size + 1)) == NULL) {
+        fail(err, "%s: out of host memory reading its %ld bytes", path, size);
+    } else if ((got = fread(buf, 1, (size_t)size, f)) != (size_t)size) {
+        fail(err, "%s: read %zu of %ld bytes", path, got, size);
         free(buf);
         buf = NULL;
     } else {
         buf[size] = '\0';
-        *len_out = size;
+        *len_out = (size_t)size;
     }
     fclose(f);
     return buf;
