@@ -2585,11 +2585,7 @@ static void json_free(Json *j) {
 
 // Index of the token after the whole value at i (iterative: children counts, no recursion).
 static int json_skip(const Json *j, int i) {
-    int pending = 1;
-    while (pending > 0 && i < j->n_tok) {
-        pending += j->tok[i].size - 1;
-        i++;
-    }
+    for (int pending = 1; pending > 0 && i < j->n_tok; i++) { pending += j->tok[i].size - 1; }
     return i;
 }
 
@@ -2616,9 +2612,11 @@ static int json_number_syntax(const char *s, int n) {
 }
 
 // The grammar of RFC 8259 over js, as one pass with a stack of open brackets. jsmn, even strict,
-// takes stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`, `{,"a":1}`), which Python's json
-// and serde reject; this refuses them, and nesting deeper than JSON_MAX_DEPTH, so no later walk
-// can blow up. Returns NULL, or what is wrong in words, with *line where (1-based).
+// takes what Python's json and serde reject: stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`,
+// `{,"a":1}`), a key without a value (`{"a":, "b"}`, whose child counts send json_skip off the
+// end), several top-level values and primitives such as `tru`. This refuses them, and nesting
+// deeper than JSON_MAX_DEPTH, so no later walk can blow up. Returns NULL, or what is wrong in
+// words, with *line where (1-based).
 static const char JSON_TRAILING[] = "trailing data after the JSON value",
                   JSON_ENDS_EARLY[] = "ends inside a value";
 static const char *json_syntax(const char *js, size_t len, int *line) {
@@ -2689,10 +2687,7 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
     }
 }
 
-// Parses js; first checks its syntax (json_syntax), which jsmn alone does not fully do: jsmn,
-// even strict, accepts a key without a value (`{"a":, "b"}`, whose child counts then send
-// json_skip off the end), several top-level values, and primitives such as `tru`. On text that
-// passes json_syntax, strict jsmn builds one consistent tree, which every walk below relies on.
+// Parses js: on text that passes json_syntax, strict jsmn builds the one tree every walk relies on.
 static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
     j->js = js;
     j->tok = NULL;
@@ -2780,12 +2775,7 @@ bad:
 
 // Whether the string at token i is s, compared as text: "hidden_\u0073ize" is hidden_size.
 static int json_eq(const Json *j, int i, const char *s) {
-    if (i < 0 || j->tok[i].type != JSMN_STRING) { return 0; }
-    const jsmntok_t *t = &j->tok[i];
-    size_t n = strlen(s), len = (size_t)(t->end - t->start);
-    if (memchr(j->js + t->start, '\\', len) == NULL) {
-        return len == n && memcmp(j->js + t->start, s, n) == 0;
-    }
+    size_t n = strlen(s), len;
     char *text = json_string(j, i, &len);
     int eq = text != NULL && len == n && memcmp(text, s, n) == 0;
     free(text);
@@ -2879,14 +2869,6 @@ static int json_int(const Json *j, int i, long long lo, long long hi, long long 
     return 0;
 }
 
-static int json_bool(const Json *j, int i, int *out) {
-    if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
-    char c = j->js[j->tok[i].start];
-    if (c != 't' && c != 'f') { return -1; }
-    *out = (c == 't');
-    return 0;
-}
-
 // A JSON file being read: its tokens, its path, which starts every message, and the caller's
 // error buffer, which keeps the first error. config.json and tokenizer.json are read through it.
 typedef struct {
@@ -2923,12 +2905,14 @@ static int json_key_is(JsonFile *f, int obj, const char *key, const char *s) {
     return json_eq(f->j, json_key(f, obj, key), s);
 }
 
+// The boolean at key of obj; absent or null (or an error): dflt.
 static int json_key_bool(JsonFile *f, int obj, const char *key, int dflt) {
-    int i = json_key(f, obj, key), v = dflt;
-    if (!json_is_null(f->j, i) && json_bool(f->j, i, &v) != 0) {
-        json_fail(f, "%s must be true or false", key);
-    }
-    return v;
+    int i = json_key(f, obj, key);
+    if (json_is_null(f->j, i)) { return dflt; }
+    char c = f->j->js[f->j->tok[i].start]; // (a primitive that starts with t or f is a boolean)
+    if (f->j->tok[i].type == JSMN_PRIMITIVE && (c == 't' || c == 'f')) { return c == 't'; }
+    json_fail(f, "%s must be true or false", key);
+    return dflt;
 }
 
 // First element of the array at key of obj (its length in *n), or -1 with an error.
@@ -2938,24 +2922,8 @@ static int json_key_array(JsonFile *f, int obj, const char *key, int *n) {
     return is_array ? i + 1 : json_fail(f, "%s must be an array", key);
 }
 
-// The int at key of obj, in [lo, hi]; absent or null: *out keeps its default, or an error when
-// required.
-static int json_key_int(JsonFile *f, int obj, const char *key, int required, int lo, int hi,
-                        int *out) {
-    int i = json_key(f, obj, key);
-    long long v;
-    if (f->failed) { return -1; }
-    if (json_is_null(f->j, i)) { return required ? json_fail(f, "missing \"%s\"", key) : 0; }
-    if (json_int(f->j, i, lo, hi, &v) != 0) {
-        return json_fail(f, "\"%s\" must be an integer in [%d, %d]", key, lo, hi);
-    }
-    *out = (int)v;
-    return 0;
-}
-
-// The one rule for a float: absent or null keeps the default; else a number that as a
-// float is finite, normal and in (lo, hi] ((float)1e300 is inf, (float)1e-300 is 0 and 1e-40 a
-// subnormal: each refused, not computed with).
+// The one rule for a float: absent or null keeps the default; else a number that as a float is
+// normal and in (lo, hi] ((float)1e300 is inf, 1e-300 is 0, 1e-40 subnormal: each refused).
 static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, float *out) {
     const Json *j = f->j;
     if (json_is_null(j, i)) { return 0; }
@@ -2972,6 +2940,19 @@ static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, f
 
 // A config integer's largest value: the kernels index a pass's rows with int.
 enum { CONFIG_MAX = 1 << 24 };
+
+// The int at key, in [1, CONFIG_MAX]; absent or null: an error if required, else *out is kept.
+static int config_int(JsonFile *f, const char *key, int required, int *out) {
+    int i = json_key(f, 0, key);
+    long long v;
+    if (f->failed) { return -1; }
+    if (json_is_null(f->j, i)) { return required ? json_fail(f, "missing \"%s\"", key) : 0; }
+    if (json_int(f->j, i, 1, CONFIG_MAX, &v) != 0) {
+        return json_fail(f, "\"%s\" must be an integer in [1, %d]", key, CONFIG_MAX);
+    }
+    *out = (int)v;
+    return 0;
+}
 
 // A bias or non-SiLU activation would change the math; refuse rather than compute garbage.
 static int config_check_unsupported(JsonFile *f) {
@@ -2995,19 +2976,17 @@ static int config_check_unsupported(JsonFile *f) {
     }
     const char *biases[] = {"attention_bias", "mlp_bias"};
     for (int k = 0; k < 2; k++) {
-        int b = 0, i = json_get(j, 0, biases[k]);
-        if (!json_is_null(j, i) && json_bool(j, i, &b) != 0) {
-            return json_fail(f, "%s must be true or false", biases[k]);
+        if (json_key_bool(f, 0, biases[k], 0)) {
+            return json_fail(f, "%s=true is not supported", biases[k]);
         }
-        if (b) { return json_fail(f, "%s=true is not supported", biases[k]); }
+        if (f->failed) { return -1; }
     }
     return 0;
 }
 
-// A RoPE setting's value token: transformers 5 writes them all in rope_parameters; older
-// configs have rope_theta at the top level and the scaling in rope_scaling (obj). A value given
-// in both places must agree; -2 (err set) when they do not, which every reader below then refuses
-// (the first error is the one kept).
+// A RoPE setting's value token: transformers 5 writes them all in rope_parameters, older configs
+// rope_theta at the top level and the scaling in rope_scaling (obj). A value in both must agree:
+// if not, -2 with err set, which every reader below then refuses (the first error is kept).
 static int rope_get(JsonFile *f, int obj, const char *key) {
     const Json *j = f->j;
     int a = json_get(j, obj, key), b = json_get(j, json_get(j, 0, "rope_parameters"), key);
@@ -3044,13 +3023,11 @@ static int config_rope(Config *c, JsonFile *f) {
     const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
     float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
     for (int k = 0; k < 3; k++) {
-        int i = rope_get(f, rs, keys[k]);
-        if (json_float(f, i, keys[k], 0, FLT_MAX, dst[k])) { return -1; }
+        if (json_float(f, rope_get(f, rs, keys[k]), keys[k], 0, FLT_MAX, dst[k])) { return -1; }
     }
     long long orig = 0;
-    int o = rope_get(f, rs, "original_max_position_embeddings");
-    if (json_int(j, o, 1, CONFIG_MAX, &orig) || c->rope_factor <= 0 ||
-        c->rope_high_freq <= c->rope_low_freq) {
+    if (json_int(j, rope_get(f, rs, "original_max_position_embeddings"), 1, CONFIG_MAX, &orig) ||
+        c->rope_factor <= 0 || c->rope_high_freq <= c->rope_low_freq) {
         return json_fail(f, "rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
                     "and original_max_position_embeddings");
     }
@@ -3070,8 +3047,7 @@ static int config_token_ids(Config *c, JsonFile *f) {
     int is_list = j->tok[eos].type == JSMN_ARRAY;
     int n = is_list ? j->tok[eos].size : 1;
     if (n > SS_MAX_EOS) { // dropping some would quietly generate past them
-        return json_fail(f, "eos_token_id lists %d ids; at most %d are supported", n,
-                    SS_MAX_EOS);
+        return json_fail(f, "eos_token_id lists %d ids; at most %d are supported", n, SS_MAX_EOS);
     }
     for (int k = 0; k < n; k++) {
         if (json_int(j, is_list ? json_at(j, eos, k) : eos, 0, c->vocab_size - 1, &v)) {
@@ -3095,18 +3071,18 @@ static int config_from_json(Config *c, JsonFile *f) {
         }
     }
     if (config_check_unsupported(f) ||
-        json_key_int(f, 0, "hidden_size", 1, 1, CONFIG_MAX, &c->dim) ||
-        json_key_int(f, 0, "intermediate_size", 1, 1, CONFIG_MAX, &c->hidden_dim) ||
-        json_key_int(f, 0, "num_hidden_layers", 1, 1, CONFIG_MAX, &c->n_layers) ||
-        json_key_int(f, 0, "num_attention_heads", 1, 1, CONFIG_MAX, &c->n_heads) ||
-        json_key_int(f, 0, "vocab_size", 1, 1, CONFIG_MAX, &c->vocab_size) ||
-        json_key_int(f, 0, "max_position_embeddings", 1, 1, CONFIG_MAX, &c->max_pos)) {
+        config_int(f, "hidden_size", 1, &c->dim) ||
+        config_int(f, "intermediate_size", 1, &c->hidden_dim) ||
+        config_int(f, "num_hidden_layers", 1, &c->n_layers) ||
+        config_int(f, "num_attention_heads", 1, &c->n_heads) ||
+        config_int(f, "vocab_size", 1, &c->vocab_size) ||
+        config_int(f, "max_position_embeddings", 1, &c->max_pos)) {
         return -1;
     }
     c->n_kv_heads = c->n_heads;
     c->head_dim = c->dim / c->n_heads;
-    if (json_key_int(f, 0, "num_key_value_heads", 0, 1, CONFIG_MAX, &c->n_kv_heads) ||
-        json_key_int(f, 0, "head_dim", 0, 1, CONFIG_MAX, &c->head_dim) ||
+    if (config_int(f, "num_key_value_heads", 0, &c->n_kv_heads) ||
+        config_int(f, "head_dim", 0, &c->head_dim) ||
         json_float(f, json_get(j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
         config_rope(c, f) || config_token_ids(c, f)) {
         return -1;
@@ -3376,23 +3352,21 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     }
     int n = rc == 0 ? j.tok[map].size : 0;
     tf->shards = (Shard *)calloc_check((size_t)n + 1, sizeof(Shard));
-    char **names = (char **)calloc_check((size_t)n + 1, sizeof(char *));
-    int n_names = 0;
     for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
         size_t flen;
         char *file = json_string(&j, key + 1, &flen);
         if (file == NULL || flen == 0 || strlen(file) != flen || strchr(file, '/') != NULL) {
-            free(file);
             rc = fail(err, "%s: weight_map entry %d is not a plain file name", path, k);
-            break;
+        } else { // each shard once, however many tensors it holds
+            char *shard_path = join_path(dir, file);
+            int seen = 0;
+            for (int s = 0; s < tf->n_shards; s++) {
+                seen |= strcmp(tf->shards[s].path, shard_path) == 0;
+            }
+            rc = seen ? 0 : load_shard(tf, shard_path, err);
+            free(shard_path);
         }
-        int seen = 0;
-        for (int s = 0; s < n_names; s++) { seen |= strcmp(names[s], file) == 0; }
-        if (seen) { free(file); continue; }
-        names[n_names++] = file;
-        char *shard_path = join_path(dir, file);
-        rc = load_shard(tf, shard_path, err);
-        free(shard_path);
+        free(file);
     }
     // each tensor the index names is in the shard it names (load_tensor then blames the index
     // for a tensor it does not name, not a shard that never held it)
@@ -3407,8 +3381,6 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
         free(name);
         free(file);
     }
-    for (int s = 0; s < n_names; s++) { free(names[s]); }
-    free(names);
     json_free(&j);
     free(text);
     return rc;
