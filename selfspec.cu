@@ -3842,7 +3842,7 @@ struct Tokenizer {
     Merge *merges;           // (merge_cap) open-addressing hash of the merges by id pair
     size_t merge_cap;
     int max_len;             // longest vocab token, in bytes
-    int *added;              // (n_added) ids of the added tokens
+    const TokenText **added; // (n_added) the added tokens, in find_added's order
     int n_added;
     int unk_id, fuse_unk, byte_fallback, ignore_merges; // BPE model options; unk_id -1 if none
     int byte_ids[256];       // ids of <0x00>..<0xFF> for byte fallback, -1 where missing
@@ -4067,7 +4067,7 @@ static void pre_tokenize(Encoder *e, int stage, const char *s, size_t len, int a
 // the end. load_added sorts t->added by this key, so the tokens of a pass that start with a given
 // text are one run of it.
 static int added_key(const Tokenizer *t, int a, size_t k) {
-    const TokenText *x = &t->tok[t->added[a]];
+    const TokenText *x = t->added[a];
     return k == 0 ? x->normalized : k <= (size_t)x->len ? (unsigned char)x->text[k - 1] : -1;
 }
 
@@ -4089,13 +4089,13 @@ static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from
     for (size_t i = from; i < len; i++) {
         int lo = 0, hi = t->n_added, best = -1;
         for (size_t k = 0; lo < hi; k++) { // [lo, hi): the tokens whose key starts with k bytes
-            if (k >= 2 && added_key(t, lo, k) < 0) { best = t->added[lo]; } // s[i..i+k-1)
+            if (k >= 2 && added_key(t, lo, k) < 0) { best = lo; } // s[i..i+k-1)
             if (k > 0 && i + k - 1 >= len) { break; }
             int want = k == 0 ? normalized : (unsigned char)s[i + k - 1];
             lo = added_bound(t, lo, hi, k, want);
             hi = added_bound(t, lo, hi, k, want + 1);
         }
-        if (best >= 0) { *at = i; return best; }
+        if (best >= 0) { *at = i; return (int)(t->added[best] - t->tok); }
     }
     return -1;
 }
@@ -4494,7 +4494,8 @@ static int compare_added(const void *a, const void *b) {
 // (HF matches those in normalized text and decodes them as their normalized content) are refused.
 static int load_added(Tokenizer *t, JsonFile *f, int arr) {
     const Json *j = f->j;
-    t->added = (int *)calloc_check(arr < 0 ? 0 : (size_t)j->tok[arr].size, sizeof(int));
+    t->added = (const TokenText **)calloc_check(arr < 0 ? 0 : (size_t)j->tok[arr].size,
+                                                sizeof(*t->added));
     for (int k = 0, i = arr + 1; arr >= 0 && k < j->tok[arr].size; k++, i = json_skip(j, i)) {
         long long id = 0;
         size_t len = 0;
@@ -4523,14 +4524,9 @@ static int load_added(Tokenizer *t, JsonFile *f, int arr) {
         }
         x->special |= (unsigned char)special;
         x->normalized = (unsigned char)normalized;
-        t->added[t->n_added++] = (int)id;
+        t->added[t->n_added++] = x;
     }
-    const TokenText **order =
-        (const TokenText **)malloc_check((size_t)t->n_added * sizeof(*order) + 1);
-    for (int k = 0; k < t->n_added; k++) { order[k] = &t->tok[t->added[k]]; }
-    qsort(order, (size_t)t->n_added, sizeof(*order), compare_added); // for find_added
-    for (int k = 0; k < t->n_added; k++) { t->added[k] = (int)(order[k] - t->tok); }
-    free(order);
+    qsort(t->added, (size_t)t->n_added, sizeof(*t->added), compare_added); // for find_added
     return 0;
 }
 
