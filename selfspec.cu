@@ -3861,10 +3861,11 @@ struct Tokenizer {
     int dec_rep_len, dec_prepend, dec_byte_fallback, dec_strip;
 };
 
-static size_t table_size(size_t n) { // a power of two, at most half full
-    size_t cap = 16;
-    while (cap < 2 * n) { cap *= 2; }
-    return cap;
+// An open-addressing table for n entries: *cap slots (a power of two, at most half full) of elem
+// bytes, every byte 0xFF, so each slot starts empty (-1).
+static void *table_alloc(size_t n, size_t elem, size_t *cap) {
+    for (*cap = 16; *cap < 2 * n; *cap *= 2) {}
+    return memset(malloc_check(mul_size(*cap, elem)), 0xFF, *cap * elem);
 }
 
 // The slot of token text s, or the empty slot where it belongs (FNV-1a hash, linear probing)
@@ -4425,9 +4426,7 @@ static int set_text(Tokenizer *t, JsonFile *f, int id, const char *s, size_t n) 
 
 static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
     const Json *j = f->j;
-    t->vocab_cap = table_size((size_t)j->tok[vocab].size);
-    t->vocab_slots = (int *)calloc_check(t->vocab_cap, sizeof(int));
-    for (size_t k = 0; k < t->vocab_cap; k++) { t->vocab_slots[k] = -1; }
+    t->vocab_slots = (int *)table_alloc((size_t)j->tok[vocab].size, sizeof(int), &t->vocab_cap);
     for (int k = 0, i = vocab + 1; k < j->tok[vocab].size; k++, i = json_skip(j, i + 1)) {
         long long id = 0;
         size_t len = 0, slot = 0;
@@ -4448,9 +4447,7 @@ static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
 static int load_merges(Tokenizer *t, JsonFile *f, int merges) {
     const Json *j = f->j;
     int n, i = json_key_array(f, merges, "merges", &n);
-    t->merge_cap = table_size((size_t)n);
-    t->merges = (Merge *)calloc_check(t->merge_cap, sizeof(Merge));
-    for (size_t k = 0; k < t->merge_cap; k++) { t->merges[k].left = -1; }
+    t->merges = (Merge *)table_alloc((size_t)n, sizeof(Merge), &t->merge_cap);
     for (int k = 0; k < n; k++, i = json_skip(j, i)) {
         size_t na = 0, nb = 0, nab;
         char *a = NULL, *b = NULL, *b_own = NULL, *space;
