@@ -3665,9 +3665,9 @@ void free_model(Model *m) {
 //   - A character with no token, no byte fallback and no unk_token is dropped, as HF does (SmolLM2
 //     has no token for the bytes 0x04 or 0xF1, which no valid text below U+40000 uses).
 //   - Special added tokens decode to nothing (HF's skip_special_tokens=True).
-//   - Invalid UTF-8 output becomes U+FFFD, an incomplete character at the end too (decode_end).
-//     Byte-level: one per maximal invalid subsequence, as HF does (Rust's from_utf8_lossy). SentencePiece <0xXX> runs: one per byte of the invalid part;
-//     HF replaces the whole run, which a stream cannot know in advance. Valid text is exact.
+//   - Invalid UTF-8 output becomes U+FFFD, an incomplete character at the end too (decode_end):
+//     byte-level, once per maximal invalid subsequence as HF does (from_utf8_lossy); <0xXX> runs,
+//     once per invalid byte (HF replaces the whole run, which a stream cannot know in advance).
 
 // The Unicode class of code point cp, as the pre-tokenizer patterns see it: \p{L}, \p{N}, \s or
 // other. Its tables, 150 lines of ranges, are at the end of this section.
@@ -4155,10 +4155,10 @@ static const char fffd[] = "\xEF\xBF\xBD"; // U+FFFD
 
 // The bytes held of a character that cannot be completed become U+FFFD: once (from_utf8_lossy)
 // or once per byte (ByteFallback).
-static void text_flush(TextOut *o, DecodeState *st, int fffd_per_byte, int strip) {
+static void text_flush(TextOut *o, DecodeState *st, int fffd_per_byte) {
     if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
     for (int bad = fffd_per_byte ? st->n_pending : st->n_pending > 0; bad > 0; bad--) {
-        text_emit(o, st, strip, fffd, 3);
+        text_emit(o, st, 0, fffd, 3); // (U+FFFD has no space for Strip to take)
     }
     st->n_pending = 0;
 }
@@ -4167,7 +4167,7 @@ static void text_flush(TextOut *o, DecodeState *st, int fffd_per_byte, int strip
 static void text_byte(TextOut *o, DecodeState *st, unsigned char b, int fffd_per_byte, int strip) {
     if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
     if (st->n_pending > 0 && !utf8_continues(st->pending, st->n_pending, b)) {
-        text_flush(o, st, fffd_per_byte, strip);
+        text_flush(o, st, fffd_per_byte);
     }
     if (st->n_pending == 0 && utf8_need(b) == 0) { text_emit(o, st, strip, fffd, 3); return; }
     st->pending[st->n_pending++] = b;
@@ -4223,7 +4223,7 @@ size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size
 size_t decode_end(const Tokenizer *t, DecodeState *st, char *out, size_t cap) {
     TextOut o = {out, cap, 0};
     if (cap > 0) { out[0] = '\0'; }
-    text_flush(&o, st, t->decoder != DEC_BYTELEVEL, 0);
+    text_flush(&o, st, t->decoder != DEC_BYTELEVEL);
     return o.n;
 }
 
