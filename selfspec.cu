@@ -4064,11 +4064,10 @@ static void pre_tokenize(Encoder *e, int stage, const char *s, size_t len, int a
     free(w);
 }
 
-// Byte k of added token a's sort key: its pass (0 raw, 1 normalized), then its text; -1 past
+// Byte k of added token x's sort key: its pass (0 raw, 1 normalized), then its text; -1 past
 // the end. load_added sorts t->added by this key, so the tokens of a pass that start with a given
 // text are one run of it.
-static int added_key(const Tokenizer *t, int a, size_t k) {
-    const TokenText *x = t->added[a];
+static int added_key(const TokenText *x, size_t k) {
     return k == 0 ? x->normalized : k <= (size_t)x->len ? (unsigned char)x->text[k - 1] : -1;
 }
 
@@ -4076,7 +4075,7 @@ static int added_key(const Tokenizer *t, int a, size_t k) {
 static int added_bound(const Tokenizer *t, int lo, int hi, size_t k, int byte) {
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (added_key(t, mid, k) < byte) { lo = mid + 1; } else { hi = mid; }
+        if (added_key(t->added[mid], k) < byte) { lo = mid + 1; } else { hi = mid; }
     }
     return lo;
 }
@@ -4090,7 +4089,7 @@ static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from
     for (size_t i = from; i < len; i++) {
         int lo = 0, hi = t->n_added, best = -1;
         for (size_t k = 0; lo < hi; k++) { // [lo, hi): the tokens whose key starts with k bytes
-            if (k >= 2 && added_key(t, lo, k) < 0) { best = lo; } // s[i..i+k-1)
+            if (k >= 2 && added_key(t->added[lo], k) < 0) { best = lo; } // s[i..i+k-1)
             if (k > 0 && i + k - 1 >= len) { break; }
             int want = k == 0 ? normalized : (unsigned char)s[i + k - 1];
             lo = added_bound(t, lo, hi, k, want);
@@ -4477,14 +4476,13 @@ static int load_merges(Tokenizer *t, JsonFile *f, int merges) {
     return f->failed ? -1 : 0;
 }
 
-// Added tokens by pass, then text (a prefix first), then id: the order added_key describes.
+// Added tokens by their keys (added_key: pass, then text, a prefix first), then by id.
 static int compare_added(const void *a, const void *b) {
     const TokenText *x = *(const TokenText *const *)a, *y = *(const TokenText *const *)b;
-    int c = memcmp(x->text, y->text, (size_t)(x->len < y->len ? x->len : y->len));
-    return x->normalized != y->normalized ? x->normalized - y->normalized
-           : c != 0                        ? c
-           : x->len != y->len              ? x->len - y->len
-                                           : (x > y) - (x < y);
+    size_t k = 0;
+    while (added_key(x, k) >= 0 && added_key(x, k) == added_key(y, k)) { k++; }
+    int c = added_key(x, k) - added_key(y, k);
+    return c != 0 ? c : (x > y) - (x < y);
 }
 
 // Added tokens with lstrip, rstrip or single_word, or normalized ones when there is a normalizer
