@@ -3669,10 +3669,10 @@ void free_model(Model *m) {
 //     byte-level, once per maximal invalid subsequence as HF does (from_utf8_lossy); <0xXX> runs,
 //     once per invalid byte (HF replaces the whole run, which a stream cannot know in advance).
 
-// The Unicode class of code point cp, as the pre-tokenizer patterns see it: \p{L}, \p{N}, \s or
-// other. Its tables, 150 lines of ranges, are at the end of this section.
+// The class of the character at s[i] (i < len; *n: its length), as the pre-tokenizer patterns
+// see it: \p{L}, \p{N}, \s or other. Defined at the end of this section, with its Unicode tables.
 enum { CH_OTHER, CH_LETTER, CH_NUMBER, CH_SPACE };
-static int char_class(int cp);
+static int class_at(const char *s, size_t len, size_t i, size_t *n);
 
 // Bytes in the UTF-8 sequence that lead byte b starts, or 0 if b cannot start one.
 static int utf8_need(unsigned char b) {
@@ -3702,12 +3702,6 @@ static size_t utf8_decode(const char *s, size_t len, size_t i, int *cp) {
     }
     *cp = (int)c;
     return n;
-}
-
-static int class_at(const char *s, size_t len, size_t i, size_t *n) {
-    int cp;
-    *n = utf8_decode(s, len, i, &cp);
-    return char_class(cp);
 }
 
 // End of the run of class-c characters from i; *last (if given) is where its last one starts.
@@ -4805,8 +4799,10 @@ static int in_ranges(const uint32_t *r, size_t n_pairs, int cp) {
     return lo < n_pairs && (uint32_t)cp >= r[2 * lo];
 }
 
-// cp < 0 (an invalid UTF-8 byte) is past every range as a uint32_t: a symbol, CH_OTHER
-static int char_class(int cp) {
+// An invalid UTF-8 byte (cp -1) is past every range as a uint32_t: a symbol, CH_OTHER
+static int class_at(const char *s, size_t len, size_t i, size_t *n) {
+    int cp;
+    *n = utf8_decode(s, len, i, &cp);
     if (in_ranges(unicode_letters, sizeof(unicode_letters) / 8, cp)) { return CH_LETTER; }
     if (in_ranges(unicode_numbers, sizeof(unicode_numbers) / 8, cp)) { return CH_NUMBER; }
     return in_ranges(unicode_spaces, sizeof(unicode_spaces) / 8, cp) ? CH_SPACE : CH_OTHER;
