@@ -3965,11 +3965,10 @@ static uint64_t pair_pop(uint64_t *heap, size_t *n) {
 }
 
 // BPE on one word, as HF's BPE::merge_word: a symbol per character (its token, else its <0xXX>
-// byte tokens, else unk, fused across a run when fuse_unk), then the adjacent pair with the
-// lowest merge rank is merged, leftmost on ties, until no pair has a rule. As HF's
-// Word::merge_all: the symbols form a linked list, the candidate pairs wait in a min-heap by
-// (rank, position), and a popped pair whose symbols have changed since it was pushed is dropped,
-// so an n-symbol word takes O(n log n), not O(n^2).
+// byte tokens, else unk, fused across a run when fuse_unk), then merges until no adjacent pair
+// has a rule. As HF's Word::merge_all: the symbols form a linked list, the candidate pairs wait
+// in a min-heap by (rank, position), and a popped pair whose symbols have changed since it was
+// pushed is dropped, so an n-symbol word takes O(n log n), not O(n^2).
 static void bpe_word(Encoder *e, const char *w, size_t len) {
     const Tokenizer *t = e->t;
     int whole = t->ignore_merges ? vocab_find(t, w, len) : -1;
