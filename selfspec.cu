@@ -3637,14 +3637,14 @@ void free_model(Model *m) {
 //   - A character with no token, no byte fallback and no unk_token is dropped, as HF does (SmolLM2
 //     has no token for the bytes 0x04 or 0xF1, which no valid text below U+40000 uses).
 //   - Special added tokens decode to nothing (HF's skip_special_tokens=True).
-//   - Invalid UTF-8 output becomes U+FFFD, an incomplete character at the end too (decode_end).
-//     Byte-level: one per maximal invalid subsequence, as HF does (Rust's from_utf8_lossy). SentencePiece <0xXX> runs: one per byte of the invalid part;
-//     HF replaces the whole run, which a stream cannot know in advance. Valid text is exact.
+//   - Invalid UTF-8 output becomes U+FFFD, an incomplete character at the end too (decode_end):
+//     byte-level, once per maximal invalid subsequence as HF does (from_utf8_lossy); <0xXX> runs,
+//     once per invalid byte (HF replaces the whole run, which a stream cannot know in advance).
 
-// The Unicode class of code point cp, as the pre-tokenizer patterns see it: \p{L}, \p{N}, \s or
-// other. Its tables, 150 lines of ranges, are at the end of this section.
+// The class of the character at s[i] (i < len; *n: its length), as the pre-tokenizer patterns
+// see it: \p{L}, \p{N}, \s or other. Defined at the end of this section, with its Unicode tables.
 enum { CH_OTHER, CH_LETTER, CH_NUMBER, CH_SPACE };
-static int char_class(int cp);
+static int class_at(const char *s, size_t len, size_t i, size_t *n);
 
 // Bytes in the UTF-8 sequence that lead byte b starts, or 0 if b cannot start one.
 static int utf8_need(unsigned char b) {
@@ -3674,12 +3674,6 @@ static size_t utf8_decode(const char *s, size_t len, size_t i, int *cp) {
     }
     *cp = (int)c;
     return n;
-}
-
-static int class_at(const char *s, size_t len, size_t i, size_t *n) {
-    int cp;
-    *n = utf8_decode(s, len, i, &cp);
-    return char_class(cp);
 }
 
 // End of the run of class-c characters from i; *last (if given) is where its last one starts.
@@ -3814,7 +3808,7 @@ struct Tokenizer {
     Merge *merges;           // (merge_cap) open-addressing hash of the merges by id pair
     size_t merge_cap;
     int max_len;             // longest vocab token, in bytes
-    int *added;              // (n_added) ids of the added tokens
+    const TokenText **added; // (n_added) the added tokens, in find_added's order
     int n_added;
     int unk_id, fuse_unk, byte_fallback, ignore_merges; // BPE model options; unk_id -1 if none
     int byte_ids[256];       // ids of <0x00>..<0xFF> for byte fallback, -1 where missing
@@ -3833,10 +3827,11 @@ struct Tokenizer {
     int dec_rep_len, dec_prepend, dec_byte_fallback, dec_strip;
 };
 
-static size_t table_size(size_t n) { // a power of two, at most half full
-    size_t cap = 16;
-    while (cap < 2 * n) { cap *= 2; }
-    return cap;
+// An open-addressing table for n entries: *cap slots (a power of two, at most half full) of elem
+// bytes, every byte 0xFF, so each slot starts empty (-1).
+static void *table_alloc(size_t n, size_t elem, size_t *cap) {
+    for (*cap = 16; *cap < 2 * n; *cap *= 2) {}
+    return memset(malloc_check(mul_size(*cap, elem)), 0xFF, *cap * elem);
 }
 
 // The slot of token text s, or the empty slot where it belongs (FNV-1a hash, linear probing)
@@ -3942,11 +3937,10 @@ static uint64_t pair_pop(uint64_t *heap, size_t *n) {
 }
 
 // BPE on one word, as HF's BPE::merge_word: a symbol per character (its token, else its <0xXX>
-// byte tokens, else unk, fused across a run when fuse_unk), then the adjacent pair with the
-// lowest merge rank is merged, leftmost on ties, until no pair has a rule. As HF's
-// Word::merge_all: the symbols form a linked list, the candidate pairs wait in a min-heap by
-// (rank, position), and a popped pair whose symbols have changed since it was pushed is dropped,
-// so an n-symbol word takes O(n log n), not O(n^2).
+// byte tokens, else unk, fused across a run when fuse_unk), then merges until no adjacent pair
+// has a rule. As HF's Word::merge_all: the symbols form a linked list, the candidate pairs wait
+// in a min-heap by (rank, position), and a popped pair whose symbols have changed since it was
+// pushed is dropped, so an n-symbol word takes O(n log n), not O(n^2).
 static void bpe_word(Encoder *e, const char *w, size_t len) {
     const Tokenizer *t = e->t;
     int whole = t->ignore_merges ? vocab_find(t, w, len) : -1;
@@ -4035,11 +4029,10 @@ static void pre_tokenize(Encoder *e, int stage, const char *s, size_t len, int a
     free(w);
 }
 
-// Byte k of added token a's sort key: its pass (0 raw, 1 normalized), then its text; -1 past
+// Byte k of added token x's sort key: its pass (0 raw, 1 normalized), then its text; -1 past
 // the end. load_added sorts t->added by this key, so the tokens of a pass that start with a given
 // text are one run of it.
-static int added_key(const Tokenizer *t, int a, size_t k) {
-    const TokenText *x = &t->tok[t->added[a]];
+static int added_key(const TokenText *x, size_t k) {
     return k == 0 ? x->normalized : k <= (size_t)x->len ? (unsigned char)x->text[k - 1] : -1;
 }
 
@@ -4047,7 +4040,7 @@ static int added_key(const Tokenizer *t, int a, size_t k) {
 static int added_bound(const Tokenizer *t, int lo, int hi, size_t k, int byte) {
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (added_key(t, mid, k) < byte) { lo = mid + 1; } else { hi = mid; }
+        if (added_key(t->added[mid], k) < byte) { lo = mid + 1; } else { hi = mid; }
     }
     return lo;
 }
@@ -4061,13 +4054,13 @@ static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from
     for (size_t i = from; i < len; i++) {
         int lo = 0, hi = t->n_added, best = -1;
         for (size_t k = 0; lo < hi; k++) { // [lo, hi): the tokens whose key starts with k bytes
-            if (k >= 2 && added_key(t, lo, k) < 0) { best = t->added[lo]; } // s[i..i+k-1)
+            if (k >= 2 && added_key(t->added[lo], k) < 0) { best = lo; } // s[i..i+k-1)
             if (k > 0 && i + k - 1 >= len) { break; }
             int want = k == 0 ? normalized : (unsigned char)s[i + k - 1];
             lo = added_bound(t, lo, hi, k, want);
             hi = added_bound(t, lo, hi, k, want + 1);
         }
-        if (best >= 0) { *at = i; return best; }
+        if (best >= 0) { *at = i; return (int)(t->added[best] - t->tok); }
     }
     return -1;
 }
@@ -4126,10 +4119,10 @@ static const char fffd[] = "\xEF\xBF\xBD"; // U+FFFD
 
 // The bytes held of a character that cannot be completed become U+FFFD: once (from_utf8_lossy)
 // or once per byte (ByteFallback).
-static void text_flush(TextOut *o, DecodeState *st, int fffd_per_byte, int strip) {
+static void text_flush(TextOut *o, DecodeState *st, int fffd_per_byte) {
     if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
     for (int bad = fffd_per_byte ? st->n_pending : st->n_pending > 0; bad > 0; bad--) {
-        text_emit(o, st, strip, fffd, 3);
+        text_emit(o, st, 0, fffd, 3); // (U+FFFD has no space for Strip to take)
     }
     st->n_pending = 0;
 }
@@ -4138,7 +4131,7 @@ static void text_flush(TextOut *o, DecodeState *st, int fffd_per_byte, int strip
 static void text_byte(TextOut *o, DecodeState *st, unsigned char b, int fffd_per_byte, int strip) {
     if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
     if (st->n_pending > 0 && !utf8_continues(st->pending, st->n_pending, b)) {
-        text_flush(o, st, fffd_per_byte, strip);
+        text_flush(o, st, fffd_per_byte);
     }
     if (st->n_pending == 0 && utf8_need(b) == 0) { text_emit(o, st, strip, fffd, 3); return; }
     st->pending[st->n_pending++] = b;
@@ -4194,7 +4187,7 @@ size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size
 size_t decode_end(const Tokenizer *t, DecodeState *st, char *out, size_t cap) {
     TextOut o = {out, cap, 0};
     if (cap > 0) { out[0] = '\0'; }
-    text_flush(&o, st, t->decoder != DEC_BYTELEVEL, 0);
+    text_flush(&o, st, t->decoder != DEC_BYTELEVEL);
     return o.n;
 }
 
@@ -4397,9 +4390,7 @@ static int set_text(Tokenizer *t, JsonFile *f, int id, const char *s, size_t n) 
 
 static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
     const Json *j = f->j;
-    t->vocab_cap = table_size((size_t)j->tok[vocab].size);
-    t->vocab_slots = (int *)calloc_check(t->vocab_cap, sizeof(int));
-    for (size_t k = 0; k < t->vocab_cap; k++) { t->vocab_slots[k] = -1; }
+    t->vocab_slots = (int *)table_alloc((size_t)j->tok[vocab].size, sizeof(int), &t->vocab_cap);
     for (int k = 0, i = vocab + 1; k < j->tok[vocab].size; k++, i = json_skip(j, i + 1)) {
         long long id = 0;
         size_t len = 0, slot = 0;
@@ -4420,9 +4411,7 @@ static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
 static int load_merges(Tokenizer *t, JsonFile *f, int merges) {
     const Json *j = f->j;
     int n, i = json_key_array(f, merges, "merges", &n);
-    t->merge_cap = table_size((size_t)n);
-    t->merges = (Merge *)calloc_check(t->merge_cap, sizeof(Merge));
-    for (size_t k = 0; k < t->merge_cap; k++) { t->merges[k].left = -1; }
+    t->merges = (Merge *)table_alloc((size_t)n, sizeof(Merge), &t->merge_cap);
     for (int k = 0; k < n; k++, i = json_skip(j, i)) {
         size_t na = 0, nb = 0, nab;
         char *a = NULL, *b = NULL, *b_own = NULL, *space;
@@ -4452,21 +4441,21 @@ static int load_merges(Tokenizer *t, JsonFile *f, int merges) {
     return f->failed ? -1 : 0;
 }
 
-// Added tokens by pass, then text (a prefix first), then id: the order added_key describes.
+// Added tokens by their keys (added_key: pass, then text, a prefix first), then by id.
 static int compare_added(const void *a, const void *b) {
     const TokenText *x = *(const TokenText *const *)a, *y = *(const TokenText *const *)b;
-    int c = memcmp(x->text, y->text, (size_t)(x->len < y->len ? x->len : y->len));
-    return x->normalized != y->normalized ? x->normalized - y->normalized
-           : c != 0                        ? c
-           : x->len != y->len              ? x->len - y->len
-                                           : (x > y) - (x < y);
+    size_t k = 0;
+    while (added_key(x, k) >= 0 && added_key(x, k) == added_key(y, k)) { k++; }
+    int c = added_key(x, k) - added_key(y, k);
+    return c != 0 ? c : (x > y) - (x < y);
 }
 
 // Added tokens with lstrip, rstrip or single_word, or normalized ones when there is a normalizer
 // (HF matches those in normalized text and decodes them as their normalized content) are refused.
 static int load_added(Tokenizer *t, JsonFile *f, int arr) {
     const Json *j = f->j;
-    t->added = (int *)calloc_check(arr < 0 ? 0 : (size_t)j->tok[arr].size, sizeof(int));
+    t->added = (const TokenText **)calloc_check(arr < 0 ? 0 : (size_t)j->tok[arr].size,
+                                                sizeof(*t->added));
     for (int k = 0, i = arr + 1; arr >= 0 && k < j->tok[arr].size; k++, i = json_skip(j, i)) {
         long long id = 0;
         size_t len = 0;
@@ -4495,14 +4484,9 @@ static int load_added(Tokenizer *t, JsonFile *f, int arr) {
         }
         x->special |= (unsigned char)special;
         x->normalized = (unsigned char)normalized;
-        t->added[t->n_added++] = (int)id;
+        t->added[t->n_added++] = x;
     }
-    const TokenText **order =
-        (const TokenText **)malloc_check((size_t)t->n_added * sizeof(*order) + 1);
-    for (int k = 0; k < t->n_added; k++) { order[k] = &t->tok[t->added[k]]; }
-    qsort(order, (size_t)t->n_added, sizeof(*order), compare_added); // for find_added
-    for (int k = 0; k < t->n_added; k++) { t->added[k] = (int)(order[k] - t->tok); }
-    free(order);
+    qsort(t->added, (size_t)t->n_added, sizeof(*t->added), compare_added); // for find_added
     return 0;
 }
 
@@ -4786,8 +4770,10 @@ static int in_ranges(const uint32_t *r, size_t n_pairs, int cp) {
     return lo < n_pairs && (uint32_t)cp >= r[2 * lo];
 }
 
-// cp < 0 (an invalid UTF-8 byte) is past every range as a uint32_t: a symbol, CH_OTHER
-static int char_class(int cp) {
+// An invalid UTF-8 byte (cp -1) is past every range as a uint32_t: a symbol, CH_OTHER
+static int class_at(const char *s, size_t len, size_t i, size_t *n) {
+    int cp;
+    *n = utf8_decode(s, len, i, &cp);
     if (in_ranges(unicode_letters, sizeof(unicode_letters) / 8, cp)) { return CH_LETTER; }
     if (in_ranges(unicode_numbers, sizeof(unicode_numbers) / 8, cp)) { return CH_NUMBER; }
     return in_ranges(unicode_spaces, sizeof(unicode_spaces) / 8, cp) ? CH_SPACE : CH_OTHER;

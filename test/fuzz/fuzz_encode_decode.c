@@ -66,7 +66,7 @@ static int encode_decode_one(const uint8_t *data, size_t size) {
         has_added = starts_with(text + i, len - i, t->dec_rep, (size_t)t->dec_rep_len);
     }
     for (int a = 0; a < t->n_added; a++) {
-        const TokenText *x = &t->tok[t->added[a]];
+        const TokenText *x = t->added[a];
         for (size_t i = 0; i + (size_t)x->len <= len && !has_added; i++) {
             has_added = memcmp(text + i, x->text, (size_t)x->len) == 0;
         }
