@@ -4985,16 +4985,17 @@ static void trace_float(FILE *f, const char *lead, double x) {
     if (isfinite(x)) { fprintf(f, "%s%.9g", lead, x); } else { fprintf(f, "%snull", lead); }
 }
 
-// lead, then {"attn": "1,3", "mlp": ""}: the skipped layers, as --skip lists them.
-static void trace_skip(FILE *f, const char *lead, const SkipSet *s, int L) {
+// lead, then the skipped layers: {"attn": "1,3", "mlp": ""} as --skip lists them (the trace),
+// or with arrays, {"attn": [1, 3], "mlp": []} as --skip-file reads them (--save-skip).
+static void write_skip(FILE *f, const char *lead, const SkipSet *s, int L, int arrays) {
     fprintf(f, "%s{", lead);
     for (int k = 0; k < 2; k++) {
         const unsigned char *flags = k ? s->mlp : s->attn;
-        fprintf(f, "%s\"%s\": \"", k ? ", " : "", k ? "mlp" : "attn");
+        fprintf(f, "%s\"%s\": %c", k ? ", " : "", k ? "mlp" : "attn", arrays ? '[' : '"');
         for (int l = 0, n = 0; l < L; l++) {
-            if (flags[l]) { fprintf(f, n++ ? ",%d" : "%d", l); }
+            if (flags[l]) { fprintf(f, n++ ? (arrays ? ", %d" : ",%d") : "%d", l); }
         }
-        fputc('"', f);
+        fputc(arrays ? ']' : '"', f);
     }
     fputc('}', f);
 }
@@ -5005,7 +5006,7 @@ static void trace_prefill(Trace *t, int n_prompt, const Selector *sel, const Ski
         for (int l = 0; l < L; l++) {
             trace_float(t->f, l ? ", " : ", \"asd_cos\": [", sel->asd_cos[l]);
         }
-        trace_skip(t->f, "], \"asd_skip\": ", skip, L);
+        write_skip(t->f, "], \"asd_skip\": ", skip, L, 0);
     }
     fprintf(t->f, "}\n");
 }
@@ -5018,7 +5019,7 @@ static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos
     int gamma = exit->mode != EXIT_NONE; // --exit none drafts K tokens: no threshold, null
     fprintf(f, "{\"type\": \"round\", \"prompt\": %d, \"round\": %d, \"pos\": %d", t->prompt,
             round, pos);
-    trace_skip(f, ", \"skip\": ", skip, L);
+    write_skip(f, ", \"skip\": ", skip, L, 0);
     fprintf(f, ", \"drafted\": %d, \"conf\": [", k);
     for (int j = 0; j < k; j++) { trace_float(f, j ? ", " : "", conf[j]); }
     fprintf(f, "], \"accepted\": %d, \"emitted\": %d", accepted, emitted);
@@ -5029,14 +5030,14 @@ static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos
         const Swift *w = &sel->swift;
         static const char *phase[] = {"start", "random", "gp"};
         fprintf(f, "{\"swift\": {\"phase\": \"%s\"", phase[w->phase]);
-        trace_skip(f, ", \"candidate\": ", &w->cand, L);
+        write_skip(f, ", \"candidate\": ", &w->cand, L, 0);
         trace_float(f, ", \"matchness\": ", w->cand_score);
         trace_float(f, ", \"kept_matchness\": ", w->kept_score >= 0 ? w->kept_score : NAN);
         trace_float(f, ", \"ratio\": ", w->ratio);
         fprintf(f, ", \"replaced\": %s}}", w->kept_score >= 0 && w->cand_score > w->kept_score
                                               ? "true" : "false");
     } else if (dp) { // CLaSp's DP after this round's verification (select_clasp)
-        trace_skip(f, "{\"clasp\": {\"ran\": true, \"skip\": ", next, L);
+        write_skip(f, "{\"clasp\": {\"ran\": true, \"skip\": ", next, L, 0);
         trace_float(f, ", \"margin\": ", sel->clasp_margin);
         fprintf(f, "}}");
     } else {
@@ -5056,7 +5057,7 @@ static void trace_search(Trace *t, int method, int i, const SkipSet *s, int L, d
         fprintf(t->f, "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d", method_name(method),
                 i);
     }
-    trace_skip(t->f, ", \"skip\": ", s, L);
+    write_skip(t->f, ", \"skip\": ", s, L, 0);
     trace_float(t->f, ", \"objective\": ", objective);
     fprintf(t->f, "}\n");
 }
@@ -5770,19 +5771,6 @@ static FILE *output_stream(OutputFile *outs, int n, const Options *o, const char
     return NULL;
 }
 
-static void write_skip_file(FILE *f, const SkipSet *s, int n_layers) {
-    const unsigned char *flags[2] = {s->attn, s->mlp};
-    fprintf(f, "{");
-    for (int k = 0; k < 2; k++) {
-        fprintf(f, "%s\"%s\": [", k ? ", " : "", k ? "mlp" : "attn");
-        for (int l = 0, first = 1; l < n_layers; l++) {
-            if (flags[k][l]) { fprintf(f, first ? "%d" : ", %d", l); first = 0; }
-        }
-        fprintf(f, "]");
-    }
-    fprintf(f, "}\n");
-}
-
 // Reads the non-empty lines of a prompts file; a two-character \\n in a line stands for a newline.
 // Returns the count, with each prompt's line number (1-based) in *line_no, or -1 with err set.
 static int read_prompts(const char *path, char ***out, int **line_no, char *err) {
@@ -6057,7 +6045,7 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
     // the set the first round drafts with, unless the method chooses one before it
     SkipSet start = method == METHOD_SWIFT ? r->sel.swift.best
                     : method == METHOD_CLASP ? alternate_layers(L) : r->skip;
-    trace_skip(f, ", \"skip\": ", &start, L);
+    write_skip(f, ", \"skip\": ", &start, L, 0);
     fprintf(f, ", \"params\": {");
     if (method == METHOD_SELFSD || method == METHOD_ORACLE) {
         fprintf(f, "\"objective\": \"%s\", \"search_on\": \"%s\", \"dev_tokens\": %d, ",
@@ -6389,7 +6377,10 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
         failed = print_error("writing to stdout failed");
     }
     FILE *skip = output_stream(r->outs, r->n_outs, o, &o->save_skip);
-    if (skip) { write_skip_file(skip, &r->searched, r->m.config.n_layers); }
+    if (skip) {
+        write_skip(skip, "", &r->searched, r->m.config.n_layers, 1);
+        fputc('\n', skip);
+    }
     if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }
     return failed;
 }
