@@ -5066,14 +5066,12 @@ static void trace_search(Trace *t, int method, int i, const SkipSet *s, int L, d
 // threads: how many the CPU build runs on
 
 #ifndef __CUDACC__
-// The default thread count. OpenMP's threads wait for each other between kernels by spinning
-// for a while (libgomp's default), the fastest wait on an idle machine. But when another process
-// holds a core, a thread spinning for a sibling the OS has descheduled burns its time slice, and
-// decoding slows down several times; passive waiting (sleeping) avoids that but costs a wake-up
-// per kernel, several times slower on an idle machine (README, Threads). So the
-// default spins, on the cores nobody else is using right now: the number of runnable processes
-// is the 4th field of /proc/loadavg ("0.52 0.30 0.20 3/250 1234"), ourselves included.
-// OMP_NUM_THREADS and --threads override it.
+// The default thread count. libgomp's threads wait for each other between kernels by spinning,
+// the fastest wait on an idle machine; but a thread spinning for a sibling that the OS has
+// descheduled (another process holds its core) burns its time slice, and decoding slows down
+// several times, while sleeping costs a wake-up per kernel (README, Threads). So the default
+// spins, on the cores nobody else is using right now: the runnable processes, ourselves
+// included, are the 4th field of /proc/loadavg ("0.52 0.30 0.20 3/250 1234").
 static int runnable_others(const char *loadavg_line) {
     int running, total;
     if (sscanf(loadavg_line, "%*f %*f %*f %d/%d", &running, &total) != 2) { return 0; }
@@ -5091,9 +5089,8 @@ static int default_threads(int n_cores, int busy_others, size_t weight_bytes) {
     return by_work < 1 ? 1 : by_work < (size_t)free_cores ? (int)by_work : free_cores;
 }
 
-// Sets the thread count unless the user chose one (threads_flag > 0); returns a few words on
-// the choice, NULL for the user's.
-// weight_bytes: the model's weights (SIZE_MAX: not known, the cores alone decide).
+// Sets the thread count unless --threads chose one (threads_flag > 0; returns NULL), else
+// returns a few words on the choice. weight_bytes: SIZE_MAX when not known (the cores decide).
 static const char *choose_threads(int threads_flag, size_t weight_bytes) {
 #ifdef _OPENMP
     if (threads_flag > 0) { omp_set_num_threads(threads_flag); return NULL; }
@@ -5465,28 +5462,21 @@ static int parse_float(const char *flag, const char *v, double lo, double hi, in
     return in ? 0 : flag_fail(err, flag, v, why);
 }
 
-static int parse_exit(const Flag *fl, const char *v, DraftExit *d, char *err) {
-    char fixed[32];
-    snprintf(fixed, sizeof(fixed), "%s fixed:", fl->name);
-    if (is(v, "adaptive") || is(v, "none")) {
-        d->mode = is(v, "none") ? EXIT_NONE : EXIT_ADAPTIVE;
-        return 0;
-    }
-    if (strncmp(v, "fixed:", 6) != 0) {
-        return flag_fail(err, fl->name, v, "expected adaptive, fixed:GAMMA or none");
-    }
-    d->mode = EXIT_FIXED;
-    return parse_float(fixed, v + 6, 0, 1, 0, &d->threshold, err);
-}
-
 // Stores one flag's value v where the table says, as the kind it is.
 static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
-    char *p = (char *)o + fl->offset;
+    char *p = (char *)o + fl->offset, fixed[32];
     long x;
     switch (fl->kind) {
     case ARG_TEXT: case ARG_PATH: *(const char **)p = v; return 0;
     case ARG_FLOAT: return parse_float(fl->name, v, fl->lo, fl->hi, fl->lo_open, (float *)p, err);
-    case ARG_EXIT: return parse_exit(fl, v, &o->exit, err);
+    case ARG_EXIT:
+        o->exit.mode = is(v, "none") ? EXIT_NONE : is(v, "adaptive") ? EXIT_ADAPTIVE : EXIT_FIXED;
+        if (o->exit.mode != EXIT_FIXED) { return 0; }
+        if (strncmp(v, "fixed:", 6) != 0) {
+            return flag_fail(err, fl->name, v, "expected adaptive, fixed:GAMMA or none");
+        }
+        snprintf(fixed, sizeof(fixed), "%s fixed:", fl->name);
+        return parse_float(fixed, v + 6, 0, 1, 0, &o->exit.threshold, err);
     case ARG_INT: case ARG_LONG:
         if (parse_long(fl->name, v, fl->lo, fl->hi, &x, err)) { return -1; }
         if (fl->kind == ARG_INT) { *(int *)p = (int)x; } else { *(long *)p = x; }
@@ -5507,12 +5497,6 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
     }
 }
 
-// A value left out: the next argument is a flag, or a path flag's value starts with '-'.
-static int is_missing_value(const Flag *fl, const char *v) {
-    return v == NULL || find_flag(v) || is(v, "-h") || is(v, "--help") ||
-           (v[0] == '-' && fl->kind == ARG_PATH);
-}
-
 static int parse_args(int argc, char **argv, Options *o, char *err) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -5521,25 +5505,23 @@ static int parse_args(int argc, char **argv, Options *o, char *err) {
             usage(stdout);
             exit(EXIT_SUCCESS);
         }
-        if (fl && fl->kind == ARG_SWITCH) {
-            parse_value(fl, NULL, o, err);
-            o->given |= 1UL << (fl - FLAGS);
-            continue;
-        }
         if (a[0] != '-') {
             return flag_fail(err, a, NULL, "unexpected argument (flags start with -)");
         }
         if (fl == NULL) { return flag_fail(err, a, NULL, "unknown flag"); }
-        if (is_missing_value(fl, v)) {
+        int takes_value = fl->kind != ARG_SWITCH; // (a switch may be given twice)
+        // a value left out: the next argument is a flag, or a path flag's value starts with '-'
+        if (takes_value && (v == NULL || find_flag(v) || is(v, "-h") || is(v, "--help") ||
+                            (v[0] == '-' && fl->kind == ARG_PATH))) {
             return flag_fail(err, a, NULL, fl->kind == ARG_PATH ? "missing value (a path that "
                              "starts with - is written ./-name)" : "missing value");
         }
-        if (o->given >> (fl - FLAGS) & 1) {
+        if (takes_value && o->given >> (fl - FLAGS) & 1) {
             return flag_fail(err, a, NULL, "given twice (which one should win?)");
         }
         o->given |= 1UL << (fl - FLAGS);
         if (parse_value(fl, v, o, err)) { return -1; }
-        i++;
+        i += takes_value;
     }
     return 0;
 }
