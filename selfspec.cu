@@ -5433,33 +5433,40 @@ static void usage(FILE *f) {
                "so far.\n");
 }
 
-// One error line naming the flag (and its value) into err; returns -1.
-static int flag_fail(char *err, const char *flag, const char *value, const char *why) {
+// One error line naming the flag (and its value) into err, the reason formatted from fmt;
+// returns -1.
+static int flag_fail(char *err, const char *flag, const char *value, const char *fmt, ...) {
+    char why[SS_ERR_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
     int glued = value && flag[strlen(flag) - 1] == ':'; // "--exit fixed:" and its value
     return fail(err, "%s%s%s: %s (see selfspec --help)", flag, value && !glued ? " " : "",
                 value ? value : "", why);
 }
 
 static int parse_long(const char *flag, const char *v, double lo, double hi, long *x, char *err) {
-    char *end, why[96];
+    char *end;
     errno = 0;
     *x = strtol(v, &end, 10);
     if (end == v || *end != '\0' || (errno != 0 && errno != ERANGE)) {
         return flag_fail(err, flag, v, "not an integer");
     }
-    snprintf(why, sizeof(why), "must be in [%ld, %ld]", (long)lo, (long)hi);
-    return errno == ERANGE || *x < lo || *x > hi ? flag_fail(err, flag, v, why) : 0;
+    if (errno == ERANGE || *x < lo || *x > hi) {
+        return flag_fail(err, flag, v, "must be in [%ld, %ld]", (long)lo, (long)hi);
+    }
+    return 0;
 }
 
 // Parsed and range-checked as the float it becomes: 1e-300 is 0 as a float, outside (0, 1].
 static int parse_float(const char *flag, const char *v, double lo, double hi, int lo_open,
                        float *x, char *err) {
-    char *end, why[96];
+    char *end;
     *x = strtof(v, &end);
     if (end == v || *end != '\0' || isnan(*x)) { return flag_fail(err, flag, v, "not a number"); }
-    snprintf(why, sizeof(why), "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
-    int in = *x >= lo && *x <= hi && !(lo_open && *x == lo);
-    return in ? 0 : flag_fail(err, flag, v, why);
+    if (*x >= lo && *x <= hi && !(lo_open && *x == lo)) { return 0; }
+    return flag_fail(err, flag, v, "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
 }
 
 // Stores one flag's value v where the table says, as the kind it is.
@@ -5529,7 +5536,6 @@ static int parse_args(int argc, char **argv, Options *o, char *err) {
 // Flags that contradict each other, or that the chosen method never reads, are errors.
 static int check_flags(const Options *o, char *err) {
     int method = o->method, drafts = method != METHOD_NONE;
-    unsigned bit = 1u << method;
     if (given(o, &o->prompt) && o->prompt_file) {
         return flag_fail(err, flag_name(o, &o->prompt), NULL, "give -p or -f, not both");
     }
@@ -5554,8 +5560,7 @@ static int check_flags(const Options *o, char *err) {
     const char *omp = getenv("OMP_NUM_THREADS");
     long n_omp = omp ? strtol(omp, &end, 10) : 1;
     double max_threads = FLAGS[flag_index(o, &o->threads)].hi;
-    if (omp && end != omp && (*end == '\0' || *end == ',') &&
-        n_omp > max_threads) {
+    if (omp && end != omp && (*end == '\0' || *end == ',') && n_omp > max_threads) {
         return fail(err, "OMP_NUM_THREADS=%s: must be in [1, %g] threads (unset it, or give "
                     "--threads N)", omp, max_threads);
     }
@@ -5564,20 +5569,19 @@ static int check_flags(const Options *o, char *err) {
         return flag_fail(err, flag_name(o, &o->method), "static", "needs --skip or --skip-file");
     }
     if (o->compare && !drafts) {
-        return flag_fail(
-            err, flag_name(o, &o->compare), NULL,
-            given(o, &o->method)
-                ? "--method none is plain decoding itself; --compare compares a speculative method "
-                  "with it"
-                : "compares a speculative method with plain decoding: give --method or --skip");
+        return flag_fail(err, flag_name(o, &o->compare), NULL, given(o, &o->method)
+                         ? "--method none is plain decoding itself; --compare compares a "
+                           "speculative method with it"
+                         : "compares a speculative method with plain decoding: give --method "
+                           "or --skip");
     }
     if (o->skip_spec && o->skip_file) {
         return flag_fail(err, flag_name(o, &o->skip_file), NULL,
                          "give --skip or --skip-file, not both");
     }
     for (int k = 0; k < N_FLAGS; k++) { // a flag the chosen method never reads
-        if (o->given >> k & 1 && FLAGS[k].methods && !(FLAGS[k].methods & bit)) {
-            return flag_fail(err, FLAGS[k].name, NULL, FLAGS[k].only);
+        if (o->given >> k & 1 && FLAGS[k].methods && !(FLAGS[k].methods & 1u << method)) {
+            return flag_fail(err, FLAGS[k].name, NULL, "%s", FLAGS[k].only);
         }
     }
     if (given(o, &o->exit.target) && (!drafts || o->exit.mode != EXIT_ADAPTIVE)) {
@@ -5716,17 +5720,14 @@ static int add_output(OutputFile *outs, int *n, const Options *o, const char *co
     if (!f->exists) { free(real); }
     (*n)++; // (free_outputs frees target from here on)
     if (f->exists && (why = input_named(o, &f->st)) != NULL) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "names %s; the rename at the end would replace it", why);
-        return flag_fail(err, f->flag, path, msg);
+        return flag_fail(err, f->flag, path, "names %s; the rename at the end would replace it",
+                         why);
     }
     for (int k = 0; k < *n - 1; k++) {
         if ((f->exists && outs[k].exists && same_file(&f->st, &outs[k].st)) ||
             strcmp(f->target, outs[k].target) == 0) {
-            char msg[96];
-            snprintf(msg, sizeof(msg), "names the file %s names (the other output file)",
-                     outs[k].flag);
-            return flag_fail(err, f->flag, path, msg);
+            return flag_fail(err, f->flag, path, "names the file %s names (the other output file)",
+                             outs[k].flag);
         }
     }
     // the temporary file is created beside the target: done once now, it shows that this works
@@ -5735,9 +5736,8 @@ static int add_output(OutputFile *outs, int *n, const Options *o, const char *co
     sprintf(f->tmp, "%s.XXXXXX", f->target);
     int fd = mkstemp(f->tmp);
     if (fd < 0) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "cannot create a file in its folder: %s", strerror(errno));
-        return flag_fail(err, f->flag, path, msg);
+        return flag_fail(err, f->flag, path, "cannot create a file in its folder: %s",
+                         strerror(errno));
     }
     close(fd);
     unlink(f->tmp);
