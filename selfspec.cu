@@ -5849,27 +5849,6 @@ static int cli_fail(char *err, const char *fmt, ...) {
     return -1;
 }
 
-// Encodes a prompt and checks that it and the n_extra tokens to come after it (extra names them)
-// fit the context. where names the prompt ("-p", "-f FILE line 3"). Returns its length, or -1
-// with err set.
-static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_extra,
-                         int *ids, const char *where, const char *extra, char *err) {
-    int n = encode(tok, text, strlen(text), 1, ids, c->seq_len, err);
-    if (n < 0 || n >= c->seq_len) {
-        return cli_fail(err, "%s: the prompt does not fit the context of %d tokens "
-                        "(max_position_embeddings or -c)", where, c->seq_len);
-    }
-    if (n == 0) {
-        return cli_fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no BOS)",
-                        where);
-    }
-    if ((long)n + n_extra - 1 > c->seq_len) {
-        return cli_fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
-                        "max_position_embeddings)", where, n, extra, c->seq_len);
-    }
-    return n;
-}
-
 // Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).
 typedef struct {
     char **text; // (n) each prompt's text
@@ -5902,12 +5881,21 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
             where = (char *)realloc_check(where, cap);
             snprintf(where, cap, "%s %s line %d", flag, file, line_no[k]);
         }
-        p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
-        p->len[k] = encode_prompt(tok, c, p->text[k], n_extra, p->ids[k], file ? where : flag,
-                                  extra, err);
-        rc = p->len[k] < 0 ? -1 : 0;
-        if (rc == 0) { // to its length: a long -f file of short prompts
-            p->ids[k] = (int *)realloc_check(p->ids[k], (size_t)p->len[k] * sizeof(int));
+        const char *at = file ? where : flag; // "-p", "-f FILE line 3"
+        int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
+        int len = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
+        if (len < 0 || len >= c->seq_len) {
+            rc = cli_fail(err, "%s: the prompt does not fit the context of %d tokens "
+                          "(max_position_embeddings or -c)", at, c->seq_len);
+        } else if (len == 0) {
+            rc = cli_fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
+                          "BOS)", at);
+        } else if ((long)len + n_extra - 1 > c->seq_len) {
+            rc = cli_fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
+                          "max_position_embeddings)", at, len, extra, c->seq_len);
+        } else { // to its length: a long -f file of short prompts
+            p->len[k] = len;
+            p->ids[k] = (int *)realloc_check(ids, (size_t)len * sizeof(int));
         }
     }
     free(line_no);
