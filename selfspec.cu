@@ -5166,14 +5166,12 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
 }
 
 // ----- output files: --save-skip, --trace, committed together at the end
-//
-// An output file is built in memory (open_memstream) while the run goes, and all of them are
-// written at the end, only when the run succeeded: each to a temporary file beside its target,
-// and only when every one of those was written whole are they renamed over their targets. A run
-// that fails or is killed leaves every old file as it was; two runs writing one path leave one
-// of the two whole. A file is known by what it is, not how it is spelled: the target is the
-// path with its links and its folder resolved (a symlink is written through, as a shell's >
-// does), compared by device and inode when it exists, else by that resolved name.
+// Each is built in memory (open_memstream) while the run goes. At the end, only when the run
+// succeeded, each is written to a temporary file beside its target, and only when every one was
+// written whole are they renamed over their targets: a run that fails or is killed leaves every
+// old file as it was; two runs writing one path leave one of the two whole. A file is known by
+// what it is: its target is the path with links and folder resolved (a symlink is written
+// through, as a shell's > does), compared by device and inode when it exists, else by name.
 typedef struct {
     const char *flag, *path; // the flag, and the path as given
     char *target;            // the file replaced: links and folder resolved
@@ -5199,9 +5197,8 @@ static void free_outputs(OutputFile *outs, int n) {
     }
 }
 
-// Writes every output to its temporary file; only when all of them were written whole are they
-// renamed over their targets, else every temporary file is removed. A full disk or ulimit -f
-// (SIGXFSZ is ignored, so the write fails with EFBIG) is reported, naming the output.
+// Writes and renames every output, or removes every temporary file when one failed. A full disk
+// or ulimit -f (SIGXFSZ is ignored, so the write fails with EFBIG) is reported, naming the output.
 static int commit_outputs(OutputFile *outs, int n, char *err) {
     sigset_t block, old; // a kill between creating a temporary file and its rename would leave it
     sigemptyset(&block);
@@ -5211,32 +5208,30 @@ static int commit_outputs(OutputFile *outs, int n, char *err) {
     sigprocmask(SIG_BLOCK, &block, &old);
     mode_t mask = umask(0); // mkstemp creates 0600: a new file gets open()'s 0666 & ~umask, an
     umask(mask);            // old one keeps its mode, as a shell's > does
-    int ok = 1, made = 0, renamed = 0; // temporary files created, and renamed
-    for (int k = 0; k < n && ok; k++) {
+    int bad = -1, made = 0, renamed = 0; // the output that failed; temporary files made, renamed
+    for (int k = 0; k < n && bad < 0; k++) {
         OutputFile *f = &outs[k];
         sprintf(f->tmp, "%s.XXXXXX", f->target);
-        ok = fclose(f->mem) == 0;
+        int ok = fclose(f->mem) == 0;
         f->mem = NULL;
         int fd = ok ? mkstemp(f->tmp) : -1;
         made += fd >= 0;
         FILE *w = fd >= 0 ? fdopen(fd, "wb") : NULL;
         mode_t mode = f->exists ? f->st.st_mode & 07777 : 0666 & ~mask;
         ok = w != NULL && fchmod(fd, mode) == 0 && fwrite(f->buf, 1, f->len, w) == f->len;
-        ok = (w == NULL || fclose(w) == 0) && ok;
-        if (!ok) { fail(err, "%s %s: cannot write: %s", f->flag, f->path, strerror(errno)); }
+        if (!((w == NULL || fclose(w) == 0) && ok)) { bad = k; }
     }
-    for (; ok && renamed < n; renamed++) {
-        if (rename(outs[renamed].tmp, outs[renamed].target) != 0) {
-            fail(err, "%s %s: cannot write: %s", outs[renamed].flag, outs[renamed].path,
-                 strerror(errno));
-            ok = 0;
-            break;
-        }
+    while (bad < 0 && renamed < n) {
+        if (rename(outs[renamed].tmp, outs[renamed].target) != 0) { bad = renamed; }
+        else { renamed++; }
+    }
+    if (bad >= 0) {
+        fail(err, "%s %s: cannot write: %s", outs[bad].flag, outs[bad].path, strerror(errno));
     }
     for (int k = renamed; k < made; k++) { unlink(outs[k].tmp); }
     sigprocmask(SIG_SETMASK, &old, NULL);
-    for (int k = 0; k < n && ok; k++) { fprintf(stderr, "wrote %s\n", outs[k].path); }
-    return ok ? 0 : -1;
+    for (int k = 0; k < n && bad < 0; k++) { fprintf(stderr, "wrote %s\n", outs[k].path); }
+    return bad < 0 ? 0 : -1;
 }
 
 #ifndef TESTING
@@ -5433,8 +5428,7 @@ static void usage(FILE *f) {
                "so far.\n");
 }
 
-// One error line naming the flag (and its value) into err, the reason formatted from fmt;
-// returns -1.
+// One error line naming the flag (and its value) and the reason (fmt) into err; returns -1.
 static int flag_fail(char *err, const char *flag, const char *value, const char *fmt, ...) {
     char why[SS_ERR_LEN];
     va_list ap;
@@ -5545,8 +5539,7 @@ static int check_flags(const Options *o, char *err) {
                          "a file, not a folder: give the folder that holds "
                          "config.json, model.safetensors and tokenizer.json");
     }
-    // llama2.c's -p is top-p; here it is the prompt. Decision: a warning, as a number is a
-    // valid prompt.
+    // llama2.c's -p is top-p; here it is the prompt. Decision: a warning (a number is a prompt)
     char *end = NULL;
     if (given(o, &o->prompt)) { strtod(o->prompt, &end); }
     if (end != NULL && end != o->prompt && *end == '\0') {
@@ -6166,10 +6159,9 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
     }
 }
 
-// Decodes prompt pi the chosen way into r->out, streaming its text unless --json; *text gets
-// the text (the caller frees it). The draft's exit threshold and skip set carry over to the next
-// prompt. plain: --compare's plain decoding instead, with the same seed, into r->plain_out, and
-// no text (text NULL).
+// Decodes prompt pi the chosen way into r->out, streaming its text unless --json, into *text
+// (the caller frees it); the exit threshold and skip set carry over to the next prompt. plain:
+// --compare's plain decoding instead, with the same seed, into r->plain_out (text NULL).
 static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st, char **text) {
     const int *prompt = r->prompts.ids[pi];
     int n_prompt = r->prompts.len[pi], n;
