@@ -5746,9 +5746,18 @@ static FILE *output_stream(OutputFile *outs, int n, const Options *o, const char
     return NULL;
 }
 
-// Reads the non-empty lines of a prompts file; a two-character \\n in a line stands for a newline.
-// Returns the count, with each prompt's line number (1-based) in *line_no, or -1 with err set.
-static int read_prompts(const char *path, char ***out, int **line_no, char *err) {
+// Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).
+typedef struct {
+    char **text; // (n) each prompt's text
+    int *line;   // (n) the line of the prompts file it is on (1-based); NULL for -p's text
+    int **ids;   // (n) its token ids, len[k] of them
+    int *len;    // (n)
+    int n;
+} Prompts;
+
+// Reads the non-empty lines of a prompts file into p's text and line; a two-character \\n in a
+// line stands for a newline. Returns 0, or -1 with err set; free_prompts frees p either way.
+static int read_prompts(const char *path, Prompts *p, char *err) {
     size_t len;
     char *text = read_file(path, &len, err);
     if (text == NULL) { return -1; }
@@ -5760,9 +5769,9 @@ static int read_prompts(const char *path, char ***out, int **line_no, char *err)
         return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)",
                     path, line);
     }
-    int n = 0, line = 1;
-    char **lines = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
-    int *numbers = (int *)malloc_check((len / 2 + 2) * sizeof(int));
+    int line = 1;
+    p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
+    p->line = (int *)malloc_check((len / 2 + 2) * sizeof(int));
     // a UTF-8 byte order mark (Notepad writes one) is not part of the first prompt
     size_t bom = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
     for (char *q = text + bom, *end; q < text + len; q = end + 1, line++) {
@@ -5771,25 +5780,18 @@ static int read_prompts(const char *path, char ***out, int **line_no, char *err)
         size_t k = (size_t)(end - q);
         if (k > 0 && q[k - 1] == '\r') { k--; }
         if (k == 0) { continue; }
-        char *p = (char *)malloc_check(k + 1), *o = p;
+        char *prompt = (char *)malloc_check(k + 1), *o = prompt;
         for (size_t i = 0; i < k; i++) {
             int newline = q[i] == '\\' && i + 1 < k && q[i + 1] == 'n';
             *o++ = newline ? '\n' : q[i];
             i += newline;
         }
         *o = '\0';
-        numbers[n] = line;
-        lines[n++] = p;
+        p->line[p->n] = line;
+        p->text[p->n++] = prompt;
     }
     free(text);
-    if (n == 0) {
-        free(lines);
-        free(numbers);
-        return fail(err, "%s: no prompts (one per line)", path);
-    }
-    *out = lines;
-    *line_no = numbers;
-    return n;
+    return p->n > 0 ? 0 : fail(err, "%s: no prompts (one per line)", path);
 }
 
 // Streams generated text to stdout (text mode) and keeps it for the JSON output.
@@ -5842,14 +5844,6 @@ static int cli_fail(char *err, const char *fmt, ...) {
     return -1;
 }
 
-// Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).
-typedef struct {
-    char **text; // (n) each prompt's text
-    int **ids;   // (n) its token ids, len[k] of them
-    int *len;    // (n)
-    int n;
-} Prompts;
-
 // The lines of file (flag: -f or --dev-prompts), or text alone when file is NULL (flag then
 // names it), each encoded and checked against the context with the n_extra tokens to come after
 // it (extra names them). Returns 0, or -1 with err set; free_prompts frees p either way.
@@ -5857,22 +5851,19 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
                         const char *file, const char *text, int n_extra, const char *extra,
                         char *err) {
     char why[SS_ERR_LEN], *where = NULL;
-    int *line_no = NULL, n = 1, rc = 0;
-    if (file && (n = read_prompts(file, &p->text, &line_no, why)) < 0) {
-        return cli_fail(err, "%s %s", flag, why);
-    }
+    int rc = 0;
+    if (file && read_prompts(file, p, why)) { return cli_fail(err, "%s %s", flag, why); }
     if (file == NULL) {
         p->text = (char **)malloc_check(sizeof(char *));
-        p->text[0] = (char *)memcpy(malloc_check(strlen(text) + 1), text, strlen(text) + 1);
+        p->text[p->n++] = (char *)memcpy(malloc_check(strlen(text) + 1), text, strlen(text) + 1);
     }
-    p->n = n;
-    p->ids = (int **)calloc_check((size_t)n, sizeof(int *));
-    p->len = (int *)calloc_check((size_t)n, sizeof(int));
-    for (int k = 0; k < n && rc == 0; k++) {
+    p->ids = (int **)calloc_check((size_t)p->n, sizeof(int *));
+    p->len = (int *)calloc_check((size_t)p->n, sizeof(int));
+    for (int k = 0; k < p->n && rc == 0; k++) {
         if (file) {
             size_t cap = strlen(flag) + strlen(file) + 32;
             where = (char *)realloc_check(where, cap);
-            snprintf(where, cap, "%s %s line %d", flag, file, line_no[k]);
+            snprintf(where, cap, "%s %s line %d", flag, file, p->line[k]);
         }
         const char *at = file ? where : flag; // "-p", "-f FILE line 3"
         int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
@@ -5891,7 +5882,6 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
             p->ids[k] = (int *)realloc_check(ids, (size_t)len * sizeof(int));
         }
     }
-    free(line_no);
     free(where);
     return rc;
 }
@@ -5902,6 +5892,7 @@ static void free_prompts(Prompts *p) {
         free(p->ids[k]);
     }
     free(p->text);
+    free(p->line);
     free(p->ids);
     free(p->len);
 }
