@@ -5049,14 +5049,10 @@ static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos
 static void trace_search(Trace *t, int method, int i, const SkipSet *s, int L, double objective,
                          int done) {
     if (t == NULL) { return; }
-    if (done) {
-        fprintf(t->f, "{\"type\": \"search_done\", \"method\": \"%s\", \"scored\": %d, "
-                "\"interrupted\": %s", method_name(method), i,
-                search_interrupted ? "true" : "false");
-    } else {
-        fprintf(t->f, "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d", method_name(method),
-                i);
-    }
+    fprintf(t->f, done ? "{\"type\": \"search_done\", \"method\": \"%s\", \"scored\": %d"
+                       : "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d",
+            method_name(method), i);
+    if (done) { fprintf(t->f, ", \"interrupted\": %s", search_interrupted ? "true" : "false"); }
     write_skip(t->f, ", \"skip\": ", s, L, 0);
     trace_float(t->f, ", \"objective\": ", objective);
     fprintf(t->f, "}\n");
@@ -5219,7 +5215,8 @@ static int commit_outputs(OutputFile *outs, int n, char *err) {
         FILE *w = fd >= 0 ? fdopen(fd, "wb") : NULL;
         mode_t mode = f->exists ? f->st.st_mode & 07777 : 0666 & ~mask;
         ok = w != NULL && fchmod(fd, mode) == 0 && fwrite(f->buf, 1, f->len, w) == f->len;
-        if (!((w == NULL || fclose(w) == 0) && ok)) { bad = k; }
+        ok = (w == NULL || fclose(w) == 0) && ok;
+        if (!ok) { bad = k; }
     }
     while (bad < 0 && renamed < n) {
         if (rename(outs[renamed].tmp, outs[renamed].target) != 0) { bad = renamed; }
