@@ -5967,7 +5967,6 @@ typedef struct {
     const Selector *sel;  // the method's state: SWIFT's steps, ASD's C_l
 } PromptResult;
 
-
 static double threshold_mean(const SpecStats *st) {
     return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
 }
