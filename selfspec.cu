@@ -4953,13 +4953,12 @@ static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
 // lead (such as `, "note": `), then s as a JSON string literal, or null when s is NULL.
 // JSON text is UTF-8; a byte that is not (a folder name is bytes) is written as U+FFFD.
 static void json_field(FILE *f, const char *lead, const char *s) {
-    fprintf(f, "%s", lead);
     if (s == NULL) {
-        fprintf(f, "null");
+        fprintf(f, "%snull", lead);
         return;
     }
+    fprintf(f, "%s\"", lead);
     size_t len = strlen(s), n;
-    fputc('"', f);
     for (size_t i = 0; i < len; i += n) {
         int cp;
         n = utf8_decode(s, len, i, &cp);
@@ -6269,7 +6268,6 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     selector_init(&r->sel, o->method, &o->params, c->n_layers, (uint64_t)o->seed);
     r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
-    r->searched = r->skip;
     r->trace.f = output_stream(r->outs, r->n_outs, o, &o->trace);
     if (r->trace.f) {
         r->sel.trace = &r->trace;
