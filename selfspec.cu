@@ -4911,13 +4911,12 @@ static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
 // lead (such as `, "note": `), then s as a JSON string literal, or null when s is NULL.
 // JSON text is UTF-8; a byte that is not (a folder name is bytes) is written as U+FFFD.
 static void json_field(FILE *f, const char *lead, const char *s) {
-    fprintf(f, "%s", lead);
     if (s == NULL) {
-        fprintf(f, "null");
+        fprintf(f, "%snull", lead);
         return;
     }
+    fprintf(f, "%s\"", lead);
     size_t len = strlen(s), n;
-    fputc('"', f);
     for (size_t i = 0; i < len; i += n) {
         int cp;
         n = utf8_decode(s, len, i, &cp);
@@ -4943,16 +4942,17 @@ static void trace_float(FILE *f, const char *lead, double x) {
     if (isfinite(x)) { fprintf(f, "%s%.9g", lead, x); } else { fprintf(f, "%snull", lead); }
 }
 
-// lead, then {"attn": "1,3", "mlp": ""}: the skipped layers, as --skip lists them.
-static void trace_skip(FILE *f, const char *lead, const SkipSet *s, int L) {
+// lead, then the skipped layers: {"attn": "1,3", "mlp": ""} as --skip lists them (the trace),
+// or with arrays, {"attn": [1, 3], "mlp": []} as --skip-file reads them (--save-skip).
+static void write_skip(FILE *f, const char *lead, const SkipSet *s, int L, int arrays) {
     fprintf(f, "%s{", lead);
     for (int k = 0; k < 2; k++) {
         const unsigned char *flags = k ? s->mlp : s->attn;
-        fprintf(f, "%s\"%s\": \"", k ? ", " : "", k ? "mlp" : "attn");
+        fprintf(f, "%s\"%s\": %c", k ? ", " : "", k ? "mlp" : "attn", arrays ? '[' : '"');
         for (int l = 0, n = 0; l < L; l++) {
-            if (flags[l]) { fprintf(f, n++ ? ",%d" : "%d", l); }
+            if (flags[l]) { fprintf(f, n++ ? (arrays ? ", %d" : ",%d") : "%d", l); }
         }
-        fputc('"', f);
+        fputc(arrays ? ']' : '"', f);
     }
     fputc('}', f);
 }
@@ -4963,7 +4963,7 @@ static void trace_prefill(Trace *t, int n_prompt, const Selector *sel, const Ski
         for (int l = 0; l < L; l++) {
             trace_float(t->f, l ? ", " : ", \"asd_cos\": [", sel->asd_cos[l]);
         }
-        trace_skip(t->f, "], \"asd_skip\": ", skip, L);
+        write_skip(t->f, "], \"asd_skip\": ", skip, L, 0);
     }
     fprintf(t->f, "}\n");
 }
@@ -4976,7 +4976,7 @@ static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos
     int gamma = exit->mode != EXIT_NONE; // --exit none drafts K tokens: no threshold, null
     fprintf(f, "{\"type\": \"round\", \"prompt\": %d, \"round\": %d, \"pos\": %d", t->prompt,
             round, pos);
-    trace_skip(f, ", \"skip\": ", skip, L);
+    write_skip(f, ", \"skip\": ", skip, L, 0);
     fprintf(f, ", \"drafted\": %d, \"conf\": [", k);
     for (int j = 0; j < k; j++) { trace_float(f, j ? ", " : "", conf[j]); }
     fprintf(f, "], \"accepted\": %d, \"emitted\": %d", accepted, emitted);
@@ -4987,14 +4987,14 @@ static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos
         const Swift *w = &sel->swift;
         static const char *phase[] = {"start", "random", "gp"};
         fprintf(f, "{\"swift\": {\"phase\": \"%s\"", phase[w->phase]);
-        trace_skip(f, ", \"candidate\": ", &w->cand, L);
+        write_skip(f, ", \"candidate\": ", &w->cand, L, 0);
         trace_float(f, ", \"matchness\": ", w->cand_score);
         trace_float(f, ", \"kept_matchness\": ", w->kept_score >= 0 ? w->kept_score : NAN);
         trace_float(f, ", \"ratio\": ", w->ratio);
         fprintf(f, ", \"replaced\": %s}}", w->kept_score >= 0 && w->cand_score > w->kept_score
                                               ? "true" : "false");
     } else if (dp) { // CLaSp's DP after this round's verification (select_clasp)
-        trace_skip(f, "{\"clasp\": {\"ran\": true, \"skip\": ", next, L);
+        write_skip(f, "{\"clasp\": {\"ran\": true, \"skip\": ", next, L, 0);
         trace_float(f, ", \"margin\": ", sel->clasp_margin);
         fprintf(f, "}}");
     } else {
@@ -5006,15 +5006,11 @@ static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos
 static void trace_search(Trace *t, int method, int i, const SkipSet *s, int L, double objective,
                          int done) {
     if (t == NULL) { return; }
-    if (done) {
-        fprintf(t->f, "{\"type\": \"search_done\", \"method\": \"%s\", \"scored\": %d, "
-                "\"interrupted\": %s", method_name(method), i,
-                search_interrupted ? "true" : "false");
-    } else {
-        fprintf(t->f, "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d", method_name(method),
-                i);
-    }
-    trace_skip(t->f, ", \"skip\": ", s, L);
+    fprintf(t->f, done ? "{\"type\": \"search_done\", \"method\": \"%s\", \"scored\": %d"
+                       : "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d",
+            method_name(method), i);
+    if (done) { fprintf(t->f, ", \"interrupted\": %s", search_interrupted ? "true" : "false"); }
+    write_skip(t->f, ", \"skip\": ", s, L, 0);
     trace_float(t->f, ", \"objective\": ", objective);
     fprintf(t->f, "}\n");
 }
@@ -5023,14 +5019,12 @@ static void trace_search(Trace *t, int method, int i, const SkipSet *s, int L, d
 // threads: how many the CPU build runs on
 
 #ifndef __CUDACC__
-// The default thread count. OpenMP's threads wait for each other between kernels by spinning
-// for a while (libgomp's default), the fastest wait on an idle machine. But when another process
-// holds a core, a thread spinning for a sibling the OS has descheduled burns its time slice, and
-// decoding slows down several times; passive waiting (sleeping) avoids that but costs a wake-up
-// per kernel, several times slower on an idle machine (README, Threads). So the
-// default spins, on the cores nobody else is using right now: the number of runnable processes
-// is the 4th field of /proc/loadavg ("0.52 0.30 0.20 3/250 1234"), ourselves included.
-// OMP_NUM_THREADS and --threads override it.
+// The default thread count. libgomp's threads wait for each other between kernels by spinning,
+// the fastest wait on an idle machine; but a thread spinning for a sibling that the OS has
+// descheduled (another process holds its core) burns its time slice, and decoding slows down
+// several times, while sleeping costs a wake-up per kernel (README, Threads). So the default
+// spins, on the cores nobody else is using right now: the runnable processes, ourselves
+// included, are the 4th field of /proc/loadavg ("0.52 0.30 0.20 3/250 1234").
 static int runnable_others(const char *loadavg_line) {
     int running, total;
     if (sscanf(loadavg_line, "%*f %*f %*f %d/%d", &running, &total) != 2) { return 0; }
@@ -5048,9 +5042,8 @@ static int default_threads(int n_cores, int busy_others, size_t weight_bytes) {
     return by_work < 1 ? 1 : by_work < (size_t)free_cores ? (int)by_work : free_cores;
 }
 
-// Sets the thread count unless the user chose one (threads_flag > 0); returns a few words on
-// the choice, NULL for the user's.
-// weight_bytes: the model's weights (SIZE_MAX: not known, the cores alone decide).
+// Sets the thread count unless --threads chose one (threads_flag > 0; returns NULL), else
+// returns a few words on the choice. weight_bytes: SIZE_MAX when not known (the cores decide).
 static const char *choose_threads(int threads_flag, size_t weight_bytes) {
 #ifdef _OPENMP
     if (threads_flag > 0) { omp_set_num_threads(threads_flag); return NULL; }
@@ -5126,14 +5119,12 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
 }
 
 // ----- output files: --save-skip, --trace, committed together at the end
-//
-// An output file is built in memory (open_memstream) while the run goes, and all of them are
-// written at the end, only when the run succeeded: each to a temporary file beside its target,
-// and only when every one of those was written whole are they renamed over their targets. A run
-// that fails or is killed leaves every old file as it was; two runs writing one path leave one
-// of the two whole. A file is known by what it is, not how it is spelled: the target is the
-// path with its links and its folder resolved (a symlink is written through, as a shell's >
-// does), compared by device and inode when it exists, else by that resolved name.
+// Each is built in memory (open_memstream) while the run goes. At the end, only when the run
+// succeeded, each is written to a temporary file beside its target, and only when every one was
+// written whole are they renamed over their targets: a run that fails or is killed leaves every
+// old file as it was; two runs writing one path leave one of the two whole. A file is known by
+// what it is: its target is the path with links and folder resolved (a symlink is written
+// through, as a shell's > does), compared by device and inode when it exists, else by name.
 typedef struct {
     const char *flag, *path; // the flag, and the path as given
     char *target;            // the file replaced: links and folder resolved
@@ -5159,9 +5150,8 @@ static void free_outputs(OutputFile *outs, int n) {
     }
 }
 
-// Writes every output to its temporary file; only when all of them were written whole are they
-// renamed over their targets, else every temporary file is removed. A full disk or ulimit -f
-// (SIGXFSZ is ignored, so the write fails with EFBIG) is reported, naming the output.
+// Writes and renames every output, or removes every temporary file when one failed. A full disk
+// or ulimit -f (SIGXFSZ is ignored, so the write fails with EFBIG) is reported, naming the output.
 static int commit_outputs(OutputFile *outs, int n, char *err) {
     sigset_t block, old; // a kill between creating a temporary file and its rename would leave it
     sigemptyset(&block);
@@ -5171,11 +5161,11 @@ static int commit_outputs(OutputFile *outs, int n, char *err) {
     sigprocmask(SIG_BLOCK, &block, &old);
     mode_t mask = umask(0); // mkstemp creates 0600: a new file gets open()'s 0666 & ~umask, an
     umask(mask);            // old one keeps its mode, as a shell's > does
-    int ok = 1, made = 0, renamed = 0; // temporary files created, and renamed
-    for (int k = 0; k < n && ok; k++) {
+    int bad = -1, made = 0, renamed = 0; // the output that failed; temporary files made, renamed
+    for (int k = 0; k < n && bad < 0; k++) {
         OutputFile *f = &outs[k];
         sprintf(f->tmp, "%s.XXXXXX", f->target);
-        ok = fclose(f->mem) == 0;
+        int ok = fclose(f->mem) == 0;
         f->mem = NULL;
         int fd = ok ? mkstemp(f->tmp) : -1;
         made += fd >= 0;
@@ -5183,20 +5173,19 @@ static int commit_outputs(OutputFile *outs, int n, char *err) {
         mode_t mode = f->exists ? f->st.st_mode & 07777 : 0666 & ~mask;
         ok = w != NULL && fchmod(fd, mode) == 0 && fwrite(f->buf, 1, f->len, w) == f->len;
         ok = (w == NULL || fclose(w) == 0) && ok;
-        if (!ok) { fail(err, "%s %s: cannot write: %s", f->flag, f->path, strerror(errno)); }
+        if (!ok) { bad = k; }
     }
-    for (; ok && renamed < n; renamed++) {
-        if (rename(outs[renamed].tmp, outs[renamed].target) != 0) {
-            fail(err, "%s %s: cannot write: %s", outs[renamed].flag, outs[renamed].path,
-                 strerror(errno));
-            ok = 0;
-            break;
-        }
+    while (bad < 0 && renamed < n) {
+        if (rename(outs[renamed].tmp, outs[renamed].target) != 0) { bad = renamed; }
+        else { renamed++; }
+    }
+    if (bad >= 0) {
+        fail(err, "%s %s: cannot write: %s", outs[bad].flag, outs[bad].path, strerror(errno));
     }
     for (int k = renamed; k < made; k++) { unlink(outs[k].tmp); }
     sigprocmask(SIG_SETMASK, &old, NULL);
-    for (int k = 0; k < n && ok; k++) { fprintf(stderr, "wrote %s\n", outs[k].path); }
-    return ok ? 0 : -1;
+    for (int k = 0; k < n && bad < 0; k++) { fprintf(stderr, "wrote %s\n", outs[k].path); }
+    return bad < 0 ? 0 : -1;
 }
 
 #ifndef TESTING
@@ -5393,57 +5382,56 @@ static void usage(FILE *f) {
                "so far.\n");
 }
 
-// One error line naming the flag (and its value) into err; returns -1.
-static int flag_fail(char *err, const char *flag, const char *value, const char *why) {
+// One error line naming the flag (and its value) and the reason (fmt) into err; returns -1.
+static int flag_fail(char *err, const char *flag, const char *value, const char *fmt, ...) {
+    char why[SS_ERR_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
     int glued = value && flag[strlen(flag) - 1] == ':'; // "--exit fixed:" and its value
     return fail(err, "%s%s%s: %s (see selfspec --help)", flag, value && !glued ? " " : "",
                 value ? value : "", why);
 }
 
 static int parse_long(const char *flag, const char *v, double lo, double hi, long *x, char *err) {
-    char *end, why[96];
+    char *end;
     errno = 0;
     *x = strtol(v, &end, 10);
     if (end == v || *end != '\0' || (errno != 0 && errno != ERANGE)) {
         return flag_fail(err, flag, v, "not an integer");
     }
-    snprintf(why, sizeof(why), "must be in [%ld, %ld]", (long)lo, (long)hi);
-    return errno == ERANGE || *x < lo || *x > hi ? flag_fail(err, flag, v, why) : 0;
+    if (errno == ERANGE || *x < lo || *x > hi) {
+        return flag_fail(err, flag, v, "must be in [%ld, %ld]", (long)lo, (long)hi);
+    }
+    return 0;
 }
 
 // Parsed and range-checked as the float it becomes: 1e-300 is 0 as a float, outside (0, 1].
 static int parse_float(const char *flag, const char *v, double lo, double hi, int lo_open,
                        float *x, char *err) {
-    char *end, why[96];
+    char *end;
     *x = strtof(v, &end);
     if (end == v || *end != '\0' || isnan(*x)) { return flag_fail(err, flag, v, "not a number"); }
-    snprintf(why, sizeof(why), "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
-    int in = *x >= lo && *x <= hi && !(lo_open && *x == lo);
-    return in ? 0 : flag_fail(err, flag, v, why);
-}
-
-static int parse_exit(const Flag *fl, const char *v, DraftExit *d, char *err) {
-    char fixed[32];
-    snprintf(fixed, sizeof(fixed), "%s fixed:", fl->name);
-    if (is(v, "adaptive") || is(v, "none")) {
-        d->mode = is(v, "none") ? EXIT_NONE : EXIT_ADAPTIVE;
-        return 0;
-    }
-    if (strncmp(v, "fixed:", 6) != 0) {
-        return flag_fail(err, fl->name, v, "expected adaptive, fixed:GAMMA or none");
-    }
-    d->mode = EXIT_FIXED;
-    return parse_float(fixed, v + 6, 0, 1, 0, &d->threshold, err);
+    if (*x >= lo && *x <= hi && !(lo_open && *x == lo)) { return 0; }
+    return flag_fail(err, flag, v, "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
 }
 
 // Stores one flag's value v where the table says, as the kind it is.
 static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
-    char *p = (char *)o + fl->offset;
+    char *p = (char *)o + fl->offset, fixed[32];
     long x;
     switch (fl->kind) {
     case ARG_TEXT: case ARG_PATH: *(const char **)p = v; return 0;
     case ARG_FLOAT: return parse_float(fl->name, v, fl->lo, fl->hi, fl->lo_open, (float *)p, err);
-    case ARG_EXIT: return parse_exit(fl, v, &o->exit, err);
+    case ARG_EXIT:
+        o->exit.mode = is(v, "none") ? EXIT_NONE : is(v, "adaptive") ? EXIT_ADAPTIVE : EXIT_FIXED;
+        if (o->exit.mode != EXIT_FIXED) { return 0; }
+        if (strncmp(v, "fixed:", 6) != 0) {
+            return flag_fail(err, fl->name, v, "expected adaptive, fixed:GAMMA or none");
+        }
+        snprintf(fixed, sizeof(fixed), "%s fixed:", fl->name);
+        return parse_float(fixed, v + 6, 0, 1, 0, &o->exit.threshold, err);
     case ARG_INT: case ARG_LONG:
         if (parse_long(fl->name, v, fl->lo, fl->hi, &x, err)) { return -1; }
         if (fl->kind == ARG_INT) { *(int *)p = (int)x; } else { *(long *)p = x; }
@@ -5464,12 +5452,6 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
     }
 }
 
-// A value left out: the next argument is a flag, or a path flag's value starts with '-'.
-static int is_missing_value(const Flag *fl, const char *v) {
-    return v == NULL || find_flag(v) || is(v, "-h") || is(v, "--help") ||
-           (v[0] == '-' && fl->kind == ARG_PATH);
-}
-
 static int parse_args(int argc, char **argv, Options *o, char *err) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -5478,25 +5460,23 @@ static int parse_args(int argc, char **argv, Options *o, char *err) {
             usage(stdout);
             exit(EXIT_SUCCESS);
         }
-        if (fl && fl->kind == ARG_SWITCH) {
-            parse_value(fl, NULL, o, err);
-            o->given |= 1UL << (fl - FLAGS);
-            continue;
-        }
         if (a[0] != '-') {
             return flag_fail(err, a, NULL, "unexpected argument (flags start with -)");
         }
         if (fl == NULL) { return flag_fail(err, a, NULL, "unknown flag"); }
-        if (is_missing_value(fl, v)) {
+        int takes_value = fl->kind != ARG_SWITCH; // (a switch may be given twice)
+        // a value left out: the next argument is a flag, or a path flag's value starts with '-'
+        if (takes_value && (v == NULL || find_flag(v) || is(v, "-h") || is(v, "--help") ||
+                            (v[0] == '-' && fl->kind == ARG_PATH))) {
             return flag_fail(err, a, NULL, fl->kind == ARG_PATH ? "missing value (a path that "
                              "starts with - is written ./-name)" : "missing value");
         }
-        if (o->given >> (fl - FLAGS) & 1) {
+        if (takes_value && o->given >> (fl - FLAGS) & 1) {
             return flag_fail(err, a, NULL, "given twice (which one should win?)");
         }
         o->given |= 1UL << (fl - FLAGS);
         if (parse_value(fl, v, o, err)) { return -1; }
-        i++;
+        i += takes_value;
     }
     return 0;
 }
@@ -5504,7 +5484,6 @@ static int parse_args(int argc, char **argv, Options *o, char *err) {
 // Flags that contradict each other, or that the chosen method never reads, are errors.
 static int check_flags(const Options *o, char *err) {
     int method = o->method, drafts = method != METHOD_NONE;
-    unsigned bit = 1u << method;
     if (given(o, &o->prompt) && o->prompt_file) {
         return flag_fail(err, flag_name(o, &o->prompt), NULL, "give -p or -f, not both");
     }
@@ -5514,8 +5493,7 @@ static int check_flags(const Options *o, char *err) {
                          "a file, not a folder: give the folder that holds "
                          "config.json, model.safetensors and tokenizer.json");
     }
-    // llama2.c's -p is top-p; here it is the prompt. Decision: a warning, as a number is a
-    // valid prompt.
+    // llama2.c's -p is top-p; here it is the prompt. Decision: a warning (a number is a prompt)
     char *end = NULL;
     if (given(o, &o->prompt)) { strtod(o->prompt, &end); }
     if (end != NULL && end != o->prompt && *end == '\0') {
@@ -5529,8 +5507,7 @@ static int check_flags(const Options *o, char *err) {
     const char *omp = getenv("OMP_NUM_THREADS");
     long n_omp = omp ? strtol(omp, &end, 10) : 1;
     double max_threads = FLAGS[flag_index(o, &o->threads)].hi;
-    if (omp && end != omp && (*end == '\0' || *end == ',') &&
-        n_omp > max_threads) {
+    if (omp && end != omp && (*end == '\0' || *end == ',') && n_omp > max_threads) {
         return fail(err, "OMP_NUM_THREADS=%s: must be in [1, %g] threads (unset it, or give "
                     "--threads N)", omp, max_threads);
     }
@@ -5539,20 +5516,19 @@ static int check_flags(const Options *o, char *err) {
         return flag_fail(err, flag_name(o, &o->method), "static", "needs --skip or --skip-file");
     }
     if (o->compare && !drafts) {
-        return flag_fail(
-            err, flag_name(o, &o->compare), NULL,
-            given(o, &o->method)
-                ? "--method none is plain decoding itself; --compare compares a speculative method "
-                  "with it"
-                : "compares a speculative method with plain decoding: give --method or --skip");
+        return flag_fail(err, flag_name(o, &o->compare), NULL, given(o, &o->method)
+                         ? "--method none is plain decoding itself; --compare compares a "
+                           "speculative method with it"
+                         : "compares a speculative method with plain decoding: give --method "
+                           "or --skip");
     }
     if (o->skip_spec && o->skip_file) {
         return flag_fail(err, flag_name(o, &o->skip_file), NULL,
                          "give --skip or --skip-file, not both");
     }
     for (int k = 0; k < N_FLAGS; k++) { // a flag the chosen method never reads
-        if (o->given >> k & 1 && FLAGS[k].methods && !(FLAGS[k].methods & bit)) {
-            return flag_fail(err, FLAGS[k].name, NULL, FLAGS[k].only);
+        if (o->given >> k & 1 && FLAGS[k].methods && !(FLAGS[k].methods & 1u << method)) {
+            return flag_fail(err, FLAGS[k].name, NULL, "%s", FLAGS[k].only);
         }
     }
     if (given(o, &o->exit.target) && (!drafts || o->exit.mode != EXIT_ADAPTIVE)) {
@@ -5691,17 +5667,14 @@ static int add_output(OutputFile *outs, int *n, const Options *o, const char *co
     if (!f->exists) { free(real); }
     (*n)++; // (free_outputs frees target from here on)
     if (f->exists && (why = input_named(o, &f->st)) != NULL) {
-        char msg[96];
-        snprintf(msg, sizeof(msg), "names %s; the rename at the end would replace it", why);
-        return flag_fail(err, f->flag, path, msg);
+        return flag_fail(err, f->flag, path, "names %s; the rename at the end would replace it",
+                         why);
     }
     for (int k = 0; k < *n - 1; k++) {
         if ((f->exists && outs[k].exists && same_file(&f->st, &outs[k].st)) ||
             strcmp(f->target, outs[k].target) == 0) {
-            char msg[96];
-            snprintf(msg, sizeof(msg), "names the file %s names (the other output file)",
-                     outs[k].flag);
-            return flag_fail(err, f->flag, path, msg);
+            return flag_fail(err, f->flag, path, "names the file %s names (the other output file)",
+                             outs[k].flag);
         }
     }
     // the temporary file is created beside the target: done once now, it shows that this works
@@ -5710,9 +5683,8 @@ static int add_output(OutputFile *outs, int *n, const Options *o, const char *co
     sprintf(f->tmp, "%s.XXXXXX", f->target);
     int fd = mkstemp(f->tmp);
     if (fd < 0) {
-        char msg[128];
-        snprintf(msg, sizeof(msg), "cannot create a file in its folder: %s", strerror(errno));
-        return flag_fail(err, f->flag, path, msg);
+        return flag_fail(err, f->flag, path, "cannot create a file in its folder: %s",
+                         strerror(errno));
     }
     close(fd);
     unlink(f->tmp);
@@ -5728,22 +5700,18 @@ static FILE *output_stream(OutputFile *outs, int n, const Options *o, const char
     return NULL;
 }
 
-static void write_skip_file(FILE *f, const SkipSet *s, int n_layers) {
-    const unsigned char *flags[2] = {s->attn, s->mlp};
-    fprintf(f, "{");
-    for (int k = 0; k < 2; k++) {
-        fprintf(f, "%s\"%s\": [", k ? ", " : "", k ? "mlp" : "attn");
-        for (int l = 0, first = 1; l < n_layers; l++) {
-            if (flags[k][l]) { fprintf(f, first ? "%d" : ", %d", l); first = 0; }
-        }
-        fprintf(f, "]");
-    }
-    fprintf(f, "}\n");
-}
+// Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).
+typedef struct {
+    char **text; // (n) each prompt's text
+    int *line;   // (n) the line of the prompts file it is on (1-based); NULL for -p's text
+    int **ids;   // (n) its token ids, len[k] of them
+    int *len;    // (n)
+    int n;
+} Prompts;
 
-// Reads the non-empty lines of a prompts file; a two-character \\n in a line stands for a newline.
-// Returns the count, with each prompt's line number (1-based) in *line_no, or -1 with err set.
-static int read_prompts(const char *path, char ***out, int **line_no, char *err) {
+// Reads the non-empty lines of a prompts file into p's text and line; a two-character \\n in a
+// line stands for a newline. Returns 0, or -1 with err set; free_prompts frees p either way.
+static int read_prompts(const char *path, Prompts *p, char *err) {
     size_t len;
     char *text = read_file(path, &len, err);
     if (text == NULL) { return -1; }
@@ -5755,9 +5723,9 @@ static int read_prompts(const char *path, char ***out, int **line_no, char *err)
         return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)",
                     path, line);
     }
-    int n = 0, line = 1;
-    char **lines = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
-    int *numbers = (int *)malloc_check((len / 2 + 2) * sizeof(int));
+    int line = 1;
+    p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
+    p->line = (int *)malloc_check((len / 2 + 2) * sizeof(int));
     // a UTF-8 byte order mark (Notepad writes one) is not part of the first prompt
     size_t bom = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
     for (char *q = text + bom, *end; q < text + len; q = end + 1, line++) {
@@ -5766,25 +5734,18 @@ static int read_prompts(const char *path, char ***out, int **line_no, char *err)
         size_t k = (size_t)(end - q);
         if (k > 0 && q[k - 1] == '\r') { k--; }
         if (k == 0) { continue; }
-        char *p = (char *)malloc_check(k + 1), *o = p;
+        char *prompt = (char *)malloc_check(k + 1), *o = prompt;
         for (size_t i = 0; i < k; i++) {
             int newline = q[i] == '\\' && i + 1 < k && q[i + 1] == 'n';
             *o++ = newline ? '\n' : q[i];
             i += newline;
         }
         *o = '\0';
-        numbers[n] = line;
-        lines[n++] = p;
+        p->line[p->n] = line;
+        p->text[p->n++] = prompt;
     }
     free(text);
-    if (n == 0) {
-        free(lines);
-        free(numbers);
-        return fail(err, "%s: no prompts (one per line)", path);
-    }
-    *out = lines;
-    *line_no = numbers;
-    return n;
+    return p->n > 0 ? 0 : fail(err, "%s: no prompts (one per line)", path);
 }
 
 // Streams generated text to stdout (text mode) and keeps it for the JSON output.
@@ -5837,35 +5798,6 @@ static int cli_fail(char *err, const char *fmt, ...) {
     return -1;
 }
 
-// Encodes a prompt and checks that it and the n_extra tokens to come after it (extra names them)
-// fit the context. where names the prompt ("-p", "-f FILE line 3"). Returns its length, or -1
-// with err set.
-static int encode_prompt(const Tokenizer *tok, const Config *c, const char *text, int n_extra,
-                         int *ids, const char *where, const char *extra, char *err) {
-    int n = encode(tok, text, strlen(text), 1, ids, c->seq_len, err);
-    if (n < 0 || n >= c->seq_len) {
-        return cli_fail(err, "%s: the prompt does not fit the context of %d tokens "
-                        "(max_position_embeddings or -c)", where, c->seq_len);
-    }
-    if (n == 0) {
-        return cli_fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no BOS)",
-                        where);
-    }
-    if ((long)n + n_extra - 1 > c->seq_len) {
-        return cli_fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
-                        "max_position_embeddings)", where, n, extra, c->seq_len);
-    }
-    return n;
-}
-
-// Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).
-typedef struct {
-    char **text; // (n) each prompt's text
-    int **ids;   // (n) its token ids, len[k] of them
-    int *len;    // (n)
-    int n;
-} Prompts;
-
 // The lines of file (flag: -f or --dev-prompts), or text alone when file is NULL (flag then
 // names it), each encoded and checked against the context with the n_extra tokens to come after
 // it (extra names them). Returns 0, or -1 with err set; free_prompts frees p either way.
@@ -5873,32 +5805,37 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
                         const char *file, const char *text, int n_extra, const char *extra,
                         char *err) {
     char why[SS_ERR_LEN], *where = NULL;
-    int *line_no = NULL, n = 1, rc = 0;
-    if (file && (n = read_prompts(file, &p->text, &line_no, why)) < 0) {
-        return cli_fail(err, "%s %s", flag, why);
-    }
+    int rc = 0;
+    if (file && read_prompts(file, p, why)) { return cli_fail(err, "%s %s", flag, why); }
     if (file == NULL) {
         p->text = (char **)malloc_check(sizeof(char *));
-        p->text[0] = (char *)memcpy(malloc_check(strlen(text) + 1), text, strlen(text) + 1);
+        p->text[p->n++] = (char *)memcpy(malloc_check(strlen(text) + 1), text, strlen(text) + 1);
     }
-    p->n = n;
-    p->ids = (int **)calloc_check((size_t)n, sizeof(int *));
-    p->len = (int *)calloc_check((size_t)n, sizeof(int));
-    for (int k = 0; k < n && rc == 0; k++) {
+    p->ids = (int **)calloc_check((size_t)p->n, sizeof(int *));
+    p->len = (int *)calloc_check((size_t)p->n, sizeof(int));
+    for (int k = 0; k < p->n && rc == 0; k++) {
         if (file) {
             size_t cap = strlen(flag) + strlen(file) + 32;
             where = (char *)realloc_check(where, cap);
-            snprintf(where, cap, "%s %s line %d", flag, file, line_no[k]);
+            snprintf(where, cap, "%s %s line %d", flag, file, p->line[k]);
         }
-        p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
-        p->len[k] = encode_prompt(tok, c, p->text[k], n_extra, p->ids[k], file ? where : flag,
-                                  extra, err);
-        rc = p->len[k] < 0 ? -1 : 0;
-        if (rc == 0) { // to its length: a long -f file of short prompts
-            p->ids[k] = (int *)realloc_check(p->ids[k], (size_t)p->len[k] * sizeof(int));
+        const char *at = file ? where : flag; // "-p", "-f FILE line 3"
+        int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
+        int len = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
+        if (len < 0 || len >= c->seq_len) {
+            rc = cli_fail(err, "%s: the prompt does not fit the context of %d tokens "
+                          "(max_position_embeddings or -c)", at, c->seq_len);
+        } else if (len == 0) {
+            rc = cli_fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
+                          "BOS)", at);
+        } else if ((long)len + n_extra - 1 > c->seq_len) {
+            rc = cli_fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
+                          "max_position_embeddings)", at, len, extra, c->seq_len);
+        } else { // to its length: a long -f file of short prompts
+            p->len[k] = len;
+            p->ids[k] = (int *)realloc_check(ids, (size_t)len * sizeof(int));
         }
     }
-    free(line_no);
     free(where);
     return rc;
 }
@@ -5909,6 +5846,7 @@ static void free_prompts(Prompts *p) {
         free(p->ids[k]);
     }
     free(p->text);
+    free(p->line);
     free(p->ids);
     free(p->len);
 }
@@ -5986,7 +5924,6 @@ typedef struct {
     const Selector *sel;  // the method's state: SWIFT's steps, ASD's C_l
 } PromptResult;
 
-
 static double threshold_mean(const SpecStats *st) {
     return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
 }
@@ -6015,7 +5952,7 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
     // the set the first round drafts with, unless the method chooses one before it
     SkipSet start = method == METHOD_SWIFT ? r->sel.swift.best
                     : method == METHOD_CLASP ? alternate_layers(L) : r->skip;
-    trace_skip(f, ", \"skip\": ", &start, L);
+    write_skip(f, ", \"skip\": ", &start, L, 0);
     fprintf(f, ", \"params\": {");
     if (method == METHOD_SELFSD || method == METHOD_ORACLE) {
         fprintf(f, "\"objective\": \"%s\", \"search_on\": \"%s\", \"dev_tokens\": %d, ",
@@ -6166,10 +6103,9 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
     }
 }
 
-// Decodes prompt pi the chosen way into r->out, streaming its text unless --json; *text gets
-// the text (the caller frees it). The draft's exit threshold and skip set carry over to the next
-// prompt. plain: --compare's plain decoding instead, with the same seed, into r->plain_out, and
-// no text (text NULL).
+// Decodes prompt pi the chosen way into r->out, streaming its text unless --json, into *text
+// (the caller frees it); the exit threshold and skip set carry over to the next prompt. plain:
+// --compare's plain decoding instead, with the same seed, into r->plain_out (text NULL).
 static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st, char **text) {
     const int *prompt = r->prompts.ids[pi];
     int n_prompt = r->prompts.len[pi], n;
@@ -6290,7 +6226,6 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     selector_init(&r->sel, o->method, &o->params, c->n_layers, (uint64_t)o->seed);
     r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
-    r->searched = r->skip;
     r->trace.f = output_stream(r->outs, r->n_outs, o, &o->trace);
     if (r->trace.f) {
         r->sel.trace = &r->trace;
@@ -6347,7 +6282,10 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
         failed = print_error("writing to stdout failed");
     }
     FILE *skip = output_stream(r->outs, r->n_outs, o, &o->save_skip);
-    if (skip) { write_skip_file(skip, &r->searched, r->m.config.n_layers); }
+    if (skip) {
+        write_skip(skip, "", &r->searched, r->m.config.n_layers, 1);
+        fputc('\n', skip);
+    }
     if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }
     return failed;
 }
