@@ -1413,12 +1413,13 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, do
         for (int j = lo; j <= top; j++) {
             const float *skip_state = g + (size_t)(j - 1) * row;
             const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
-            // Decision: a tie runs the layer, as the unofficial port does; Algorithm 1 skips it
-            double cos_skip = cosine(h_i, skip_state, dim);
-            double cos_run = run_state ? cosine(h_i, run_state, dim) : -INFINITY;
-            int take_skip = run_state == NULL || cos_skip > cos_run;
-            if (run_state && fabs(cos_skip - cos_run) < closest) {
-                closest = fabs(cos_skip - cos_run);
+            int take_skip = 1; // no run state: j = i, every layer so far skipped
+            if (run_state) {
+                // Decision: a tie runs the layer, as the unofficial port does; Algorithm 1 skips it
+                double cos_skip = cosine(h_i, skip_state, dim);
+                double cos_run = cosine(h_i, run_state, dim);
+                take_skip = cos_skip > cos_run;
+                closest = fmin(closest, fabs(cos_skip - cos_run));
             }
             memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
             skipped[i * (M + 1) + j] = (unsigned char)take_skip;
@@ -2056,7 +2057,6 @@ typedef struct {
     float *states;                           // (2L + 1, K + 1, dim) hidden states of a verification
     ProbIndex *sort;                         // (vocab) top-p's sort
     int *seq;                                // (n_prompt + max_new + 1) the prompt, then the output
-    float confidence;                        // the last draft token's top-1 probability
     float conf[MAX_DRAFT];                   // each draft token's top-1 probability (--trace)
 } SpecScratch;
 
@@ -2117,7 +2117,7 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
         // also when sampling; both official codes then take the sampled token's (code notes
         // 1.4, 2.3)
         float confidence = top1_prob(logits, vocab);
-        s->confidence = s->conf[k] = confidence;
+        s->conf[k] = confidence;
         k++;
         if (shape) {
             s->n_alts[k] = top_alternatives(logits, vocab, confidence, shape,
@@ -6096,7 +6096,7 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
             if (st->selections > 0) { // SWIFT's steps, CLaSp's DPs: their time too
                 double passes_ms = st->draft_ms + st->verify_ms;
                 fprintf(stderr, ", %.2fx with the selection time",
-                        pc.predicted * passes_ms / (passes_ms + st->select_ms - st->search_ms));
+                        pc.predicted * passes_ms / (passes_ms + own_select_ms));
             }
             fputc('\n', stderr);
         }

@@ -393,7 +393,7 @@ static void test_exit_direction(const char *dir) {
         sp.exit.mode = EXIT_NONE;
         for (int j = 1; j <= K; j++) { // the confidence of step j: the last of a j-token draft
             draft_tokens(&m, &sp, &greedy, x, 4, j, NULL, s);
-            conf[j - 1] = s->confidence;
+            conf[j - 1] = s->conf[j - 1];
             if (j < K && conf[j - 1] < lowest) { lowest = conf[j - 1]; }
         }
         if (conf[0] >= 1.0f || lowest <= 0.0f) { continue; }
