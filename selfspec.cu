@@ -1376,9 +1376,17 @@ static const float *clasp_states(float *states, const Config *c, int k, int row)
     return states;
 }
 
-// margin (may be NULL): the closest decision's |cos(h_i, skip) - cos(h_i, run)|, over the
-// (i, j) of the band where both states exist (INFINITY: no such decision).
-static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, double *margin) {
+// What a DP decided, for --trace: each decision is gain = cos(h_i, skip) - cos(h_i, run) (INFINITY
+// where only the skip state exists); margin is the smallest |gain|, at (layer, skips): the
+// closest call (margin INFINITY: none); path[l] is the gain of the decision on layer l along the
+// backtracked path (NAN: the path made no decision there, j being 0).
+typedef struct {
+    double margin;
+    int layer, skips;
+    float path[SS_MAX_LAYERS];
+} ClaspDp;
+
+static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, ClaspDp *dp) {
     const Config *c = &m->config;
     int L = c->n_layers, dim = c->dim, M = max_skip < L ? max_skip : L;
     // Decision: M is capped by one pass (64 states) and by the context slots left for their K/V
@@ -1389,13 +1397,13 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, do
     float *g = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));     // g(i-1, .)
     float *next = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));  // g(i, .)
     float *batch = (float *)malloc_check((size_t)(M + 1) * row * sizeof(float));
-    // skipped[i][j] = 1 if g(i, j) came from g(i-1, j-1), layer i skipped: the backtracking pointer
-    unsigned char *skipped = (unsigned char *)calloc_check((size_t)(L + 1) * (M + 1), 1);
+    // gain[i][j] > 0 if g(i, j) came from g(i-1, j-1), layer i skipped: the backtracking pointer
+    double *gain = (double *)calloc_check((size_t)(L + 1) * (M + 1), sizeof(double));
     float *saved = (float *)malloc_check((size_t)2 * L * (M + 1) * c->n_kv_heads * c->head_dim *
                                          sizeof(float));
     kv_slots(m, slot, M > 0 ? M : 1, saved, 1);
     memcpy(g, h, row * sizeof(float)); // g(0, 0) = h_0
-    double closest = INFINITY;
+    ClaspDp d = {INFINITY, -1, -1, {0}};
     for (int i = 1; i <= L; i++) {
         // Only states that can still end at (L, M) matter: after layer i at most L - i more
         // layers can be skipped, so j >= M - (L - i). This band saves about a third of the layers
@@ -1413,27 +1421,26 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, do
         for (int j = lo; j <= top; j++) {
             const float *skip_state = g + (size_t)(j - 1) * row;
             const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
-            int take_skip = 1; // no run state: j = i, every layer so far skipped
+            double g_ij = INFINITY; // no run state: j = i, every layer so far skipped
             if (run_state) {
                 // Decision: a tie runs the layer, as the unofficial port does; Algorithm 1 skips it
-                double cos_skip = cosine(h_i, skip_state, dim);
-                double cos_run = cosine(h_i, run_state, dim);
-                take_skip = cos_skip > cos_run;
-                closest = fmin(closest, fabs(cos_skip - cos_run));
+                g_ij = cosine(h_i, skip_state, dim) - cosine(h_i, run_state, dim);
+                if (fabs(g_ij) < d.margin) { d.margin = fabs(g_ij); d.layer = i - 1; d.skips = j; }
             }
-            memcpy(next + (size_t)j * row, take_skip ? skip_state : run_state, row * sizeof(float));
-            skipped[i * (M + 1) + j] = (unsigned char)take_skip;
+            memcpy(next + (size_t)j * row, g_ij > 0 ? skip_state : run_state, row * sizeof(float));
+            gain[i * (M + 1) + j] = g_ij;
         }
         float *tmp = g; g = next; next = tmp;
     }
     kv_slots(m, slot, M > 0 ? M : 1, saved, 0);
     SkipSet s;
     memset(&s, 0, sizeof(s));
-    for (int i = L, j = M; i > 0 && j > 0; i--) { // backtrack from (L, M)
-        if (skipped[i * (M + 1) + j]) { s.attn[i - 1] = s.mlp[i - 1] = 1; j--; }
+    for (int i = L, j = M; i > 0; i--) { // backtrack from (L, M)
+        d.path[i - 1] = j > 0 ? (float)gain[i * (M + 1) + j] : NAN;
+        if (j > 0 && gain[i * (M + 1) + j] > 0) { s.attn[i - 1] = s.mlp[i - 1] = 1; j--; }
     }
-    free(g); free(next); free(batch); free(skipped); free(saved);
-    if (margin) { *margin = closest; }
+    free(g); free(next); free(batch); free(gain); free(saved);
+    if (dp) { *dp = d; }
     return s;
 }
 
@@ -1482,6 +1489,7 @@ typedef struct {
     int phase;
     SkipSet cand;
     double cand_score, kept_score;
+    float cand_ratio;               // the r the step ran under (App. C.2 may lower r after it)
 } Swift;
 
 static void swift_init(Swift *w, const SwiftParams *p, int n_layers, uint64_t seed) {
@@ -1557,6 +1565,7 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     // code instead scores every set on one fixed window per instance.
     if (w->best_score >= 0) { w->best_score = swift_matchness(m, seq, pos, w->p.window, &w->best); }
     w->cand = cand;
+    w->cand_ratio = w->ratio;
     w->cand_score = score;
     w->kept_score = w->best_score;
     float v[GP_MAX_DIM];
@@ -1583,20 +1592,22 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
 // drops by 0.05 (down to 0.05), the draft becomes the uniform set at the new count, and the
 // search restarts there, its GP cleared (the old points had another count). Counting
 // verifications rather than optimization steps keeps the rule working when the budget leaves
-// few steps.
-static void swift_after_verify(Swift *w, int n_layers, int drafted, int accepted) {
-    if (w->done) { return; }
+// few steps. Returns 1 when it lowered r.
+static int swift_after_verify(Swift *w, int n_layers, int drafted, int accepted) {
+    if (w->done) { return 0; }
     w->rounds++;
     w->drafted += drafted;
     w->accepted += accepted;
-    if (w->rounds % 50 != 0 || w->drafted == 0) { return; }
-    if ((double)w->accepted / w->drafted < 0.7 && w->ratio > 0.075f) {
+    if (w->rounds % 50 != 0 || w->drafted == 0) { return 0; }
+    int lower = (double)w->accepted / w->drafted < 0.7 && w->ratio > 0.075f;
+    if (lower) {
         w->ratio -= 0.05f;
         w->best = uniform_skip_set(n_layers, (int)lroundf(w->ratio * 2 * n_layers));
         w->best_score = -1.0;
         w->gp.n = w->gp.total = 0;
     }
     w->drafted = w->accepted = 0;
+    return lower;
 }
 
 // SWIFT's dynamic verification (Sec. 4.2), greedy only: the draft chain d1..dk plus, at each depth
@@ -1688,9 +1699,40 @@ static int verify_tree(Model *m, const SwiftTree *tr, int k, int pos, int *kept,
     }
 }
 
+// --- the round: what the decoding loop does, as the papers count it ------------
+// The draft length has one name per concept: K (max_draft), the most draft tokens a round may
+// propose, set per run; MAX_DRAFT, K's compile-time cap, so that a draft and its verification fit
+// one pass; and a round's limit, K clipped by the context and the tokens still wanted.
+enum { MAX_DRAFT = MAX_PASS_TOKENS - 1 };
+// Why drafting stopped: a confidence below gamma (the exit rule), K tokens drafted, no more room
+// (the context, the tokens still wanted, SWIFT's tree filling one pass, an empty skip set), or an
+// EOS among the kept draft tokens (the round is cut there: generate_spec).
+enum { END_EXIT, END_K, END_ROOM, END_EOS };
+
+// One round of Self-SD Algorithm 2. generate_spec fills it, the selector's hooks add their
+// decisions, record_round adds it to the statistics, and the observer sees it: --trace writes it
+// as its "round" record, one key per field named first below (README "The trace").
+typedef struct {
+    int round;             // round: the prompt's rounds before this one (from 0)
+    int pos;               // pos: Alg. 2's i, the cache slot of x (the last token, not yet verified)
+    SkipSet skip;          // skip: the set the draft ran under (after SWIFT's step, if one ran)
+    int drafted;           // drafted: k, the draft tokens proposed (cut at a kept EOS: END_EOS)
+    float conf[MAX_DRAFT]; // conf: each draft token's max softmax(logits), T = 1 (Alg. 3)
+    int end;               // end: why drafting stopped (END_*)
+    int accepted;          // accepted: the draft tokens kept (cut at a kept EOS)
+    int emitted;           // emitted: tokens output, accepted + 1, fewer when the output ended
+    int verify_rows;       // verify: rows the verification pass ran, k + 1 or SWIFT's tree size
+    int leaf;              // leaf: SWIFT's tree verification kept a next-best token (a leaf)
+    float gamma_before;    // gamma_before: the exit threshold the draft ran under
+    float gamma_after;     // gamma_after: the threshold after Eq. 2-4 (the same when fixed)
+    int stepped;           // event.swift: SWIFT's optimization step ran before the round
+    int dp;                // event.clasp: CLaSp's DP ran after the verification
+    int restarted;         // event.restart: SWIFT App. C.2 lowered r after the verification
+    SkipSet next;          // the set the next round drafts with, unless SWIFT's step changes it
+    double select_ms, draft_ms, verify_ms; // time choosing layers, drafting, verifying
+} Round;
+
 // --- the selector: what the decoding loop calls -------------------------------
-// --trace (reports, below) records the loop's rounds and the methods' decisions when one is open
-typedef struct Trace Trace;
 // A method meets the decoding loop at the three moments the papers name: after the prefill
 // (ASD), before a round (SWIFT's optimization step) and after a verification (CLaSp's DP,
 // SWIFT's ratio rule). Each may change the draft's skip set. What a method wants captured for
@@ -1711,8 +1753,7 @@ typedef struct {
     double asd_cos[SS_MAX_LAYERS]; // ASD: this prompt's C_l, which select_asd read
     int capture_verify;   // CLaSp: capture this round's verification states for a DP
     int tree;             // SWIFT: verify a tree of swift.p.tree's shape (Sec. 4.2); 0: the chain
-    double clasp_margin;  // CLaSp: the last DP's closest decision (select_clasp), for --trace
-    Trace *trace;         // --trace: the decoding loop writes each round to it; NULL: none
+    ClaspDp clasp_dp;     // CLaSp: what the last DP decided (select_clasp), for --trace
 } Selector;
 
 static void selector_init(Selector *sel, int method, const MethodParams *p, int n_layers,
@@ -1761,34 +1802,35 @@ static void selector_after_prefill(Selector *sel, Model *m, SkipSet *skip) {
     }
 }
 
-// Before a round: SWIFT's optimization step while it is optimizing, and CLaSp's request for
-// this round's states (a DP every `interval` verifications). Returns 1 if a step ran.
-static int selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt, int pos,
-                                 SkipSet *skip) {
-    if (sel == NULL) { return 0; }
+// Before round r (at r->pos): SWIFT's optimization step while it is optimizing (r->stepped),
+// and CLaSp's request for this round's states (a DP every `interval` verifications).
+static void selector_before_round(Selector *sel, Model *m, const int *seq, int n_prompt,
+                                  Round *r, SkipSet *skip) {
+    if (sel == NULL) { return; }
     sel->capture_verify =
         sel->method == METHOD_CLASP && (sel->rounds + 1) % sel->clasp.interval == 0;
-    if (sel->method != METHOD_SWIFT || sel->swift.done) { return 0; }
+    if (sel->method != METHOD_SWIFT || sel->swift.done) { return; }
     int before = sel->swift.steps;
-    swift_step(&sel->swift, m, seq, n_prompt, pos);
+    swift_step(&sel->swift, m, seq, n_prompt, r->pos);
     *skip = sel->swift.best;
-    return sel->swift.steps > before;
+    r->stepped = sel->swift.steps > before;
 }
 
-// After a verification of `drafted` tokens: SWIFT's skip-ratio rule, and CLaSp's DP on the
-// hidden states of the last accepted token, at `row` of the verification's capture `states`
-// (NULL: none this round), which sits at cache slot `slot`. Returns 1 if a DP ran.
-static int selector_after_verify(Selector *sel, Model *m, float *states, int row, int slot,
-                                 int drafted, int accepted, SkipSet *skip) {
-    if (sel == NULL) { return 0; }
+// After round r's verification: SWIFT's skip-ratio rule (r->restarted), and CLaSp's DP (r->dp) on
+// the hidden states of the last accepted token, at `row` of the verification's capture `states`
+// (NULL: none this round), which sits at cache slot r->pos + r->accepted.
+static void selector_after_verify(Selector *sel, Model *m, float *states, int row, Round *r,
+                                  SkipSet *skip) {
+    if (sel == NULL) { return; }
     sel->rounds++;
     if (sel->method == METHOD_SWIFT) {
-        swift_after_verify(&sel->swift, m->config.n_layers, drafted, accepted);
+        r->restarted = swift_after_verify(&sel->swift, m->config.n_layers, r->drafted, r->accepted);
+        if (r->restarted) { *skip = sel->swift.best; }
     }
-    if (states == NULL) { return 0; }
-    *skip = select_clasp(m, clasp_states(states, &m->config, drafted, row), slot, sel->clasp_skip,
-                         &sel->clasp_margin);
-    return 1;
+    if (states == NULL) { return; }
+    *skip = select_clasp(m, clasp_states(states, &m->config, r->drafted, row),
+                         r->pos + r->accepted, sel->clasp_skip, &sel->clasp_dp);
+    r->dp = 1;
 }
 
 // ----------------------------------------------------------------------------
@@ -1917,12 +1959,9 @@ static int generate_plain(Model *m, const int *prompt, int n_prompt, const SkipS
 //
 // KV-cache invariant: slots < pos hold the full model's K/V for the accepted text; slots >= pos
 // are scratch, written by drafts and verifications, and never read before a pass rewrites them.
-// Rolling back a rejected draft is therefore just not advancing pos: no cache copies.
+// Rolling back a rejected draft is therefore just not advancing pos, with one exception: a
+// SWIFT tree leaf that is kept has its K/V row copied to its chain slot (verify_tree).
 
-// The draft length has one name per concept: K (max_draft), the most draft tokens a round may
-// propose, set per run; MAX_DRAFT, K's compile-time cap, so that a draft and its verification fit
-// one pass; and a round's limit, K clipped by the context and the tokens still wanted.
-enum { MAX_DRAFT = MAX_PASS_TOKENS - 1 };
 enum { EXIT_ADAPTIVE, EXIT_FIXED, EXIT_NONE };
 
 typedef struct {
@@ -1940,27 +1979,17 @@ typedef struct {
     double threshold_sum;                  // over rounds, after each update, for the mean
 } SpecStats;
 
-#ifdef TESTING
-// The tests' windows into decoding, kept out of the engine's structs: rounds whose SWIFT tree
-// verification accepted a leaf (a next-best token), and a synthetic objective that replaces
-// decoding in measure_objective.
-static int test_leaf_accepts;
-static double (*test_objective)(void *ctx, const SkipSet *s);
-static void *test_objective_ctx;
-// each round (the set it drafted with, k drafted, accepted of them) and each candidate of
-// Self-SD's search (its iteration and cost), as they happen (NULL: not watched)
-static void (*test_round)(const SkipSet *skip, int k, int accepted);
-static void (*test_candidate)(const SkipSet *s, int it, double cost);
-#endif
-
-// One round into the statistics: k drafted by a set skipping `skipped` sublayers, accepted of
-// them; threshold: the exit threshold after the round's update.
-static void record_round(SpecStats *st, int k, int accepted, int skipped, float threshold) {
+// One round into the statistics.
+static void record_round(SpecStats *st, const Round *r, int n_layers) {
     st->rounds++;
-    st->drafted += k;
-    st->accepted += accepted;
-    st->skipped += (long)k * skipped;
-    st->threshold_sum += threshold;
+    st->drafted += r->drafted;
+    st->accepted += r->accepted;
+    st->skipped += (long)r->drafted * skip_count(&r->skip, n_layers);
+    st->selections += r->stepped + r->dp;
+    st->select_ms += r->select_ms;
+    st->draft_ms += r->draft_ms;
+    st->verify_ms += r->verify_ms;
+    st->threshold_sum += r->gamma_after;
 }
 
 // The draft-exit rule (Self-SD Sec. 3.4): drafting stops after a token whose top-1 draft
@@ -1975,7 +2004,7 @@ typedef struct {
     float beta1;     // smoothing of AR, 0.5
     float beta2;     // smoothing of gamma, 0.9
     float ar;        // the running acceptance rate AR
-    int rounds;      // verifications so far (beta1 = 0 for the first)
+    int rounds;      // updates so far, over every prompt of the run (beta1 = 0 for the first)
 } DraftExit;
 
 static DraftExit draft_exit_default(void) {
@@ -2037,14 +2066,40 @@ static int speculative_accept(const float *p, const float *q, int n, int d, Rng 
     return 0;
 }
 
+// One skip set a search scored (Self-SD's iterations, the oracle's sets), as the observer sees it.
+typedef struct {
+    int method;            // METHOD_SELFSD or METHOD_ORACLE
+    int i, of;             // the set's index (Self-SD: 0 is the empty set, i the iteration) of `of`
+    SkipSet skip;          // the set scored; done: the set chosen
+    double objective;      // its score, lower is better
+    SkipSet best;          // the best set so far
+    double best_objective; // and its score
+    int done;              // 1: the search is over, skip its choice and i the sets scored;
+                           // 2: Self-SD's re-check, objective and best_objective the medians of
+                           // the winner and of the empty set
+    int every_set;         // the oracle scores every set of its size
+} Candidate;
+
+// Who watches the decoding loop and the searches (a NULL member: nobody): the CLI's --trace
+// writer and progress lines (reports, below), and the tests.
+typedef struct {
+    void *ctx;
+    void (*prefill)(void *ctx, const int *ids, int n, const Selector *sel, const SkipSet *skip);
+    void (*round)(void *ctx, const Round *r, const Selector *sel);
+    void (*candidate)(void *ctx, const Candidate *c);
+} Observer;
+
 typedef struct {
     SkipSet skip;    // the draft model: which sublayers it skips
     int max_draft;   // K, at most MAX_DRAFT (Self-SD Table 7: 12)
     DraftExit exit;
+    const Observer *observer; // NULL: nobody watches
 } SpecParams;
 
 // What one generate_spec call works in, allocated once.
 typedef struct {
+    int n_prompt, max_draft;                 // the prompt's length; K, at most one pass
+    const TreeShape *shape;                  // SWIFT's tree (Sec. 4.2); NULL: a chain
     int draft[MAX_DRAFT + 1];                // x, d1..dk
     int kept[MAX_DRAFT + 1];                 // the draft tokens the verification kept
     int rows[MAX_DRAFT + 2];                 // the logits row each emitted token came from
@@ -2057,7 +2112,6 @@ typedef struct {
     float *states;                           // (2L + 1, K + 1, dim) hidden states of a verification
     ProbIndex *sort;                         // (vocab) top-p's sort
     int *seq;                                // (n_prompt + max_new + 1) the prompt, then the output
-    float conf[MAX_DRAFT];                   // each draft token's top-1 probability (--trace)
 } SpecScratch;
 
 static SpecScratch *build_spec_scratch(const Config *c, int max_draft, int seq_len) {
@@ -2094,21 +2148,22 @@ static int draft_limit(const Model *m, const SpecParams *sp, int max_draft, int 
     return skip_count(&sp->skip, m->config.n_layers) == 0 ? 0 : limit;
 }
 
-// Drafting (Self-SD Algorithm 3): up to limit tokens after x at slots pos, pos+1, ... under the
-// skip set, stopping after a token whose confidence is below the exit threshold. The tokens go
-// to s->draft[1..], and, when sampling, each warped draft distribution q to s->q_rows. With a
-// tree (SWIFT), also each step's next-best tokens. Returns how many were drafted.
+// Drafting (Self-SD Algorithm 3): up to limit tokens after x = s->draft[0] at slots r->pos, ...
+// under the skip set, stopping after a token whose confidence is below the exit threshold. The
+// tokens go to s->draft[1..], their confidences to r->conf, why drafting stopped to r->end, and,
+// when sampling, each warped draft distribution q to s->q_rows. With a tree (SWIFT), also each
+// step's next-best tokens. Returns how many were drafted.
 // Decision: a tree is bounded as it is built, by the tokens one pass can hold (and the context
 // left): each depth adds its chain token and its alternatives, and at the depth where the room
 // runs out, that depth's alternatives are narrowed to what fits and no deeper depth is drafted.
 // Depths go before widths because verification reaches a shallow node at least as often as a
 // deeper one (SWIFT Sec. 4.2 gives no bound: its GPU passes take the whole tree).
-static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int pos, int limit,
-                        const TreeShape *shape, SpecScratch *s) {
-    int vocab = m->config.vocab_size, k = 0, leaves = 0;
+static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int limit, SpecScratch *s,
+                        Round *r) {
+    int vocab = m->config.vocab_size, k = 0, leaves = 0, pos = r->pos;
     int room = m->config.seq_len - pos < m->state.max_tokens ? m->config.seq_len - pos
                                                              : m->state.max_tokens;
-    s->draft[0] = x;
+    r->end = limit == s->max_draft ? END_K : END_ROOM;
     while (k < limit) {
         forward(m, &s->draft[k], 1, pos + k, &sp->skip, NULL, NULL);
         const float *logits = m->state.logits_host;
@@ -2117,15 +2172,17 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int x, int
         // also when sampling; both official codes then take the sampled token's (code notes
         // 1.4, 2.3)
         float confidence = top1_prob(logits, vocab);
-        s->conf[k] = confidence;
-        k++;
-        if (shape) {
-            s->n_alts[k] = top_alternatives(logits, vocab, confidence, shape,
+        r->conf[k++] = confidence;
+        if (s->shape) {
+            s->n_alts[k] = top_alternatives(logits, vocab, confidence, s->shape,
                                             room - 1 - k - leaves, s->alts + k * MAX_ALTS);
             leaves += s->n_alts[k];
-            if (1 + k + leaves == room) { break; } // the tree [x, d1..dk, leaves] fills the pass
+            if (1 + k + leaves == room) { r->end = END_ROOM; break; } // [x, d, leaves] fills a pass
         }
-        if (sp->exit.mode != EXIT_NONE && confidence < sp->exit.threshold) { break; }
+        if (sp->exit.mode != EXIT_NONE && k < limit && confidence < sp->exit.threshold) {
+            r->end = END_EXIT;
+            break;
+        }
     }
     return k;
 }
@@ -2189,18 +2246,56 @@ static int emit_round(Model *m, Output *out, SpecScratch *s, int pos, int accept
     return emitted;
 }
 
-// --trace's records of the loop (reports, below): the prefill, and one line per round.
-static void trace_prefill(Trace *t, int n_prompt, const Selector *sel, const SkipSet *skip, int L);
-static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos,
-                        const SkipSet *skip, const SkipSet *next, int k, const float *conf,
-                        int accepted, int emitted, const DraftExit *exit, float gamma_before,
-                        int verify_rows, int stepped, int dp);
+// One round (Self-SD Algorithm 2, lines 4-13, then Eq. 2-4) at r->pos, with x in s->draft[0]:
+// the selector's step, the draft, its verification, the emitted tokens, the selector's update and
+// the exit rule. Fills r and leaves the next x in s->draft[0]. Returns 1 when the output is over.
+static int spec_round(Model *m, SpecParams *sp, Selector *sel, Sampler *smp, Output *out,
+                      SpecScratch *s, Round *r) {
+    int done = 0, next;
+    double t = time_ms();
+    r->stepped = r->dp = r->restarted = 0;
+    // the method may change the draft (SWIFT: an optimization step)
+    selector_before_round(sel, m, s->seq, s->n_prompt, r, &sp->skip);
+    r->skip = sp->skip;
+    r->select_ms = lap_ms(&t);
+    // draft k tokens with the skip set, then verify them with the full model in one pass
+    int limit = draft_limit(m, sp, s->max_draft, r->pos, out);
+    r->gamma_before = sp->exit.threshold;
+    int k = draft_tokens(m, sp, smp, limit, s, r);
+    r->draft_ms = lap_ms(&t);
+    int capture = sel && sel->capture_verify;
+    int accepted = verify_draft(m, smp, k, r->pos, s->shape, capture, s, &next);
+    r->verify_rows = s->shape ? s->tree.n : k + 1;
+    r->verify_ms = lap_ms(&t);
+    r->emitted = emit_round(m, out, s, r->pos, accepted, next, &done);
+    lap_ms(&t); // emit's callback writes the text: "other", not selection
+    // a leaf's row lies after the chain's k + 1 rows; the leaf is the last kept token
+    r->leaf = s->shape && s->rows[accepted] > k && r->emitted >= accepted;
+    // Decision: an EOS among the kept drafts ends the output there. The round counts as if
+    // drafting had stopped before the EOS and the EOS were the round's own token, so every
+    // round emits accepted + 1 tokens and alpha, M (SWIFT Eq. 6), AR_e (Self-SD Eq. 2) and
+    // SWIFT's ratio rule count only what was emitted.
+    if (r->emitted <= accepted) { k = accepted = r->emitted - 1; r->end = END_EOS; }
+    r->drafted = k;
+    r->accepted = accepted;
+    // the method may change the draft (CLaSp: a DP on the states of the last accepted token,
+    // but not after the prompt's last round, whose set would never draft; SWIFT: its ratio)
+    selector_after_verify(sel, m, capture && !done ? s->states : NULL, s->rows[accepted], r,
+                          &sp->skip);
+    r->next = sp->skip;
+    r->select_ms += lap_ms(&t);
+    // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
+    draft_exit_update(&sp->exit, accepted, k, k == limit);
+    r->gamma_after = sp->exit.threshold;
+    s->draft[0] = next;
+    return done;
+}
 
 // Self-speculative decoding (Self-SD Algorithm 2; Leviathan et al. Algorithm 1): the same
 // contract as generate_plain, and the same output (greedy) or distribution (sampling). The
 // draft is sp->skip, which a selector (NULL = none: the static set) may change between rounds;
 // the exit threshold in sp->exit carries over to the caller's next prompt.
-// Beside Algorithm 2: its i is pos, and its x_i, the last token, not yet run by the full model,
+// Beside Algorithm 2: its i is r.pos, and its x_i, the last token, not yet run by the full model,
 // is x (so the first token comes from the prefill's logits); lines 4-7 are draft_tokens, lines
 // 8-12 verify_draft (verify_chain), line 13 the bonus (row k); then Eq. 2-4 (draft_exit_update).
 // Beside Leviathan's Algorithm 1: q is s->q_rows, p is s->p, the rejection test is
@@ -2208,18 +2303,19 @@ static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos
 static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *sp, Selector *sel,
                          Sampler *smp, Output *out, SpecStats *st) {
     const Config *c = &m->config;
-    int vocab = c->vocab_size, row = 0, pos = n_prompt;
-    int max_draft = sp->max_draft < m->state.max_tokens - 1 ? sp->max_draft
-                                                            : m->state.max_tokens - 1;
+    const Observer *obs = sp->observer;
+    int row = 0, max_draft = sp->max_draft < m->state.max_tokens - 1 ? sp->max_draft
+                                                                     : m->state.max_tokens - 1;
+    SpecScratch *s = build_spec_scratch(c, max_draft, n_prompt + out->max_new + 1);
+    memcpy(s->seq, prompt, (size_t)n_prompt * sizeof(int));
+    s->n_prompt = n_prompt;
+    s->max_draft = max_draft;
     // Decision: tree verification is greedy only (SWIFT's Table 1 claims trees under sampling too).
     // Sampling keeps the chain: several candidates per position stay exact only with a recursive
     // rule (each rejected sibling's mass removed from both p and the without-replacement q before
     // the next is tried), and the official SWIFT/EAGLE versions of that rule had bugs; the chain
     // rule here is proven exact by the tests.
-    const TreeShape *shape =
-        smp->temperature == 0.0f && sel && sel->tree ? &sel->swift.p.tree : NULL;
-    SpecScratch *s = build_spec_scratch(c, max_draft, n_prompt + out->max_new + 1);
-    memcpy(s->seq, prompt, (size_t)n_prompt * sizeof(int));
+    s->shape = smp->temperature == 0.0f && sel && sel->tree ? &sel->swift.p.tree : NULL;
     memset(st, 0, sizeof(*st));
     st->threshold_first = sp->exit.threshold;
     double t0 = time_ms(), t = t0;
@@ -2227,58 +2323,17 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
     st->gen.prefill_ms = lap_ms(&t);
     selector_after_prefill(sel, m, &sp->skip);
     st->select_ms += lap_ms(&t);
-    if (sel && sel->trace) { trace_prefill(sel->trace, n_prompt, sel, &sp->skip, c->n_layers); }
-    const float *logits = m->state.logits_host + (size_t)row * vocab;
-    int x = sample_next(smp, logits, vocab, s->p, s->sort);
-    s->seq[pos] = x;
-    int done = emit(c, out, x, logits);
-    while (!done && pos < c->seq_len) {
-        lap_ms(&t); // the text of the tokens emitted (the CLI writes it) and the records: "other"
-        // the method may change the draft (SWIFT: an optimization step)
-        int stepped = selector_before_round(sel, m, s->seq, n_prompt, pos, &sp->skip);
-        st->selections += stepped;
-        SkipSet drafted_with = sp->skip;
-        st->select_ms += lap_ms(&t);
-        // draft k tokens with the skip set, then verify them with the full model in one pass
-        int limit = draft_limit(m, sp, max_draft, pos, out);
-        int k = draft_tokens(m, sp, smp, x, pos, limit, shape, s);
-        int skipped = skip_count(&sp->skip, c->n_layers); // the set may change after verifying
-        st->draft_ms += lap_ms(&t);
-        int capture = sel && sel->capture_verify, next;
-        int accepted = verify_draft(m, smp, k, pos, shape, capture, s, &next);
-        int verify_rows = shape ? s->tree.n : k + 1;
-        st->verify_ms += lap_ms(&t);
-        int emitted = emit_round(m, out, s, pos, accepted, next, &done);
-        lap_ms(&t); // emit's callback writes the text: "other", not selection
-        // a leaf's row lies after the chain's k + 1 rows; the leaf is the last kept token
-#ifdef TESTING
-        test_leaf_accepts += shape && s->rows[accepted] > k && emitted >= accepted;
-#endif
-        // Decision: an EOS among the kept drafts ends the output there. The round counts as if
-        // drafting had stopped before the EOS and the EOS were the round's own token, so every
-        // round emits accepted + 1 tokens and alpha, M (SWIFT Eq. 6), AR_e (Self-SD Eq. 2) and
-        // SWIFT's ratio rule count only what was emitted.
-        if (emitted <= accepted) { k = accepted = emitted - 1; }
-#ifdef TESTING
-        if (test_round) { test_round(&sp->skip, k, accepted); }
-#endif
-        // the method may change the draft (CLaSp: a DP on the states of the last accepted token,
-        // but not after the prompt's last round, whose set would never draft; SWIFT: its ratio)
-        int dp = selector_after_verify(sel, m, capture && !done ? s->states : NULL,
-                                       s->rows[accepted], pos + accepted, k, accepted, &sp->skip);
-        st->selections += dp;
-        st->select_ms += lap_ms(&t);
-        // the exit threshold follows the acceptance rate (Self-SD Eq. 2-4)
-        float drafted_under = sp->exit.threshold;
-        draft_exit_update(&sp->exit, accepted, k, k == limit);
-        record_round(st, k, accepted, skipped, sp->exit.threshold);
-        if (sel && sel->trace) {
-            trace_round(sel->trace, sel, c->n_layers, st->rounds - 1, pos, &drafted_with,
-                        &sp->skip, k, s->conf, accepted, emitted, &sp->exit, drafted_under,
-                        verify_rows, stepped, dp);
-        }
-        pos += accepted + 1;
-        x = next;
+    if (obs && obs->prefill) { obs->prefill(obs->ctx, prompt, n_prompt, sel, &sp->skip); }
+    const float *logits = m->state.logits_host + (size_t)row * c->vocab_size;
+    Round r;
+    memset(&r, 0, sizeof(r));
+    r.pos = n_prompt;
+    s->seq[r.pos] = s->draft[0] = sample_next(smp, logits, c->vocab_size, s->p, s->sort);
+    int done = emit(c, out, s->draft[0], logits);
+    for (; !done && r.pos < c->seq_len; r.pos += r.accepted + 1, r.round++) {
+        done = spec_round(m, sp, sel, smp, out, s, &r);
+        record_round(st, &r, c->n_layers);
+        if (obs && obs->round) { obs->round(obs->ctx, &r, sel); }
     }
     st->threshold_last = sp->exit.threshold;
     st->gen.n_prompt = n_prompt;
@@ -2304,12 +2359,15 @@ typedef struct {
     int use_cost_model;        // 1: sublayers run per token (deterministic); 0: ms per token
     DraftExit exit;            // the run's draft exit (mode, gamma_0, alpha), from its start
     Sampler sampler;           // the run's temperature, top-p and seed
-    Trace *trace;              // --trace: each set scored, and the one chosen; NULL: none
+    const Observer *observer;  // sees each set scored, and the one chosen; NULL: nobody
+    // NULL, or a score that replaces decoding (the tests' synthetic landscapes)
+    double (*score)(void *ctx, const SkipSet *s);
+    void *score_ctx;
 } Objective;
 
-// --trace's record of a search (reports, below): set i scored, or (done) the set chosen.
-static void trace_search(Trace *t, int method, int i, const SkipSet *s, int L, double objective,
-                         int done);
+static void observe(const Objective *obj, const Candidate *c) {
+    if (obj->observer && obj->observer->candidate) { obj->observer->candidate(obj->observer->ctx, c); }
+}
 
 // Set by the CLI's SIGINT handler: the searches stop at the next candidate and return the best
 // set so far.
@@ -2324,15 +2382,13 @@ static volatile sig_atomic_t search_interrupted;
 // Every candidate is scored from gamma_0 and the same seed on every dev prompt, so a score does
 // not depend on the order the candidates are tried in.
 static double measure_objective(Model *m, const Objective *obj, const SkipSet *s) {
-#ifdef TESTING
-    if (test_objective) { return test_objective(test_objective_ctx, s); }
-#endif
+    if (obj->score) { return obj->score(obj->score_ctx, s); }
     int *out = (int *)malloc_check((size_t)obj->n_new * sizeof(int));
     uint64_t sub0 = m->state.n_sublayers;
     double t0 = time_ms(), tokens = 0;
     // Ctrl-C stops the search within one decoding, not after the whole dev set
     for (int k = 0; k < obj->n_prompts && !search_interrupted; k++) {
-        SpecParams sp = {*s, obj->max_draft, obj->exit};
+        SpecParams sp = {*s, obj->max_draft, obj->exit, NULL};
         Sampler smp = obj->sampler;
         Output o = output(out, obj->n_new, NULL, NULL);
         SpecStats st;
@@ -2390,10 +2446,8 @@ static void measure_pair(Model *m, const Objective *obj, const SkipSet *a, const
     *median_b = median(cb, 5);
 }
 
-static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams *p, uint64_t seed,
-                             int verbose) {
+static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams *p, uint64_t seed) {
     int L = m->config.n_layers, iters = p->iters, repeats = obj->use_cost_model ? 1 : 3;
-    const char *unit = obj->use_cost_model ? "sublayers/token" : "ms/token";
     Gp gp;
     gp_init(&gp, 2 * L);
     Rng r;
@@ -2402,18 +2456,11 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     memset(&empty, 0, sizeof(empty));
     best = empty;
     double best_cost = measure_median(m, obj, &best, repeats, NAN); // plain speed as a baseline
-    double t0 = time_ms(); // the iterations' own pace gives the time left
     float v[GP_MAX_DIM];
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
-    trace_search(obj->trace, METHOD_SELFSD, 0, &best, L, best_cost, 0);
-#ifdef TESTING
-    if (test_candidate) { test_candidate(&best, 0, best_cost); }
-#endif
-    if (verbose) {
-        fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n",
-                best_cost, unit);
-    }
+    Candidate c = {METHOD_SELFSD, 0, iters, best, best_cost, best, best_cost, 0, 0};
+    observe(obj, &c);
     int it;
     for (it = 1; it <= iters && !search_interrupted; it++) {
         if (it <= iters / 5) {
@@ -2429,45 +2476,28 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
         skip_to_vector(&cand, L, v);
         gp_add(&gp, v, -cost);
         if (cost < best_cost) { best_cost = cost; best = cand; }
-        trace_search(obj->trace, METHOD_SELFSD, it, &cand, L, cost, 0);
-#ifdef TESTING
-        if (test_candidate) { test_candidate(&cand, it, cost); }
-#endif
-        if (verbose) {
-            double left_s = (time_ms() - t0) / it * (iters - it) / 1e3;
-            fprintf(
-                stderr,
-                "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, ~%.0f s left\n",
-                it, iters, cost, unit, best_cost, skip_count(&best, L), 2 * L, left_s);
-        }
-    }
-    if (search_interrupted && verbose) {
-        fprintf(stderr,
-                "selfsd: interrupted after %d of %d iterations: best so far skips %d of %d, cost "
-                "%.4f %s\n",
-                it - 1, iters, skip_count(&best, L), 2 * L, best_cost, unit);
+        c.i = it, c.skip = cand, c.objective = cost, c.best = best, c.best_objective = best_cost;
+        observe(obj, &c);
     }
     // the re-check against plain decoding
     if (repeats > 1 && skip_count(&best, L) > 0 && !search_interrupted) {
         double cost_best, cost_empty;
         measure_pair(m, obj, &best, &empty, &cost_best, &cost_empty);
-        if (verbose) {
-            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n",
-                    cost_best, cost_empty, unit,
-                    cost_best < cost_empty ? "" : ": keeping the empty set");
-        }
+        c.done = 2, c.objective = cost_best, c.best_objective = cost_empty;
+        observe(obj, &c);
         if (cost_best >= cost_empty) { best = empty; }
         best_cost = cost_best >= cost_empty ? cost_empty : cost_best;
     }
-    trace_search(obj->trace, METHOD_SELFSD, it - 1, &best, L, best_cost, 1);
+    c.done = 1, c.i = it, c.skip = c.best = best, c.objective = c.best_objective = best_cost;
+    observe(obj, &c);
     gp_free(&gp);
     return best;
 }
 
 // --- the oracle (in none of the papers) -----------------------------------------
 // Every skip set with exactly `count` skipped sublayers when there are at most max_sets of them,
-// else max_sets random ones (the count is reported), scored by the objective. Slow by design: it
-// prints its progress every 10 s and stops early on Ctrl-C (search_interrupted).
+// else max_sets random ones, scored by the objective. Slow by design: it stops early on Ctrl-C
+// (search_interrupted), and the observer shows its progress.
 static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets,
                              uint64_t seed, long *n_tried) {
     int L = m->config.n_layers, slots = 2 * L;
@@ -2480,10 +2510,10 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
     rng_seed(&r, seed);
     int idx[GP_MAX_DIM];
     for (int k = 0; k < count; k++) { idx[k] = k; }
-    long tried = 0, n_sets;
+    long tried = 0;
     int exhaustive = total <= (double)max_sets;
-    n_sets = exhaustive ? (long)total : max_sets;
-    double t0 = time_ms(), shown = t0;
+    long n_sets = exhaustive ? (long)total : max_sets;
+    Candidate c = {METHOD_ORACLE, 0, (int)n_sets, best, 0, best, 0, 0, exhaustive};
     while (tried < n_sets && !search_interrupted) {
         if (exhaustive) {
             memset(&cand, 0, sizeof(cand));
@@ -2502,23 +2532,12 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
         double cost = measure_objective(m, obj, &cand);
         if (search_interrupted) { break; } // a cost over part of the dev set is not a score
         if (cost < best_cost) { best_cost = cost; best = cand; }
-        trace_search(obj->trace, METHOD_ORACLE, (int)tried, &cand, L, cost, 0);
-        tried++;
-        if (time_ms() - shown > 10e3) {
-            shown = time_ms();
-            fprintf(stderr, "oracle: %ld of %ld sets scored, best cost %.4f, ~%.0f s left\n", tried,
-                    n_sets, best_cost, (shown - t0) / tried * (n_sets - tried) / 1e3);
-        }
+        c.i = (int)tried++, c.skip = cand, c.objective = cost, c.best = best;
+        c.best_objective = best_cost;
+        observe(obj, &c);
     }
-    if (search_interrupted) {
-        fprintf(stderr, "oracle: interrupted after %ld of %ld sets: best so far costs %.4f\n",
-                tried, n_sets, best_cost);
-    } else {
-        fprintf(stderr, "oracle: the best of %ld %ssets of %d sublayers costs %.4f%s\n", tried,
-                exhaustive ? "" : "random ", count, best_cost,
-                exhaustive ? " (every set there is: a bound for that size)" : "");
-    }
-    trace_search(obj->trace, METHOD_ORACLE, (int)tried, &best, L, best_cost, 1);
+    c.done = 1, c.i = (int)tried, c.skip = c.best = best, c.objective = best_cost;
+    observe(obj, &c);
     *n_tried = tried;
     return best;
 }
@@ -4930,89 +4949,227 @@ static void json_field(FILE *f, const char *lead, const char *s) {
 }
 
 // --trace FILE: JSON Lines, one object per event, each with a "type" (README: the trace). The
-// CLI writes the header and each prompt's summary; the decoding loop and the searches write
-// the rest through these, when a trace is open. Floats as %.9g (a float32 round-trips), a value
-// that is not finite as null; only the keys ending in _ms or _per_s hold timings.
-struct Trace {
-    FILE *f;    // in memory until the run ends (commit_outputs)
-    int prompt; // the prompt being decoded (0-based)
-};
+// CLI writes the header and each prompt's summary; the rest comes through the engine's Observer
+// (trace_prefill, trace_round, watch_candidate), which also keeps each prompt's draft statistics
+// and prints the searches' progress. Floats as %.9g (a float32 round-trips), a value that is not
+// finite as null; only the keys ending in _ms or _per_s, or starting with measured_, hold
+// measurements.
+typedef struct {
+    int lengths[MAX_DRAFT + 1]; // rounds that drafted i tokens
+    int reached[MAX_DRAFT];     // rounds whose draft reached position i + 1
+    int kept[MAX_DRAFT];        // of those, the rounds that kept it
+    int ends[4];                // rounds by why drafting stopped (END_*)
+    int longest;                // the most tokens a round drafted
+    double conf_sum;            // over the draft tokens, their confidence (Round.conf)
+    int confident;              // the draft tokens whose confidence was at least gamma_before
+    int dps;                    // CLaSp's DPs
+    SkipSet last_dp;            // the last DP's set
+    double overlap_sum;         // the Jaccard overlap of each DP's set with the one before
+} DraftStats;
+
+typedef struct {
+    FILE *f;                 // --trace: in memory until the run ends (commit_outputs); NULL: none
+    int prompt;              // the prompt being decoded (0-based)
+    int n_layers, exit_none; // the model's layers; --exit none (no threshold: gamma null)
+    int verbose, cost_model; // Self-SD's progress lines; the searches' objective (its unit)
+    int count;               // the oracle's set size
+    double t0, shown;        // the search's first set, and its last progress line
+    DraftStats ds;           // this prompt's drafts (reset by each prefill)
+} Trace;
 
 static void trace_float(FILE *f, const char *lead, double x) {
     if (isfinite(x)) { fprintf(f, "%s%.9g", lead, x); } else { fprintf(f, "%snull", lead); }
 }
 
-// lead, then the skipped layers: {"attn": "1,3", "mlp": ""} as --skip lists them (the trace),
-// or with arrays, {"attn": [1, 3], "mlp": []} as --skip-file reads them (--save-skip).
-static void write_skip(FILE *f, const char *lead, const SkipSet *s, int L, int arrays) {
+// lead, then the skipped layers as arrays, {"attn": [1, 3], "mlp": []}: the one spelling of a
+// skip set in every output, which --skip-file reads back.
+static void write_skip(FILE *f, const char *lead, const SkipSet *s, int L) {
     fprintf(f, "%s{", lead);
     for (int k = 0; k < 2; k++) {
         const unsigned char *flags = k ? s->mlp : s->attn;
-        fprintf(f, "%s\"%s\": %c", k ? ", " : "", k ? "mlp" : "attn", arrays ? '[' : '"');
+        fprintf(f, "%s\"%s\": [", k ? ", " : "", k ? "mlp" : "attn");
         for (int l = 0, n = 0; l < L; l++) {
-            if (flags[l]) { fprintf(f, n++ ? (arrays ? ", %d" : ",%d") : "%d", l); }
+            if (flags[l]) { fprintf(f, n++ ? ", %d" : "%d", l); }
         }
-        fputc(arrays ? ']' : '"', f);
+        fputc(']', f);
     }
     fputc('}', f);
 }
 
-static void trace_prefill(Trace *t, int n_prompt, const Selector *sel, const SkipSet *skip, int L) {
-    fprintf(t->f, "{\"type\": \"prefill\", \"prompt\": %d, \"tokens\": %d", t->prompt, n_prompt);
+// |a and b| / |a or b| over the skipped sublayers (1 for two empty sets)
+static double jaccard(const SkipSet *a, const SkipSet *b, int L) {
+    int both = 0, either = 0;
+    for (int l = 0; l < L; l++) {
+        both += (a->attn[l] && b->attn[l]) + (a->mlp[l] && b->mlp[l]);
+        either += (a->attn[l] || b->attn[l]) + (a->mlp[l] || b->mlp[l]);
+    }
+    return either ? (double)both / either : 1.0;
+}
+
+static double log_choose(int n, int k) { return lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0); }
+
+// The mean Jaccard overlap of two sets of m whole layers of L drawn at random: their
+// intersection i is hypergeometric, P(i) = C(m, i) C(L - m, m - i) / C(L, m), the overlap
+// i / (2m - i).
+static double random_overlap(int m, int L) {
+    if (m <= 0 || m > L) { return 1.0; }
+    double mean = 0;
+    for (int i = 2 * m - L > 0 ? 2 * m - L : 0; i <= m; i++) {
+        double p = exp(log_choose(m, i) + log_choose(L - m, m - i) - log_choose(L, m));
+        mean += p * i / (2.0 * m - i);
+    }
+    return mean;
+}
+
+// The prompt's ids and, for ASD, its C_l and the set its rules chose; starts the prompt's
+// statistics. Plain decoding's prefill comes from the CLI (sel and skip NULL).
+static void trace_prefill(void *ctx, const int *ids, int n, const Selector *sel,
+                          const SkipSet *skip) {
+    Trace *t = (Trace *)ctx;
+    memset(&t->ds, 0, sizeof(t->ds));
+    if (t->f == NULL) { return; }
+    fprintf(t->f, "{\"type\": \"prefill\", \"prompt\": %d, \"tokens\": %d, \"ids\": [",
+            t->prompt, n);
+    for (int i = 0; i < n; i++) { fprintf(t->f, i ? ", %d" : "%d", ids[i]); }
+    fputc(']', t->f);
     if (sel && sel->method == METHOD_ASD) {
-        for (int l = 0; l < L; l++) {
+        for (int l = 0; l < t->n_layers; l++) {
             trace_float(t->f, l ? ", " : ", \"asd_cos\": [", sel->asd_cos[l]);
         }
-        write_skip(t->f, "], \"asd_skip\": ", skip, L, 0);
+        write_skip(t->f, "], \"asd_skip\": ", skip, t->n_layers);
     }
     fprintf(t->f, "}\n");
 }
 
-static void trace_round(Trace *t, const Selector *sel, int L, int round, int pos,
-                        const SkipSet *skip, const SkipSet *next, int k, const float *conf,
-                        int accepted, int emitted, const DraftExit *exit, float gamma_before,
-                        int verify_rows, int stepped, int dp) {
-    FILE *f = t->f;
-    int gamma = exit->mode != EXIT_NONE; // --exit none drafts K tokens: no threshold, null
-    fprintf(f, "{\"type\": \"round\", \"prompt\": %d, \"round\": %d, \"pos\": %d", t->prompt,
-            round, pos);
-    write_skip(f, ", \"skip\": ", skip, L, 0);
-    fprintf(f, ", \"drafted\": %d, \"conf\": [", k);
-    for (int j = 0; j < k; j++) { trace_float(f, j ? ", " : "", conf[j]); }
-    fprintf(f, "], \"accepted\": %d, \"emitted\": %d", accepted, emitted);
-    trace_float(f, ", \"gamma_before\": ", gamma ? gamma_before : NAN);
-    trace_float(f, ", \"gamma_after\": ", gamma ? exit->threshold : NAN);
-    fprintf(f, ", \"verify\": %d, \"event\": ", verify_rows);
-    if (stepped) { // SWIFT's optimization step before this round (swift_step)
-        const Swift *w = &sel->swift;
+static void count_round(DraftStats *d, const Round *r, int L) {
+    d->lengths[r->drafted]++;
+    d->longest = r->drafted > d->longest ? r->drafted : d->longest;
+    for (int j = 0; j < r->drafted; j++) {
+        d->reached[j]++;
+        d->kept[j] += j < r->accepted;
+        d->conf_sum += r->conf[j];
+        d->confident += r->conf[j] >= r->gamma_before;
+    }
+    d->ends[r->end]++;
+    if (r->dp) {
+        d->overlap_sum += d->dps++ ? jaccard(&d->last_dp, &r->next, L) : 0;
+        d->last_dp = r->next;
+    }
+}
+
+// A round's event: SWIFT's step before it; CLaSp's DP, or SWIFT's App. C.2 restart, after it.
+static void trace_event(FILE *f, const Round *r, const Selector *sel, int L) {
+    const Swift *w = &sel->swift;
+    const char *lead = "{";
+    if (r->stepped) { // swift_step
         static const char *phase[] = {"start", "random", "gp"};
-        fprintf(f, "{\"swift\": {\"phase\": \"%s\"", phase[w->phase]);
-        write_skip(f, ", \"candidate\": ", &w->cand, L, 0);
+        fprintf(f, "{\"swift\": {\"phase\": \"%s\"", phase[w->phase]); // lead is "{"
+        write_skip(f, ", \"candidate\": ", &w->cand, L);
         trace_float(f, ", \"matchness\": ", w->cand_score);
         trace_float(f, ", \"kept_matchness\": ", w->kept_score >= 0 ? w->kept_score : NAN);
-        trace_float(f, ", \"ratio\": ", w->ratio);
-        fprintf(f, ", \"replaced\": %s}}", w->kept_score >= 0 && w->cand_score > w->kept_score
+        trace_float(f, ", \"ratio\": ", w->cand_ratio);
+        fprintf(f, ", \"replaced\": %s}", w->kept_score >= 0 && w->cand_score > w->kept_score
                                               ? "true" : "false");
-    } else if (dp) { // CLaSp's DP after this round's verification (select_clasp)
-        write_skip(f, "{\"clasp\": {\"ran\": true, \"skip\": ", next, L, 0);
-        trace_float(f, ", \"margin\": ", sel->clasp_margin);
-        fprintf(f, "}}");
-    } else {
-        fprintf(f, "null");
+        lead = ", ";
     }
+    if (r->dp) { // select_clasp
+        const ClaspDp *d = &sel->clasp_dp;
+        fprintf(f, "%s\"clasp\": {\"ran\": true", lead);
+        write_skip(f, ", \"skip\": ", &r->next, L);
+        trace_float(f, ", \"margin\": ", d->margin);
+        if (d->layer < 0) {
+            fprintf(f, ", \"closest\": null");
+        } else {
+            fprintf(f, ", \"closest\": {\"layer\": %d, \"skips\": %d}", d->layer, d->skips);
+        }
+        for (int l = 0; l < L; l++) { trace_float(f, l ? ", " : ", \"path\": [", d->path[l]); }
+        fprintf(f, "]}");
+        lead = ", ";
+    }
+    if (r->restarted) { // swift_after_verify
+        fprintf(f, "%s\"restart\": {", lead);
+        trace_float(f, "\"ratio\": ", w->ratio);
+        write_skip(f, ", \"skip\": ", &r->next, L);
+        fputc('}', f);
+        lead = ", ";
+    }
+    fputs(*lead == '{' ? "null" : "}", f);
+}
+
+static void trace_round(void *ctx, const Round *r, const Selector *sel) {
+    Trace *t = (Trace *)ctx;
+    FILE *f = t->f;
+    int L = t->n_layers;
+    count_round(&t->ds, r, L);
+    if (f == NULL) { return; }
+    static const char *ends[] = {"exit", "K", "room", "eos"};
+    fprintf(f, "{\"type\": \"round\", \"prompt\": %d, \"round\": %d, \"pos\": %d", t->prompt,
+            r->round, r->pos);
+    write_skip(f, ", \"skip\": ", &r->skip, L);
+    fprintf(f, ", \"drafted\": %d, \"conf\": [", r->drafted);
+    for (int j = 0; j < r->drafted; j++) { trace_float(f, j ? ", " : "", r->conf[j]); }
+    fprintf(f, "], \"end\": \"%s\", \"accepted\": %d, \"emitted\": %d", ends[r->end],
+            r->accepted, r->emitted);
+    trace_float(f, ", \"gamma_before\": ", t->exit_none ? NAN : r->gamma_before);
+    trace_float(f, ", \"gamma_after\": ", t->exit_none ? NAN : r->gamma_after);
+    fprintf(f, ", \"verify\": %d, \"leaf\": %s, \"event\": ", r->verify_rows,
+            r->leaf ? "true" : "false");
+    trace_event(f, r, sel, L);
     fprintf(f, "}\n");
 }
 
-static void trace_search(Trace *t, int method, int i, const SkipSet *s, int L, double objective,
-                         int done) {
-    if (t == NULL) { return; }
-    fprintf(t->f, done ? "{\"type\": \"search_done\", \"method\": \"%s\", \"scored\": %d"
-                       : "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d",
-            method_name(method), i);
-    if (done) { fprintf(t->f, ", \"interrupted\": %s", search_interrupted ? "true" : "false"); }
-    write_skip(t->f, ", \"skip\": ", s, L, 0);
-    trace_float(t->f, ", \"objective\": ", objective);
-    fprintf(t->f, "}\n");
+// The searches' progress on stderr: Self-SD's iterations (unless --json), the oracle's every 10 s.
+static void search_progress(Trace *t, const Candidate *c) {
+    const char *unit = t->cost_model ? "sublayers/token" : "ms/token";
+    int L = t->n_layers, skips = skip_count(&c->best, L);
+    double now = time_ms();
+    if (c->i == 0 && !c->done) { t->t0 = t->shown = now; }
+    if (c->method == METHOD_SELFSD && t->verbose) {
+        if (c->done == 2) {
+            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n",
+                    c->objective, c->best_objective, unit,
+                    c->objective < c->best_objective ? "" : ": keeping the empty set");
+        } else if (c->done && search_interrupted) {
+            fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d "
+                    "of %d, cost %.4f %s\n", c->i - 1, c->of, skips, 2 * L, c->objective, unit);
+        } else if (!c->done && c->i == 0) {
+            fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n",
+                    c->objective, unit);
+        } else if (!c->done) {
+            fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, "
+                    "~%.0f s left\n", c->i, c->of, c->objective, unit, c->best_objective, skips,
+                    2 * L, (now - t->t0) / c->i * (c->of - c->i) / 1e3);
+        }
+    } else if (c->method == METHOD_ORACLE) {
+        if (c->done && search_interrupted) {
+            fprintf(stderr, "oracle: interrupted after %d of %d sets: best so far costs %.4f\n",
+                    c->i, c->of, c->objective);
+        } else if (c->done) {
+            fprintf(stderr, "oracle: the best of %d %ssets of %d sublayers costs %.4f%s\n", c->i,
+                    c->every_set ? "" : "random ", t->count, c->objective,
+                    c->every_set ? " (every set there is: a bound for that size)" : "");
+        } else if (now - t->shown > 10e3) {
+            t->shown = now;
+            fprintf(stderr, "oracle: %d of %d sets scored, best cost %.4f, ~%.0f s left\n",
+                    c->i + 1, c->of, c->best_objective,
+                    (now - t->t0) / (c->i + 1) * (c->of - c->i - 1) / 1e3);
+        }
+    }
+}
+
+// A search's set: a "search" record (done: "search_done", the set chosen), and its progress.
+static void watch_candidate(void *ctx, const Candidate *c) {
+    Trace *t = (Trace *)ctx;
+    if (t->f && c->done != 2) { // the re-check only decides between the winner and plain
+        fprintf(t->f, c->done ? "{\"type\": \"search_done\", \"method\": \"%s\", \"scored\": %d"
+                              : "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d",
+                method_name(c->method), c->i);
+        if (c->done) { fprintf(t->f, ", \"interrupted\": %s", search_interrupted ? "true" : "false"); }
+        write_skip(t->f, ", \"skip\": ", &c->skip, t->n_layers);
+        trace_float(t->f, ", \"objective\": ", c->objective);
+        fprintf(t->f, "}\n");
+    }
+    search_progress(t, c);
 }
 
 // ----------------------------------------------------------------------------
@@ -5866,7 +6023,8 @@ typedef struct {
     Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd, oracle)
     int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
     Selector sel;
-    Trace trace;             // --trace: its records go to its stream in outs (f NULL: none)
+    Trace trace;             // watches decoding and the searches; --trace's stream (f NULL: none)
+    Observer watch;          // the engine's hooks into trace
     OutputFile outs[MAX_OUTPUTS]; // the output files given, n_outs of them
     int n_outs;
 } CliRun;
@@ -5877,16 +6035,16 @@ static double search_skip_set(CliRun *r, const Options *o) {
     int n_layers = r->m.config.n_layers;
     Objective obj = {(const int *const *)r->dev.ids, r->dev.len, r->dev.n,
                      o->params.selfsd.dev_tokens, o->max_draft, o->cost_model, o->exit,
-                     {o->temperature, o->top_p, {0}}, r->trace.f ? &r->trace : NULL};
+                     {o->temperature, o->top_p, {0}}, &r->watch, NULL, NULL};
     rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
     double t0 = time_ms();
     signal(SIGINT, on_interrupt);
     if (o->method == METHOD_SELFSD) {
-        r->skip = select_selfsd(&r->m, &obj, &o->params.selfsd, (uint64_t)o->seed, !o->json);
+        r->skip = select_selfsd(&r->m, &obj, &o->params.selfsd, (uint64_t)o->seed);
     } else {
         const OracleParams *op = &o->params.oracle;
         long tried;
-        int count = (int)lround(op->skip_ratio * 2 * n_layers);
+        int count = r->trace.count = (int)lround(op->skip_ratio * 2 * n_layers);
         fprintf(stderr, "oracle: scoring %ld random skip sets of %d sublayers (every one when "
                 "there are at most that many)\n", op->max_sets, count);
         r->skip = select_oracle(&r->m, &obj, count, op->max_sets, (uint64_t)o->seed, &tried);
@@ -5922,6 +6080,7 @@ typedef struct {
     double plain_tps;     // --compare: plain decoding's tokens/s
     int identical;        // --compare: the same tokens
     const Selector *sel;  // the method's state: SWIFT's steps, ASD's C_l
+    const DraftStats *ds; // the drafts, round by round (Trace)
 } PromptResult;
 
 static double threshold_mean(const SpecStats *st) {
@@ -5952,7 +6111,7 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
     // the set the first round drafts with, unless the method chooses one before it
     SkipSet start = method == METHOD_SWIFT ? r->sel.swift.best
                     : method == METHOD_CLASP ? alternate_layers(L) : r->skip;
-    write_skip(f, ", \"skip\": ", &start, L, 0);
+    write_skip(f, ", \"skip\": ", &start, L);
     fprintf(f, ", \"params\": {");
     if (method == METHOD_SELFSD || method == METHOD_ORACLE) {
         fprintf(f, "\"objective\": \"%s\", \"search_on\": \"%s\", \"dev_tokens\": %d, ",
@@ -5990,14 +6149,36 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
     fprintf(f, "}}\n");
 }
 
+// --json's draft statistics (README "The trace"): draft_lengths[i], the rounds
+// that drafted i tokens (they sum to rounds); accept_by_position[i], the share of the rounds whose
+// draft reached position i + 1 that kept it; draft_ends, the rounds by why drafting stopped;
+// conf_mean, the draft tokens' mean confidence; dp_overlap, CLaSp's mean Jaccard overlap of
+// consecutive DP sets (null: fewer than two DPs).
+static void print_draft_stats(FILE *f, const DraftStats *d, int rounds, int drafted) {
+    int n = rounds > 0 ? d->longest + 1 : 0;
+    for (int i = 0; i < n; i++) { fprintf(f, i ? ", %d" : ", \"draft_lengths\": [%d", d->lengths[i]); }
+    fprintf(f, n ? "]" : ", \"draft_lengths\": []");
+    for (int i = 0; i < n - 1; i++) {
+        fprintf(f, i ? ", %.4f" : ", \"accept_by_position\": [%.4f", (double)d->kept[i] / d->reached[i]);
+    }
+    fprintf(f, n > 1 ? "]" : ", \"accept_by_position\": []");
+    fprintf(f, ", \"draft_ends\": {\"exit\": %d, \"K\": %d, \"room\": %d, \"eos\": %d}",
+            d->ends[END_EXIT], d->ends[END_K], d->ends[END_ROOM], d->ends[END_EOS]);
+    fprintf(f, ", \"conf_mean\": %.4f", drafted > 0 ? d->conf_sum / drafted : 0.0);
+    if (d->dps > 1) {
+        fprintf(f, ", \"dp_overlap\": %.4f", d->overlap_sum / (d->dps - 1));
+    } else {
+        fprintf(f, ", \"dp_overlap\": null");
+    }
+}
+
 // --json: one object per prompt, on one line (JSON Lines with -f), after lead ("{", or --trace's
 // summary's first keys). Its keys are documented in README; "gamma_*" is the draft-exit threshold.
 static void print_json_report(FILE *f, const char *lead, const Options *o, const Model *m,
                               const PromptResult *r) {
     const SpecStats *st = r->st;
     int L = m->config.n_layers;
-    char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[1024];
-    layer_map(r->skip, L, attn_map, mlp_map);
+    char note[1024];
     RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
     fprintf(f, "%s", lead);
@@ -6009,12 +6190,13 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
     fprintf(f, "], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, "
             "\"prefill_ms\": %.3f, \"decode_ms\": %.3f", r->n_prompt, r->n, tps,
             st->gen.prefill_ms, st->gen.decode_ms);
-    fprintf(f, ", \"method\": \"%s\", \"skip\": {\"attn\": \"%s\", \"mlp\": \"%s\"}",
-               method_name(o->method), attn_map, mlp_map);
+    fprintf(f, ", \"method\": \"%s\"", method_name(o->method));
+    write_skip(f, ", \"skip\": ", r->skip, L);
     fprintf(f, ", \"skip_ratio\": %.4f, \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, "
                "\"accept_rate\": %.4f, \"mean_accepted\": %.4f", sum.skip_ratio, st->rounds,
                st->drafted, st->accepted, sum.acceptance, sum.mean_accepted);
-    if (o->exit.mode == EXIT_NONE) { // always K tokens: no threshold
+    // no threshold: plain decoding, or --exit none (always K tokens)
+    if (o->exit.mode == EXIT_NONE || o->method == METHOD_NONE) {
         fprintf(f, ", \"gamma_first\": null, \"gamma_last\": null, \"gamma_mean\": null");
     } else {
         fprintf(f, ", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
@@ -6026,17 +6208,43 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
                ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
                st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
+    print_draft_stats(f, r->ds, st->rounds, st->drafted);
     json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
                                                r->sel, note, sizeof(note)));
     if (r->n_plain >= 0) {
         PassCosts pc = pass_costs(st, r->plain_tps);
-        fprintf(f, ", \"plain_tokens_per_s\": %.3f, \"speedup\": %.4f, \"identical\": %s",
+        fprintf(f, ", \"plain_tokens_per_s\": %.3f, \"measured_speedup\": %.4f, \"identical\": %s",
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0,
                 o->temperature == 0.0f ? (r->identical ? "true" : "false") : "null");
-        fprintf(f, ", \"draft_pass_steps\": %.4f, \"verify_pass_steps\": %.4f, "
-                "\"predicted_speedup\": %.4f", pc.draft, pc.verify, pc.predicted);
+        fprintf(f, ", \"measured_draft_pass_steps\": %.4f, \"measured_verify_pass_steps\": %.4f, "
+                "\"measured_predicted_speedup\": %.4f", pc.draft, pc.verify, pc.predicted);
     }
     fprintf(f, "}\n");
+}
+
+// The draft statistics in the text report: rounds by draft length, acceptance by draft position,
+// why drafts ended, and CLaSp's overlap of consecutive DP sets against random sets of M layers.
+static void print_draft_lines(const DraftStats *d, int rounds, int drafted, int exit_none, int M,
+                              int L) {
+    if (rounds == 0) { return; }
+    fprintf(stderr, "rounds drafting 0, 1, 2, ... tokens:");
+    for (int i = 0; i <= d->longest; i++) { fprintf(stderr, " %d", d->lengths[i]); }
+    for (int i = 0; i < d->longest; i++) {
+        fprintf(stderr, "%s %.2f", i ? "" : " | kept at position 1, 2, ...:",
+                (double)d->kept[i] / d->reached[i]);
+    }
+    fprintf(stderr, "\ndrafts ended by the exit rule %d, K %d, room %d, EOS %d", d->ends[END_EXIT],
+            d->ends[END_K], d->ends[END_ROOM], d->ends[END_EOS]);
+    if (drafted > 0) { fprintf(stderr, " | draft confidence mean %.2f", d->conf_sum / drafted); }
+    if (drafted > 0 && !exit_none) {
+        fprintf(stderr, ", %.0f%% of drafts at or above gamma", 100.0 * d->confident / drafted);
+    }
+    fputc('\n', stderr);
+    if (d->dps > 1) {
+        fprintf(stderr, "consecutive DP sets overlap %.2f (mean Jaccard of %d pairs; two random sets "
+                "of %d layers: %.2f)\n", d->overlap_sum / (d->dps - 1), d->dps - 1, M,
+                random_overlap(M, L));
+    }
 }
 
 // The text report on stderr (stdout holds the generated text).
@@ -6058,6 +6266,8 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
         fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted "
                 "length M %.2f\n", st->rounds, st->drafted, st->accepted, sum.acceptance,
                 sum.mean_accepted);
+        print_draft_lines(r->ds, st->rounds, st->drafted, o->exit.mode == EXIT_NONE,
+                          r->sel->clasp_skip, L);
         if (o->exit.mode == EXIT_NONE) { // always K tokens: no threshold to print
             fprintf(stderr, "no exit threshold (--exit none) | ");
         } else {
@@ -6125,10 +6335,10 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     memset(st, 0, sizeof(*st));
     if (plain || o->method == METHOD_NONE) {
         n = generate_plain(&r->m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);
-        if (!plain && r->trace.f) { trace_prefill(&r->trace, n_prompt, NULL, NULL, 0); }
+        if (!plain) { trace_prefill(&r->trace, prompt, n_prompt, NULL, NULL); }
     } else {
         // (the selector's hooks do nothing for static, selfsd and oracle: they chose before)
-        SpecParams sp = {r->skip, o->max_draft, o->exit};
+        SpecParams sp = {r->skip, o->max_draft, o->exit, &r->watch};
         n = generate_spec(&r->m, prompt, n_prompt, &sp, &r->sel, &smp, &tokens, st);
         o->exit = sp.exit; // the adaptive threshold carries over to the next prompt
         r->skip = sp.skip; // the layer map reported is the last one used
@@ -6227,10 +6437,13 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->trace.f = output_stream(r->outs, r->n_outs, o, &o->trace);
-    if (r->trace.f) {
-        r->sel.trace = &r->trace;
-        trace_header(r->trace.f, o, r);
-    }
+    r->trace.n_layers = c->n_layers;
+    r->trace.exit_none = o->exit.mode == EXIT_NONE;
+    r->trace.verbose = !o->json;
+    r->trace.cost_model = o->cost_model;
+    Observer watch = {&r->trace, trace_prefill, trace_round, watch_candidate};
+    r->watch = watch;
+    if (r->trace.f) { trace_header(r->trace.f, o, r); }
     return 0;
 }
 
@@ -6249,7 +6462,7 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
     st.select_ms += search_ms;
     st.search_ms = search_ms;
     PromptResult res = {text, r->out, n, r->prompts.len[pi], &st, &r->skip, -1, 0, 1,
-                        &r->sel};
+                        &r->sel, &r->trace.ds};
     if (o->compare) {
         res.n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);
         res.plain_tps = tokens_per_s(res.n_plain, plain.gen.decode_ms);
@@ -6283,7 +6496,7 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
     }
     FILE *skip = output_stream(r->outs, r->n_outs, o, &o->save_skip);
     if (skip) {
-        write_skip(skip, "", &r->searched, r->m.config.n_layers, 1);
+        write_skip(skip, "", &r->searched, r->m.config.n_layers);
         fputc('\n', skip);
     }
     if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }

@@ -367,7 +367,7 @@ static void numbers_and_environment(void) {
         if (check(build_model(&m, SRC, 64, err) == 0, "build_model: %s", err)) {
             int prompt[3] = {1, 300, 301}, *prompts[8], lens[8];
             for (int k = 0; k < 8; k++) { prompts[k] = prompt; lens[k] = 3; }
-            Objective obj = {(const int *const *)prompts, lens, 8, 8, 4, 1, draft_exit_default(), {0, 1, {0}}, NULL};
+            Objective obj = {(const int *const *)prompts, lens, 8, 8, 4, 1, draft_exit_default(), {0, 1, {0}}, NULL, NULL, NULL};
             SkipSet s;
             memset(&s, 0, sizeof(s));
             s.attn[1] = 1;

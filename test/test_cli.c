@@ -190,13 +190,12 @@ static void test_selfsd_noise(void) {
     char err[SS_ERR_LEN];
     if (build_model(&m, RANDOM_MODEL, 64, err)) { check(0, "%s", err); return; }
     NoisyClock clock = {0};
-    Objective obj = {NULL, NULL, 0, 0, 12, 0, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL};
+    Objective obj = {NULL, NULL, 0, 0, 12, 0, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL, NULL, NULL};
     MethodParams mp = method_params_default();
     mp.selfsd.iters = 40;
-    test_objective = noisy_cost;
-    test_objective_ctx = &clock;
-    SkipSet best = select_selfsd(&m, &obj, &mp.selfsd, 5, 0);
-    test_objective = NULL;
+    obj.score = noisy_cost;
+    obj.score_ctx = &clock;
+    SkipSet best = select_selfsd(&m, &obj, &mp.selfsd, 5);
     check(skip_count(&best, m.config.n_layers) == 0,
           "Self-SD under a noisy clock chose a set skipping %d sublayers, each of which truly costs more than none",
           skip_count(&best, m.config.n_layers));
@@ -325,8 +324,8 @@ static void test_method_notes(void) {
     check(all && sscanf(all, "%d in all, %d of which changed the set", &steps, &changes) == 2 &&
               steps == (int)json_num(out, "selections") && changes >= 0 && changes < steps,
           "swift --swift-budget 1: %d steps, %d changed the set: %s", steps, changes, out);
-    double draft = json_num(out, "draft_pass_steps"), verify = json_num(out, "verify_pass_steps"),
-           predicted = json_num(out, "predicted_speedup");
+    double draft = json_num(out, "measured_draft_pass_steps"), verify = json_num(out, "measured_verify_pass_steps"),
+           predicted = json_num(out, "measured_predicted_speedup");
     check(draft > 0 && verify > 0 && predicted > 0,
           "--compare --json: draft_pass_steps %g, verify_pass_steps %g, predicted_speedup %g, want all > 0", draft,
           verify, predicted);

@@ -135,6 +135,7 @@ static void test_greedy_lossless(Model *m, const char *name) {
             // every prompt sees every skip set; K and the exit mode cycle through all 9 pairs
             int combo = (pi + si) % 9;
             SpecParams sp;
+            memset(&sp, 0, sizeof(sp)); // observer NULL: nobody watches
             sp.skip = sets[si];
             sp.max_draft = ks[combo / 3];
             sp.exit = draft_exit_default();
@@ -286,6 +287,7 @@ static void test_sampling_end_to_end(Model *m, float temperature, float top_p, i
     long multi = 0, both = 0, drafted = 0, selections = 0, changed = 0;
     for (long seed = 0; seed < seeds; seed++) {
         SpecParams sp;
+        memset(&sp, 0, sizeof(sp)); // observer NULL: nobody watches
         sp.skip = *skip;
         sp.max_draft = 4;
         sp.exit = draft_exit_default();
@@ -296,6 +298,7 @@ static void test_sampling_end_to_end(Model *m, float temperature, float top_p, i
         SpecStats st;
         Output o = output(out, 4, NULL, NULL);
         EngineLog *g = watch_engine();
+        sp.observer = &engine_watcher;
         generate_spec(m, prompt, P, &sp, method == METHOD_STATIC ? NULL : &sel, &smp, &o, &st);
         int a = out[0], b = out[1], c = out[2];
         long cell = idx1[a] < 0 ? a : idx2[(size_t)idx1[a] * V + b] < 0 ? V + (long)idx1[a] * V + b
@@ -359,6 +362,7 @@ static void run_pair(Model *m, const int *prompt, int n_prompt, int max_new, con
     GenStats gs;
     SpecStats st;
     SpecParams sp;
+    memset(&sp, 0, sizeof(sp)); // observer NULL: nobody watches
     sp.skip = *skip;
     sp.max_draft = k;
     sp.exit = draft_exit_default();
@@ -386,23 +390,28 @@ static void test_exit_direction(const char *dir) {
     SpecScratch *s = build_spec_scratch(&m.config, K, 64);
     for (int first = 1; first < 60 && cases < 8; first += 7) {
         prompt[1] = first;
-        SpecParams sp = {alternate_layers(m.config.n_layers), K, draft_exit_default()};
+        SpecParams sp = {alternate_layers(m.config.n_layers), K, draft_exit_default(), NULL};
         prefill(&m, prompt, 4, NULL, NULL, &row);
         int x = argmax(m.state.logits_host + (size_t)row * m.config.vocab_size, m.config.vocab_size);
         float conf[K], lowest = 1.0f;
+        Round r;
+        memset(&r, 0, sizeof(r));
+        r.pos = 4;
+        s->draft[0] = x;
+        s->max_draft = K;
         sp.exit.mode = EXIT_NONE;
         for (int j = 1; j <= K; j++) { // the confidence of step j: the last of a j-token draft
-            draft_tokens(&m, &sp, &greedy, x, 4, j, NULL, s);
-            conf[j - 1] = s->conf[j - 1];
+            draft_tokens(&m, &sp, &greedy, j, s, &r);
+            conf[j - 1] = r.conf[j - 1];
             if (j < K && conf[j - 1] < lowest) { lowest = conf[j - 1]; }
         }
         if (conf[0] >= 1.0f || lowest <= 0.0f) { continue; }
         cases++;
         sp.exit.mode = EXIT_FIXED;
         sp.exit.threshold = nextafterf(conf[0], 1.0f);
-        stops_early += draft_tokens(&m, &sp, &greedy, x, 4, K, NULL, s) == 1;
+        stops_early += draft_tokens(&m, &sp, &greedy, K, s, &r) == 1 && r.end == END_EXIT;
         sp.exit.threshold = lowest;
-        runs_on += draft_tokens(&m, &sp, &greedy, x, 4, K, NULL, s) == K;
+        runs_on += draft_tokens(&m, &sp, &greedy, K, s, &r) == K && r.end == END_K;
     }
     check(cases >= 4 && stops_early == cases && runs_on == cases,
           "draft exit: of %d drafts, %d stopped after a first token below gamma, %d ran to K with every "
@@ -431,7 +440,7 @@ static void test_edges(const char *dir) {
     check(n == 1, "-n 1 gave %d tokens", n);
     // An empty skip set drafts nothing: every round is one plain decoding step.
     SpecStats st;
-    SpecParams sp = {none, 12, draft_exit_default()};
+    SpecParams sp = {none, 12, draft_exit_default(), NULL};
     int out[16];
     Sampler greedy = {0.0f, 1.0f, {1}};
     Output o = output(out, 8, NULL, NULL);
@@ -457,7 +466,7 @@ static void test_edges(const char *dir) {
     check(n == first_at + 1, "EOS inside a draft: %d tokens, want %d", n, first_at + 1);
     // and the statistics count only what was emitted: every round emits accepted + 1 tokens, and
     // the drafts after the EOS are neither accepted nor drafted (alpha, M, AR_e, SWIFT's rule)
-    SpecParams all = {identity, 12, draft_exit_default()};
+    SpecParams all = {identity, 12, draft_exit_default(), NULL};
     all.exit.mode = EXIT_NONE; // the first round drafts 10 tokens, all accepted, the EOS among them
     Output eo = output(out, 12, NULL, NULL);
     generate_spec(&m, prompt, 3, &all, NULL, &greedy, &eo, &st);
@@ -470,7 +479,7 @@ static void test_edges(const char *dir) {
     // all accepted (AR 1 above alpha), gamma must stay put (Self-SD's rule), not drift down and
     // carry the drift to the next prompt
     m.config.n_eos = 0;
-    SpecParams cut = {identity, 12, draft_exit_default()};
+    SpecParams cut = {identity, 12, draft_exit_default(), NULL};
     cut.exit.threshold = 0.0f; // no confidence stops the draft
     Output co = output(out, 8, NULL, NULL);
     generate_spec(&m, prompt, 3, &cut, NULL, &greedy, &co, &st);
@@ -499,7 +508,7 @@ static void test_output_time_is_other(const char *dir) {
     MethodParams params = method_params_default();
     Selector sel;
     selector_init(&sel, METHOD_STATIC, &params, m.config.n_layers, 1);
-    SpecParams sp = {alternate_layers(m.config.n_layers), 6, draft_exit_default()};
+    SpecParams sp = {alternate_layers(m.config.n_layers), 6, draft_exit_default(), NULL};
     Output o = output(out, N, slow_writer, NULL);
     SpecStats st;
     generate_spec(&m, prompt, 4, &sp, &sel, &greedy, &o, &st);

@@ -19,7 +19,7 @@ static int load_model(Model *m, const char *dir) {
 // The parameters of a run whose selector chooses every skip set: it starts from none.
 static SpecParams selector_params(int max_draft, DraftExit exit) {
     SpecParams sp;
-    memset(&sp.skip, 0, sizeof(sp.skip));
+    memset(&sp, 0, sizeof(sp)); // observer NULL: nobody watches
     sp.max_draft = max_draft;
     sp.exit = exit;
     return sp;
@@ -99,7 +99,13 @@ static void test_tree_bound(const char *dir) {
     SpecScratch *s = build_spec_scratch(&m.config, MAX_DRAFT, 64);
     prefill(&m, prompt, 4, NULL, NULL, &row);
     int x = argmax(m.state.logits_host + (size_t)row * m.config.vocab_size, m.config.vocab_size);
-    int k = draft_tokens(&m, &sp, &greedy, x, 4, MAX_DRAFT, &sw.tree, s);
+    Round r;
+    memset(&r, 0, sizeof(r));
+    r.pos = 4;
+    s->draft[0] = x;
+    s->max_draft = MAX_DRAFT;
+    s->shape = &sw.tree;
+    int k = draft_tokens(&m, &sp, &greedy, MAX_DRAFT, s, &r);
     for (int j = 1; j <= k; j++) {
         leaves += s->n_alts[j];
         full &= j == k || s->n_alts[j] >= sw.tree.width[0] - 1;
@@ -233,10 +239,10 @@ static void test_planted(const char *dir) {
     // iterations (the space has 2^12 sets)
     const int *prompts[1] = {prompt};
     int lengths[1] = {12};
-    Objective obj = {prompts, lengths, 1, 24, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL};
+    Objective obj = {prompts, lengths, 1, 24, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL, NULL, NULL};
     MethodParams mp_bo = method_params_default();
     mp_bo.selfsd.iters = 150;
-    SkipSet bo = select_selfsd(&m, &obj, &mp_bo.selfsd, 7, 0);
+    SkipSet bo = select_selfsd(&m, &obj, &mp_bo.selfsd, 7);
     layer_map(&bo, L, a_map, m_map);
     check(contains(&bo, &planted, L), "Self-SD BO (cost model, 150 iters) chose attn %s mlp %s, missing planted sublayers",
           a_map, m_map);
@@ -354,6 +360,7 @@ static void test_clasp_input(const char *dir) {
             // run 0 learns round 1's accepted count; run 1 stops one token after round 1
             Output o = output(out, run == 0 ? 20 : accepted + 3, NULL, NULL);
             EngineLog *g = watch_engine();
+            sp.observer = &engine_watcher;
             generate_spec(&m, prompt, n_prompt, &sp, &sel, &greedy, &o, &st);
             selector_free(&sel);
             if (run == 0) {
@@ -479,7 +486,9 @@ static void test_dp_band(const char *dir) {
             Capture cap = {1, idx, h};
             forward(&m, prompt, slot + 1, 0, NULL, NULL, &cap);
             double margin_a = -1, margin_b = -2;
-            SkipSet a = select_clasp(&m, h, slot, M, &margin_a), b = clasp_full_table(&m, h, slot, M, &margin_b);
+            ClaspDp dp_a;
+            SkipSet a = select_clasp(&m, h, slot, M, &dp_a), b = clasp_full_table(&m, h, slot, M, &margin_b);
+            margin_a = dp_a.margin;
             same += memcmp(a.attn, b.attn, sizeof(a.attn)) == 0 && memcmp(a.mlp, b.mlp, sizeof(a.mlp)) == 0 &&
                     skip_count(&a, L) == 2 * M && margin_a == margin_b && isfinite(margin_a);
             cases++;
@@ -517,10 +526,11 @@ static void test_methods_lossless(const char *dir) {
             if (methods[mi] == METHOD_SWIFT) { sp.exit.mode = EXIT_FIXED; sp.exit.threshold = 0.8f; }
             Output out_a = output(a, 60, NULL, NULL), out_b = output(b, 60, NULL, NULL);
             int na = generate_plain(&m, prompt, 4 + pi, NULL, &greedy, &out_a, &gs);
-            test_leaf_accepts = 0;
+            EngineLog *g = watch_engine();
+            sp.observer = &engine_watcher;
             int nb = generate_spec(&m, prompt, 4 + pi, &sp, &sel, &greedy, &out_b, &st);
             exit = sp.exit;
-            leaves += test_leaf_accepts;
+            leaves += g->leaves;
             drafted += st.drafted;
             selections += st.selections;
             int same = na == nb && memcmp(a, b, (size_t)na * sizeof(int)) == 0;
@@ -536,6 +546,7 @@ static void test_methods_lossless(const char *dir) {
     printf("  %s: swift (tree verification, %d leaves accepted), asd, clasp lossless in %d of %d runs\n", dir, leaves,
            ok, runs);
     check(leaves > 0, "%s: no tree leaf was ever accepted, so that path went untested", dir);
+    unwatch_engine();
     free_model(&m);
 }
 
@@ -739,6 +750,7 @@ static void test_eq6_skip_ratio(const char *dir) {
     SpecStats *st = (SpecStats *)calloc_check(1, sizeof(SpecStats));
     Output o = output(out, 48, NULL, NULL);
     EngineLog *g = watch_engine();
+    sp.observer = &engine_watcher;
     generate_spec(&m, prompt, 4, &sp, &sel, &greedy, &o, st);
     double skipped = 0; // over the rounds: drafts x the sublayers of the set each drafted with
     for (int r = 0; r < g->rounds && r < LOG_MAX; r++) {
@@ -808,16 +820,16 @@ static void test_selfsd_run_decoder(const char *dir) {
     for (int r = 0; r < 3; r++) {
         const int *prompts[1] = {prompt};
         int lengths[1] = {6};
-        Objective obj = {prompts, lengths, 1, 24, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL};
+        Objective obj = {prompts, lengths, 1, 24, 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL, NULL, NULL};
         if (r == 0) { obj.max_draft = 3; }
         if (r == 1) { obj.exit.mode = EXIT_FIXED; obj.exit.threshold = 0.3f; }
         if (r == 2) { obj.sampler.temperature = 0.8f; obj.sampler.top_p = 0.9f; }
         rng_seed(&obj.sampler.rng, 5);
         EngineLog *h = watch_engine();
-        select_selfsd(&m, &obj, &mp.selfsd, 7, 0);
-        test_round = NULL; // (the decoding below is not logged)
+        obj.observer = &engine_watcher;
+        select_selfsd(&m, &obj, &mp.selfsd, 7);
         for (int i = 0; i < h->candidates; i++) {
-            SpecParams sp = {h->cand[i], obj.max_draft, obj.exit};
+            SpecParams sp = {h->cand[i], obj.max_draft, obj.exit, NULL};
             Sampler smp = obj.sampler;
             Output o = output(out, 24, NULL, NULL);
             SpecStats st;

@@ -49,7 +49,8 @@ static int mask_line(const char *line, char *out, size_t cap) {
         size_t klen = (size_t)(kt->end - kt->start);
         const char *name = line + kt->start;
         if (!ends_with(name, klen, "_ms") && !ends_with(name, klen, "_per_s") &&
-            !(klen == 6 && memcmp(name, "device", 6) == 0)) {
+            !(klen == 6 && memcmp(name, "device", 6) == 0) &&
+            !(klen > 9 && memcmp(name, "measured_", 9) == 0)) {
             continue;
         }
         size_t start = (size_t)vt->start - (vt->type == JSMN_STRING),
@@ -102,10 +103,71 @@ static int record_is(const Json *j, const char *type) {
     return v >= 0 && json_eq(j, v, type);
 }
 
+// README "The trace" lists each record's keys in a table (a dot names a key inside an object);
+// every key a trace here holds must be listed for its record, and each listed key must turn up.
+enum { MAX_DOC = 512 };
+typedef struct {
+    char type[32], key[64];
+    int seen;
+} DocKey;
+static DocKey doc[MAX_DOC];
+static int n_doc;
+
+static void read_documented_keys(void) {
+    char *text = read_or_exit("README.md", NULL), **lines;
+    int n = split_lines(text, &lines), in = 0;
+    for (int i = 0; i < n; i++) {
+        if (strncmp(lines[i], "## ", 3) == 0) { in = strcmp(lines[i], "## The trace") == 0; }
+        char type[32];
+        if (!in || sscanf(lines[i], "| `%31[a-z_]` |", type) != 1) { continue; }
+        for (char *k = strchr(strchr(lines[i] + 2, '|'), '`'); k && n_doc < MAX_DOC; k = strchr(k, '`')) {
+            char *e = strchr(k + 1, '`');
+            if (e == NULL) { break; }
+            snprintf(doc[n_doc].type, sizeof(doc[n_doc].type), "%s", type);
+            snprintf(doc[n_doc].key, sizeof(doc[n_doc].key), "%.*s", (int)(e - k - 1), k + 1);
+            doc[n_doc++].seen = 0;
+            k = e + 1;
+        }
+    }
+    free(lines);
+    free(text);
+}
+
+// Each key of the object at obj (its path after prefix) against the README's table for type.
+static int check_keys_documented(const Json *j, int obj, const char *type, const char *prefix,
+                                 const char *where) {
+    int ok = 1;
+    for (int k = 0, key = obj + 1; k < j->tok[obj].size; k++, key = json_skip(j, key + 1)) {
+        char path[160];
+        snprintf(path, sizeof(path), "%s%.*s", prefix, j->tok[key].end - j->tok[key].start,
+                 j->js + j->tok[key].start);
+        int found = 0;
+        for (int d = 0; d < n_doc; d++) {
+            if (strcmp(doc[d].type, type) == 0 && strcmp(doc[d].key, path) == 0) { doc[d].seen = found = 1; }
+        }
+        ok &= check(found, "%s: the %s record's key %s is not in README's trace table", where, type, path);
+        const jsmntok_t *v = &j->tok[key + 1];
+        int skip_set = v->type == JSMN_OBJECT && v->size == 2 && json_get(j, key + 1, "attn") > 0;
+        if (v->type == JSMN_OBJECT && !skip_set) {
+            char inner[170];
+            snprintf(inner, sizeof(inner), "%s.", path);
+            ok &= check_keys_documented(j, key + 1, type, inner, where);
+        }
+    }
+    return ok;
+}
+
 // What the method's records must show, counted over a trace.
 typedef struct {
-    int swift, clasp, asd, search, search_done, rounds, drafted, prompts;
+    int swift, clasp, asd, search, search_done, rounds, drafted, prompts, restarts, ends[4];
 } Seen;
+
+// A summary's array `key` (numbers) against want[0..n-1], to tol.
+static int array_is(const Json *j, const char *key, const double *want, int n, double tol) {
+    int a = json_get(j, 0, key), ok = a > 0 && j->tok[a].type == JSMN_ARRAY && j->tok[a].size == n;
+    for (int i = 0; ok && i < n; i++) { ok = fabs(strtod(j->js + j->tok[a + 1 + i].start, NULL) - want[i]) <= tol; }
+    return ok;
+}
 
 // The rounds of one trace against its summaries; returns what it saw.
 static Seen check_consistency(const char *name, const char *path) {
@@ -114,7 +176,10 @@ static Seen check_consistency(const char *name, const char *path) {
     char *text = read_or_exit(path, NULL), err[SS_ERR_LEN];
     char **lines;
     int n = split_lines(text, &lines), L = 0, rounds = 0, drafted = 0, accepted = 0, emitted = 0;
-    int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0;
+    int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0, K = 0;
+    // this prompt's rounds by draft length, and by draft position: reached, and kept
+    int lengths[MAX_DRAFT + 1], reached[MAX_DRAFT], kept[MAX_DRAFT], longest = 0;
+    double last_ratio = NAN; // SWIFT's r at its last step or restart
     double gamma = NAN, cos_threshold = NAN;
     int every_m = 0, keep_last_n = 0;
     // the set each round must draft with: ASD's for the whole prompt, a DP's from the next round,
@@ -128,10 +193,13 @@ static Seen check_consistency(const char *name, const char *path) {
                    "%s line %d: not a JSON object with a \"type\": %s", name, i + 1, err)) {
             break;
         }
-        char where[96];
+        char where[96], type[32];
         snprintf(where, sizeof(where), "%s line %d", name, i + 1);
+        value_text(&j, 0, "type", type, sizeof(type));
+        bad |= !check_keys_documented(&j, 0, type, "", where);
         if (record_is(&j, "header")) {
             L = (int)num(&j, 0, "n_layers");
+            K = (int)num(&j, 0, "K");
             int exit = json_get(&j, 0, "exit"), mode = json_get(&j, exit, "mode");
             none = json_eq(&j, mode, "none");
             fixed_gamma = json_eq(&j, mode, "fixed");
@@ -144,12 +212,21 @@ static Seen check_consistency(const char *name, const char *path) {
         } else if (record_is(&j, "search") || record_is(&j, "search_done")) {
             seen.search += record_is(&j, "search");
             seen.search_done += record_is(&j, "search_done");
+            bad |= !check(!record_is(&j, "search_done") || num(&j, 0, "scored") == seen.search,
+                          "%s: search_done scored %g, after %d search records", where, num(&j, 0, "scored"),
+                          seen.search);
             bad |= !check(json_get(&j, 0, "skip") > 0 && isfinite(num(&j, 0, "objective")),
                           "%s: a search record without its set or objective", where);
         } else if (record_is(&j, "prefill")) {
             prompt = (int)num(&j, 0, "prompt");
             pos = (int)num(&j, 0, "tokens");
-            rounds = drafted = accepted = emitted = events = 0;
+            rounds = drafted = accepted = emitted = events = longest = 0;
+            memset(lengths, 0, sizeof(lengths));
+            memset(reached, 0, sizeof(reached));
+            memset(kept, 0, sizeof(kept));
+            int ids = json_get(&j, 0, "ids");
+            bad |= !check(ids > 0 && j.tok[ids].size == pos, "%s: %d prompt ids, want tokens %d", where,
+                          ids > 0 ? j.tok[ids].size : -1, pos);
             value_text(&j, 0, "asd_skip", asd_skip, sizeof(asd_skip));
             dp_skip[0] = last_skip[0] = '\0';
             int cos = json_get(&j, 0, "asd_cos");
@@ -163,17 +240,34 @@ static Seen check_consistency(const char *name, const char *path) {
                 for (int l = 0, e = cos + 1; l < L && !bad; l++, e++) {
                     double c = strtod(j.js + j.tok[e].start, NULL);
                     int kept = l + 1 <= L - keep_last_n, mth = (l + 1) % every_m == 0;
-                    if (kept && (c >= cos_threshold || mth)) { sprintf(attn + strlen(attn), "%s%d", attn[0] ? "," : "", l); }
-                    if (kept && mth) { sprintf(mlp + strlen(mlp), "%s%d", mlp[0] ? "," : "", l); }
+                    if (kept && (c >= cos_threshold || mth)) { sprintf(attn + strlen(attn), "%s%d", attn[0] ? ", " : "", l); }
+                    if (kept && mth) { sprintf(mlp + strlen(mlp), "%s%d", mlp[0] ? ", " : "", l); }
                 }
-                snprintf(want, sizeof(want), "{\"attn\": \"%s\", \"mlp\": \"%s\"}", attn, mlp);
+                snprintf(want, sizeof(want), "{\"attn\": [%s], \"mlp\": [%s]}", attn, mlp);
                 bad |= !check(every_m > 0 && strcmp(asd_skip, want) == 0, "%s: asd_skip %s, but the rule on asd_cos "
                               "and the header's params gives %s", where, asd_skip, want);
             }
         } else if (record_is(&j, "round")) {
             int k = (int)num(&j, 0, "drafted"), a = (int)num(&j, 0, "accepted");
             int e = (int)num(&j, 0, "emitted"), conf = json_get(&j, 0, "conf");
-            int event = json_get(&j, 0, "event");
+            int event = json_get(&j, 0, "event"), end = json_get(&j, 0, "end");
+            static const char *ends[] = {"exit", "K", "room", "eos"};
+            int why = -1;
+            for (int w = 0; w < 4; w++) { why = end > 0 && json_eq(&j, end, ends[w]) ? w : why; }
+            double last_conf = k > 0 ? strtod(j.js + j.tok[conf + k].start, NULL) : NAN;
+            // why drafting stopped, from the round alone: gamma, a last confidence below the
+            // threshold before K (exit); K, K tokens; room, fewer than K and no confidence below gamma
+            // (the context, the tokens wanted, the tree); eos, cut at a kept EOS
+            bad |= !check(why == END_EXIT ? !none && k > 0 && k < K && last_conf < num(&j, 0, "gamma_before")
+                          : why == END_K ? k == K : why == END_ROOM ? k < K : why == END_EOS,
+                          "%s: drafting ended by %.*s after %d of K %d tokens (the last confidence %g)", where,
+                          end > 0 ? j.tok[end].end - j.tok[end].start : 1, end > 0 ? j.js + j.tok[end].start : "?",
+                          k, K, last_conf);
+            bad |= !check(json_get(&j, 0, "leaf") > 0, "%s: no leaf key", where);
+            if (why >= 0) { seen.ends[why]++; }
+            lengths[k < MAX_DRAFT ? k : MAX_DRAFT]++;
+            longest = k > longest ? k : longest;
+            for (int q = 0; q < k && q < MAX_DRAFT; q++) { reached[q]++; kept[q] += q < a; }
             bad |= !check(num(&j, 0, "prompt") == prompt && num(&j, 0, "round") == rounds &&
                           num(&j, 0, "pos") == pos,
                           "%s: prompt %g round %g at pos %g, want prompt %d round %d at pos %d", where,
@@ -199,8 +293,29 @@ static Seen check_consistency(const char *name, const char *path) {
                           where, skip, dp_skip);
             dp_skip[0] = '\0';
             if (event > 0 && j.tok[event].type == JSMN_OBJECT) {
-                events++;
                 int sw = json_get(&j, event, "swift"), cl = json_get(&j, event, "clasp");
+                int rs = json_get(&j, event, "restart");
+                events += (sw > 0) + (cl > 0); // a restart is no selection call
+                if (sw > 0) { // the step's candidate has the size r gives: r is the one it ran under
+                    // (but the very first step scores the starting set, alternate layers)
+                    double ratio = num(&j, sw, "ratio");
+                    int c = json_get(&j, sw, "candidate"), n_skip = 0;
+                    int first = json_eq(&j, json_get(&j, sw, "phase"), "start") && seen.restarts == 0;
+                    for (int q = 0; q < 2 && c > 0; q++) { n_skip += j.tok[json_get(&j, c, q ? "mlp" : "attn")].size; }
+                    bad |= !check((first || n_skip == lround(ratio * 2 * L)) && (isnan(last_ratio) || ratio == last_ratio),
+                                  "%s: a SWIFT step's candidate skips %d, but its ratio %g gives %ld (r before: %g)",
+                                  where, n_skip, ratio, lround(ratio * 2 * L), last_ratio);
+                    last_ratio = ratio;
+                }
+                if (rs > 0) { // App. C.2: r down by 0.05, the draft the uniform set of the new size
+                    double ratio = num(&j, rs, "ratio");
+                    int c = json_get(&j, rs, "skip"), n_skip = 0;
+                    for (int q = 0; q < 2 && c > 0; q++) { n_skip += j.tok[json_get(&j, c, q ? "mlp" : "attn")].size; }
+                    bad |= !check(fabs(last_ratio - 0.05 - ratio) < 1e-6 && n_skip == lround(ratio * 2 * L),
+                                  "%s: a restart to ratio %g skipping %d, from %g", where, ratio, n_skip, last_ratio);
+                    last_ratio = ratio;
+                    seen.restarts++;
+                }
                 if (sw > 0) { // the round drafts with the kept set after the step
                     int replaced = j.js[j.tok[json_get(&j, sw, "replaced")].start] == 't';
                     int start = json_eq(&j, json_get(&j, sw, "phase"), "start");
@@ -233,6 +348,15 @@ static Seen check_consistency(const char *name, const char *path) {
             seen.drafted += k;
         } else if (record_is(&j, "summary")) {
             seen.prompts++;
+            // Issue 38's statistics: draft_lengths[i], the rounds that drafted i tokens;
+            // accept_by_position[i], the share of the rounds reaching position i + 1 that kept it
+            double want_len[MAX_DRAFT + 1], want_acc[MAX_DRAFT];
+            int n_len = rounds > 0 ? longest + 1 : 0;
+            for (int q = 0; q < n_len; q++) { want_len[q] = lengths[q]; }
+            for (int q = 0; q + 1 < n_len; q++) { want_acc[q] = (double)kept[q] / reached[q]; }
+            bad |= !check(array_is(&j, "draft_lengths", want_len, n_len, 0) &&
+                          array_is(&j, "accept_by_position", want_acc, n_len > 0 ? n_len - 1 : 0, 5.1e-5),
+                          "%s: the summary's draft_lengths or accept_by_position differ from the rounds'", where);
             bad |= !check(num(&j, 0, "prompt") == prompt && num(&j, 0, "rounds") == rounds &&
                           num(&j, 0, "drafted") == drafted && num(&j, 0, "accepted") == accepted &&
                           (rounds == 0 || num(&j, 0, "n_tokens") == emitted + 1) &&
@@ -251,9 +375,11 @@ static Seen check_consistency(const char *name, const char *path) {
 }
 
 int main(void) {
+    read_documented_keys();
+    check(n_doc > 100, "README's trace table: %d keys read", n_doc);
     snprintf(tmp, sizeof(tmp), "/tmp/test_trace.XXXXXX");
     if (mkdtemp(tmp) == NULL) { die(__FILE__, __LINE__, "mkdtemp failed"); }
-    char path[256], *commands = read_or_exit("test/refs/traces/commands.txt", NULL), **lines;
+    char path[1024], *commands = read_or_exit("test/refs/traces/commands.txt", NULL), **lines;
     int n = split_lines(commands, &lines), ran = 0;
     for (int i = 0; i < n; i++) {
         char name[64], args[1024], quoted[2048], got[512], ref[512], *err = NULL;
@@ -266,11 +392,8 @@ int main(void) {
         snprintf(got, sizeof(got), "%s/%s.jsonl", tmp, name);
         snprintf(ref, sizeof(ref), "%s/%s.jsonl", REFS, name);
         snprintf(quoted + q, sizeof(quoted) - q, " --trace %s", got);
-        double t0 = time_ms();
         int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", quoted, NULL, &err);
-        double ms = time_ms() - t0;
         check(rc == 0 && strstr(err, "wrote ") != NULL, "%s: exit %d: %s", name, rc, err);
-        check(ms < 20e3, "%s: %.1f s, a reference should take a few seconds", name, ms / 1e3);
         free(err);
         if (rc != 0) { continue; }
         ran++;
@@ -284,6 +407,11 @@ int main(void) {
             check(seen.swift > 2, "swift: %d optimization steps in the trace", seen.swift);
         } else if (strcmp(name, "clasp") == 0) {
             check(seen.clasp > 2, "clasp: %d DPs in the trace", seen.clasp);
+        } else if (strcmp(name, "static") == 0) {
+            check(seen.ends[END_EXIT] > 0, "static: no draft ended at the exit threshold");
+        } else if (strcmp(name, "static-exit-none") == 0) {
+            check(seen.ends[END_K] == seen.rounds - seen.ends[END_ROOM] && seen.ends[END_K] > 0,
+                  "--exit none: %d of %d drafts ended at K", seen.ends[END_K], seen.rounds);
         } else if (strcmp(name, "asd") == 0) {
             check(seen.asd == 3, "asd: %d prefills with C_l, want 3", seen.asd);
         } else if (strcmp(name, "selfsd") == 0 || strcmp(name, "oracle") == 0) {
@@ -294,6 +422,24 @@ int main(void) {
               "%s: SWIFT or CLaSp events in another method's trace", name);
     }
     check(ran >= 8, "%d of the reference traces ran, want 8", ran);
+    // SWIFT App. C.2 on a model whose drafts stay under 0.7 acceptance: r steps down by 0.05, each
+    // restart is recorded, and every step's ratio is the r it ran under (check_consistency)
+    char *err = NULL, got[512];
+    snprintf(got, sizeof(got), "%s/restart.jsonl", tmp);
+    snprintf(path, sizeof(path), "-m tiny_models/llama2-tiny-random -p Hello -n 240 --method swift "
+             "--swift-budget 1 --trace %s", got);
+    int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", path, NULL, &err);
+    check(rc == 0, "swift restart run: exit %d: %s", rc, err);
+    free(err);
+    if (rc == 0) {
+        Seen seen = check_consistency("swift-restart", got);
+        check(seen.restarts >= 2 && seen.swift > 50, "swift-restart: %d restarts, %d steps", seen.restarts,
+              seen.swift);
+    }
+    for (int d = 0; d < n_doc; d++) {
+        check(doc[d].seen, "README's trace table lists the %s record's key %s, which no trace here holds", doc[d].type,
+              doc[d].key);
+    }
     snprintf(path, sizeof(path), "rm -rf %s", tmp);
     if (system(path) != 0) { fprintf(stderr, "test_trace: could not remove %s\n", tmp); }
     free(lines);

@@ -48,12 +48,14 @@ __attribute__((constructor)) static void test_choose_threads(void) {
 }
 #endif
 
-// The engine's test windows test_round and test_candidate, logged: watch_engine() starts an
-// empty log of every round and Self-SD candidate from then on (one log, reused), and
-// unwatch_engine() stops and frees it. A log keeps the first LOG_MAX of each, and counts all.
+// The engine's rounds and Self-SD candidates, logged through its Observer: watch_engine() starts
+// an empty log (one log, reused), which sees what a generate_spec (SpecParams.observer) or a
+// search (Objective.observer) given &engine_watcher does; unwatch_engine() frees it. A log keeps
+// the first LOG_MAX of each, and counts all.
 enum { LOG_MAX = 1024 };
 typedef struct {
     int rounds, candidates;                  // seen
+    int leaves;                              // rounds whose SWIFT tree kept a leaf (Round.leaf)
     SkipSet skip[LOG_MAX];                   // the set each round drafted with
     int drafted[LOG_MAX], accepted[LOG_MAX]; // each round's k and accepted tokens
     SkipSet cand[LOG_MAX];                   // Self-SD's candidates, in order
@@ -62,37 +64,39 @@ typedef struct {
 } EngineLog;
 static EngineLog *engine_log;
 
-static void log_round(const SkipSet *skip, int k, int accepted) {
+static void log_round(void *ctx, const Round *r, const Selector *sel) {
     EngineLog *g = engine_log;
+    (void)ctx, (void)sel;
     if (g->rounds < LOG_MAX) {
-        g->skip[g->rounds] = *skip;
-        g->drafted[g->rounds] = k;
-        g->accepted[g->rounds] = accepted;
+        g->skip[g->rounds] = r->skip;
+        g->drafted[g->rounds] = r->drafted;
+        g->accepted[g->rounds] = r->accepted;
     }
     g->rounds++;
+    g->leaves += r->leaf;
 }
 
-static void log_candidate(const SkipSet *s, int it, double cost) {
+static void log_candidate(void *ctx, const Candidate *c) {
     EngineLog *g = engine_log;
+    (void)ctx;
+    if (c->done) { return; }
     if (g->candidates < LOG_MAX) {
-        g->cand[g->candidates] = *s;
-        g->it[g->candidates] = it;
-        g->cost[g->candidates] = cost;
+        g->cand[g->candidates] = c->skip;
+        g->it[g->candidates] = c->i;
+        g->cost[g->candidates] = c->objective;
     }
     g->candidates++;
 }
 
+static const Observer engine_watcher = {NULL, NULL, log_round, log_candidate};
+
 static EngineLog *watch_engine(void) {
     if (engine_log == NULL) { engine_log = (EngineLog *)calloc_check(1, sizeof(EngineLog)); }
-    engine_log->rounds = engine_log->candidates = 0;
-    test_round = log_round;
-    test_candidate = log_candidate;
+    engine_log->rounds = engine_log->candidates = engine_log->leaves = 0;
     return engine_log;
 }
 
 static void unwatch_engine(void) {
-    test_round = NULL;
-    test_candidate = NULL;
     free(engine_log);
     engine_log = NULL;
 }

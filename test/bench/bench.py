@@ -135,7 +135,7 @@ def spec_methods(name, model, set_name, n, repeats, env, dev_file, iters):
         # one selection call (a SWIFT step, a CLaSp DP) in units of one verification pass
         per_call = "%.2f" % ((select / calls) / (verify / rounds)) if calls and rounds and label in ("swift", "clasp") else "-"
         table.append((label, ratio, alpha, M, tps, sp, sp / expected, select / (decode + 1e-9), per_call, search / 1e3,
-                      rows[-1]["skip"]["attn"], rows[-1]["skip"]["mlp"]))
+                      ",".join(map(str, rows[-1]["skip"]["attn"])), ",".join(map(str, rows[-1]["skip"]["mlp"]))))
     return table
 
 
