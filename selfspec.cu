@@ -2126,6 +2126,9 @@ static SpecScratch *build_spec_scratch(const Config *c, int max_draft, int seq_l
     s->sort = (ProbIndex *)malloc_check(vocab * sizeof(ProbIndex));
     s->seq = (int *)malloc_check((size_t)seq_len * sizeof(int));
     for (int t = 0; t <= MAX_DRAFT; t++) { s->capture_idx[t] = t; }
+    s->n_prompt = 0;
+    s->max_draft = max_draft;
+    s->shape = NULL;
     return s;
 }
 
@@ -2309,7 +2312,6 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
     SpecScratch *s = build_spec_scratch(c, max_draft, n_prompt + out->max_new + 1);
     memcpy(s->seq, prompt, (size_t)n_prompt * sizeof(int));
     s->n_prompt = n_prompt;
-    s->max_draft = max_draft;
     // Decision: tree verification is greedy only (SWIFT's Table 1 claims trees under sampling too).
     // Sampling keeps the chain: several candidates per position stay exact only with a recursive
     // rule (each rejected sibling's mass removed from both p and the without-replacement q before

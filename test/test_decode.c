@@ -398,7 +398,6 @@ static void test_exit_direction(const char *dir) {
         memset(&r, 0, sizeof(r));
         r.pos = 4;
         s->draft[0] = x;
-        s->max_draft = K;
         sp.exit.mode = EXIT_NONE;
         for (int j = 1; j <= K; j++) { // the confidence of step j: the last of a j-token draft
             draft_tokens(&m, &sp, &greedy, j, s, &r);

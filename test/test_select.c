@@ -103,7 +103,6 @@ static void test_tree_bound(const char *dir) {
     memset(&r, 0, sizeof(r));
     r.pos = 4;
     s->draft[0] = x;
-    s->max_draft = MAX_DRAFT;
     s->shape = &sw.tree;
     int k = draft_tokens(&m, &sp, &greedy, MAX_DRAFT, s, &r);
     for (int j = 1; j <= k; j++) {
