@@ -627,7 +627,9 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     s->depth = s->tokens + T;
     s->mask = (unsigned char *)(s->depth + T);
     s->pass_host = (int *)malloc_check(pass_bytes);
-    s->logits_host = (float *)malloc_check(T * c->vocab_size * sizeof(float));
+    s->logits_host = (float *)malloc_check((T * c->vocab_size + 2 * c->n_layers * kv_dim) *
+                                           sizeof(float));
+    s->slot_host = s->logits_host + T * c->vocab_size;
 }
 
 static void free_run_state(RunState *s) {
@@ -1579,12 +1581,8 @@ static int verify_tree(Model *m, const SwiftTree *tr, int k, int pos, int *kept,
         }
         if (leaf < 0) { *next = target; return j; }
         kept[j] = target; // the leaf: move its K/V to slot pos + j + 1
-        const Config *c = &m->config;
-        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim *
-                                           sizeof(float));
-        kv_slots(m, pos + leaf, 1, row, 1);
-        kv_slots(m, pos + j + 1, 1, row, 0);
-        free(row);
+        kv_slots(m, pos + leaf, 1, m->state.slot_host, 1);
+        kv_slots(m, pos + j + 1, 1, m->state.slot_host, 0);
         rows[j + 1] = leaf;
         *next = argmax(m->state.logits_host + (size_t)leaf * vocab, vocab);
         return j + 1;

@@ -96,6 +96,8 @@ typedef struct {
     unsigned char *mask; // (max_tokens, max_tokens) attention mask within this pass
     int *pass_host;      // host staging of tokens, depth and mask, uploaded in one copy
     float *logits_host;  // (max_tokens, vocab_size) logits copied back to the host
+    float *slot_host;    // (2, n_layers, kv_dim) one cache slot's K and V rows, on their way
+                         // (SWIFT's accepted leaf moving to the chain); after logits_host
     uint64_t n_sublayers; // sublayers run, summed over passes (a pass streams each weight once)
 } RunState;
 
