@@ -3558,7 +3558,7 @@ static void device_init(void) {
 
 int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     memset(m, 0, sizeof(*m));
-    snprintf(m->dir, sizeof(m->dir), "%s", dir);
+    m->dir = strcpy((char *)malloc_check(strlen(dir) + 1), dir);
     Config *c = &m->config;
     if (read_config(c, dir, err)) { return -1; }
     c->seq_len = seq_len_cap > 0 && seq_len_cap < c->max_pos ? seq_len_cap : c->max_pos;
@@ -3580,6 +3580,8 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
 }
 
 void free_model(Model *m) {
+    free(m->dir);
+    m->dir = NULL;
     if (m->memory == NULL) { return; }
     free_run_state(&m->state);
     device_free(m->memory);

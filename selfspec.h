@@ -107,7 +107,7 @@ typedef struct {
     float *memory;    // the one device allocation behind weights
     size_t n_floats;  // its size in floats
     RunState state;
-    char dir[1024];   // the checkpoint folder
+    char *dir;        // the checkpoint folder, as given (build_model copies it)
 } Model;
 
 // Hidden states to capture during a forward pass (NULL = none): the residual stream of the
