@@ -65,7 +65,10 @@
 // ----------------------------------------------------------------------------
 // utilities: error reporting, checked allocation, timing
 
-// Fatal errors that are not the user's input (out of memory, CUDA failures) exit here.
+// The idiom for what no user input can cause: a broken invariant (a bug) or an exhausted machine
+// (memory, a failing CUDA call) ends the run here, naming the source line. A failure the user can
+// act on (a file, flag or environment) is never a die: it returns -1 (or NULL) with one line in
+// the caller's SS_ERR_LEN buffer, and the CLI prints that line once.
 static void die(const char *file, int line, const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "selfspec: error: ");
@@ -2450,8 +2453,10 @@ static void format_err(char *err, size_t cap, const char *fmt, va_list ap) {
     va_end(again);
 }
 
-// Formats one error line into err (SS_ERR_LEN bytes) and returns -1, so loaders can write
-// `return fail(err, "%s: ...", path)`.
+// The one idiom for a failure the user can act on: fail formats one line naming the file or flag
+// and the problem into err (SS_ERR_LEN bytes) and returns -1, so a loader writes
+// `return fail(err, "%s: ...", path)`; callers pass it up, adding their context first (flag_fail,
+// json_fail, "-f FILE line 3: ..."), and main prints it once as "selfspec: error: ...".
 static int fail(char *err, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -3545,14 +3550,15 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
 #ifdef __CUDACC__
 // The first CUDA call: without a GPU (or with a driver too old for this build) every later call
 // fails with a misleading message, such as "out of GPU memory", so say it plainly here.
-static void device_init(void) {
+// A missing GPU is the user's to fix, not a broken invariant: it fails like a bad file.
+static int device_init(char *err) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
-        die(__FILE__, __LINE__,
-            "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs without one",
-            e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+        return fail(err, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs "
+                    "without one", e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
     }
+    return 0;
 }
 #endif
 
@@ -3566,7 +3572,7 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     float *host_memory = read_weights(c, dir, &n, err);
     if (host_memory == NULL) { return -1; }
 #ifdef __CUDACC__
-    device_init();
+    if (device_init(err)) { free(host_memory); return -1; }
     m->memory = (float *)device_malloc(n * sizeof(float));
     copy_to_device(m->memory, host_memory, n * sizeof(float));
     free(host_memory);
@@ -5781,17 +5787,6 @@ static const char *default_model_dir(const char *argv0) {
     return path;
 }
 
-// The CLI's error messages go into a buffer of CLI_ERR_LEN bytes, room for a flag and a path
-// before a loader's message; cli_fail formats one and returns -1.
-enum { CLI_ERR_LEN = 4 * SS_ERR_LEN };
-static int cli_fail(char *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    format_err(err, CLI_ERR_LEN, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 // The lines of file (flag: -f or --dev-prompts), or text alone when file is NULL (flag then
 // names it), each encoded and checked against the context with the n_extra tokens to come after
 // it (extra names them). Returns 0, or -1 with err set; free_prompts frees p either way.
@@ -5800,7 +5795,7 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
                         char *err) {
     char why[SS_ERR_LEN], *where = NULL;
     int rc = 0;
-    if (file && read_prompts(file, p, why)) { return cli_fail(err, "%s %s", flag, why); }
+    if (file && read_prompts(file, p, why)) { return fail(err, "%s %s", flag, why); }
     if (file == NULL) {
         p->text = (char **)malloc_check(sizeof(char *));
         p->text[p->n++] = (char *)memcpy(malloc_check(strlen(text) + 1), text, strlen(text) + 1);
@@ -5817,14 +5812,14 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
         int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
         int len = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
         if (len < 0 || len >= c->seq_len) {
-            rc = cli_fail(err, "%s: the prompt does not fit the context of %d tokens "
-                          "(max_position_embeddings or -c)", at, c->seq_len);
+            rc = fail(err, "%s: the prompt does not fit the context of %d tokens "
+                      "(max_position_embeddings or -c)", at, c->seq_len);
         } else if (len == 0) {
-            rc = cli_fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
-                          "BOS)", at);
+            rc = fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
+                      "BOS)", at);
         } else if ((long)len + n_extra - 1 > c->seq_len) {
-            rc = cli_fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
-                          "max_position_embeddings)", at, len, extra, c->seq_len);
+            rc = fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
+                      "max_position_embeddings)", at, len, extra, c->seq_len);
         } else { // to its length: a long -f file of short prompts
             p->len[k] = len;
             p->ids[k] = (int *)realloc_check(ids, (size_t)len * sizeof(int));
@@ -6146,7 +6141,7 @@ static void open_std_descriptors(void) {
 
 // A model folder that is missing but has a script beside it that makes it (tiny_models/
 // smollm2-135m: tiny_models/get_smollm2.sh, get_ and the name up to its first '-') gets the
-// script named after the error in err (CLI_ERR_LEN bytes).
+// script named after the error in err.
 static void getter_hint(const char *dir, char *err) {
     struct stat sb;
     const char *slash = strrchr(dir, '/'), *base = slash ? slash + 1 : dir;
@@ -6156,13 +6151,13 @@ static void getter_hint(const char *dir, char *err) {
              base);
     if (stat(dir, &sb) != 0 && stat(script, &sb) == 0) {
         size_t n = strlen(err);
-        snprintf(err + n, CLI_ERR_LEN - n, " (the folder is made by %s: run it first)", script);
+        snprintf(err + n, SS_ERR_LEN - n, " (the folder is made by %s: run it first)", script);
     }
     free(script);
 }
 
 // Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
-// in err (CLI_ERR_LEN bytes).
+// in err.
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     char why[SS_ERR_LEN], extra[64];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
@@ -6194,10 +6189,10 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     free(path);
     if (r->tok == NULL || tokenizer_vocab_size(r->tok) > c->vocab_size) { return -1; }
     if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, why)) {
-        return cli_fail(err, "%s %s", flag_name(o, &o->skip_spec), why);
+        return fail(err, "%s %s", flag_name(o, &o->skip_spec), why);
     }
     if (o->skip_file && read_skip_file(o->skip_file, c->n_layers, &r->skip, why)) {
-        return cli_fail(err, "%s %s", flag_name(o, &o->skip_file), why);
+        return fail(err, "%s %s", flag_name(o, &o->skip_file), why);
     }
     // Every prompt is encoded and checked before the first one generates: a bad line 7 fails
     // now, not after six prompts' output. So are the search's: --dev-prompts', else the first
@@ -6301,7 +6296,7 @@ int main(int argc, char **argv) {
     Options o;
     CliRun r;
     memset(&r, 0, sizeof(r));
-    char err[CLI_ERR_LEN];
+    char err[SS_ERR_LEN];
     if (parse_options(argc, argv, &o, err)) { return print_error(err); }
     int failed = 0;
     if (load_run(&r, &o, argv[0], err)) {
@@ -6309,8 +6304,8 @@ int main(int argc, char **argv) {
     } else {
         for (int pi = 0; pi < r.prompts.n; pi++) {
             if (run_prompt(&r, &o, pi)) { // the other prompts still run
-                cli_fail(err, "%s: greedy self-speculative output differs from plain decoding",
-                         flag_name(&o, &o.compare));
+                fail(err, "%s: greedy self-speculative output differs from plain decoding",
+                     flag_name(&o, &o.compare));
                 failed = print_error(err);
             }
         }

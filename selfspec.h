@@ -16,7 +16,9 @@
 extern "C" {
 #endif
 
-enum { SS_MAX_LAYERS = 256, SS_ERR_LEN = 512, SS_MAX_EOS = 4 };
+// SS_ERR_LEN: every error line's buffer, room for a flag, a long path and the reason (a longer
+// line loses the middle of its path, never the reason)
+enum { SS_MAX_LAYERS = 256, SS_ERR_LEN = 2048, SS_MAX_EOS = 4 };
 
 // ----------------------------------------------------------------------------
 // model: config.json + model.safetensors (Hugging Face LlamaForCausalLM layout)
