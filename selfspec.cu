@@ -65,36 +65,10 @@
 // ----------------------------------------------------------------------------
 // utilities: error reporting, checked allocation, timing
 
-// Formats one error line into err (cap bytes). A longer line (a long path comes first) loses
-// its middle, not its end, where the reason is: "/very/long/fo...older/config.json: not valid
-// JSON".
-static void format_err(char *err, size_t cap, const char *fmt, va_list ap) {
-    va_list again;
-    va_copy(again, ap);
-    int n = vsnprintf(err, cap, fmt, ap);
-    char *full = n >= 0 && (size_t)n >= cap ? (char *)malloc((size_t)n + 1) : NULL;
-    if (full != NULL) {
-        vsnprintf(full, (size_t)n + 1, fmt, again);
-        size_t head = cap / 4, from = (size_t)n - (cap - head - 4); // "..." and the NUL
-        while (head > 0 && (full[head] & 0xC0) == 0x80) { head--; } // not in a UTF-8 character
-        while ((full[from] & 0xC0) == 0x80) { from++; }
-        snprintf(err, cap, "%.*s...%s", (int)head, full, full + from);
-        free(full);
-    }
-    va_end(again);
-}
-
-// Formats one error line into err (SS_ERR_LEN bytes) and returns -1, so loaders can write
-// `return fail(err, "%s: ...", path)`.
-static int fail(char *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    format_err(err, SS_ERR_LEN, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
-// Fatal errors that are not the user's input (out of memory, CUDA failures) exit here.
+// The idiom for what no user input can cause: a broken invariant (a bug) or an exhausted machine
+// (memory, a failing CUDA call) ends the run here, naming the source line. A failure the user can
+// act on (a file, flag or environment) is never a die: it returns -1 (or NULL) with one line in
+// the caller's SS_ERR_LEN buffer, and the CLI prints that line once.
 static void die(const char *file, int line, const char *fmt, ...) {
     va_list ap;
     fprintf(stderr, "selfspec: error: ");
@@ -114,14 +88,6 @@ static void *malloc_check_(size_t size, const char *file, int line) {
 }
 #define malloc_check(size) malloc_check_((size), __FILE__, __LINE__)
 
-// dir/name in a new allocation (the caller frees it): a path may be as long as PATH_MAX.
-static char *join_path(const char *dir, const char *name) {
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = (char *)malloc_check(n);
-    snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static void *calloc_check_(size_t n, size_t size, const char *file, int line) {
     void *p = calloc(n > 0 ? n : 1, size > 0 ? size : 1);
     if (p == NULL) {
@@ -137,19 +103,6 @@ static size_t mul_size(size_t a, size_t b) {
     return a * b;
 }
 
-// a + b for sizes, or SIZE_MAX when it overflows; with mul_size, SIZE_MAX then fails the
-// allocation (or a bound check) with a message instead of wrapping to a small size
-static size_t add_size(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
-
-static void *realloc_check_(void *p, size_t size, const char *file, int line) {
-    void *q = realloc(p, size > 0 ? size : 1);
-    if (q == NULL) {
-        die(file, line, "out of host memory allocating %zu bytes; try a smaller model or -c", size);
-    }
-    return q;
-}
-#define realloc_check(p, size) realloc_check_((p), (size), __FILE__, __LINE__)
-
 static double time_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -164,8 +117,8 @@ static double lap_ms(double *t) {
 }
 
 // ----------------------------------------------------------------------------
-// kernels: the launch shim, then one thread per output element or row, serial reductions in a
-// fixed order
+// kernels: the launch shim, then each operation's kernels (one thread per output element or row,
+// serial reductions in a fixed order) and beside them its launcher
 
 // ----- the launch shim: one kernel source, two builds
 //
@@ -174,14 +127,10 @@ static double lap_ms(double *t) {
 // loop, OpenMP over blocks. That is exact because no kernel uses shared memory, __syncthreads,
 // warp functions or atomics, and no thread reads what another thread of the same launch writes.
 // The block size never changes a result (kernels only use the flat index), so each build picks
-// its own. On the CPU a launch opens an OpenMP region only when it has 64 blocks or more, at least
-// 65,536 units of work (LAUNCH_WORK: a matmul's multiply-adds; LAUNCH: one per thread) and more
-// than one thread may run them: entering a region costs about a microsecond even when it then
-// runs on one thread (libgomp sets up a team), and waking a second thread that has gone to sleep
-// costs tens (on stories260K's one region per token, its 512 x 64 output head, two threads
-// decoded at 0.7x of one), more than a small launch's work; a token of a tiny model is ~80
-// launches. launch_reverse runs blocks and threads in reverse order: the
-// tests use it to show that no kernel depends on execution order.
+// its own. A launch goes parallel only when it has 64 blocks or more, 65,536 units of work
+// (LAUNCH_WORK: a matmul's multiply-adds; LAUNCH: one per thread) and more than one thread may
+// run them: below that, entering an OpenMP region costs more than the work (measured in
+// test/bench/README.md, "The launch shim's thresholds").
 
 #ifdef __CUDACC__
 enum { BLOCK_SIZE = 128 };
@@ -217,31 +166,11 @@ static void copy_to_device(void *dst, const void *src, size_t bytes) {
 static void copy_to_host(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
-// The first CUDA call: without a GPU (or with a driver too old for this build) every later call
-// fails with a misleading message, such as "out of GPU memory", so say it plainly here.
-static void device_init(void) {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        die(__FILE__, __LINE__,
-            "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs without one",
-            e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
-    }
-}
-static const char *device_name(void) {
-    static char name[300];
-    cudaDeviceProp prop;
-    cuda_check(cudaGetDeviceProperties(&prop, 0));
-    snprintf(name, sizeof(name), "GPU: %s", prop.name);
-    return name;
-}
 #else
 enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64, MIN_PARALLEL_WORK = 1 << 16 };
 #define __global__ static
-// Always inlined, as nvcc inlines device functions: a mere hint lets gcc's heuristics (its stack
-// frame growth limit, which dot_row_tokens' 8 x 16 sums hit) keep a call, and then the matmul's
-// constant token counts never reach the sweep and its sums leave the registers: the kernels' speed
-// would depend on what else the file holds.
+// Always inlined, as nvcc inlines device functions: with gcc's mere hint, dot_row_tokens may stay
+// a call, and the matmul's sums leave the registers (test/bench/README.md, issue 29).
 #define __device__ static inline __attribute__((always_inline))
 #ifdef __cplusplus
 #define THREAD_LOCAL thread_local
@@ -251,7 +180,7 @@ enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64, MIN_PARALLEL_WORK = 1 << 16 };
 typedef struct { int x; } GridIndex;
 static THREAD_LOCAL GridIndex blockIdx, threadIdx;
 static GridIndex blockDim = {BLOCK_SIZE};
-static int launch_reverse; // 1: run blocks and threads in reverse order (tests)
+static int launch_reverse; // 1: blocks and threads in reverse order (tests: no kernel may care)
 
 #define LAUNCH_BLOCK(kernel, b, grid, ...)                                                  \
     do {                                                                                    \
@@ -280,26 +209,26 @@ static int launch_in_parallel(int grid, double work) {
 #endif
 }
 
-static void device_init(void) {}
 static void *device_malloc(size_t bytes) { return malloc_check(bytes); }
 static void device_free(void *p) { free(p); }
 static void copy_to_device(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
 static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst, src, bytes); }
-static const char *threads_reason = "one per core"; // set by the CLI (choose_threads)
-static const char *device_name(void) {
-#ifdef _OPENMP
-    static char name[160];
-    int n = omp_get_max_threads();
-    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s",
-             threads_reason);
-    return name;
-#else
-    return "CPU: 1 thread";
-#endif
-}
 #endif
 
-// ----- the kernels
+// ----- the kernels and their launchers
+
+// Which mappings the launchers run. 0, the CPU's: matmul_kernel (one thread per row: each weight
+// row is loaded once for all the tokens, from cache lines the thread walks alone),
+// rmsnorm_rows_kernel and attention_kernel (one thread per row, vectorized along it). 1, the
+// GPU's: matmul_lanes_kernel + matmul_combine_kernel (one thread per (row, lane): neighbouring
+// threads read neighbouring words), and RMSNorm and attention in stages with one thread per
+// output element. The same arithmetic, bitwise; the CPU tests set it to 1 to run the GPU's
+// kernels through the launch shim and compare.
+#ifdef __CUDACC__
+static int gpu_mapping = 1;
+#else
+static int gpu_mapping = 0;
+#endif
 
 // one thread per (token, i): x[t] = token_embedding[tokens[t]]
 __global__ void embed_kernel(float *x, const float *token_embedding, const int *tokens, int n,
@@ -317,43 +246,6 @@ __device__ float tree_sum16(float *s) {
     for (int u = 0; u < 8; u++) { s[u] += s[u + 8]; }
     for (int u = 0; u < 4; u++) { s[u] += s[u + 4]; }
     return (s[0] + s[2]) + (s[1] + s[3]);
-}
-
-// RMSNorm on the GPU in two launches, so that no thread walks a whole row (dim is 2048 in a 1B
-// model); rmsnorm_rows_kernel below is the CPU's, with the same arithmetic.
-// one thread per (token, lane u): part[t][u] = sum of x[t][d]^2 over d = u mod 16, in order
-__global__ void rmsnorm_lanes_kernel(float *part, const float *x, int n, int dim) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * LANES) { return; }
-    const float *xt = x + (size_t)(i / LANES) * dim;
-    float ss = 0.0f;
-    for (int d = i % LANES; d < dim; d += LANES) { ss += xt[d] * xt[d]; }
-    part[i] = ss;
-}
-
-// one thread per (token, d): out = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm), the
-// token's 16 partial sums added in the fixed tree (each thread adds them again: 15 adds)
-__global__ void rmsnorm_kernel(float *out, const float *x, const float *part, const float *w, int n,
-                               int dim, float eps) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * dim) { return; }
-    int t = i / dim, d = i % dim;
-    float s[LANES];
-    for (int u = 0; u < LANES; u++) { s[u] = part[t * LANES + u]; }
-    float scale = 1.0f / sqrtf(tree_sum16(s) / dim + eps);
-    out[i] = w[d] * (x[i] * scale);
-}
-
-// The CPU's RMSNorm: one thread per token; the sum of squares is dot(x, x), the 16 interleaved
-// sums of rmsnorm_lanes_kernel added in the same tree, so both give bitwise the same result
-__device__ float dot(const float *a, const float *b, int n);
-__global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, int n, int dim,
-                                    float eps) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n) { return; }
-    const float *xt = x + (size_t)t * dim;
-    float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps);
-    for (int d = 0; d < dim; d++) { out[(size_t)t * dim + d] = w[d] * (xt[d] * scale); }
 }
 
 // Dot products of one weight row wr with n_tok consecutive token vectors (n_tok <= 8),
@@ -385,6 +277,13 @@ __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int 
         for (int cc = c; cc < in_dim; cc++) { s[t][cc % 16] += wr[cc] * xt[cc]; }
         out[(size_t)t * out_dim] = tree_sum16(s[t]);
     }
+}
+
+// dot(a, b) over n elements, in the same fixed order as the matmul
+__device__ float dot(const float *a, const float *b, int n) {
+    float result;
+    dot_row_tokens(&result, a, b, 1, n, 0);
+    return result;
 }
 
 // one thread per output row r, looping over the n tokens: out[t][r] = dot(w[r], x[t]).
@@ -479,11 +378,83 @@ __global__ void matmul_combine_kernel(float *out, const float *part, int n, int 
     out[i] = residual ? out[i] + y : y;
 }
 
-// dot(a, b) over n elements, in the same fixed order as the matmul
-__device__ float dot(const float *a, const float *b, int n) {
-    float result;
-    dot_row_tokens(&result, a, b, 1, n, 0);
-    return result;
+// one thread per element: x += y (the residual add; each thread owns its element)
+__global__ void residual_kernel(float *x, const float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) { return; }
+    x[i] = x[i] + y[i];
+}
+
+// The GPU's mapping of a matmul, 8 tokens' lanes at a time; with residual, out += the product.
+static void matmul_lanes(RunState *s, float *out, const float *x, const float *w, int n,
+                         int in_dim, int out_dim, int residual) {
+    for (int t = 0; t < n; t += MAX_SWEEP_TOKENS) { // part holds 8 tokens' lanes
+        int len = n - t < MAX_SWEEP_TOKENS ? n - t : MAX_SWEEP_TOKENS;
+        LAUNCH(matmul_lanes_kernel, out_dim * LANES, s->part, x + (size_t)t * in_dim, w, len,
+               in_dim, out_dim);
+        LAUNCH(matmul_combine_kernel, len * out_dim, out + (size_t)t * out_dim, s->part, len,
+               out_dim, residual);
+    }
+}
+
+// out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim)
+static void matmul(RunState *s, float *out, const float *x, const float *w, int n, int in_dim,
+                   int out_dim) {
+    if (gpu_mapping) { matmul_lanes(s, out, x, w, n, in_dim, out_dim, 0); return; }
+    LAUNCH_WORK(matmul_kernel, out_dim, (double)n * in_dim, out, x, w, n, in_dim, out_dim);
+}
+
+// A sublayer's output projection added to the residual stream: state.x += x w^T. The CPU's
+// mapping puts the product in state.xb2 first; the GPU's adds it as it combines the lanes.
+static void matmul_residual(RunState *s, const float *x, const float *w, int n, int in_dim,
+                            int out_dim) {
+    if (gpu_mapping) { matmul_lanes(s, s->x, x, w, n, in_dim, out_dim, 1); return; }
+    LAUNCH_WORK(matmul_kernel, out_dim, (double)n * in_dim, s->xb2, x, w, n, in_dim, out_dim);
+    LAUNCH(residual_kernel, n * out_dim, s->x, s->xb2, n * out_dim);
+}
+
+// RMSNorm on the GPU in two launches, so that no thread walks a whole row (dim is 2048 in a 1B
+// model); rmsnorm_rows_kernel below is the CPU's, with the same arithmetic.
+// one thread per (token, lane u): part[t][u] = sum of x[t][d]^2 over d = u mod 16, in order
+__global__ void rmsnorm_lanes_kernel(float *part, const float *x, int n, int dim) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * LANES) { return; }
+    const float *xt = x + (size_t)(i / LANES) * dim;
+    float ss = 0.0f;
+    for (int d = i % LANES; d < dim; d += LANES) { ss += xt[d] * xt[d]; }
+    part[i] = ss;
+}
+
+// one thread per (token, d): out = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm), the
+// token's 16 partial sums added in the fixed tree (each thread adds them again: 15 adds)
+__global__ void rmsnorm_kernel(float *out, const float *x, const float *part, const float *w, int n,
+                               int dim, float eps) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n * dim) { return; }
+    int t = i / dim, d = i % dim;
+    float s[LANES];
+    for (int u = 0; u < LANES; u++) { s[u] = part[t * LANES + u]; }
+    float scale = 1.0f / sqrtf(tree_sum16(s) / dim + eps);
+    out[i] = w[d] * (x[i] * scale);
+}
+
+// The CPU's RMSNorm: one thread per token; the sum of squares is dot(x, x), the 16 interleaved
+// sums of rmsnorm_lanes_kernel added in the same tree, so both give bitwise the same result
+__global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, int n, int dim,
+                                    float eps) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n) { return; }
+    const float *xt = x + (size_t)t * dim;
+    float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps);
+    for (int d = 0; d < dim; d++) { out[(size_t)t * dim + d] = w[d] * (xt[d] * scale); }
+}
+
+// out (n, dim) = RMSNorm(x) * w
+static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int n, int dim,
+                    float eps) {
+    if (!gpu_mapping) { LAUNCH(rmsnorm_rows_kernel, n, out, x, w, n, dim, eps); return; }
+    LAUNCH(rmsnorm_lanes_kernel, n * LANES, s->norm_part, x, n, dim);
+    LAUNCH(rmsnorm_kernel, n * dim, out, x, s->norm_part, w, n, dim, eps);
 }
 
 // one thread per (token, head, pair i): rotate (v[i], v[i + half]) by angle (pos + depth[t]) * f_i.
@@ -602,11 +573,21 @@ __global__ void attention_kernel(float *out, float *att, const float *q, const f
     for (int d = 0; d < head_dim; d++) { o[d] = o[d] / sum; }
 }
 
-// one thread per element: x += y (the residual add; each thread owns its element)
-__global__ void residual_kernel(float *x, const float *y, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) { return; }
-    x[i] = x[i] + y[i];
+// out (n, n_heads * head_dim) = softmax(q k^T / sqrt(head_dim)) v for the n tokens of this pass
+// (set_pass done) against the cache of one layer, slots [0, pos + n)
+static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l,
+                      int n, int pos, const Config *c) {
+    if (!gpu_mapping) {
+        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, n, pos,
+               c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
+        return;
+    }
+    LAUNCH(attention_scores_kernel, n * c->n_heads * (pos + n), s->att, q, k_l, s->mask, n, pos,
+           c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
+    LAUNCH(attention_softmax_kernel, n * c->n_heads, s->att, s->att_sum, s->mask, n, pos,
+           c->n_heads, c->seq_len);
+    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, s->att_sum, v_l,
+           s->mask, n, pos, c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
 }
 
 // one thread per element: up = silu(gate) * up   (PyTorch: down(silu(gate(x)) * up(x)))
@@ -649,7 +630,9 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     s->depth = s->tokens + T;
     s->mask = (unsigned char *)(s->depth + T);
     s->pass_host = (int *)malloc_check(pass_bytes);
-    s->logits_host = (float *)malloc_check(T * c->vocab_size * sizeof(float));
+    s->logits_host = (float *)malloc_check((T * c->vocab_size + 2 * c->n_layers * kv_dim) *
+                                           sizeof(float));
+    s->slot_host = s->logits_host + T * c->vocab_size;
 }
 
 static void free_run_state(RunState *s) {
@@ -680,81 +663,6 @@ static void set_pass(Model *m, const int *tokens, int n, const TokenTree *tree) 
     } else {
         copy_to_device(s->depth, depth, T * sizeof(int) + (size_t)n * n);
     }
-}
-
-// Which mappings the launchers run. 0, the CPU's: matmul_kernel (one thread per row: each weight
-// row is loaded once for all the tokens, from cache lines the thread walks alone),
-// rmsnorm_rows_kernel and attention_kernel (one thread per row, vectorized along it). 1, the
-// GPU's: matmul_lanes_kernel + matmul_combine_kernel (one thread per (row, lane): neighbouring
-// threads read neighbouring words), and RMSNorm and attention in stages with one thread per
-// output element. The same arithmetic, bitwise; the CPU tests set it to 1 to run the GPU's
-// kernels through the launch shim and compare.
-#ifdef __CUDACC__
-static int gpu_mapping = 1;
-#else
-static int gpu_mapping = 0;
-#endif
-
-// The GPU's mapping of a matmul, 8 tokens' lanes at a time; with residual, out += the product.
-static void matmul_lanes(RunState *s, float *out, const float *x, const float *w, int n,
-                         int in_dim, int out_dim, int residual) {
-    for (int t = 0; t < n; t += MAX_SWEEP_TOKENS) { // part holds 8 tokens' lanes
-        int len = n - t < MAX_SWEEP_TOKENS ? n - t : MAX_SWEEP_TOKENS;
-        LAUNCH(matmul_lanes_kernel, out_dim * LANES, s->part, x + (size_t)t * in_dim, w, len,
-               in_dim, out_dim);
-        LAUNCH(matmul_combine_kernel, len * out_dim, out + (size_t)t * out_dim, s->part, len,
-               out_dim, residual);
-    }
-}
-
-// out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim)
-static void matmul(RunState *s, float *out, const float *x, const float *w, int n, int in_dim,
-                   int out_dim) {
-    if (gpu_mapping) {
-        matmul_lanes(s, out, x, w, n, in_dim, out_dim, 0);
-        return;
-    }
-    LAUNCH_WORK(matmul_kernel, out_dim, (double)n * in_dim, out, x, w, n, in_dim, out_dim);
-}
-
-// A sublayer's output projection added to the residual stream: state.x += x w^T. The CPU's
-// mapping puts the product in state.xb2 first; the GPU's adds it as it combines the lanes.
-static void matmul_residual(RunState *s, const float *x, const float *w, int n, int in_dim,
-                            int out_dim) {
-    if (gpu_mapping) {
-        matmul_lanes(s, s->x, x, w, n, in_dim, out_dim, 1);
-        return;
-    }
-    LAUNCH_WORK(matmul_kernel, out_dim, (double)n * in_dim, s->xb2, x, w, n, in_dim, out_dim);
-    LAUNCH(residual_kernel, n * out_dim, s->x, s->xb2, n * out_dim);
-}
-
-// out (n, dim) = RMSNorm(x) * w
-static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int n, int dim,
-                    float eps) {
-    if (!gpu_mapping) {
-        LAUNCH(rmsnorm_rows_kernel, n, out, x, w, n, dim, eps);
-        return;
-    }
-    LAUNCH(rmsnorm_lanes_kernel, n * LANES, s->norm_part, x, n, dim);
-    LAUNCH(rmsnorm_kernel, n * dim, out, x, s->norm_part, w, n, dim, eps);
-}
-
-// out (n, n_heads * head_dim) = softmax(q k^T / sqrt(head_dim)) v for the n tokens of this pass
-// (set_pass done) against the cache of one layer, slots [0, pos + n)
-static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l,
-                      int n, int pos, const Config *c) {
-    if (!gpu_mapping) {
-        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, n, pos,
-               c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
-        return;
-    }
-    LAUNCH(attention_scores_kernel, n * c->n_heads * (pos + n), s->att, q, k_l, s->mask, n, pos,
-           c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
-    LAUNCH(attention_softmax_kernel, n * c->n_heads, s->att, s->att_sum, s->mask, n, pos,
-           c->n_heads, c->seq_len);
-    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, s->att_sum, v_l,
-           s->mask, n, pos, c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
 }
 
 // Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn).
@@ -1687,12 +1595,8 @@ static int verify_tree(Model *m, const SwiftTree *tr, int k, int pos, int *kept,
         }
         if (leaf < 0) { *next = target; return j; }
         kept[j] = target; // the leaf: move its K/V to slot pos + j + 1
-        const Config *c = &m->config;
-        float *row = (float *)malloc_check((size_t)2 * c->n_layers * c->n_kv_heads * c->head_dim *
-                                           sizeof(float));
-        kv_slots(m, pos + leaf, 1, row, 1);
-        kv_slots(m, pos + j + 1, 1, row, 0);
-        free(row);
+        kv_slots(m, pos + leaf, 1, m->state.slot_host, 1);
+        kv_slots(m, pos + j + 1, 1, m->state.slot_host, 0);
         rows[j + 1] = leaf;
         *next = argmax(m->state.logits_host + (size_t)leaf * vocab, vocab);
         return j + 1;
@@ -2547,6 +2451,61 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
 // ----------------------------------------------------------------------------
 // plumbing below: reading Hugging Face files (JSON, config.json, safetensors), the tokenizer,
 // reports, threads and the CLI. A reader of the papers may stop here.
+
+// ----------------------------------------------------------------------------
+// utilities of the plumbing: error lines for the user, paths, checked growth
+
+// Formats one error line into err (cap bytes). A longer line (a long path comes first) loses
+// its middle, not its end, where the reason is: "/very/long/fo...older/config.json: not valid
+// JSON".
+static void format_err(char *err, size_t cap, const char *fmt, va_list ap) {
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(err, cap, fmt, ap);
+    char *full = n >= 0 && (size_t)n >= cap ? (char *)malloc((size_t)n + 1) : NULL;
+    if (full != NULL) {
+        vsnprintf(full, (size_t)n + 1, fmt, again);
+        size_t head = cap / 4, from = (size_t)n - (cap - head - 4); // "..." and the NUL
+        while (head > 0 && (full[head] & 0xC0) == 0x80) { head--; } // not in a UTF-8 character
+        while ((full[from] & 0xC0) == 0x80) { from++; }
+        snprintf(err, cap, "%.*s...%s", (int)head, full, full + from);
+        free(full);
+    }
+    va_end(again);
+}
+
+// The one idiom for a failure the user can act on: fail formats one line naming the file or flag
+// and the problem into err (SS_ERR_LEN bytes) and returns -1, so a loader writes
+// `return fail(err, "%s: ...", path)`; callers pass it up, adding their context first (flag_fail,
+// json_fail, "-f FILE line 3: ..."), and main prints it once as "selfspec: error: ...".
+static int fail(char *err, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    format_err(err, SS_ERR_LEN, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+// dir/name in a new allocation (the caller frees it): a path may be as long as PATH_MAX.
+static char *join_path(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = (char *)malloc_check(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+// a + b for sizes, or SIZE_MAX when it overflows; with mul_size, SIZE_MAX then fails the
+// allocation (or a bound check) with a message instead of wrapping to a small size
+static size_t add_size(size_t a, size_t b) { return b > SIZE_MAX - a ? SIZE_MAX : a + b; }
+
+static void *realloc_check_(void *p, size_t size, const char *file, int line) {
+    void *q = realloc(p, size > 0 ? size : 1);
+    if (q == NULL) {
+        die(file, line, "out of host memory allocating %zu bytes; try a smaller model or -c", size);
+    }
+    return q;
+}
+#define realloc_check(p, size) realloc_check_((p), (size), __FILE__, __LINE__)
 
 // ----------------------------------------------------------------------------
 // files: reading one whole
@@ -3609,9 +3568,24 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
     return rc == 0 ? memory : NULL;
 }
 
+#ifdef __CUDACC__
+// The first CUDA call: without a GPU (or with a driver too old for this build) every later call
+// fails with a misleading message, such as "out of GPU memory", so say it plainly here.
+// A missing GPU is the user's to fix, not a broken invariant: it fails like a bad file.
+static int device_init(char *err) {
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        return fail(err, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs "
+                    "without one", e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    }
+    return 0;
+}
+#endif
+
 int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     memset(m, 0, sizeof(*m));
-    snprintf(m->dir, sizeof(m->dir), "%s", dir);
+    m->dir = strcpy((char *)malloc_check(strlen(dir) + 1), dir);
     Config *c = &m->config;
     if (read_config(c, dir, err)) { return -1; }
     c->seq_len = seq_len_cap > 0 && seq_len_cap < c->max_pos ? seq_len_cap : c->max_pos;
@@ -3619,7 +3593,7 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     float *host_memory = read_weights(c, dir, &n, err);
     if (host_memory == NULL) { return -1; }
 #ifdef __CUDACC__
-    device_init();
+    if (device_init(err)) { free(host_memory); return -1; }
     m->memory = (float *)device_malloc(n * sizeof(float));
     copy_to_device(m->memory, host_memory, n * sizeof(float));
     free(host_memory);
@@ -3633,6 +3607,8 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
 }
 
 void free_model(Model *m) {
+    free(m->dir);
+    m->dir = NULL;
     if (m->memory == NULL) { return; }
     free_run_state(&m->state);
     device_free(m->memory);
@@ -4803,6 +4779,30 @@ static int class_at(const char *s, size_t len, size_t i, size_t *n) {
 // ----------------------------------------------------------------------------
 // statistics and reporting
 
+// The device a run used, as the reports name it.
+#ifdef __CUDACC__
+static const char *device_name(void) {
+    static char name[300];
+    cudaDeviceProp prop;
+    cuda_check(cudaGetDeviceProperties(&prop, 0));
+    snprintf(name, sizeof(name), "GPU: %s", prop.name);
+    return name;
+}
+#else
+static const char *threads_reason = "one per core"; // set by the CLI (choose_threads)
+static const char *device_name(void) {
+#ifdef _OPENMP
+    static char name[160];
+    int n = omp_get_max_threads();
+    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s",
+             threads_reason);
+    return name;
+#else
+    return "CPU: 1 thread";
+#endif
+}
+#endif
+
 // The skip set as the papers draw it: one row per sublayer kind, X = skipped.
 static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
     for (int l = 0; l < n_layers; l++) {
@@ -5946,17 +5946,6 @@ static const char *default_model_dir(const char *argv0) {
     return path;
 }
 
-// The CLI's error messages go into a buffer of CLI_ERR_LEN bytes, room for a flag and a path
-// before a loader's message; cli_fail formats one and returns -1.
-enum { CLI_ERR_LEN = 4 * SS_ERR_LEN };
-static int cli_fail(char *err, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    format_err(err, CLI_ERR_LEN, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 // The lines of file (flag: -f or --dev-prompts), or text alone when file is NULL (flag then
 // names it), each encoded and checked against the context with the n_extra tokens to come after
 // it (extra names them). Returns 0, or -1 with err set; free_prompts frees p either way.
@@ -5965,7 +5954,7 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
                         char *err) {
     char why[SS_ERR_LEN], *where = NULL;
     int rc = 0;
-    if (file && read_prompts(file, p, why)) { return cli_fail(err, "%s %s", flag, why); }
+    if (file && read_prompts(file, p, why)) { return fail(err, "%s %s", flag, why); }
     if (file == NULL) {
         p->text = (char **)malloc_check(sizeof(char *));
         p->text[p->n++] = (char *)memcpy(malloc_check(strlen(text) + 1), text, strlen(text) + 1);
@@ -5982,14 +5971,14 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
         int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
         int len = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
         if (len < 0 || len >= c->seq_len) {
-            rc = cli_fail(err, "%s: the prompt does not fit the context of %d tokens "
-                          "(max_position_embeddings or -c)", at, c->seq_len);
+            rc = fail(err, "%s: the prompt does not fit the context of %d tokens "
+                      "(max_position_embeddings or -c)", at, c->seq_len);
         } else if (len == 0) {
-            rc = cli_fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
-                          "BOS)", at);
+            rc = fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
+                      "BOS)", at);
         } else if ((long)len + n_extra - 1 > c->seq_len) {
-            rc = cli_fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
-                          "max_position_embeddings)", at, len, extra, c->seq_len);
+            rc = fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
+                      "max_position_embeddings)", at, len, extra, c->seq_len);
         } else { // to its length: a long -f file of short prompts
             p->len[k] = len;
             p->ids[k] = (int *)realloc_check(ids, (size_t)len * sizeof(int));
@@ -6364,7 +6353,7 @@ static void open_std_descriptors(void) {
 
 // A model folder that is missing but has a script beside it that makes it (tiny_models/
 // smollm2-135m: tiny_models/get_smollm2.sh, get_ and the name up to its first '-') gets the
-// script named after the error in err (CLI_ERR_LEN bytes).
+// script named after the error in err.
 static void getter_hint(const char *dir, char *err) {
     struct stat sb;
     const char *slash = strrchr(dir, '/'), *base = slash ? slash + 1 : dir;
@@ -6374,13 +6363,13 @@ static void getter_hint(const char *dir, char *err) {
              base);
     if (stat(dir, &sb) != 0 && stat(script, &sb) == 0) {
         size_t n = strlen(err);
-        snprintf(err + n, CLI_ERR_LEN - n, " (the folder is made by %s: run it first)", script);
+        snprintf(err + n, SS_ERR_LEN - n, " (the folder is made by %s: run it first)", script);
     }
     free(script);
 }
 
 // Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
-// in err (CLI_ERR_LEN bytes).
+// in err.
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     char why[SS_ERR_LEN], extra[64];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
@@ -6412,10 +6401,10 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     free(path);
     if (r->tok == NULL || tokenizer_vocab_size(r->tok) > c->vocab_size) { return -1; }
     if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, why)) {
-        return cli_fail(err, "%s %s", flag_name(o, &o->skip_spec), why);
+        return fail(err, "%s %s", flag_name(o, &o->skip_spec), why);
     }
     if (o->skip_file && read_skip_file(o->skip_file, c->n_layers, &r->skip, why)) {
-        return cli_fail(err, "%s %s", flag_name(o, &o->skip_file), why);
+        return fail(err, "%s %s", flag_name(o, &o->skip_file), why);
     }
     // Every prompt is encoded and checked before the first one generates: a bad line 7 fails
     // now, not after six prompts' output. So are the search's: --dev-prompts', else the first
@@ -6522,7 +6511,7 @@ int main(int argc, char **argv) {
     Options o;
     CliRun r;
     memset(&r, 0, sizeof(r));
-    char err[CLI_ERR_LEN];
+    char err[SS_ERR_LEN];
     if (parse_options(argc, argv, &o, err)) { return print_error(err); }
     int failed = 0;
     if (load_run(&r, &o, argv[0], err)) {
@@ -6530,8 +6519,8 @@ int main(int argc, char **argv) {
     } else {
         for (int pi = 0; pi < r.prompts.n; pi++) {
             if (run_prompt(&r, &o, pi)) { // the other prompts still run
-                cli_fail(err, "%s: greedy self-speculative output differs from plain decoding",
-                         flag_name(&o, &o.compare));
+                fail(err, "%s: greedy self-speculative output differs from plain decoding",
+                     flag_name(&o, &o.compare));
                 failed = print_error(err);
             }
         }

@@ -16,7 +16,9 @@
 extern "C" {
 #endif
 
-enum { SS_MAX_LAYERS = 256, SS_ERR_LEN = 512, SS_MAX_EOS = 4 };
+// SS_ERR_LEN: every error line's buffer, room for a flag, a long path and the reason (a longer
+// line loses the middle of its path, never the reason)
+enum { SS_MAX_LAYERS = 256, SS_ERR_LEN = 2048, SS_MAX_EOS = 4 };
 
 // ----------------------------------------------------------------------------
 // model: config.json + model.safetensors (Hugging Face LlamaForCausalLM layout)
@@ -96,6 +98,8 @@ typedef struct {
     unsigned char *mask; // (max_tokens, max_tokens) attention mask within this pass
     int *pass_host;      // host staging of tokens, depth and mask, uploaded in one copy
     float *logits_host;  // (max_tokens, vocab_size) logits copied back to the host
+    float *slot_host;    // (2, n_layers, kv_dim) one cache slot's K and V rows, on their way
+                         // (SWIFT's accepted leaf moving to the chain); after logits_host
     uint64_t n_sublayers; // sublayers run, summed over passes (a pass streams each weight once)
 } RunState;
 
@@ -105,7 +109,7 @@ typedef struct {
     float *memory;    // the one device allocation behind weights
     size_t n_floats;  // its size in floats
     RunState state;
-    char dir[1024];   // the checkpoint folder
+    char *dir;        // the checkpoint folder, as given (build_model copies it)
 } Model;
 
 // Hidden states to capture during a forward pass (NULL = none): the residual stream of the

@@ -402,11 +402,29 @@ static void test_half_to_float(void) {
     check(isnan(half_to_float(0x7E00)), "half_to_float(0x7e00) is not NaN");
 }
 
+// A -m path longer than the old Model.dir[1024] (1,500 bytes of "./" before the folder) is the
+// model's name in the reports whole, not cut at 1,023 bytes.
+static void test_long_model_path(void) {
+    const char *dir = "tiny_models/llama2-tiny-random";
+    size_t n = 1500 + strlen(dir) + 1;
+    char *path = (char *)malloc_check(n), err[SS_ERR_LEN];
+    for (size_t i = 0; i < 1500; i += 2) { memcpy(path + i, "./", 2); }
+    strcpy(path + 1500, dir);
+    Model m;
+    if (check(build_model(&m, path, 0, err) == 0, "long -m path: %s", err)) {
+        check(strcmp(m.dir, path) == 0, "long -m path: Model.dir holds %zu of its %zu bytes",
+              strlen(m.dir), strlen(path));
+    }
+    free_model(&m);
+    free(path);
+}
+
 // Targets: the committed tiny models by default; `make test-big` names smollm2.
 int main(int argc, char **argv) {
     test_kernels();
     test_half_to_float();
     test_sharded("tiny_models/llama3-tiny-random");
+    test_long_model_path();
     // llama3-tied-head: tie_word_embeddings true and an lm_head.weight that differs (HF uses it)
     const char *defaults[] = {"llama2-tiny", "llama3-tiny", "kjv", "llama3-tied-head", "kjv-skip"};
     const char **targets = argc > 1 ? (const char **)(argv + 1) : defaults;
