@@ -23,16 +23,17 @@ import sys
 # numbers agree when |a - b| <= max(abs, rel * max(|a|, |b|)); None: the field is not compared.
 CLASSES = {
     # Measured, not computed: timings (any key ending in _ms or _per_s), `device` (the thread
-    # count), and --compare's ratios of two measured speeds. They change from run to run on one
-    # machine (README "The trace"), so no tolerance could hold them.
+    # count), --compare's ratios of two measured speeds, and any key whose name starts with
+    # "measured" (issue 37 names --compare's so). They change from run to run on one machine
+    # (README "The trace"), so no tolerance could hold them.
     "measured": None,
     # The exit threshold (gamma) and SWIFT's skip ratio: stepped by constants on decisions taken
     # from token counts (Eq. 3's eps, App. C.2's 0.05), but Self-SD Eq. 4 smooths gamma with a
     # multiply-add, which FMA contraction rounds once instead of twice: gamma drifts by a few
-    # float32 ulps (at most 5.4e-7 over test/refs/traces/commands.txt's runs, the smoothing keeps
-    # it bounded; the pair in test/refs/traces/arith/ shows it). 1e-5 is
-    # ~100 ulps, and 100 times below the 1e-3 that an Eq. 3 decision going the other way moves
-    # gamma by ((1 - beta2) eps at the defaults), so every differing decision is still caught.
+    # float32 ulps (at most 5.4e-7 over test/refs/traces/commands.txt's runs, as arith/ shows;
+    # the smoothing keeps it bounded). 1e-5 is ~100 ulps, and 100 times below the 1e-3 that an
+    # Eq. 3 decision going the other way moves gamma by ((1 - beta2) eps at the defaults), so
+    # every differing decision is still caught.
     "stepped": (0.0, 1e-5),
     # float32 values the model computes: a draft token's top-1 probability, ASD's cosines. They
     # follow the order of the float32 sums (FMA contraction moved conf by 1.8e-6 relative in
@@ -101,7 +102,7 @@ class Tolerances:
             cls = FIELDS.get(".".join(keys[i:]))
             if cls is not None:
                 break
-        if cls is None and name.endswith(MEASURED_SUFFIXES):
+        if cls is None and (name.endswith(MEASURED_SUFFIXES) or name.startswith("measured")):
             cls = "measured"
         if cls == "counts" and name == "objective" and self.time_objective:
             cls = "measured"  # --objective time: a search scores sets by measured ms
@@ -127,20 +128,22 @@ def show(v):
 
 def compare_numbers(a, b, tol, cls):
     rel_tol, abs_tol = tol
-    if a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
+    if a == b or (isinstance(a, float) and isinstance(b, float)
+                  and math.isnan(a) and math.isnan(b)):
         return None
     d = abs(a - b)
     scale = max(abs(a), abs(b))
     if d <= abs_tol or d <= rel_tol * scale:
         return None
+    sa, sb = (show(a), show(b)) if show(a) != show(b) else (repr(a), repr(b))
     if rel_tol == 0 and abs_tol == 0:
-        return "%s vs %s (%s)" % (show(a), show(b), "exact" if cls == "exact" else cls + ": exact")
+        return "%s vs %s (%s)" % (sa, sb, "exact" if cls == "exact" else cls + ": exact")
     parts = []
     if rel_tol > 0 or abs_tol == 0:
         parts.append("rel %.1e > %.0e" % (d / scale, rel_tol))
     if abs_tol > 0:
         parts.append("abs %.1e > %.0e" % (d, abs_tol))
-    return "%s vs %s (%s; %s)" % (show(a), show(b), ", ".join(parts), cls)
+    return "%s vs %s (%s; %s)" % (sa, sb, ", ".join(parts), cls)
 
 
 def compare(a, b, keys, shown, tols, names):
@@ -202,7 +205,8 @@ def read_trace(path):
         except ValueError as e:
             raise Unreadable("%s: line %d is not JSON (%s)" % (path, n, e))
         if not isinstance(r, dict) or not isinstance(r.get("type"), str):
-            raise Unreadable("%s: line %d is not a trace record (an object with a \"type\")" % (path, n))
+            raise Unreadable("%s: line %d is not a trace record (an object with a \"type\")"
+                             % (path, n))
         records.append(r)
     if not records:
         raise Unreadable("%s: empty, not a trace" % path)
@@ -234,7 +238,8 @@ def parse_args(argv):
                                      "non-negative numbers (e.g. --tol conf=1e-3)" % argv[i])
                 tols[m.group(1)] = tol
         elif arg.startswith("-") and arg != "-":
-            raise Unreadable("unknown flag %s (expected --tol FIELD=REL[,ABS] or --ignore FIELD)" % arg)
+            raise Unreadable("unknown flag %s (expected --tol FIELD=REL[,ABS] or --ignore FIELD)"
+                             % arg)
         else:
             files.append(arg)
         i += 1
