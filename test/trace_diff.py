@@ -184,7 +184,7 @@ def describe(n, r):
         place = "round %s" % r["round"]
     elif t == "search" and "i" in r:
         place = "search %s" % r["i"]
-    if "prompt" in r and t != "header":
+    if "prompt" in r:
         place += " of prompt %s" % r["prompt"]
     return "record %d, %s" % (n, place)
 
@@ -237,7 +237,7 @@ def parse_args(argv):
                     raise Unreadable("--tol %s: expected FIELD=REL or FIELD=REL,ABS with "
                                      "non-negative numbers (e.g. --tol conf=1e-3)" % argv[i])
                 tols[m.group(1)] = tol
-        elif arg.startswith("-") and arg != "-":
+        elif arg.startswith("-"):
             raise Unreadable("unknown flag %s (expected --tol FIELD=REL[,ABS] or --ignore FIELD)"
                              % arg)
         else:
