@@ -33,6 +33,8 @@ TESTS += test/test_trace
 # there, so the C suite never needs Python
 HAVE_PYTHON3 := $(shell command -v python3 2>/dev/null)
 DRAW_TEST := $(if $(HAVE_PYTHON3),test/test_draw_trace.py,)
+# the porter's trace diff (test/trace_diff.py): each field class, and traces from an FMA build
+TRACE_DIFF_TEST := $(if $(HAVE_PYTHON3),test/test_trace_diff.py,)
 # README.md's examples run again: their deterministic lines and the prose's numbers must match
 TESTS += test/test_readme
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
@@ -73,8 +75,8 @@ test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
 # as ./selfspec does: the cores no other process is running on.
 test: selfspec $(TESTS) $(BENCH)
 	@for t in $(TESTS); do $(CXX) -x c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Wno-unused-function -I. $$t.c || exit 1; done
-	@$(if $(HAVE_PYTHON3),true,echo "make test: python3 not found, test/test_draw_trace.py skipped")
-	@sh test/run_tests.sh $(TESTS) $(DRAW_TEST)
+	@$(if $(HAVE_PYTHON3),true,echo "make test: python3 not found, test/test_draw_trace.py and test/test_trace_diff.py skipped")
+	@sh test/run_tests.sh $(TESTS) $(DRAW_TEST) $(TRACE_DIFF_TEST)
 
 # test/bench/draw_trace.py alone: a known trace drawn as well-formed SVG with its cells and bars,
 # the issue-31 layout fixes, and one error line per bad trace (python3, standard library only)
