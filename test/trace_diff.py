@@ -42,7 +42,8 @@ CLASSES = {
     "model32": (1e-4, 0.0),
     # CLaSp's margin: a difference of two cosines near 1, so its relative error is the cosines'
     # absolute error over a small number (6.9e-4 relative, 3e-8 absolute in arith/): held
-    # absolutely, 1e-5 being ~100 float32 ulps of a cosine.
+    # absolutely, 1e-5 being ~100 float32 ulps of a cosine. So is each decision along the DP's
+    # path (the same difference of cosines, kept as float32).
     "margin": (0.0, 1e-5),
     # Ratios of counts printed with %.9g (SWIFT's matchness: tokens matched over the window; a
     # search's objective under --objective cost: sublayers run per token): exact on the counts;
@@ -60,12 +61,13 @@ FIELDS = {  # key name, or a dotted path's end (the record's type first), -> cla
     "gamma": "stepped", "gamma_before": "stepped", "gamma_after": "stepped",
     "ratio": "stepped",
     "conf": "model32", "asd_cos": "model32",
-    "margin": "margin",
+    "margin": "margin", "path": "margin",
     "matchness": "counts", "kept_matchness": "counts", "objective": "counts",
     "summary.skip_ratio": "decimals4", "summary.accept_rate": "decimals4",
     "summary.mean_accepted": "decimals4", "summary.expected_speedup": "decimals4",
     "summary.gamma_first": "decimals4", "summary.gamma_last": "decimals4",
-    "summary.gamma_mean": "decimals4",
+    "summary.gamma_mean": "decimals4", "summary.accept_by_position": "decimals4",
+    "summary.conf_mean": "decimals4", "summary.dp_overlap": "decimals4",
 }
 MEASURED_SUFFIXES = ("_ms", "_per_s")
 
