@@ -13,6 +13,26 @@
   - errors: a missing trace, a line that is not JSON (its line number), no "type", no header
     first, a skip layer out of range, a missing output folder: one line, exit status 1, and
     an old output file kept whole with no temporary file left beside it;
+  - the decisions' panels: SWIFT's candidate circles at each step's matchness, the kept line,
+    a mark per replacement, a restart splitting the line; ASD's C_l dots (filled where C_l >=
+    alpha) on one scale with the threshold, the chosen cells marked with the rule that chose
+    each (C_l >= alpha, every m-th layer), the last n shaded; CLaSp's margin bars on a log scale,
+    a filled square per DP that changed the set, the overlap line at each DP's Jaccard; the
+    draft-length histogram and acceptance by position, against counts made here from the rounds,
+    and the summary's own draft_lengths/accept_by_position accepted when they agree, one error
+    line when they do not; rounds counted from 0; the "with the selection time" prediction; skip
+    sets spelled as arrays drawing the very same SVG as the string spelling;
+  - bad numbers and limits (issue 40 class 5): NaN, Infinity, 1e999, a 401-digit integer, a
+    finite range whose width overflows, values out of their ranges, deep nesting, a reversed
+    range, 4096 layers, 1001 prompts, a drawing past its element limit: one error line each, no
+    file; a trace at the limits draws with every coordinate finite;
+  - inputs (class 4): /dev/zero, a file over 64 MiB, a folder: one error line, read no further;
+  - outputs (class 4), by the engine's rules: -o naming the trace through a symlink, a hard link
+    or a .. through a symlinked folder refused with the trace intact; a symlink written through
+    (the link stays, the target keeps its 0640 mode); a dangling symlink refused; a FIFO and a
+    link to /dev/stdout written in place; the file stdout goes to refused; a 255-byte name
+    written (a short temporary name); a 0444 file refused as > refuses it (as root, checked as
+    user nobody);
   - each reference trace under test/refs/traces/ (when there) draws as well-formed SVG with a
     bar pair per round.
 Prints "test_draw_trace: N passed, M failed" and exits non-zero on a failure (run_tests.sh).
@@ -340,6 +360,8 @@ def errors(tmp):
     case("a missing output folder", head, r"-o .*no-such-dir/x\.svg: cannot create a file in .*no-such-dir: No such file",
          out=os.path.join(tmp, "no-such-dir", "x.svg"))
     case("the output is a folder", head, r"is a folder", out=out_dir)
+    case("an empty output name", head, r"-o : names no file", out="")
+    case("an output name ending in /", head, r"-o .*/new/: names no file", out=os.path.join(out_dir, "new") + "/")
     # and a good trace replaces the old file whole, with open()'s usual permissions
     with open(old, "w") as f:
         f.write("old\n")
@@ -772,9 +794,25 @@ def references(tmp):
         root = parse(out, name) if check(rc == 0, "%s: exit %d: %s" % (name, rc, err)) else None
         if root is None:
             continue
-        n_rounds = sum(1 for l in open(path) if json.loads(l).get("type") == "round")
+        records = [json.loads(l) for l in open(path) if l.strip()]
+        n_rounds = sum(1 for r in records if r.get("type") == "round")
         check(len(find(root, "rect", "drafted")) == n_rounds == len(find(root, "rect", "accepted")),
               "%s: %d bars for %d rounds" % (name, len(find(root, "rect", "drafted")), n_rounds))
+        # the decisions' panels: ASD's C_l dot per layer per prompt, CLaSp's bar per DP with a
+        # margin, a draft-length bar per length up to each prompt's longest draft
+        L = records[0]["n_layers"]
+        cos = sum(len(r["asd_cos"]) for r in records if r.get("type") == "prefill" and "asd_cos" in r)
+        dots = [e for e in root.iter(NS + "circle") if cls(e).startswith("asd-cos")]
+        check(len(dots) == cos and (cos > 0) == name.startswith("asd") and cos % L == 0,
+              "%s: %d C_l dots for %d values" % (name, len(dots), cos))
+        dps = sum(1 for r in records if r.get("type") == "round" and isinstance(r.get("event"), dict)
+                  and (r["event"].get("clasp") or {}).get("margin"))
+        check(len(find(root, "rect", "clasp-margin")) == dps and (dps > 0) == name.startswith("clasp"),
+              "%s: %d margin bars for %d DPs" % (name, len(find(root, "rect", "clasp-margin")), dps))
+        want = sum(1 + max(r["drafted"] for r in records if r.get("type") == "round" and r["prompt"] == p)
+                   for p in {r["prompt"] for r in records if r.get("type") == "round"})
+        check(len(find(root, "rect", "draft-length")) == want, "%s: %d draft-length bars, want %d"
+              % (name, len(find(root, "rect", "draft-length")), want))
         no_blank_bands(root, name)
 
 

@@ -581,7 +581,7 @@ def asd_panel(svg, y, pre, params, L):
     if thr is not None:
         svg.add('<line class="asd-threshold" x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="#c0392b" '
                 'stroke-width="1.5"/>' % (X0, yv(thr), right, yv(thr)))
-        svg.text(right + 6, yv(thr) + 4, "\u03b1 = %.4g" % thr, size=10)
+        svg.text(right + 6, yv(thr) + 4, "ASD's \u03b1 = %.4g" % thr, size=10)
     for l, c in enumerate(cos):
         if c is not None:
             on = thr is not None and c >= thr
@@ -878,6 +878,8 @@ class Output:
         except OSError as e:
             self.fail(e.strerror or str(e))
         folder, base = os.path.split(path)
+        if self.st is None and not base:
+            self.fail("names no file (an empty name, or one ending in /)")
         if self.st is not None:
             self.target = os.path.realpath(path)
         else:
