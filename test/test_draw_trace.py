@@ -29,12 +29,12 @@
   - inputs (class 4): /dev/zero, a file over 64 MiB, a folder: one error line, read no further;
   - outputs (class 4), by the engine's rules: -o naming the trace through a symlink, a hard link
     or a .. through a symlinked folder refused with the trace intact; a symlink written through
-    (the link stays, the target keeps its 0640 mode); a dangling symlink refused; a FIFO and a
-    link to /dev/stdout written in place; the file stdout goes to refused; a 255-byte name
-    written (a short temporary name); a 0444 file refused as > refuses it (as root, checked as
-    user nobody);
+    (the link stays, the target keeps its 0640 mode); a dangling symlink refused; a FIFO, a
+    device node (a /dev/null made here, as root) and a link to /dev/stdout written in place;
+    the file stdout goes to refused; a 255-byte name written (a short temporary name); a 0444
+    file refused as > refuses it (as root, checked as user nobody); an empty name refused;
   - each reference trace under test/refs/traces/ (when there) draws as well-formed SVG with a
-    bar pair per round.
+    bar pair per round, ASD's C_l dots, CLaSp's margin bars and the draft-length bars.
 Prints "test_draw_trace: N passed, M failed" and exits non-zero on a failure (run_tests.sh).
 """
 import copy
@@ -738,6 +738,17 @@ def outputs(tmp):
           and got.endswith(b"</svg>\n") and not left(d),
           "-o a FIFO: exit %d, still a FIFO %s, %d bytes read: %s" % (p.returncode, stat.S_ISFIFO(os.stat(fifo).st_mode),
                                                                      len(got), p.stderr))
+    # a device node (a copy of /dev/null made here, where root may make one) is written in place
+    node = os.path.join(d, "null")
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (OSError, AttributeError):
+        node = None
+    if node is not None:
+        p = run(node)
+        check(p.returncode == 0 and stat.S_ISCHR(os.stat(node).st_mode) and not left(d),
+              "-o a device node: exit %d, still a device %s: %s" % (p.returncode, stat.S_ISCHR(os.stat(node).st_mode),
+                                                                    p.stderr))
     # a symlink to /dev/stdout (as -o /dev/stdout): the SVG comes out on stdout, the link stays
     if os.path.exists("/dev/stdout"):
         os.symlink("/dev/stdout", os.path.join(d, "stdout"))
