@@ -451,7 +451,8 @@ def test_panels(tmp):
         # the selection time's prediction, as the engine's summary prints it
         s = [r for r in base if r["type"] == "summary" and r["prompt"] == p][0]
         passes = s["draft_ms"] + s["verify_ms"]
-        want = "%.2fx with the selection time" % (s["predicted_speedup"] * passes / (passes + s["select_ms"] - s["search_ms"]))
+        own = s["select_ms"] - s["search_ms"]
+        want = "%.2fx with the selection time" % (s["predicted_speedup"] * passes / (passes + own))
         check(any(want in x for x in t), "panels prompt %d: no %r" % (p, want))
         no_blank_bands(root, "panels")
 
@@ -501,7 +502,8 @@ def test_panels(tmp):
         check(by_cos == {l for l in range(10) if cos[l] >= 0.985} and by_m == {(r, l) for r in (0, 1) for l in (2, 5, 8)},
               "%s: the rules marked %s and %s" % (name, sorted(by_cos), sorted(by_m)))
         last = find(g, "rect", "asd-last-n")
-        check(len(last) == 1 and abs(float(last[0].get("width")) - 2 * 640 / 12) < 0.01, "%s: the last n not shaded" % name)
+        check(len(last) == 1 and abs(float(last[0].get("width")) - 2 * 640 / 12) < 0.01,
+              "%s: the last n not shaded" % name)
         no_blank_bands(root, name)
 
     # CLaSp: a bar per DP whose height is its margin's log, a square per DP filled when the set
@@ -525,7 +527,8 @@ def test_panels(tmp):
         hs = [float(e.get("height")) for e in find(g, "rect", "clasp-margin")]
         # margins 2e-5 .. 3e-3: decades 1e-5 .. 1e-2, 70 px for 3 decades
         want = [70 * (math.log10(m) + 5) / 3 for m in margins]
-        check(len(hs) == 4 and all(abs(h - w) < 0.01 for h, w in zip(hs, want)), "clasp: margin bars %s, want %s" % (hs, want))
+        check(len(hs) == 4 and all(abs(h - w) < 0.01 for h, w in zip(hs, want)),
+              "clasp: margin bars %s, want %s" % (hs, want))
         squares = [cls(e) for e in g.iter(NS + "rect") if cls(e) in ("clasp-changed", "clasp-kept")]
         changed = []
         for r, (a, m) in zip(dps, sets):
@@ -608,7 +611,8 @@ def bad_numbers(tmp):
          r":2: round event clasp \"margin\" is -1"),
         ("a SWIFT matchness of 7", line(head) + line(dict(rnd, event={"swift": {"matchness": 7}})),
          r":2: round event swift \"matchness\" is 7"),
-        ("an ASD threshold of 3", line(dict(head, params={"cos_threshold": 3})), r":1: header params \"cos_threshold\" is 3"),
+        ("an ASD threshold of 3", line(dict(head, params={"cos_threshold": 3})),
+         r":1: header params \"cos_threshold\" is 3"),
         ("more than 1000 prompts", line(head) + "".join(line({"type": "prefill", "prompt": p}) for p in range(1001)),
          r":1002: more than 1000 prompts"),
         ("more than 1000000 elements", line(dict(head, n_layers=512)) + "".join(
@@ -636,7 +640,8 @@ def bad_numbers(tmp):
     rc, err, out = draw(path, tmp, "edge.svg")
     root = parse(out, "limits") if check(rc == 0, "at the limits: exit %d: %s" % (rc, err)) else None
     if root is not None:
-        nums = [v for e in root.iter() for k, v in e.attrib.items() if k in ("x", "y", "cx", "cy", "width", "height") and not v.endswith("%")]
+        nums = [v for e in root.iter() for k, v in e.attrib.items()
+                if k in ("x", "y", "cx", "cy", "width", "height") and not v.endswith("%")]
         check(all(math.isfinite(float(v)) for v in nums), "at the limits: a coordinate is not finite")
 
 
