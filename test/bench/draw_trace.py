@@ -561,14 +561,13 @@ def events(rounds, method):
 
 def asd_panel(svg, y, pre, params, L):
     """ASD's C_l per layer against the threshold, and the set its two rules chose; the height."""
-    cw, cos = svg.cw, pre["asd_cos"]
+    cos, cw = pre["asd_cos"], PLOT_W / L  # its own columns, wider than the map's
     thr = params.get("cos_threshold") if is_num(params.get("cos_threshold")) else None
     m = params.get("every_m") if isinstance(params.get("every_m"), int) else None
     n = params.get("keep_last_n") if isinstance(params.get("keep_last_n"), int) else None
     vals = [c for c in cos if c is not None] + ([thr] if thr is not None else [])
     lo, hi = (max(-1.0, math.floor(min(vals) * 20) / 20) if vals else 0.0), 1.0
     lo = min(lo, hi - 0.05)
-    cw = PLOT_W / L  # its own columns, wider than the map's
     svg.text(12, y + 14, "ASD's rule (Sec. 3.2, Alg. 1): each layer's C_l against the threshold \u03b1", bold=True)
     svg.text(12, y + 28, "C_l: the cosine of attention's input and output, averaged over the prompt (dots; filled: "
              "C_l \u2265 \u03b1)", size=10, limit=150)
