@@ -990,6 +990,9 @@ def main(argv):
     except TraceError as e:
         print("draw_trace.py: error: %s" % e, file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: -o as it was (a commit under way holds the signal off)
+        print("draw_trace.py: interrupted; %s left as it was" % a.output, file=sys.stderr)
+        return 130
     print("wrote %s" % a.output, file=sys.stderr)
     return 0
 
