@@ -13,22 +13,46 @@
   - errors: a missing trace, a line that is not JSON (its line number), no "type", no header
     first, a skip layer out of range, a missing output folder: one line, exit status 1, and
     an old output file kept whole with no temporary file left beside it;
+  - the decisions' panels: SWIFT's candidate circles at each step's matchness, the kept line,
+    a mark per replacement, a restart splitting the line; ASD's C_l dots (filled where C_l >=
+    alpha) on one scale with the threshold, the chosen cells marked with the rule that chose
+    each (C_l >= alpha, every m-th layer), the last n shaded; CLaSp's margin bars on a log scale,
+    a filled square per DP that changed the set, the overlap line at each DP's Jaccard; the
+    draft-length histogram and acceptance by position, against counts made here from the rounds,
+    and the summary's own draft_lengths/accept_by_position accepted when they agree, one error
+    line when they do not; rounds counted from 0; the "with the selection time" prediction; skip
+    sets spelled as arrays drawing the very same SVG as the string spelling;
+  - bad numbers and limits (issue 40 class 5): NaN, Infinity, 1e999, a 401-digit integer, a
+    finite range whose width overflows, values out of their ranges, deep nesting, a reversed
+    range, 4096 layers, 1001 prompts, a drawing past its element limit: one error line each, no
+    file; a trace at the limits draws with every coordinate finite;
+  - inputs (class 4): /dev/zero, a file over 64 MiB, a folder: one error line, read no further;
+  - outputs (class 4), by the engine's rules: -o naming the trace through a symlink, a hard link
+    or a .. through a symlinked folder refused with the trace intact; a symlink written through
+    (the link stays, the target keeps its 0640 mode); a dangling symlink refused; a FIFO, a
+    device node (a /dev/null made here, as root) and a link to /dev/stdout written in place;
+    the file stdout goes to refused; a 255-byte name written (a short temporary name); a 0444
+    file refused as > refuses it (as root, checked as user nobody); an empty name refused;
   - each reference trace under test/refs/traces/ (when there) draws as well-formed SVG with a
-    bar pair per round.
+    bar pair per round, ASD's C_l dots, CLaSp's margin bars and the draft-length bars.
 Prints "test_draw_trace: N passed, M failed" and exits non-zero on a failure (run_tests.sh).
 """
 import copy
 import glob
 import json
+import math
 import os
 import re
+import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "test", "bench", "draw_trace.py")
+# DRAW_TRACE_SCRIPT: another copy of the script to test (an older one, to see a test fail on it)
+SCRIPT = os.environ.get("DRAW_TRACE_SCRIPT") or os.path.join(ROOT, "test", "bench", "draw_trace.py")
 SAMPLE = os.path.join(ROOT, "test", "bench", "traces", "swift-sample.jsonl")
 NS = "{http://www.w3.org/2000/svg}"
 passed = failed = 0
@@ -221,7 +245,8 @@ def variants(tmp):
     rc, err, out = draw(v, tmp, "none.svg")
     root = parse(out, "exit none") if check(rc == 0, "exit none: exit %d: %s" % (rc, err)) else None
     if root is not None:
-        check(not find(root, "polyline"), "exit none: %d gamma lines drawn" % len(find(root, "polyline")))
+        gamma = [l for l in find(root, "polyline") if cls(l).startswith("gamma")]
+        check(not gamma, "exit none: %d gamma lines drawn" % len(gamma))
         check(any("--exit none" in t for t in texts(root)), "exit none: not said")
         no_blank_bands(root, "exit none")
 
@@ -328,13 +353,15 @@ def errors(tmp):
     case("more accepted than drafted", head + json.dumps(dict(rnd, accepted=2)) + "\n",
          r"bad\.jsonl:2: round: 2 accepted of 1 drafted")
     case("a layer out of range", head + json.dumps(dict(rnd, skip={"attn": "1,12", "mlp": ""})) + "\n",
-         r"bad\.jsonl:2: skip \"attn\": layer 12 out of range for 12 layers")
+         r"bad\.jsonl:2: round \"skip\" \"attn\": layer 12 out of range for 12 layers")
     case("a map of the wrong length", head + json.dumps(dict(rnd, skip={"attn": "X..", "mlp": ""})) + "\n",
-         r"bad\.jsonl:2: skip \"attn\": a map of 3 layers")
+         r"bad\.jsonl:2: round \"skip\" \"attn\": a map of 3 layers")
     case("not UTF-8", head + "{\"type\": \"x\", \"a\": \"\udcff\"}\n", r"bad\.jsonl:2: not UTF-8")
-    case("a missing output folder", head, r"-o .*no-such-dir/x\.svg: cannot create a file in its folder",
+    case("a missing output folder", head, r"-o .*no-such-dir/x\.svg: cannot create a file in .*no-such-dir: No such file",
          out=os.path.join(tmp, "no-such-dir", "x.svg"))
     case("the output is a folder", head, r"is a folder", out=out_dir)
+    case("an empty output name", head, r"-o : names no file", out="")
+    case("an output name ending in /", head, r"-o .*/new/: names no file", out=os.path.join(out_dir, "new") + "/")
     # and a good trace replaces the old file whole, with open()'s usual permissions
     with open(old, "w") as f:
         f.write("old\n")
@@ -346,6 +373,435 @@ def errors(tmp):
     check(os.stat(old).st_mode & 0o777 == 0o666 & ~mask, "the SVG's mode is %o" % (os.stat(old).st_mode & 0o777))
 
 
+def to_arrays(records):
+    """The same trace with every skip set spelled as arrays of layer indices (the trace's coming
+    spelling): {"attn": [1, 3], "mlp": [4]}."""
+    def conv(d, L):
+        return {part: sorted(layers(d[part]) if set(d[part]) - {"X", "."} or not d[part]
+                             else {l for l, c in enumerate(d[part]) if c == "X"}) for part in ("attn", "mlp")}
+    out = copy.deepcopy(records)
+    L = out[0]["n_layers"]
+    for r in out:
+        for holder, key in [(r, "skip"), (r, "asd_skip")] + [(ev, k) for ev in (r.get("event") or {}).values()
+                                                          if isinstance(ev, dict) for k in ("candidate", "skip")]:
+            if isinstance(holder.get(key), dict):
+                holder[key] = conv(holder[key], L)
+    return out
+
+
+def panel_y(root, klass, attr="cy"):
+    return [float(e.get(attr)) for e in root.iter() if cls(e).split()[:1] == [klass]]
+
+
+def asd_variant():
+    """The sample as an ASD run: C_l per layer in its prefills, the set its rules choose."""
+    v = copy.deepcopy([json.loads(l) for l in open(SAMPLE)])
+    v[0].update(method="asd", params={"cos_threshold": 0.985, "every_m": 3, "keep_last_n": 2})
+    cos = [0.75, 0.948, 0.94, 0.963, 0.975, 0.989, 0.992, 0.9916, 0.9938, 0.9937, 0.9946, 0.9964]
+    attn = [l for l in range(10) if cos[l] >= 0.985 or (l + 1) % 3 == 0]
+    mlp = [l for l in range(10) if (l + 1) % 3 == 0]
+    skip = {"attn": ",".join(map(str, attn)), "mlp": ",".join(map(str, mlp))}
+    for r in v:
+        if r["type"] == "prefill":
+            r.update(asd_cos=cos, asd_skip=skip)
+        if r["type"] in ("round", "summary"):
+            r["skip"] = skip
+            r["event"] = None
+    return v, cos, attn, mlp
+
+
+def test_panels(tmp):
+    """The decisions' panels: ASD's C_l, SWIFT's steps, CLaSp's DPs, the drafts; rounds from 0."""
+    base = [json.loads(l) for l in open(SAMPLE)]
+    rc, err, out = draw(SAMPLE, tmp, "panels.svg")
+    root = parse(out, "panels") if check(rc == 0, "panels: exit %d: %s" % (rc, err)) else None
+    if root is None:
+        return
+    for p, g in enumerate(prompts(root)):
+        rounds = [r for r in base if r["type"] == "round" and r["prompt"] == p]
+        # SWIFT: a circle per step at its matchness, the kept line through the kept matchness, a
+        # triangle per replacement
+        steps = [r["event"]["swift"] for r in rounds if (r["event"] or {}).get("swift")]
+        check(len(steps) > 0, "panels prompt %d: the sample has no SWIFT step" % p)
+        cy = panel_y(g, "swift-candidate")
+        check(len(cy) == len(steps), "panels prompt %d: %d candidate circles for %d steps" % (p, len(cy), len(steps)))
+        if len(cy) >= 2:  # 80 px for matchness 0..1
+            check(abs((cy[0] - cy[1]) - 80 * (steps[1]["matchness"] - steps[0]["matchness"])) < 0.05,
+                  "panels prompt %d: the circles are not the steps' matchness" % p)
+        kept = [pt for l in find(g, "polyline", "swift-kept") for pt in l.get("points").split()]
+        want_kept = sum(1 for s in steps if s["kept_matchness"] is not None)
+        check(len(kept) == max(want_kept, 2 if want_kept == 1 else 0),
+              "panels prompt %d: kept line of %d points for %d kept matchness" % (p, len(kept), want_kept))
+        tri = find(g, "polygon", "swift-replaced")
+        check(len(tri) == sum(1 for s in steps if s["replaced"]), "panels prompt %d: %d replacement marks" % (p, len(tri)))
+        # the drafts: the histogram's bars count the rounds by draft length, acceptance by position
+        hist = [float(e.get("height")) for e in find(g, "rect", "draft-length")]
+        counts = [sum(1 for r in rounds if r["drafted"] == i) for i in range(max(r["drafted"] for r in rounds) + 1)]
+        check(len(hist) == len(counts) and all(abs(h - 51 * c / max(counts)) < 0.01 for h, c in zip(hist, counts)),
+              "panels prompt %d: histogram bars %s for counts %s" % (p, hist, counts))
+        acc = [float(e.get("height")) for e in find(g, "rect", "accept-position")]
+        reach = [sum(1 for r in rounds if r["drafted"] > i) for i in range(len(counts) - 1)]
+        kept_at = [sum(1 for r in rounds if r["accepted"] > i) for i in range(len(counts) - 1)]
+        check(len(acc) == len(reach) and all(abs(h - 51 * k / n) < 0.01 for h, k, n in zip(acc, kept_at, reach)),
+              "panels prompt %d: acceptance bars %s for %s of %s" % (p, acc, kept_at, reach))
+        t = texts(g)
+        check(all("%d/%d" % (k, n) in t for k, n in zip(kept_at, reach)), "panels prompt %d: no k/n labels" % p)
+        check("round 0" in t and "round %d" % (len(rounds) - 1) in t and any("counted from 0" in x for x in t)
+              and "prompt %d" % p in " ".join(t), "panels prompt %d: rounds are not counted from 0" % p)
+        # the selection time's prediction, as the engine's summary prints it
+        s = [r for r in base if r["type"] == "summary" and r["prompt"] == p][0]
+        passes = s["draft_ms"] + s["verify_ms"]
+        own = s["select_ms"] - s["search_ms"]
+        want = "%.2fx with the selection time" % (s["predicted_speedup"] * passes / (passes + own))
+        check(any(want in x for x in t), "panels prompt %d: no %r" % (p, want))
+        no_blank_bands(root, "panels")
+
+    # a restart splits the kept line and is drawn dashed
+    v = copy.deepcopy(base)
+    v[5]["event"]["swift"]["restart"] = {"reason": "ratio"}
+    rc, err, out = draw(v, tmp, "restart.svg")
+    root = parse(out, "restart") if check(rc == 0, "restart: exit %d: %s" % (rc, err)) else None
+    if root is not None:
+        g = prompts(root)[0]
+        check(len(find(g, "line", "swift-restart")) == 1 and len(find(g, "polyline", "swift-kept")) == 2,
+              "restart: %d restart lines, %d kept lines" % (len(find(g, "line", "swift-restart")),
+                                                             len(find(g, "polyline", "swift-kept"))))
+
+    # every skip set spelled as an array draws exactly the same picture
+    rc, err, out = draw(to_arrays(base), tmp, "arrays.svg")
+    if check(rc == 0, "arrays: exit %d: %s" % (rc, err)):
+        with open(out, "rb") as a, open(os.path.join(tmp, "panels.svg"), "rb") as b:
+            check(a.read() == b.read(), "arrays: the picture differs from the string spelling's")
+
+    # ASD: a dot per layer, filled where C_l >= alpha, the threshold between; the chosen cells,
+    # each marked with the rule that chose it
+    v, cos, attn, mlp = asd_variant()
+    for name, trace in (("asd", v), ("asd arrays", to_arrays(v))):
+        rc, err, out = draw(trace, tmp, name.replace(" ", "_") + ".svg")
+        root = parse(out, name) if check(rc == 0, "%s: exit %d: %s" % (name, rc, err)) else None
+        if root is None:
+            continue
+        g = prompts(root)[0]
+        dots = [e for e in g.iter(NS + "circle") if cls(e).startswith("asd-cos")]
+        above = [l for l, e in enumerate(dots) if "above" in cls(e)]
+        check(len(dots) == 12 and above == [l for l in range(12) if cos[l] >= 0.985],
+              "%s: %d dots, filled %s" % (name, len(dots), above))
+        ys = [float(e.get("cy")) for e in dots]
+        line = find(g, "line", "asd-threshold")
+        if check(len(dots) == 12 and len(line) == 1, "%s: no threshold line" % name):
+            ty = float(line[0].get("y1"))
+            check(all((ys[l] <= ty) == (cos[l] >= 0.985) for l in range(12)) and
+                  all((ys[a] < ys[b]) == (cos[a] > cos[b]) for a in range(12) for b in range(12) if cos[a] != cos[b]),
+                  "%s: the dots or the threshold are not on C_l's scale" % name)
+        cells = [e for e in g.iter(NS + "rect") if cls(e).startswith("asd-chosen")]
+        got = {(cls(e).split()[1], i % 12) for i, e in enumerate(cells) if "skipped" in cls(e)}
+        check(len(cells) == 24 and got == {("attn", l) for l in attn} | {("mlp", l) for l in mlp},
+              "%s: chosen cells %s" % (name, sorted(got)))
+        by_cos = {i % 12 for i, e in enumerate(cells) if "by-cos" in cls(e)}
+        by_m = {(i // 12, i % 12) for i, e in enumerate(cells) if "by-m" in cls(e)}
+        check(by_cos == {l for l in range(10) if cos[l] >= 0.985} and by_m == {(r, l) for r in (0, 1) for l in (2, 5, 8)},
+              "%s: the rules marked %s and %s" % (name, sorted(by_cos), sorted(by_m)))
+        last = find(g, "rect", "asd-last-n")
+        check(len(last) == 1 and abs(float(last[0].get("width")) - 2 * 640 / 12) < 0.01,
+              "%s: the last n not shaded" % name)
+        no_blank_bands(root, name)
+
+    # CLaSp: a bar per DP whose height is its margin's log, a square per DP filled when the set
+    # changed, the overlap line at each DP's Jaccard with the set before it
+    v = copy.deepcopy(base)
+    v[0]["method"] = "clasp"
+    margins, sets, dps = [1e-4, 1e-3, 3e-3, 2e-5], [("1,3", "2"), ("1,3", "2"), ("1,4", "2,5"), ("", "")], []
+    k = 0
+    for r in v:
+        if r["type"] == "round" and r["prompt"] == 0:
+            r["event"] = None
+            if k < len(margins):
+                r["event"] = {"clasp": {"ran": True, "skip": {"attn": sets[k][0], "mlp": sets[k][1]}, "margin": margins[k],
+                                        "closest": 3, "path": [[0, 0]]}}
+                dps.append(r)
+                k += 1
+    rc, err, out = draw(v, tmp, "clasp.svg")
+    root = parse(out, "clasp") if check(rc == 0 and len(dps) == 4, "clasp: exit %d: %s" % (rc, err)) else None
+    if root is not None:
+        g = prompts(root)[0]
+        hs = [float(e.get("height")) for e in find(g, "rect", "clasp-margin")]
+        # margins 2e-5 .. 3e-3: decades 1e-5 .. 1e-2, 70 px for 3 decades
+        want = [70 * (math.log10(m) + 5) / 3 for m in margins]
+        check(len(hs) == 4 and all(abs(h - w) < 0.01 for h, w in zip(hs, want)),
+              "clasp: margin bars %s, want %s" % (hs, want))
+        squares = [cls(e) for e in g.iter(NS + "rect") if cls(e) in ("clasp-changed", "clasp-kept")]
+        changed = []
+        for r, (a, m) in zip(dps, sets):
+            old = (layers(r["skip"]["attn"]), layers(r["skip"]["mlp"]))
+            changed.append((layers(a), layers(m)) != old)
+        check(squares == ["clasp-changed" if c else "clasp-kept" for c in changed],
+              "clasp: squares %s for changes %s" % (squares, changed))
+        line = find(g, "polyline", "clasp-overlap")
+        if check(len(line) == 1, "clasp: no overlap line"):
+            ys = [float(p.split(",")[1]) for p in line[0].get("points").split()]
+            js = []
+            for r, (a, m) in zip(dps, sets):
+                A = {("a", l) for l in layers(a)} | {("m", l) for l in layers(m)}
+                B = {("a", l) for l in layers(r["skip"]["attn"])} | {("m", l) for l in layers(r["skip"]["mlp"])}
+                js.append(len(A & B) / len(A | B) if A | B else 1.0)
+            check(len(ys) == 4 and all(abs((ys[0] - y) - 50 * (j - js[0])) < 0.05 for y, j in zip(ys, js)),
+                  "clasp: overlap line %s for Jaccard %s" % (ys, js))
+        check(any("%d of 4 DPs changed the set" % sum(changed) in t for t in texts(g)), "clasp: the changes not counted")
+        no_blank_bands(root, "clasp")
+
+    # the summary's own draft_lengths and accept_by_position, when there, agree with the rounds
+    v = copy.deepcopy(base)
+    rounds0 = [r for r in v if r["type"] == "round" and r["prompt"] == 0]
+    lengths = [sum(1 for r in rounds0 if r["drafted"] == i) for i in range(5)] + [0, 0]
+    shares = [sum(1 for r in rounds0 if r["accepted"] > i) / sum(1 for r in rounds0 if r["drafted"] > i) for i in range(4)]
+    for r in v:
+        if r["type"] == "summary" and r["prompt"] == 0:
+            r.update(draft_lengths=lengths, accept_by_position=[round(x, 4) for x in shares] + [None, None])
+    rc, err, _ = draw(v, tmp, "agree.svg")
+    check(rc == 0, "summary's draft_lengths agreeing: exit %d: %s" % (rc, err))
+    for key, value in (("draft_lengths", [1, 1, 1, 1, 0]), ("accept_by_position", [1.0, 1.0, 0.5, 0.0])):
+        w = copy.deepcopy(v)
+        [r for r in w if r["type"] == "summary"][0][key] = value
+        rc, err, _ = draw(w, tmp, "disagree.svg")
+        check(rc == 1 and re.search(r"prompt 0: the summary's %s \[" % key, err) is not None,
+              "summary's %s disagreeing: exit %d: %s" % (key, rc, err))
+
+
+def bad_numbers(tmp):
+    """Numbers a trace cannot hold, ranges reversed, limits passed: one error line each, exit 1,
+    never a traceback and never a non-finite coordinate."""
+    out_dir = os.path.join(tmp, "numbers")
+    os.mkdir(out_dir)
+    head = {"type": "header", "method": "swift", "n_layers": 12, "params": {}}
+    rnd = {"type": "round", "prompt": 0, "skip": {"attn": "1", "mlp": ""}, "drafted": 1, "accepted": 1,
+           "conf": [0.9], "gamma_before": 0.8}
+    search = {"type": "search", "i": 0, "skip": {"attn": "1", "mlp": ""}, "objective": 3.0}
+    line = lambda r: json.dumps(r) + "\n"
+    deep = "[" * 100000 + "]" * 100000
+    cases = [  # name, trace text, what the one error line must say
+        ("NaN confidence", line(head) + line(rnd).replace("[0.9]", "[NaN]"), r":2: NaN is not a number"),
+        ("Infinity gamma", line(head) + line(rnd).replace('"gamma_before": 0.8', '"gamma_before": Infinity'),
+         r":2: Infinity is not a number"),
+        ("-Infinity objective", line(head) + line(search).replace("3.0", "-Infinity"), r":2: -Infinity is not a number"),
+        ("NaN-only objectives", line(head) + line(search).replace("3.0", "NaN") * 3, r":2: NaN is not a number"),
+        ("1e999", line(head) + line(search).replace("3.0", "1e999"), r":2: the number 1e999 is out of range"),
+        ("a 401-digit integer", line(head) + line(rnd).replace('"drafted": 1', '"drafted": 1' + "0" * 400),
+         r":2: an integer of 401 digits"),
+        ("a huge finite objective range", line(head) + line(search).replace("3.0", "-1.7e308") +
+         line(search).replace("3.0", "1.7e308"), r":2: search \"objective\" is -1\.7e\+308, out of its range"),
+        ("a confidence above 1", line(head) + line(rnd).replace("[0.9]", "[1.5]"),
+         r":2: round \"conf\" element 0 is 1\.5, out of its range 0\.0 to 1\.0"),
+        ("a gamma far out of range", line(head) + line(rnd).replace('"gamma_before": 0.8', '"gamma_before": 1e300'),
+         r":2: round \"gamma_before\" is 1e\+300, out of its range"),
+        ("deep nesting", line(head) + '{"type": "x", "a": %s}\n' % deep, r":2: nested too deeply"),
+        ("deep nesting in a field drawn", line(head) + line(rnd).replace("[0.9]", deep), r":2: nested too deeply"),
+        ("a reversed range", line(head) + line(dict(rnd, skip={"attn": "5-2", "mlp": ""})),
+         r":2: round \"skip\" \"attn\": a reversed range 5-2"),
+        ("a layer index out of range in an array", line(head) + line(dict(rnd, skip={"attn": [1, 12], "mlp": []})),
+         r":2: round \"skip\" \"attn\": layer 12 out of range for 12 layers"),
+        ("a layer index that is not an integer", line(head) + line(dict(rnd, skip={"attn": [1.5], "mlp": []})),
+         r":2: round \"skip\" \"attn\": 1\.5 is not a layer index"),
+        ("4096 layers", line(dict(head, n_layers=4096)), r":1: header \"n_layers\" is 4096, out of its range 1 to 512"),
+        ("too many tokens drafted", line(head) + line(dict(rnd, drafted=5000)), r":2: round \"drafted\" is 5000"),
+        ("asd_cos of the wrong length", line(head) + line({"type": "prefill", "prompt": 0, "asd_cos": [0.9] * 11}),
+         r":2: prefill \"asd_cos\" holds 11 values, the model has 12 layers"),
+        ("asd_cos above 1", line(head) + line({"type": "prefill", "prompt": 0, "asd_cos": [0.9] * 11 + [1.2]}),
+         r":2: prefill \"asd_cos\" element 11 is 1\.2, out of its range"),
+        ("a negative CLaSp margin", line(head) + line(dict(rnd, event={"clasp": {"skip": rnd["skip"], "margin": -1}})),
+         r":2: round event clasp \"margin\" is -1"),
+        ("a SWIFT matchness of 7", line(head) + line(dict(rnd, event={"swift": {"matchness": 7}})),
+         r":2: round event swift \"matchness\" is 7"),
+        ("an ASD threshold of 3", line(dict(head, params={"cos_threshold": 3})),
+         r":1: header params \"cos_threshold\" is 3"),
+        ("more than 1000 prompts", line(head) + "".join(line({"type": "prefill", "prompt": p}) for p in range(1001)),
+         r":1002: more than 1000 prompts"),
+        ("more than 1000000 elements", line(dict(head, n_layers=512)) + "".join(
+            line({"type": "prefill", "prompt": p}) for p in range(1000)), r"more than 1000000 elements"),
+    ]
+    for name, text, want in cases:
+        path = os.path.join(tmp, "n.jsonl")
+        with open(path, "w") as f:
+            f.write(text)
+        out = os.path.join(out_dir, "n.svg")
+        p = subprocess.run([sys.executable, SCRIPT, path, "-o", out], capture_output=True, text=True)
+        lines = p.stderr.splitlines()
+        check(p.returncode == 1 and len(lines) == 1 and lines[0].startswith("draw_trace.py: error: ") and
+              re.search(want, lines[0]) is not None and os.listdir(out_dir) == [],
+              "%s: exit %d, want 1, one error line matching %r and no file:\n%s" % (name, p.returncode, want,
+                                                                                 p.stderr[-600:]))
+    # at the limits themselves, a trace draws: 512 layers, numbers at the ends of their ranges
+    text = (line(dict(head, n_layers=512, params={"cos_threshold": -1.0})) +
+            line({"type": "prefill", "prompt": 0, "asd_cos": [-1.0, 1.0] * 256, "asd_skip": {"attn": [511], "mlp": []}}) +
+            line(dict(rnd, skip={"attn": "0-511", "mlp": ""}, conf=[0.0], gamma_before=1.0)) +
+            line(dict(rnd, drafted=1024, accepted=0, conf=[1.0] * 1024, gamma_before=0.0, skip={"attn": [], "mlp": []})))
+    path = os.path.join(tmp, "edge.jsonl")
+    with open(path, "w") as f:
+        f.write(text)
+    rc, err, out = draw(path, tmp, "edge.svg")
+    root = parse(out, "limits") if check(rc == 0, "at the limits: exit %d: %s" % (rc, err)) else None
+    if root is not None:
+        nums = [v for e in root.iter() for k, v in e.attrib.items()
+                if k in ("x", "y", "cx", "cy", "width", "height") and not v.endswith("%")]
+        check(all(math.isfinite(float(v)) for v in nums), "at the limits: a coordinate is not finite")
+
+
+def inputs(tmp):
+    """Inputs that are not a trace-sized file: one error line, read no further than the limit."""
+    out = os.path.join(tmp, "in.svg")
+    big = os.path.join(tmp, "big.jsonl")
+    with open(big, "w") as f:
+        f.truncate((64 << 20) + 1)  # sparse: 64 MiB + 1 byte, nothing written
+    for name, path, want in (("/dev/zero", "/dev/zero", r"/dev/zero: more than 64 MiB without an end"),
+                             ("a file over 64 MiB", big, r"big\.jsonl: 67108865 bytes, more than a trace may hold"),
+                             ("a folder", tmp, r": cannot read: Is a directory")):
+        if not os.path.exists(path):
+            continue
+        try:
+            p = subprocess.run([sys.executable, SCRIPT, path, "-o", out], capture_output=True, text=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            check(False, "%s as the trace: still reading after 60 s" % name)
+            continue
+        check(p.returncode == 1 and len(p.stderr.splitlines()) == 1 and re.search(want, p.stderr) is not None
+              and not os.path.exists(out), "%s as the trace: exit %d: %s" % (name, p.returncode, p.stderr[-300:]))
+    os.unlink(big)
+
+
+def runs_as_nobody(python):
+    try:
+        return subprocess.run([python, "-c", ""], user=65534, capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def outputs(tmp):
+    """-o by the engine's output rules: through symlinks, in place for what is not a regular file,
+    permission as > asks it, the trace itself refused however it is reached."""
+    d = os.path.join(tmp, "o")
+    os.makedirs(os.path.join(d, "real", "sub"))
+    trace = os.path.join(d, "real", "t.jsonl")
+    with open(SAMPLE, "rb") as f:
+        sample = f.read()
+    with open(trace, "wb") as f:
+        f.write(sample)
+    os.symlink(os.path.join(d, "real", "sub"), os.path.join(d, "lnk"))
+    os.symlink(trace, os.path.join(d, "t-link.jsonl"))
+    os.link(trace, os.path.join(d, "t-hard.jsonl"))
+
+    def run(out, **kw):  # the trace restored first: a case failing must not make the next ones fail
+        with open(trace, "wb") as f:
+            f.write(sample)
+        return subprocess.run([sys.executable, SCRIPT, trace, "-o", out], capture_output=True, text=True, timeout=60, **kw)
+
+    def left(folder):  # temporary files left behind
+        return [n for n in os.listdir(folder) if n.startswith(".")]
+
+    for name, out in (("a symlink to the trace", os.path.join(d, "t-link.jsonl")),
+                      ("a hard link to the trace", os.path.join(d, "t-hard.jsonl")),
+                      ("a .. through a symlinked folder", os.path.join(d, "lnk", "..", "t.jsonl"))):
+        p = run(out)
+        with open(trace, "rb") as f:
+            kept = f.read() == sample
+        check(p.returncode == 1 and "names the input trace" in p.stderr and len(p.stderr.splitlines()) == 1 and kept
+              and os.path.islink(os.path.join(d, "t-link.jsonl")),
+              "-o %s: exit %d, trace kept %s: %s" % (name, p.returncode, kept, p.stderr))
+
+    # a symlink to a file is written through: the link stays, its target holds the SVG
+    target = os.path.join(d, "real", "target.svg")
+    with open(target, "w") as f:
+        f.write("old\n")
+    os.chmod(target, 0o640)
+    link = os.path.join(d, "out-link.svg")
+    os.symlink(target, link)
+    p = run(link)
+    with open(target) as f:
+        body = f.read()
+    check(p.returncode == 0 and os.path.islink(link) and body.startswith("<?xml") and not left(os.path.join(d, "real")),
+          "-o a symlink: exit %d, link kept %s, target %r: %s" % (p.returncode, os.path.islink(link), body[:20], p.stderr))
+    check(stat.S_IMODE(os.stat(target).st_mode) == 0o640, "-o over a 0640 file: its mode became %o"
+          % stat.S_IMODE(os.stat(target).st_mode))
+    # a symlink to nothing is refused
+    os.symlink(os.path.join(d, "nowhere", "x.svg"), os.path.join(d, "dangling.svg"))
+    p = run(os.path.join(d, "dangling.svg"))
+    check(p.returncode == 1 and "a symbolic link to nothing" in p.stderr, "-o a dangling symlink: %s" % p.stderr)
+
+    # a FIFO is written in place, never renamed onto
+    fifo = os.path.join(d, "fifo")
+    os.mkfifo(fifo)
+    rd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    p = run(fifo)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(rd, 1 << 16)
+        except BlockingIOError:
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(rd)
+    check(p.returncode == 0 and stat.S_ISFIFO(os.stat(fifo).st_mode) and got.startswith(b"<?xml")
+          and got.endswith(b"</svg>\n") and not left(d),
+          "-o a FIFO: exit %d, still a FIFO %s, %d bytes read: %s" % (p.returncode, stat.S_ISFIFO(os.stat(fifo).st_mode),
+                                                                     len(got), p.stderr))
+    # a device node (a copy of /dev/null made here, where root may make one) is written in place
+    node = os.path.join(d, "null")
+    try:
+        os.mknod(node, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (OSError, AttributeError):
+        node = None
+    if node is not None:
+        p = run(node)
+        check(p.returncode == 0 and stat.S_ISCHR(os.stat(node).st_mode) and not left(d),
+              "-o a device node: exit %d, still a device %s: %s" % (p.returncode, stat.S_ISCHR(os.stat(node).st_mode),
+                                                                    p.stderr))
+    # a symlink to /dev/stdout (as -o /dev/stdout): the SVG comes out on stdout, the link stays
+    if os.path.exists("/dev/stdout"):
+        os.symlink("/dev/stdout", os.path.join(d, "stdout"))
+        p = run(os.path.join(d, "stdout"))
+        check(p.returncode == 0 and p.stdout.startswith("<?xml") and os.path.islink(os.path.join(d, "stdout")),
+              "-o a link to /dev/stdout: exit %d, stdout %r: %s" % (p.returncode, p.stdout[:20], p.stderr))
+    # the file stdout goes to, named as -o, is refused
+    sink = os.path.join(d, "stdout.txt")
+    with open(trace, "wb") as f:
+        f.write(sample)
+    with open(sink, "w") as f:
+        p = subprocess.run([sys.executable, SCRIPT, trace, "-o", sink], stdout=f, stderr=subprocess.PIPE, text=True)
+    check(p.returncode == 1 and "names the standard output's file" in p.stderr, "-o stdout's file: %s" % p.stderr)
+
+    # a valid 255-byte name works: the temporary name is short
+    long_name = os.path.join(d, "x" * 251 + ".svg")
+    p = run(long_name)
+    check(p.returncode == 0 and os.path.exists(long_name) and not left(d), "-o a 255-byte name: %s" % p.stderr)
+
+    # a file the user may not write is refused, as > refuses it (as root: the check runs as nobody)
+    ro_dir = tempfile.mkdtemp(prefix="selfspec-draw-ro-")
+    try:
+        os.chmod(ro_dir, 0o777)
+        ro_trace, ro = os.path.join(ro_dir, "t.jsonl"), os.path.join(ro_dir, "ro.svg")
+        with open(ro_trace, "wb") as f:
+            f.write(sample)
+        with open(ro, "w") as f:
+            f.write("old\n")
+        os.chmod(ro_trace, 0o644)
+        os.chmod(ro, 0o444)
+        python, kw = sys.executable, {}
+        if os.geteuid() == 0:  # root may write a 0444 file, as > may: the check runs as nobody
+            kw = {"user": 65534}
+            python = next((c for c in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3") if
+                           runs_as_nobody(c)), None)
+        if python is None:
+            print("test_draw_trace: no python3 that user nobody may run: the 0444 case skipped", file=sys.stderr)
+            return
+        p = subprocess.run([python, SCRIPT, ro_trace, "-o", ro], capture_output=True, text=True, timeout=60, **kw)
+        with open(ro) as f:
+            body = f.read()
+        check(p.returncode == 1 and "Permission denied" in p.stderr and body == "old\n" and
+              sorted(os.listdir(ro_dir)) == ["ro.svg", "t.jsonl"],
+              "-o a 0444 file: exit %d, file %r, files %s: %s" % (p.returncode, body, os.listdir(ro_dir), p.stderr))
+    finally:
+        shutil.rmtree(ro_dir)
+
+
 def references(tmp):
     """The engine's reference traces, when this checkout has them: each draws, a bar pair per round."""
     for path in sorted(glob.glob(os.path.join(ROOT, "test", "refs", "traces", "*.jsonl"))):
@@ -354,9 +810,25 @@ def references(tmp):
         root = parse(out, name) if check(rc == 0, "%s: exit %d: %s" % (name, rc, err)) else None
         if root is None:
             continue
-        n_rounds = sum(1 for l in open(path) if json.loads(l).get("type") == "round")
+        records = [json.loads(l) for l in open(path) if l.strip()]
+        n_rounds = sum(1 for r in records if r.get("type") == "round")
         check(len(find(root, "rect", "drafted")) == n_rounds == len(find(root, "rect", "accepted")),
               "%s: %d bars for %d rounds" % (name, len(find(root, "rect", "drafted")), n_rounds))
+        # the decisions' panels: ASD's C_l dot per layer per prompt, CLaSp's bar per DP with a
+        # margin, a draft-length bar per length up to each prompt's longest draft
+        L = records[0]["n_layers"]
+        cos = sum(len(r["asd_cos"]) for r in records if r.get("type") == "prefill" and "asd_cos" in r)
+        dots = [e for e in root.iter(NS + "circle") if cls(e).startswith("asd-cos")]
+        check(len(dots) == cos and (cos > 0) == name.startswith("asd") and cos % L == 0,
+              "%s: %d C_l dots for %d values" % (name, len(dots), cos))
+        dps = sum(1 for r in records if r.get("type") == "round" and isinstance(r.get("event"), dict)
+                  and (r["event"].get("clasp") or {}).get("margin"))
+        check(len(find(root, "rect", "clasp-margin")) == dps and (dps > 0) == name.startswith("clasp"),
+              "%s: %d margin bars for %d DPs" % (name, len(find(root, "rect", "clasp-margin")), dps))
+        want = sum(1 + max(r["drafted"] for r in records if r.get("type") == "round" and r["prompt"] == p)
+                   for p in {r["prompt"] for r in records if r.get("type") == "round"})
+        check(len(find(root, "rect", "draft-length")) == want, "%s: %d draft-length bars, want %d"
+              % (name, len(find(root, "rect", "draft-length")), want))
         no_blank_bands(root, name)
 
 
@@ -365,6 +837,10 @@ def main():
         test_sample(tmp)
         variants(tmp)
         errors(tmp)
+        test_panels(tmp)
+        bad_numbers(tmp)
+        inputs(tmp)
+        outputs(tmp)
         references(tmp)
     print("test_draw_trace: %d passed, %d failed" % (passed, failed))
     return 1 if failed else 0

@@ -4,23 +4,32 @@
     python3 test/bench/draw_trace.py TRACE.jsonl -o OUT.svg
 
 Each panel, top to bottom: the run's numbers (with --compare, the measured speedup and the
-passes' costs in plain decoding steps); the final skip set as Self-SD's Fig. 6 draws a layer
-map (an attention row and an MLP row, one cell per layer, skipped cells filled); the skip set
-over time (SWIFT and CLaSp: each set from the round it came into use; Self-SD and the oracle:
-each search candidate with its objective, in the first prompt's panel, since the search runs
-before it); per round the drafted and accepted tokens; the exit threshold gamma beside each
-round's last draft confidence (the one the exit rule compared with gamma), and, when gamma
-moves, gamma alone on its own range. Every panel is as tall as what it holds; of more than
-MAX_ROWS sets, MAX_ROWS are drawn (rows_drawn: the first, a search's every new best, the last).
+passes' costs in plain decoding steps, with the speedup they predict alone and with the
+selection time); the final skip set as Self-SD's Fig. 6 draws a layer map (an attention row and
+an MLP row, one cell per layer, skipped cells filled); ASD: each layer's C_l against the
+threshold alpha, and the layers each of its two rules chose; the skip set over time (SWIFT and
+CLaSp: each set from the round it came into use; Self-SD and the oracle: each search candidate
+with its objective, in the first prompt's panel, since the search runs before it); per round
+the drafted and accepted tokens; the exit threshold gamma beside each round's last draft
+confidence, and, when gamma moves, gamma alone on its own range; SWIFT: each optimization
+step's candidate and kept matchness, replacements marked; CLaSp: each DP's margin, whether it
+changed the set, and how much consecutive sets overlap against random sets of those sizes; the
+draft-length histogram and acceptance by draft position. Prompts, rounds, steps, DPs and
+layers are counted from 0, as the trace counts them. Every panel is as tall as what it holds;
+of more than MAX_ROWS sets, MAX_ROWS are drawn (rows_drawn: the first, a search's every new
+best, the last).
 
-Python 3 standard library only. The SVG is written whole to a temporary file beside OUT,
-then renamed over it. A missing or malformed trace is one error line (with the line number)
-and exit status 1.
+Python 3 standard library only. A missing, malformed or out-of-limits trace (LIMITS below) is
+one error line (with the line number) and exit status 1; -o follows the engine's output rules
+(OUTPUT_RULES below, README "Outputs").
 """
 import argparse
 import json
 import math
 import os
+import re
+import signal
+import stat
 import sys
 import tempfile
 
@@ -37,93 +46,214 @@ class TraceError(Exception):
 
 
 # ----------------------------------------------------------------------------
-# reading the trace
+# reading the trace, within stated limits (--help and README list them)
 
+MAX_BYTES = 64 << 20     # a trace is read whole, at most this many bytes (/dev/zero is refused)
+MAX_LAYERS = 512         # n_layers (the largest LLaMA has 126)
+MAX_PROMPTS = 1000       # prompt panels
+MAX_ROUNDS = 200000      # rounds, all prompts together
+MAX_DRAFT = 1024         # tokens one round drafts
+MAX_SEARCH = 100000      # search records
+MAX_ELEMENTS = 1000000   # SVG elements the drawing may hold
+MAX_DIGITS = 15          # digits of an integer (every count a trace holds is far below 10^15)
+MAX_ABS = 1e12           # |objective| (sublayers or ms per token)
 NUM = (int, float)
-# per record type, the fields the drawing reads and what each must be
-FIELDS = {
-    "header": {"method": "str", "n_layers": "int"},
-    "search": {"i": "int", "skip": "dict", "objective": "num?"},
-    "search_done": {"skip": "dict"},
-    "prefill": {"prompt": "int"},
-    "round": {"prompt": "int", "skip": "dict", "drafted": "int", "accepted": "int", "conf": "list",
-              "gamma_before": "num?"},
-    "summary": {"prompt": "int"},
+
+
+class BadNumber(ValueError):
+    pass
+
+
+def bad_constant(name):
+    raise BadNumber("%s is not a number (JSON has no NaN or Infinity)" % name)
+
+
+def float_of(s):
+    v = float(s)
+    if not math.isfinite(v):
+        raise BadNumber("the number %s is out of range" % clip(s, 24))
+    return v
+
+
+def int_of(s):
+    if len(s.lstrip("-")) > MAX_DIGITS:
+        raise BadNumber("an integer of %d digits (at most %d)" % (len(s.lstrip("-")), MAX_DIGITS))
+    return int(s)
+
+
+def is_num(v):
+    return isinstance(v, NUM) and not isinstance(v, bool)
+
+
+# what a field must be: (kind, lo, hi, null allowed); numbers are checked against [lo, hi]
+INT = lambda lo, hi: ("int", lo, hi, False)
+NUM_IN = lambda lo, hi: ("num", lo, hi, True)
+PROB = NUM_IN(0.0, 1.0)
+FIELDS = {  # the fields each record type must have
+    "header": {"method": ("str",), "n_layers": INT(1, MAX_LAYERS)},
+    "search": {"i": INT(0, 10 ** MAX_DIGITS), "skip": ("skip",), "objective": NUM_IN(-MAX_ABS, MAX_ABS)},
+    "search_done": {"skip": ("skip",)},
+    "prefill": {"prompt": INT(0, 10 ** MAX_DIGITS)},
+    "round": {"prompt": INT(0, 10 ** MAX_DIGITS), "skip": ("skip",), "drafted": INT(0, MAX_DRAFT),
+              "accepted": INT(0, MAX_DRAFT), "conf": ("list", PROB), "gamma_before": PROB},
+    "summary": {"prompt": INT(0, 10 ** MAX_DIGITS)},
 }
-WANT = {"str": "a string", "int": "an integer", "dict": "an object", "list": "an array",
-        "num?": "a number or null"}
+OPTIONAL = {  # fields drawn when present, checked when present; other keys are ignored
+    "prefill": {"asd_cos": ("list", NUM_IN(-1.0, 1.0)), "asd_skip": ("skip",)},
+    "summary": {"skip": ("skip",), "draft_lengths": ("list", INT(0, MAX_ROUNDS)),
+                "accept_by_position": ("list", PROB)},
+    "swift": {"candidate": ("skip",), "matchness": PROB, "kept_matchness": PROB, "replaced": ("bool",)},
+    "clasp": {"skip": ("skip",), "margin": NUM_IN(0.0, 2.0)},  # |cos - cos|
+    "params": {"cos_threshold": NUM_IN(-1.0, 1.0), "every_m": INT(1, MAX_LAYERS),
+               "keep_last_n": INT(0, MAX_LAYERS)},
+}
 
 
-def is_kind(v, kind):
-    if isinstance(v, bool):
-        return False
-    return {"str": isinstance(v, str), "int": isinstance(v, int), "dict": isinstance(v, dict),
-            "list": isinstance(v, list), "num?": v is None or isinstance(v, NUM)}[kind]
+def check_value(v, spec, what, L):
+    """None, or why v is not what spec says (a skip set is parsed for L layers)."""
+    kind = spec[0]
+    if kind == "skip":
+        if not isinstance(v, dict):
+            return "is %s, want an object" % clip(json.dumps(v), 40)
+        for part in ("attn", "mlp"):
+            if part not in v:
+                return 'has no "%s"' % part
+            try:
+                parse_set(v[part], L)
+            except ValueError as e:
+                return '"%s": %s' % (part, e)
+        return None
+    if kind == "list":
+        if not isinstance(v, list):
+            return "is %s, want an array" % clip(json.dumps(v), 40)
+        for i, x in enumerate(v):
+            why = check_value(x, spec[1], what, L)
+            if why:
+                return "element %d %s" % (i, why)
+        return None
+    if v is None and kind in ("int", "num") and spec[3]:
+        return None
+    ok = {"str": isinstance(v, str), "bool": isinstance(v, bool), "int": isinstance(v, int) and not isinstance(v, bool),
+          "num": is_num(v)}[kind]
+    if not ok:
+        return "is %s, want %s" % (clip(json.dumps(v), 40), {"str": "a string", "bool": "true or false",
+                                                             "int": "an integer", "num": "a number"}[kind]
+                                   + (" or null" if len(spec) > 3 and spec[3] else ""))
+    if kind in ("int", "num") and not spec[1] <= v <= spec[2]:
+        return "is %s, out of its range %s to %s" % (clip(repr(v), 24), spec[1], spec[2])
+    return None
 
 
-def check_record(rec, where):
+def check_fields(rec, fields, name, where, L, required):
+    for key, spec in fields.items():
+        if key not in rec:
+            if required:
+                raise TraceError('%s: a %s record without "%s"' % (where, name, key))
+            continue
+        why = check_value(rec[key], spec, key, L)
+        if why:
+            raise TraceError('%s: %s "%s" %s' % (where, name, key, why))
+
+
+def check_record(rec, where, L):
+    """The record's type, its fields checked (L: the header's n_layers; None for the header)."""
     kind = rec.get("type")
     if not isinstance(kind, str):
         raise TraceError('%s: no "type" (every line is an object with a "type")' % where)
-    for key, want in FIELDS.get(kind, {}).items():
-        if key not in rec:
-            raise TraceError('%s: a %s record without "%s"' % (where, kind, key))
-        if not is_kind(rec[key], want):
-            raise TraceError('%s: %s "%s" is %s, want %s' % (where, kind, key, json.dumps(rec[key])[:40], WANT[want]))
-    for key in ("skip", "asd_skip"):
-        if isinstance(rec.get(key), dict):
-            for part in ("attn", "mlp"):
-                if not isinstance(rec[key].get(part), str):
-                    raise TraceError('%s: %s "%s" has no "%s" string' % (where, kind, key, part))
-    if kind == "round" and not 0 <= rec["accepted"] <= rec["drafted"]:
-        raise TraceError("%s: round: %d accepted of %d drafted" % (where, rec["accepted"], rec["drafted"]))
+    check_fields(rec, FIELDS.get(kind, {}), kind, where, L or MAX_LAYERS, True)
+    check_fields(rec, OPTIONAL.get(kind, {}), kind, where, L or MAX_LAYERS, False)
+    if kind == "header" and isinstance(rec.get("params"), dict):
+        check_fields(rec["params"], OPTIONAL["params"], "header params", where, MAX_LAYERS, False)
+    if kind == "round":
+        if rec["accepted"] > rec["drafted"]:
+            raise TraceError("%s: round: %d accepted of %d drafted" % (where, rec["accepted"], rec["drafted"]))
+        event = rec.get("event")
+        for method in ("swift", "clasp"):
+            if isinstance(event, dict) and isinstance(event.get(method), dict):
+                check_fields(event[method], OPTIONAL[method], "round event " + method, where, L, False)
+    if kind == "prefill" and isinstance(rec.get("asd_cos"), list) and len(rec["asd_cos"]) != L:
+        raise TraceError('%s: prefill "asd_cos" holds %d values, the model has %d layers'
+                         % (where, len(rec["asd_cos"]), L))
     return kind
+
+
+def read_bytes(path):
+    """The file whole: at most MAX_BYTES, so that one that never ends (/dev/zero) is refused."""
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_size > MAX_BYTES:
+                raise TraceError("%s: %d bytes, more than a trace may hold (%d MiB)" % (path, st.st_size, MAX_BYTES >> 20))
+            data = f.read(MAX_BYTES + 1)
+    except OSError as e:
+        raise TraceError("%s: cannot read: %s" % (path, e.strerror or e))
+    if len(data) > MAX_BYTES:
+        raise TraceError("%s: more than %d MiB without an end (a trace is a file of at most %d MiB)"
+                         % (path, MAX_BYTES >> 20, MAX_BYTES >> 20))
+    return data
+
+
+def parse_line(raw, where):
+    try:
+        rec = json.loads(raw.decode("utf-8"), parse_constant=bad_constant, parse_float=float_of,
+                         parse_int=int_of)
+    except UnicodeDecodeError as e:
+        raise TraceError("%s: not UTF-8 (byte %d)" % (where, e.start + 1))
+    except BadNumber as e:
+        raise TraceError("%s: %s" % (where, e))
+    except RecursionError:
+        raise TraceError("%s: nested too deeply to be a trace record" % where)
+    except ValueError as e:
+        raise TraceError("%s: not JSON: %s" % (where, e))
+    if not isinstance(rec, dict):
+        raise TraceError("%s: not a JSON object" % where)
+    return rec
 
 
 def read_trace(path):
     """The trace's records in order, checked; raises TraceError naming the file and line."""
-    try:
-        with open(path, "rb") as f:
-            lines = f.read().split(b"\n")
-    except OSError as e:
-        raise TraceError("%s: cannot read: %s" % (path, e.strerror or e))
-    records = []
-    for no, raw in enumerate(lines, 1):
+    records, L, prompts, counts = [], None, set(), {"round": 0, "search": 0}
+    limits = {"round": MAX_ROUNDS, "search": MAX_SEARCH}
+    for no, raw in enumerate(read_bytes(path).split(b"\n"), 1):
         if not raw.strip():
             continue
         where = "%s:%d" % (path, no)
-        try:
-            rec = json.loads(raw.decode("utf-8"))
-        except UnicodeDecodeError as e:
-            raise TraceError("%s: not UTF-8 (byte %d)" % (where, e.start + 1))
-        except ValueError as e:
-            raise TraceError("%s: not JSON: %s" % (where, e))
-        if not isinstance(rec, dict):
-            raise TraceError("%s: not a JSON object" % where)
-        kind = check_record(rec, where)
+        rec = parse_line(raw, where)
+        kind = check_record(rec, where, L)
         if not records and kind != "header":
             raise TraceError('%s: the first record is "%s", want the header' % (where, kind))
         if kind == "header" and records:
             raise TraceError("%s: a second header (one trace per file)" % where)
-        if kind == "header" and not 1 <= rec["n_layers"] <= 4096:
-            raise TraceError("%s: header: n_layers %d" % (where, rec["n_layers"]))
-        records.append((no, rec))
+        if kind == "header":
+            L = rec["n_layers"]
+            if isinstance(rec.get("skip"), dict) and check_value(rec["skip"], ("skip",), "skip", L):
+                raise TraceError('%s: header "skip" %s' % (where, check_value(rec["skip"], ("skip",), "skip", L)))
+        if kind in counts:
+            counts[kind] += 1
+            if counts[kind] > limits[kind]:
+                raise TraceError("%s: more than %d %s records (the limit)" % (where, limits[kind], kind))
+        if isinstance(rec.get("prompt"), int) and kind in ("prefill", "round", "summary"):
+            prompts.add(rec["prompt"])
+            if len(prompts) > MAX_PROMPTS:
+                raise TraceError("%s: more than %d prompts (the limit)" % (where, MAX_PROMPTS))
+        records.append(rec)
     if not records:
         raise TraceError("%s: empty: no header line" % path)
-    L = records[0][1]["n_layers"]
-    for no, rec in records:  # every skip set names layers of this model
-        for key in ("skip", "asd_skip"):
-            if isinstance(rec.get(key), dict):
-                for part in ("attn", "mlp"):
-                    try:
-                        parse_set(rec[key][part], L)
-                    except ValueError as e:
-                        raise TraceError('%s:%d: %s "%s": %s' % (path, no, key, part, e))
-    return [rec for _, rec in records]
+    return records
 
 
 def parse_set(s, L):
-    """The layers a skip string names: --skip's syntax ("1,3,5-7") or --json's map ("..X.X")."""
+    """The layers a skip set names, in any spelling the trace uses: an array of layer indices
+    ([1, 3, 5]), --skip's list ("1,3,5-7") or --json's map ("..X.X", one character per layer)."""
+    if isinstance(s, list):
+        for l in s:
+            if not isinstance(l, int) or isinstance(l, bool):
+                raise ValueError("%s is not a layer index" % clip(json.dumps(l), 20))
+            if not 0 <= l < L:
+                raise ValueError("layer %d out of range for %d layers" % (l, L))
+        return set(s)
+    if not isinstance(s, str):
+        raise ValueError("is %s, want a layer list" % clip(json.dumps(s), 20))
     if s and set(s) <= {"X", "."}:
         if len(s) != L:
             raise ValueError("a map of %d layers, the model has %d" % (len(s), L))
@@ -131,10 +261,12 @@ def parse_set(s, L):
     layers = set()
     for part in filter(None, s.replace(" ", "").split(",")):
         lo, _, hi = part.partition("-")
-        if not lo.isdigit() or (hi and not hi.isdigit()):
-            raise ValueError("not a layer list")
+        if not (lo.isdigit() and lo.isascii()) or (hi and not (hi.isdigit() and hi.isascii())) or len(part) > 12:
+            raise ValueError("%s is not a layer list" % clip(part, 20))
         lo, hi = int(lo), int(hi or lo)
-        if lo > hi or hi >= L:
+        if lo > hi:
+            raise ValueError("a reversed range %d-%d" % (lo, hi))
+        if hi >= L:
             raise ValueError("layer %d out of range for %d layers" % (hi, L))
         layers.update(range(lo, hi + 1))
     return layers
@@ -173,17 +305,22 @@ def esc(s, limit=60):
 
 
 def num(v, fmt="%.2f"):
-    return fmt % v if isinstance(v, NUM) and not isinstance(v, bool) else "?"
+    return fmt % v if is_num(v) and math.isfinite(v) else "?"
 
 
 class Svg:
     def __init__(self, L):
         self.L = L
         self.cw = 16.0 if L <= 40 else 640.0 / L
-        self.width = max(780.0, X0 + L * self.cw + 200)
+        self.width = max(860.0, X0 + L * self.cw + 200)
         self.out = []
+        self.elements = 0
 
     def add(self, s):
+        self.elements += s.count("<") - s.count("</")
+        if self.elements > MAX_ELEMENTS:
+            raise TraceError("the drawing would hold more than %d elements (the limit): draw fewer "
+                             "prompts or rounds" % MAX_ELEMENTS)
         self.out.append(s)
 
     def text(self, x, y, s, size=None, bold=False, anchor=None, cls=None, limit=110):
@@ -208,7 +345,7 @@ class Svg:
 def header(svg, y, no, method, model, p, rounds):
     """The panel's numbers and the final skip set's layer map; returns the height used."""
     L, s, pre = svg.L, p["summary"] or {}, p["prefill"] or {}
-    title = "prompt %d" % no
+    title = "prompt %d" % (no - 1)  # the trace's index, from 0
     if isinstance(pre.get("text"), str):
         title += ": \u201c%s\u201d" % esc(pre["text"], 60)
     elif isinstance(pre.get("tokens"), int):
@@ -241,8 +378,8 @@ def header(svg, y, no, method, model, p, rounds):
         cost = 1 - sk / drafted / (2 * L) if drafted else 1 - n / (2 * L)
         line += 16
         svg.text(12, line, "in plain steps: a draft pass %s, a verify pass %s (Eq. 6 takes %.2f and 1); these "
-                 "predict %sx" % (num(s["draft_pass_steps"]), num(s.get("verify_pass_steps")), cost,
-                                  num(s.get("predicted_speedup"))), cls="costs")
+                 "alone predict %sx%s" % (num(s["draft_pass_steps"]), num(s.get("verify_pass_steps")), cost,
+                                          num(s.get("predicted_speedup")), with_selection(s)), cls="costs", limit=150)
     ym = line + 28
     svg.add('<g class="panel">')
     for l in range(L):
@@ -260,6 +397,19 @@ def header(svg, y, no, method, model, p, rounds):
              "by the draft" % (L - 1), size=11)
     svg.add("</g>")
     return ym + 50 + 20 - y
+
+
+def with_selection(s):
+    """", 0.13x with the selection time" as the engine's summary says it: the passes' prediction
+    scaled by the passes' share of the passes plus the selection done while decoding (SWIFT's
+    steps, CLaSp's DPs; a search before decoding is not in it)."""
+    keys = ("predicted_speedup", "draft_ms", "verify_ms", "select_ms", "search_ms")
+    if not (isinstance(s.get("selections"), int) and s["selections"] > 0 and all(is_num(s.get(k)) for k in keys)):
+        return ""
+    passes, own = s["draft_ms"] + s["verify_ms"], s["select_ms"] - s["search_ms"]
+    if not (passes > 0 and own >= 0 and math.isfinite(passes + own)):
+        return ""
+    return ", %sx with the selection time" % num(s["predicted_speedup"] * passes / (passes + own))
 
 
 def rows_drawn(rows, new_best):
@@ -340,7 +490,8 @@ def rounds_plot(svg, y, rounds, ticks, exit_mode, method):
         svg.text(12, y + 14, "plain decoding: no draft, no rounds" if method in ("plain", "none")
                  else "no rounds: the trace holds none for this prompt", bold=True)
         return 30
-    svg.text(12, y + 14, "per round: accepted (dark) of drafted (dark + light) tokens", bold=True)
+    svg.text(12, y + 14, "per round (counted from 0, as the trace's \u201cround\u201d): accepted (dark) of drafted "
+             "(dark + light) tokens", bold=True)
     svg.frame(x0, y0, w, ch, "0", "%d token%s" % (longest, "s" if longest > 1 else ""))
     if not any(r["drafted"] for r in rounds):
         svg.text(x0 + w / 2, y0 + ch / 2, "nothing drafted: an empty skip set makes each round a plain decoding "
@@ -351,14 +502,14 @@ def rounds_plot(svg, y, rounds, ticks, exit_mode, method):
         svg.add('<rect class="drafted" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#b9cde8"/>'
                 '<rect class="accepted" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#2c5b9e"/>'
                 % (x, yb - hd, 0.8 * bw, hd, x, yb - ha, 0.8 * bw, ha))
-    svg.text(x0, yb + 26, "round 1", size=10)
-    svg.text(x0 + w, yb + 26, "round %d" % len(rounds), size=10, anchor="end")
+    svg.text(x0, yb + 26, "round 0", size=10)
+    svg.text(x0 + w, yb + 26, "round %d" % (len(rounds) - 1), size=10, anchor="end")
     labelled = -1e9  # tick labels at least 28 px apart
     for i in ticks:
         x = x0 + i * bw
         svg.add('<line class="set-tick" x1="%.2f" y1="%.1f" x2="%.2f" y2="%.1f" stroke="#333"/>' % (x, yb, x, yb + 5))
         if x - labelled >= 28:
-            svg.text(x, yb + 14, "r %d" % (i + 1), size=9, anchor="middle")
+            svg.text(x, yb + 14, "r %d" % i, size=9, anchor="middle")
             labelled = x
     # gamma and the confidences on 0..1
     ys, sh = yb + 54, 60
@@ -374,7 +525,7 @@ def rounds_plot(svg, y, rounds, ticks, exit_mode, method):
     svg.frame(x0, ys, w, sh, "0", "1")
     for i, r in enumerate(rounds):
         c = r["conf"][-1] if r["conf"] else None
-        if isinstance(c, NUM) and not isinstance(c, bool):
+        if is_num(c):
             svg.add('<circle class="confidence" cx="%.2f" cy="%.2f" r="2" fill="#555"/>'
                     % (x0 + (i + 0.5) * bw, ys + sh - sh * min(max(c, 0.0), 1.0)))
     runs = [[]]  # gamma as lines through the rounds that have one
@@ -402,6 +553,256 @@ def rounds_plot(svg, y, rounds, ticks, exit_mode, method):
     return yz + zh + 16 - y
 
 
+def events(rounds, method):
+    """(round index, event) for the rounds whose event holds this method's decision."""
+    return [(i, r["event"][method]) for i, r in enumerate(rounds)
+            if isinstance(r.get("event"), dict) and isinstance(r["event"].get(method), dict)]
+
+
+def asd_panel(svg, y, pre, params, L):
+    """ASD's C_l per layer against the threshold, and the set its two rules chose; the height."""
+    cos, cw = pre["asd_cos"], PLOT_W / L  # its own columns, wider than the map's
+    thr = params.get("cos_threshold") if is_num(params.get("cos_threshold")) else None
+    m = params.get("every_m") if isinstance(params.get("every_m"), int) else None
+    n = params.get("keep_last_n") if isinstance(params.get("keep_last_n"), int) else None
+    vals = [c for c in cos if c is not None] + ([thr] if thr is not None else [])
+    lo, hi = (max(-1.0, math.floor(min(vals) * 20) / 20) if vals else 0.0), 1.0
+    lo = min(lo, hi - 0.05)
+    svg.text(12, y + 14, "ASD's rule (Sec. 3.2, Alg. 1): each layer's C_l against the threshold \u03b1", bold=True)
+    svg.text(12, y + 28, "C_l: the cosine of attention's input and output, averaged over the prompt (dots; filled: "
+             "C_l \u2265 \u03b1)", size=10, limit=150)
+    y0, ph, right = y + 40, 80, X0 + L * cw
+    yv = lambda v: y0 + ph - ph * (v - lo) / (hi - lo)
+    if n:  # the last n layers, which neither rule may skip
+        svg.add('<rect class="asd-last-n" x="%.2f" y="%.1f" width="%.2f" height="%d" fill="#eee"/>'
+                % (X0 + (L - min(n, L)) * cw, y0, min(n, L) * cw, ph))
+    svg.frame(X0, y0, L * cw, ph, "%.2f" % lo, "1")
+    if thr is not None:
+        svg.add('<line class="asd-threshold" x1="%.2f" y1="%.2f" x2="%.2f" y2="%.2f" stroke="#c0392b" '
+                'stroke-width="1.5"/>' % (X0, yv(thr), right, yv(thr)))
+        svg.text(right + 6, yv(thr) + 4, "ASD's \u03b1 = %.4g" % thr, size=10)
+    for l, c in enumerate(cos):
+        if c is not None:
+            on = thr is not None and c >= thr
+            svg.add('<circle class="asd-cos%s" cx="%.2f" cy="%.2f" r="2.5" fill="%s" stroke="#333"/>'
+                    % (" above" if on else "", X0 + (l + 0.5) * cw, yv(c), "#333" if on else "white"))
+            if cw >= 36:  # room for the value
+                svg.text(X0 + (l + 0.5) * cw, max(yv(c) - 5, y0 + 8) if yv(c) > y0 + 20 else yv(c) + 13,
+                         "%.4f" % c, size=8, anchor="middle", cls="asd-value")
+    for l in range(L):
+        if cw >= 12 or l % 5 == 0:
+            svg.text(X0 + (l + 0.5) * cw, y0 + ph + 10, str(l), size=9, anchor="middle")
+    ym = y0 + ph + 16
+    chosen = skip_of(pre["asd_skip"], L) if isinstance(pre.get("asd_skip"), dict) else None
+    if chosen is None:
+        return ym - y + 4
+    last = L - (n or 0)
+    for r, part in enumerate(("attn", "mlp")):
+        for l in range(L):
+            on = l in chosen[r]
+            why = [w for w, ok in (("\u03b1", r == 0 and thr is not None and cos[l] is not None and cos[l] >= thr),
+                                   ("m", m is not None and (l + 1) % m == 0)) if ok and l < last] if on else []
+            svg.add('<rect class="asd-chosen %s%s%s" x="%.2f" y="%.1f" width="%.2f" height="14" fill="%s" '
+                    'stroke="#888" stroke-width="0.5"/>' % (part, " skipped" if on else "",
+                                                         "".join(" by-cos" if w != "m" else " by-m" for w in why),
+                                                         X0 + l * cw, ym + r * 16, cw, FILL[part] if on else "white"))
+            if why and cw >= 12:
+                svg.text(X0 + (l + 0.5) * cw, ym + r * 16 + 11, "".join(why), size=9, anchor="middle", cls="asd-why")
+    svg.text(X0 - 6, ym + 11, "attn", anchor="end")
+    svg.text(X0 - 6, ym + 27, "mlp", anchor="end")
+    rule = []
+    if thr is not None:
+        rule.append("\u03b1: attention where C_l \u2265 %.4g" % thr)
+    if m is not None:
+        rule.append("m: attention and MLP of every m-th layer, m = %d (indices %d, %d, \u2026)" % (m, m - 1, 2 * m - 1))
+    if n is not None:
+        rule.append("grey: the last %d, never" % n)
+    svg.text(X0, ym + 46, "the set ASD chose for this prompt (prefill's asd_skip), layers from 0:", size=10)
+    svg.text(X0, ym + 60, "; ".join(rule), size=10, limit=150)
+    return ym + 60 + 12 - y
+
+
+def swift_panel(svg, y, rounds):
+    """SWIFT's steps: each candidate's matchness against the kept set's, replacements marked."""
+    steps = events(rounds, "swift")
+    if not steps:
+        return 0
+    svg.text(12, y + 14, "SWIFT's optimization steps (Sec. 4.2): each candidate's matchness against the kept set's",
+             bold=True)
+    svg.text(12, y + 28, "circles: the candidate's; line: the kept set's; \u25b2: the candidate replaced it",
+             size=10)
+    x0, w, y0, ph = X0, PLOT_W, y + 40, 80
+    svg.frame(x0, y0, w, ph, "0", "1")
+    sw = w / len(steps)
+    yv = lambda v: y0 + ph - ph * v
+    runs = [[]]
+    for k, (i, ev) in enumerate(steps):
+        x = x0 + (k + 0.5) * sw
+        kept, cand = ev.get("kept_matchness"), ev.get("matchness")
+        if ev.get("restart"):
+            runs.append([])
+            svg.add('<line class="swift-restart" x1="%.2f" y1="%.1f" x2="%.2f" y2="%.1f" stroke="#888" '
+                    'stroke-dasharray="3,2"/>' % (x - sw / 2, y0, x - sw / 2, y0 + ph))
+        if is_num(kept):
+            runs[-1].append((x, yv(kept)))
+        else:
+            runs.append([])
+        if is_num(cand):
+            svg.add('<circle class="swift-candidate" cx="%.2f" cy="%.2f" r="2.5" fill="white" stroke="#e07b24"/>'
+                    % (x, yv(cand)))
+            if ev.get("replaced") is True:
+                svg.add('<polygon class="swift-replaced" points="%.2f,%.2f %.2f,%.2f %.2f,%.2f" fill="#2a8a3e"/>'
+                        % (x - 4, yv(cand) - 5, x + 4, yv(cand) - 5, x, yv(cand) - 12))
+    for run in filter(None, runs):
+        svg.add('<polyline class="swift-kept" fill="none" stroke="#333" stroke-width="1.5" points="%s"/>'
+                % " ".join("%.2f,%.2f" % p for p in (run if len(run) > 1 else [(run[0][0] - 2, run[0][1]),
+                                                                                  (run[0][0] + 2, run[0][1])])))
+    replaced = sum(1 for _, ev in steps if ev.get("replaced") is True)
+    restarts = sum(1 for _, ev in steps if ev.get("restart"))
+    svg.text(x0, y0 + ph + 14, "step 0 (before round %d)" % steps[0][0], size=10)
+    svg.text(x0 + w, y0 + ph + 14, "step %d (before round %d)" % (len(steps) - 1, steps[-1][0]), size=10, anchor="end")
+    svg.text(x0, y0 + ph + 30, "%d steps, %d replaced the set%s; matchness: the share of the window's tokens the "
+             "draft with that set predicts, 0 to 1" % (len(steps), replaced,
+                                                       ", %d restarts (dashed)" % restarts if restarts else ""),
+             size=10, limit=160)
+    return y0 + ph + 30 + 12 - y
+
+
+def jaccard(a, b):
+    """|a & b| / |a | b| over sublayers (1 for two empty sets), and the sizes of a and b."""
+    A = {(0, l) for l in a[0]} | {(1, l) for l in a[1]}
+    B = {(0, l) for l in b[0]} | {(1, l) for l in b[1]}
+    return len(A & B) / len(A | B) if A | B else 1.0, len(A), len(B)
+
+
+def clasp_panel(svg, y, rounds, L):
+    """CLaSp's DPs: each one's margin (its closest decision) and whether it changed the set."""
+    dps = events(rounds, "clasp")
+    if not dps:
+        return 0
+    svg.text(12, y + 14, "CLaSp's DPs (Alg. 1): each DP's margin, and whether it changed the set", bold=True)
+    svg.text(12, y + 28, "margin: its closest skip-or-run decision, |cos(skip) \u2212 cos(run)|, on a log scale; "
+             "filled square: the set changed", size=10, limit=150)
+    x0, w, y0, ph = X0, PLOT_W, y + 40, 70
+    margins = [ev.get("margin") for _, ev in dps]
+    pos = [v for v in margins if is_num(v) and v > 0]
+    e_lo = math.floor(math.log10(min(pos))) if pos else -4
+    e_hi = max(e_lo + 1, math.ceil(math.log10(max(pos)))) if pos else 0
+    svg.frame(x0, y0, w, ph, "1e%d" % e_lo, "1e%d" % e_hi)
+    bw = w / len(dps)
+    yj, jh = y0 + ph + 70, 50
+    overlap, random_overlap, changed = [], [], 0
+    for k, (i, ev) in enumerate(dps):
+        x = x0 + k * bw
+        v = ev.get("margin")
+        if is_num(v) and v > 0:
+            h = ph * (math.log10(v) - e_lo) / (e_hi - e_lo)
+            svg.add('<rect class="clasp-margin" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#7d5ba6"/>'
+                    % (x + 0.1 * bw, y0 + ph - h, 0.8 * bw, h))
+        if not isinstance(ev.get("skip"), dict):
+            continue
+        new, old = skip_of(ev["skip"], L), skip_of(rounds[i]["skip"], L)
+        changed += new != old
+        svg.add('<rect class="%s" x="%.2f" y="%.1f" width="%.2f" height="%.2f" fill="%s" stroke="#333" '
+                'stroke-width="0.5"/>' % ("clasp-changed" if new != old else "clasp-kept", x + 0.5 * bw - min(4, bw * 0.4),
+                                          y0 + ph + 4, 2 * min(4, bw * 0.4), 2 * min(4, bw * 0.4),
+                                          "#333" if new != old else "white"))
+        j, a, b = jaccard(new, old)
+        overlap.append((x + 0.5 * bw, j))
+        # two random sets of a and b of the 2L sublayers share a*b/2L on average: that over the union's mean
+        random_overlap.append((x + 0.5 * bw, (a * b / (2.0 * L)) / (a + b - a * b / (2.0 * L)) if a + b else 1.0))
+    svg.text(x0, y0 + ph + 26, "DP 0 (after round %d)" % dps[0][0], size=10)
+    svg.text(x0 + w, y0 + ph + 26, "DP %d (after round %d)" % (len(dps) - 1, dps[-1][0]), size=10, anchor="end")
+    if not overlap:
+        return y0 + ph + 26 + 12 - y
+    mean = sum(j for _, j in overlap) / len(overlap)
+    rmean = sum(j for _, j in random_overlap) / len(random_overlap)
+    svg.text(12, yj - 22, "each DP's set against the one before it: how much they overlap", bold=True)
+    svg.text(12, yj - 8, "Jaccard (line) against two random sets of those sizes (dashed); means %.2f and %.2f; %d of "
+             "%d DPs changed the set" % (mean, rmean, changed, len(overlap)), size=10, limit=150)
+    svg.frame(x0, yj, w, jh, "0", "1")
+    for cls, pts, dash in (("clasp-overlap", overlap, ""), ("clasp-random", random_overlap, ' stroke-dasharray="4,3"')):
+        pts = pts if len(pts) > 1 else [(pts[0][0] - 2, pts[0][1]), (pts[0][0] + 2, pts[0][1])]
+        svg.add('<polyline class="%s" fill="none" stroke="%s" stroke-width="1.5"%s points="%s"/>'
+                % (cls, "#7d5ba6" if cls == "clasp-overlap" else "#999", dash,
+                   " ".join("%.2f,%.2f" % (px, yj + jh - jh * v) for px, v in pts)))
+    return yj + jh + 12 - y
+
+
+def draft_stats(rounds, summary, where):
+    """The draft-length histogram (element i: rounds that drafted i tokens) and acceptance by
+    position (element i: of the rounds whose draft reached position i + 1, the share that kept
+    it; None where none reached it), from the rounds; checked against the summary's own when it
+    has them."""
+    longest = max([0] + [r["drafted"] for r in rounds])
+    lengths = [0] * (longest + 1)
+    for r in rounds:
+        lengths[r["drafted"]] += 1
+    reached = [sum(1 for r in rounds if r["drafted"] > i) for i in range(longest)]
+    kept = [sum(1 for r in rounds if r["accepted"] > i) for i in range(longest)]
+    shares = [k / n if n else None for k, n in zip(kept, reached)]
+    s = summary or {}
+    if isinstance(s.get("draft_lengths"), list):
+        theirs = list(s["draft_lengths"])
+        while theirs and theirs[-1] == 0 and len(theirs) > len(lengths):
+            theirs.pop()
+        if theirs != lengths:
+            raise TraceError("%s: the summary's draft_lengths %s, its rounds give %s"
+                             % (where, clip(json.dumps(s["draft_lengths"]), 40), clip(json.dumps(lengths), 40)))
+    if isinstance(s.get("accept_by_position"), list):
+        theirs = s["accept_by_position"]
+        bad = len(theirs) < len(shares) or any(
+            (v is None and t not in (None, 0)) or (v is not None and (t is None or abs(t - v) > 5e-4))
+            for t, v in zip(theirs, shares)) or any(t not in (None, 0) for t in theirs[len(shares):])
+        if bad:
+            raise TraceError("%s: the summary's accept_by_position %s, its rounds give %s"
+                             % (where, clip(json.dumps(theirs), 40),
+                                clip(json.dumps([None if v is None else round(v, 4) for v in shares]), 40)))
+    return lengths, shares, kept, reached
+
+
+def drafts_panel(svg, y, rounds, summary, where):
+    """The draft-length histogram beside acceptance by draft position; the height."""
+    if not rounds:
+        return 0
+    lengths, shares, kept, reached = draft_stats(rounds, summary, where)
+    svg.text(12, y + 14, "the drafts: how long each round's draft was, and how far the verification kept it",
+             bold=True)
+    svg.text(12, y + 28, "counted from this prompt's rounds: what the summary's draft_lengths and "
+             "accept_by_position hold", size=10)
+    y0, ph, w = y + 54, 60, PLOT_W / 2 - 30
+    top = max(lengths)
+    svg.text(X0, y0 - 6, "rounds that drafted 0, 1, 2, \u2026 tokens", size=10)
+    svg.frame(X0, y0, w, ph, "0", "")
+    svg.text(X0 - 4, y0 + 0.15 * ph + 9, str(top), size=10, anchor="end")
+    bw = w / len(lengths)
+    for i, c in enumerate(lengths):
+        h = 0.85 * ph * c / top if top else 0  # room above for the count
+        svg.add('<rect class="draft-length" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#2c5b9e"/>'
+                % (X0 + (i + 0.1) * bw, y0 + ph - h, 0.8 * bw, h))
+        if len(lengths) <= 26 or i in (0, len(lengths) - 1):
+            svg.text(X0 + (i + 0.5) * bw, y0 + ph + 12, str(i), size=9, anchor="middle")
+            if c:
+                svg.text(X0 + (i + 0.5) * bw, y0 + ph - h - 2, str(c), size=9, anchor="middle", cls="count")
+    x1 = X0 + w + 60
+    svg.text(x1, y0 - 6, "of the rounds whose draft reached position i, the share kept", size=10)
+    svg.frame(x1, y0, w, ph, "0", "")
+    svg.text(x1 - 4, y0 + 0.15 * ph + 9, "1", size=10, anchor="end")
+    if shares:
+        bw = w / len(shares)
+        for i, v in enumerate(shares):
+            h = 0.85 * ph * (v or 0)  # room above for the count
+            svg.add('<rect class="accept-position" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#2a8a3e"/>'
+                    % (x1 + (i + 0.1) * bw, y0 + ph - h, 0.8 * bw, h))
+            if len(shares) <= 12 or i in (0, len(shares) - 1):
+                svg.text(x1 + (i + 0.5) * bw, y0 + ph + 12, str(i + 1), size=9, anchor="middle")
+                svg.text(x1 + (i + 0.5) * bw, y0 + ph - h - 2, "%d/%d" % (kept[i], reached[i]), size=9,
+                         anchor="middle", cls="count")
+    else:
+        svg.text(x1 + w / 2, y0 + ph / 2, "no round drafted", anchor="middle")
+    return y0 + ph + 12 + 10 - y
+
+
 def draw(records):
     head = records[0]
     L, method = head["n_layers"], head["method"]
@@ -418,6 +819,8 @@ def draw(records):
         y += header(svg, y, no, method, model, p, rounds)
         svg.add('<g class="series">')
         ticks = []
+        if isinstance((p["prefill"] or {}).get("asd_cos"), list):
+            y += asd_panel(svg, y, p["prefill"], params, L)
         if search and no == 1:
             rows = [("it %d" % s["i"], skip_of(s["skip"], L), s["objective"]) for s in search]
             name = "Self-SD's search (Sec. 3.3)" if method == "selfsd" else "the oracle's search"
@@ -428,56 +831,168 @@ def draw(records):
             for i, r in enumerate(rounds):
                 s = skip_of(r["skip"], L)
                 if s != last:
-                    rows.append(("r %d" % (i + 1), s, None))
+                    rows.append(("r %d" % i, s, None))
                     ticks.append(i)
                     last = s
             y += set_rows(svg, y, "the skip set over time: one row per set, from round r on (ticks below the "
                           "rounds)", rows, False, "")
         y += rounds_plot(svg, y, rounds, ticks, exit_mode, method)
+        y += swift_panel(svg, y, rounds)
+        y += clasp_panel(svg, y, rounds, L)
+        y += drafts_panel(svg, y, rounds, p["summary"], "prompt %d" % (no - 1))
         svg.add("</g></g>")
     if y == 0:  # a header alone: no prompt ran
         svg.text(12, 24, "%s | method %s: the trace holds no prompt" % (model, method))
         y = 40
+    out = "\n".join(svg.out)
+    bad = re.search(r'\s(?:x|y|x1|x2|y1|y2|cx|cy|r|width|height|points)="[^"]*(?:nan|inf)', out)
+    if bad:  # every number reaching a coordinate was checked on reading: this is a bug here
+        raise TraceError("a coordinate that is not a number (%s): a bug in draw_trace.py" % bad.group(0)[:40])
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
             '<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" '
             'font-family="DejaVu Sans, Arial, sans-serif" font-size="12">\n'
             '<rect class="background" width="100%%" height="100%%" fill="white"/>\n%s\n</svg>\n'
-            % (svg.width, y, svg.width, y, "\n".join(svg.out)))
+            % (svg.width, y, svg.width, y, out))
 
 
-def write_whole(path, text):
-    """Written to a temporary file beside path, then renamed over it: an old file stays whole."""
-    folder = os.path.dirname(path) or "."
-    if os.path.isdir(path):
-        raise TraceError("-o %s: is a folder" % path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".", dir=folder)
-    except OSError as e:
-        raise TraceError("-o %s: cannot create a file in its folder: %s" % (path, e.strerror or e))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    except OSError as e:
-        os.unlink(tmp)
-        raise TraceError("-o %s: cannot write: %s" % (path, e.strerror or e))
+# ----------------------------------------------------------------------------
+# the output, by the engine's rules for its own outputs (README "Outputs")
+
+class Output:
+    """-o resolved and checked before anything is read (README's output rules): a symlink is
+    written through, a non-regular target (/dev/null, a FIFO, /dev/stdout) is written in place,
+    an existing file must open for writing as a shell's > asks, a new one's folder must take a
+    file; the trace itself and stdout's or stderr's file are refused, however named."""
+
+    def __init__(self, path, trace):
+        self.path, self.st = path, None
+        self.name = "-o %s" % path
+        if os.path.islink(path):
+            self.name += " (a link into %s)" % os.path.dirname(os.path.realpath(path))
+        try:
+            self.st = os.stat(path)
+        except FileNotFoundError:
+            if os.path.islink(path):
+                self.fail("a symbolic link to nothing")
+        except OSError as e:
+            self.fail(e.strerror or str(e))
+        folder, base = os.path.split(path)
+        if self.st is None and not base:
+            self.fail("names no file (an empty name, or one ending in /)")
+        if self.st is not None:
+            self.target = os.path.realpath(path)
+        else:
+            self.target = os.path.join(os.path.realpath(folder or "."), base)
+        self.refuse_inputs(trace)
+        if self.st is None:
+            self.probe_folder()
+        elif stat.S_ISDIR(self.st.st_mode):
+            self.fail("is a folder")
+        elif not stat.S_ISREG(self.st.st_mode):
+            if not os.access(path, os.W_OK):
+                self.fail("Permission denied")
+        else:
+            try:
+                os.close(os.open(self.target, os.O_WRONLY))  # as > asks; nothing truncated
+            except OSError as e:
+                self.fail(e.strerror or str(e))
+
+    def fail(self, why):
+        raise TraceError("%s: %s" % (self.name, why))
+
+    def refuse_inputs(self, trace):
+        """The trace, or stdout's or stderr's file when a regular file, by inode and by name."""
+        named = [(trace, "the input trace")] + [("/dev/fd/%d" % fd, "the %s's file" % what)
+                                                for fd, what in ((1, "standard output"), (2, "standard error"))]
+        for path, what in named:
+            try:
+                st = os.stat(path) if not path.startswith("/dev/fd/") else os.fstat(int(path[8:]))
+            except OSError:
+                continue
+            if path.startswith("/dev/fd/") and not stat.S_ISREG(st.st_mode):
+                continue  # a terminal, a pipe, /dev/null: shared with -o is fine
+            same = self.st is not None and (st.st_dev, st.st_ino) == (self.st.st_dev, self.st.st_ino)
+            if same or (not path.startswith("/dev/fd/") and os.path.realpath(path) == self.target):
+                self.fail("names %s; choose another name" % what)
+
+    def probe_folder(self):
+        """A new file's folder must exist and take a file: one is created and removed now."""
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".ss.", dir=os.path.dirname(self.target))
+            os.close(fd)
+            os.unlink(tmp)
+        except OSError as e:
+            self.fail("cannot create a file in %s: %s" % (os.path.dirname(self.target), e.strerror or e))
+
+    def commit(self, text):
+        """In place when not a regular file; else whole, into a temporary file beside the target,
+        renamed over it with the old file's mode (and, as root, owner), signals held meanwhile."""
+        data = text.encode("utf-8")
+        if self.st is not None and not stat.S_ISREG(self.st.st_mode):
+            try:
+                with open(self.path, "wb") as f:
+                    f.write(data)
+            except OSError as e:
+                self.fail("cannot write: %s" % (e.strerror or e))
+            return
+        folder = os.path.dirname(self.target)
+        held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".ss.", dir=folder)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            if self.st is not None:
+                os.chmod(tmp, stat.S_IMODE(self.st.st_mode))
+                try:
+                    os.chown(tmp, self.st.st_uid, self.st.st_gid)
+                except OSError:
+                    pass  # only root may give a file away; as with >, the mode is what counts
+            else:
+                mask = os.umask(0)
+                os.umask(mask)
+                os.chmod(tmp, 0o666 & ~mask)
+            os.replace(tmp, self.target)
+            tmp = None
+        except OSError as e:
+            self.fail("cannot write a file in %s: %s" % (folder, e.strerror or e))
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+
+LIMITS = ("Limits: a trace is a file of at most %d MiB (one that never ends, such as /dev/zero, is "
+          "refused), of at most %d layers, %d prompts, %d rounds in all, %d search records and %d tokens "
+          "drafted per round, with integers of at most %d digits and no NaN or Infinity; the drawing holds "
+          "at most %d elements. Each is one error line and exit status 1."
+          % (MAX_BYTES >> 20, MAX_LAYERS, MAX_PROMPTS, MAX_ROUNDS, MAX_SEARCH, MAX_DRAFT, MAX_DIGITS, MAX_ELEMENTS))
+OUTPUT_RULES = ("-o follows the engine's rules for its outputs (README \"Outputs\"): a symbolic link is written "
+                "through; a target that is not a regular file (/dev/null, a FIFO, /dev/stdout) is written in "
+                "place; an existing file must be one a shell's > could write, and is replaced whole (a temporary "
+                "file beside it, renamed over it, with its mode); -o naming the trace itself, or the file standard "
+                "output or error goes to, is refused, however reached.")
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description="Draw a selfspec --trace file as SVG (a panel per prompt).")
+    ap = argparse.ArgumentParser(description="Draw a selfspec --trace file as SVG (a panel per prompt).",
+                                 epilog=LIMITS + " " + OUTPUT_RULES)
     ap.add_argument("trace", help="the JSON Lines file selfspec --trace wrote")
     ap.add_argument("-o", "--output", required=True, help="the SVG to write")
     a = ap.parse_args(argv)
     try:
-        if os.path.abspath(a.output) == os.path.abspath(a.trace):
-            raise TraceError("-o %s: names the trace itself" % a.output)
-        write_whole(a.output, draw(read_trace(a.trace)))
+        out = Output(a.output, a.trace)  # checked before anything is read
+        out.commit(draw(read_trace(a.trace)))
     except TraceError as e:
         print("draw_trace.py: error: %s" % e, file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: -o as it was (a commit under way holds the signal off)
+        print("draw_trace.py: interrupted; %s left as it was" % a.output, file=sys.stderr)
+        return 130
     print("wrote %s" % a.output, file=sys.stderr)
     return 0
 
