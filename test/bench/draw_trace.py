@@ -363,23 +363,23 @@ def header(svg, y, no, method, model, p, rounds):
     svg.text(12, y + 54, "skipping %d of %d sublayers (%.0f%%) | acceptance \u03b1 %s | mean accepted length M %s"
              % (n, 2 * L, 100.0 * n / (2 * L), num(alpha, "%.3f"), num(m)))
     line = y + 70
-    if "speedup" in s:
+    if "measured_speedup" in s:
         svg.text(12, line, "speedup measured %sx (%s vs %s tokens/s plain, --compare); SWIFT Eq. 6 expects %sx"
-                 % (num(s["speedup"]), num(s.get("tokens_per_s"), "%.0f"), num(s.get("plain_tokens_per_s"), "%.0f"),
+                 % (num(s["measured_speedup"]), num(s.get("tokens_per_s"), "%.0f"), num(s.get("plain_tokens_per_s"), "%.0f"),
                     num(s.get("expected_speedup"))))
     elif "expected_speedup" in s:
         svg.text(12, line, "SWIFT Eq. 6 expects %sx (a measured speedup needs --compare)"
                  % num(s["expected_speedup"]))
     else:
         line -= 16
-    if "draft_pass_steps" in s and rounds:
+    if "measured_draft_pass_steps" in s and rounds:
         # Eq. 6's draft cost 1 - r, r over the draft tokens of the set each was drafted with
         sk = sum(r["drafted"] * sum(len(x) for x in skip_of(r["skip"], L)) for r in rounds)
         cost = 1 - sk / drafted / (2 * L) if drafted else 1 - n / (2 * L)
         line += 16
         svg.text(12, line, "in plain steps: a draft pass %s, a verify pass %s (Eq. 6 takes %.2f and 1); these "
-                 "alone predict %sx%s" % (num(s["draft_pass_steps"]), num(s.get("verify_pass_steps")), cost,
-                                          num(s.get("predicted_speedup")), with_selection(s)), cls="costs", limit=150)
+                 "alone predict %sx%s" % (num(s["measured_draft_pass_steps"]), num(s.get("measured_verify_pass_steps")), cost,
+                                          num(s.get("measured_predicted_speedup")), with_selection(s)), cls="costs", limit=150)
     ym = line + 28
     svg.add('<g class="panel">')
     for l in range(L):
@@ -403,13 +403,13 @@ def with_selection(s):
     """", 0.13x with the selection time" as the engine's summary says it: the passes' prediction
     scaled by the passes' share of the passes plus the selection done while decoding (SWIFT's
     steps, CLaSp's DPs; a search before decoding is not in it)."""
-    keys = ("predicted_speedup", "draft_ms", "verify_ms", "select_ms", "search_ms")
+    keys = ("measured_predicted_speedup", "draft_ms", "verify_ms", "select_ms", "search_ms")
     if not (isinstance(s.get("selections"), int) and s["selections"] > 0 and all(is_num(s.get(k)) for k in keys)):
         return ""
     passes, own = s["draft_ms"] + s["verify_ms"], s["select_ms"] - s["search_ms"]
     if not (passes > 0 and own >= 0 and math.isfinite(passes + own)):
         return ""
-    return ", %sx with the selection time" % num(s["predicted_speedup"] * passes / (passes + own))
+    return ", %sx with the selection time" % num(s["measured_predicted_speedup"] * passes / (passes + own))
 
 
 def rows_drawn(rows, new_best):
@@ -623,10 +623,12 @@ def asd_panel(svg, y, pre, params, L):
 
 
 def swift_panel(svg, y, rounds):
-    """SWIFT's steps: each candidate's matchness against the kept set's, replacements marked."""
+    """SWIFT's steps: each candidate's matchness against the kept set's, replacements marked, and
+    App. C.2's restarts (a round's event.restart) as a dashed line before the next step."""
     steps = events(rounds, "swift")
     if not steps:
         return 0
+    restart_rounds = [i for i, _ in events(rounds, "restart")]
     svg.text(12, y + 14, "SWIFT's optimization steps (Sec. 4.2): each candidate's matchness against the kept set's",
              bold=True)
     svg.text(12, y + 28, "circles: the candidate's; line: the kept set's; \u25b2: the candidate replaced it",
@@ -639,7 +641,7 @@ def swift_panel(svg, y, rounds):
     for k, (i, ev) in enumerate(steps):
         x = x0 + (k + 0.5) * sw
         kept, cand = ev.get("kept_matchness"), ev.get("matchness")
-        if ev.get("restart"):
+        if any(steps[k - 1][0] <= j < i if k else j < i for j in restart_rounds):
             runs.append([])
             svg.add('<line class="swift-restart" x1="%.2f" y1="%.1f" x2="%.2f" y2="%.1f" stroke="#888" '
                     'stroke-dasharray="3,2"/>' % (x - sw / 2, y0, x - sw / 2, y0 + ph))
@@ -658,7 +660,7 @@ def swift_panel(svg, y, rounds):
                 % " ".join("%.2f,%.2f" % p for p in (run if len(run) > 1 else [(run[0][0] - 2, run[0][1]),
                                                                                   (run[0][0] + 2, run[0][1])])))
     replaced = sum(1 for _, ev in steps if ev.get("replaced") is True)
-    restarts = sum(1 for _, ev in steps if ev.get("restart"))
+    restarts = len(restart_rounds)
     svg.text(x0, y0 + ph + 14, "step 0 (before round %d)" % steps[0][0], size=10)
     svg.text(x0 + w, y0 + ph + 14, "step %d (before round %d)" % (len(steps) - 1, steps[-1][0]), size=10, anchor="end")
     svg.text(x0, y0 + ph + 30, "%d steps, %d replaced the set%s; matchness: the share of the window's tokens the "
