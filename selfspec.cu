@@ -1477,6 +1477,7 @@ typedef struct {
     double run_ms;                  // decoding time seen, the steps included
     double opt_ms, last_ms;         // time in steps; the start of the last round
     double step_ms;                 // the last step's time: what the next one will likely cost
+    double (*clock)(void);          // time_ms: the budget's clock (a test may count work instead)
     // the last step, for --trace: its proposal (0 the starting set, 1 random, 2 the GP's), the
     // candidate, its matchness and the kept set's on the same window (-1: none kept yet)
     int phase;
@@ -1491,6 +1492,7 @@ static void swift_init(Swift *w, const SwiftParams *p, int n_layers, uint64_t se
     w->best_score = -1.0;
     w->best = alternate_layers(n_layers); // the starting point
     w->first_at = -1;
+    w->clock = time_ms;
     gp_init(&w->gp, 2 * n_layers);
     rng_seed(&w->rng, seed);
 }
@@ -1530,7 +1532,7 @@ static SkipSet uniform_skip_set(int n_layers, int count) {
 // generated tokens only, never the prompt; until then the draft is the best set so far (at first
 // the uniform starting point).
 static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos) {
-    double t0 = time_ms();
+    double t0 = w->clock();
     if (w->last_ms > 0) { w->run_ms += t0 - w->last_ms; } // the previous round, its step included
     w->last_ms = t0;
     int within_budget = w->p.budget >= 1.0f || w->opt_ms + w->step_ms <= w->p.budget * w->run_ms;
@@ -1573,7 +1575,7 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     }
     w->done = w->steps >= w->p.max_steps || w->since_best >= w->p.patience ||
               w->best_score > w->p.target;
-    w->step_ms = time_ms() - t0;
+    w->step_ms = w->clock() - t0;
     w->opt_ms += w->step_ms;
 }
 
