@@ -1504,8 +1504,8 @@ static SkipSet uniform_skip_set(int n_layers, int count) {
     SkipSet s;
     memset(&s, 0, sizeof(s));
     int slots = 2 * (n_layers - 2); // sublayer k = 2 .. 2L-3: layer k / 2, attention when k is even
-    for (int i = 0; i < count && i < slots; i++) {
-        int k = 2 + (int)((long)i * slots / count);
+    for (int i = 0; i < count && i < slots; i++) { // count >= slots: all of them
+        int k = 2 + (int)((long)i * slots / (count < slots ? count : slots));
         if (k % 2 == 0) { s.attn[k / 2] = 1; } else { s.mlp[k / 2] = 1; }
     }
     return s;
