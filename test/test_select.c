@@ -67,7 +67,7 @@ static void test_tree_mask(void) {
     check(ok, "tree: tokens, depths or mask differ from the hand-drawn tree");
 }
 
-// The tree's width per depth (the official code's greedy get_choices_list): c > 0.95 -> 3,
+// The tree's width per depth (hemingkx/SWIFT's greedy get_choices_list): c > 0.95 -> 3,
 // > 0.8 -> 5, > 0.5 -> 8, else 10, strictly above: a confidence of exactly 0.95 is the next
 // level's (5), exactly 0.5 the last's (10); just above each boundary, the level above.
 static void test_tree_width(void) {
@@ -615,11 +615,12 @@ static int past_swift_window(Model *m, int *seq) {
     return 4 + n - 1;
 }
 
-// UCB's kappa follows each paper's official code: 2.5 for SWIFT, 2.576 for Self-SD. A SWIFT
-// state is driven to its first BO step (the 25th), and the candidate it scores must be
-// gp_propose's at SWIFT's kappa from the same RNG state. On these small GPs kappa 2.5 and 2.576
-// almost never rank candidates differently, so that alone could not tell them apart: the
-// constants are pinned, and kappa 0 against 50 shows gp_propose uses the one it is given.
+// UCB's kappa follows each paper's code: 2.5 in hemingkx/SWIFT, 2.576 in
+// dilab-zju/self-speculative-decoding (Self-SD). A SWIFT state is driven to its first BO step
+// (the 25th), and the candidate it scores must be gp_propose's at SWIFT's kappa from the same
+// RNG state. On these small GPs kappa 2.5 and 2.576 almost never rank candidates differently,
+// so that alone could not tell them apart: the constants are pinned, and kappa 0 against 50
+// shows gp_propose uses the one it is given.
 static void test_swift_kappa(const char *dir) {
     Model m;
     if (!load_model(&m, dir)) { return; }
@@ -653,11 +654,11 @@ static void test_swift_kappa(const char *dir) {
           defaults.swift.kappa, same, seeds);
     check(differs > 0, "gp_propose: kappa 0 and 50 proposed the same set in all %d seeds", seeds);
     check(defaults.swift.kappa == 2.5 && defaults.selfsd.kappa == 2.576,
-          "UCB kappa: SWIFT %g (official code 2.5), Self-SD %g (2.576)", defaults.swift.kappa, defaults.selfsd.kappa);
+          "UCB kappa: SWIFT %g (hemingkx/SWIFT: 2.5), Self-SD %g (2.576)", defaults.swift.kappa, defaults.selfsd.kappa);
     free_model(&m);
 }
 
-// SWIFT never skips a sublayer of the first or the last layer (the official code draws its
+// SWIFT never skips a sublayer of the first or the last layer (hemingkx/SWIFT draws its
 // candidates from layers 1..L-2, random and BO alike, App. B.2's r counting over those): 60 steps,
 // two of them the GP's, every candidate the GP saw has exactly round(r * 2L) sublayers skipped,
 // none in layer 0 or L-1.
