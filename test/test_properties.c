@@ -43,24 +43,23 @@ static void brute_nucleus(const float *logits, int n, float T, float top_p, floa
         sum += p[i];
     }
     for (int i = 0; i < n; i++) { p[i] /= sum; }
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { // insertion sort, stable: equal probabilities keep id order
         int j = i;
-        for (; j > 0 && (p[order[j - 1]] < p[i] || (p[order[j - 1]] == p[i] && order[j - 1] > i)); j--) {
-            order[j] = order[j - 1];
-        }
+        for (; j > 0 && p[order[j - 1]] < p[i]; j--) { order[j] = order[j - 1]; }
         order[j] = i;
     }
-    int keep = n;
-    float mass = 0.0f;
-    if (top_p >= 1.0f) { keep = 0; } // off: the softmax itself
-    for (int k = 0; k < n && keep == n; k++) {
-        mass += p[order[k]];
-        if (mass >= top_p) { keep = k + 1; }
+    if (top_p >= 1.0f) { // off: the softmax itself
+        memcpy(out, p, (size_t)n * sizeof(float));
+        return;
     }
-    if (keep == 0) { memcpy(out, p, (size_t)n * sizeof(float)); return; }
-    if (keep == n) { // never reached (rounding): all of it
-        mass = 0.0f;
-        for (int k = 0; k < n; k++) { mass += p[order[k]]; }
+    int keep = n; // if rounding never lets the mass reach top_p: all n
+    float mass = 0.0f;
+    for (int k = 0; k < n; k++) {
+        mass += p[order[k]];
+        if (mass >= top_p) {
+            keep = k + 1;
+            break;
+        }
     }
     memset(out, 0, (size_t)n * sizeof(float));
     for (int k = 0; k < keep; k++) { out[order[k]] = p[order[k]] / mass; }
