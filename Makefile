@@ -29,6 +29,9 @@ TESTS += test/test_fuzz_regressions test/test_bad_inputs
 TESTS += test/test_cli
 # --trace: the reference traces in test/refs/traces/ regenerated and diffed, rounds against summaries
 TESTS += test/test_trace
+# documented behaviours stated as properties: top-p against a brute-force nucleus, the exit rule,
+# CLaSp's DP slot and context end, SWIFT's window, best set, patience, ratio rule and budget
+TESTS += test/test_properties
 # the pictures drawn from a trace (test/bench/draw_trace.py): run by make test when python3 is
 # there, so the C suite never needs Python
 HAVE_PYTHON3 := $(shell command -v python3 2>/dev/null)

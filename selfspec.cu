@@ -930,7 +930,7 @@ typedef struct {
                           // optimizing (Sec. 4.1.1's context accumulation) and the ones scored
     int max_steps;        // S: optimization steps at most (App. B.2)
     int patience;         // steps without a better set before optimization stops
-    int bo_every;         // beta: every beta-th step is a Bayesian-optimization proposal
+    int bo_every;         // beta (Eq. 2): every beta-th step is a Bayesian-optimization step
     int n_candidates;     // the UCB maximum is taken over this many random candidates
     double kappa;         // UCB exploration weight
     float target;         // optimization stops once the matchness exceeds this
@@ -939,7 +939,7 @@ typedef struct {
     float budget;         // not in the paper: optimization time as a share of decoding time
     int max_draft;        // N_D (App. B.2)
     float exit_threshold; // epsilon (Sec. 4.2): drafting stops below this confidence; the paper
-                          // gives no value, 0.8 is the official code's stop_threshold
+                          // gives no value, 0.8 is hemingkx/SWIFT's stop_threshold
     TreeShape tree;       // dynamic verification (Sec. 4.2)
 } SwiftParams;
 
@@ -974,18 +974,18 @@ typedef struct {
 static MethodParams method_params_default(void) {
     MethodParams p;
     memset(&p, 0, sizeof(p));
-    // Self-SD: 64 iterations, not 1000: a tiny model's landscape is small. Kappa 2.576 as in the
-    // official code (bayes_opt 1.4.3's UCB). Decision: the UCB maximum is taken over 2000 random
-    // binary candidates, not bayes_opt's 10,000 random points plus L-BFGS-B: the input is
-    // binary, so a continuous optimum would be rounded anyway, and fewer keep a proposal cheap.
+    // Self-SD: 64 iterations, not 1000: a tiny model's landscape is small. Kappa 2.576 as in
+    // dilab-zju/self-speculative-decoding (bayes_opt 1.4.3's UCB). Decision: the UCB maximum is
+    // over 2000 random binary candidates, not bayes_opt's 10,000 random points and L-BFGS-B: the
+    // input is binary, a continuous optimum would be rounded anyway, and fewer keep it cheap.
     p.selfsd.iters = 64;
     p.selfsd.n_candidates = 2000;
     p.selfsd.kappa = 2.576;
     p.selfsd.dev_tokens = 32;
     p.selfsd.max_draft = 12;
     p.selfsd.exit_threshold = -1;
-    // SWIFT App. B.2; kappa 2.5 as in the official code. Decision: 1000 random candidates of
-    // the right count (the official code: bayes_opt's 10,000 random points plus L-BFGS-B, then
+    // SWIFT App. B.2; kappa 2.5 as in hemingkx/SWIFT. Decision: 1000 random candidates of
+    // the right count (hemingkx/SWIFT: bayes_opt's 10,000 random points plus L-BFGS-B, then
     // the top-count coordinates). The budget is ours: on the CPU a step costs several decoding
     // steps (swift_step says why); 1 = the paper's schedule.
     p.swift.window = 32;
@@ -999,8 +999,8 @@ static MethodParams method_params_default(void) {
     p.swift.budget = 0.02f;
     p.swift.max_draft = 25;
     p.swift.exit_threshold = 0.8f;
-    // Decision: the official code's greedy tree widths, 3/5/8/10 above confidence 0.95/0.8/0.5/0,
-    // not Sec. 4.2's 1/3/5/10 (the official sampling widths); the tree runs only when greedy
+    // Decision: hemingkx/SWIFT's greedy tree widths, 3/5/8/10 above confidence 0.95/0.8/0.5/0,
+    // not Sec. 4.2's 1/3/5/10 (the code's sampling widths); the tree runs only when greedy
     float confidence[3] = {0.95f, 0.8f, 0.5f};
     int width[4] = {3, 5, 8, 10};
     memcpy(p.swift.tree.confidence, confidence, sizeof(confidence));
@@ -1080,8 +1080,8 @@ static void skip_to_vector(const SkipSet *s, int n_layers, float *v) {
 // Matern 5/2 kernel k(r) = (1 + sqrt5 r/l + 5r^2/(3l^2)) exp(-sqrt5 r/l) on the Euclidean
 // distance r (sqrt of the Hamming distance), a noise term on the diagonal, targets normalized
 // to zero mean and unit variance, a Cholesky solve. Decision: the length scale is fixed at
-// sqrt(dim)/2 rather than fitted by marginal likelihood (the official code lets sklearn fit it);
-// a fixed scale keeps the code short and deterministic, and the noise 1e-2 follows the code.
+// sqrt(dim)/2 rather than fitted by marginal likelihood (bayes_opt, in both papers' code, lets
+// sklearn fit it); a fixed scale keeps the code short and deterministic; noise 1e-2 as there.
 // Only the last GP_WINDOW observations are used, so a fit stays O(GP_WINDOW^3).
 
 enum { GP_WINDOW = 256, GP_MAX_DIM = 2 * SS_MAX_LAYERS };
@@ -1196,9 +1196,9 @@ static void random_skip_set(Rng *r, float p, int count, int first_layer, int las
 }
 
 // UCB acquisition (mean + kappa sd) maximized over n_random candidates drawn like
-// random_skip_set. The best candidate goes to *best. The official codes differ in kappa:
-// Self-SD's uses 2.576, SWIFT's 2.5 (both bayes_opt's UCB with xi = 0); each method's params
-// hold its own.
+// random_skip_set. The best candidate goes to *best. The papers' codes differ in kappa:
+// dilab-zju/self-speculative-decoding uses 2.576, hemingkx/SWIFT 2.5 (both bayes_opt's UCB,
+// xi = 0); each method's params hold its own.
 static void gp_propose(const Gp *gp, Rng *r, int n_layers, int count, int first, int last,
                        int n_random, double kappa, SkipSet *best) {
     float v[GP_MAX_DIM];
@@ -1298,7 +1298,7 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, Cl
     const Config *c = &m->config;
     int L = c->n_layers, dim = c->dim, M = max_skip < L ? max_skip : L;
     // Decision: M is capped by one pass (64 states) and by the context slots left for their K/V
-    // (Algorithm 1 has no cap; the unofficial port clones the cache): near the end, fewer skips.
+    // (Algorithm 1 has none; zy-ning/Spec-Bench's port clones the cache): near the end, fewer.
     if (M > m->state.max_tokens) { M = m->state.max_tokens; }
     if (slot + M > c->seq_len) { M = c->seq_len - slot; }
     size_t row = (size_t)dim;
@@ -1331,7 +1331,7 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, Cl
             const float *run_state = j <= run_top ? batch + (size_t)(j - lo) * row : NULL;
             double g_ij = INFINITY; // no run state: j = i, every layer so far skipped
             if (run_state) {
-                // Decision: a tie runs the layer, as the unofficial port does; Algorithm 1 skips it
+                // Decision: a tie runs the layer, as zy-ning/Spec-Bench does; Algorithm 1 skips it
                 g_ij = cosine(h_i, skip_state, dim) - cosine(h_i, run_state, dim);
                 if (fabs(g_ij) < d.margin) { d.margin = fabs(g_ij); d.layer = i - 1; d.skips = j; }
             }
@@ -1358,7 +1358,7 @@ static SkipSet select_clasp(Model *m, const float *h, int slot, int max_skip, Cl
 // slots those tokens already occupy, so those slots are saved before and restored after: the
 // real cache is left exactly as it was. Decision: the most recent gamma tokens (a sliding
 // window); Eq. 3 says only "the previously generated tokens within the context window", and
-// the official code scores the first gamma + 1 of the instance.
+// hemingkx/SWIFT scores the first gamma + 1 of the instance.
 static double swift_matchness(Model *m, const int *seq, int pos, int window, const SkipSet *s) {
     const Config *c = &m->config;
     int start = pos - window - 1; // inputs seq[start .. pos-2] predict seq[start+1 .. pos-1]
@@ -1392,6 +1392,7 @@ typedef struct {
     double run_ms;                  // decoding time seen, the steps included
     double opt_ms, last_ms;         // time in steps; the start of the last round
     double step_ms;                 // the last step's time: what the next one will likely cost
+    double (*clock)(void);          // time_ms: the budget's clock (a test may count work instead)
     // the last step, for --trace: its proposal (0 the starting set, 1 random, 2 the GP's), the
     // candidate, its matchness and the kept set's on the same window (-1: none kept yet)
     int phase;
@@ -1407,46 +1408,45 @@ static void swift_init(Swift *w, const SwiftParams *p, int n_layers, uint64_t se
     w->best_score = -1.0;
     w->best = alternate_layers(n_layers); // the starting point
     w->first_at = -1;
+    w->clock = time_ms;
     gp_init(&w->gp, 2 * n_layers);
     rng_seed(&w->rng, seed);
 }
 
-// count sublayers spread evenly over layers 1..L-2, attention and MLP alternating: the uniform
-// set App. C.2's rule restarts from after lowering r (the first start is alternate_layers, as
-// the official code's).
+// count sublayers spread evenly over layers 1..L-2, attention and MLP alternating: App. C.2's
+// restart set after lowering r (the first start is alternate_layers, as in hemingkx/SWIFT).
 static SkipSet uniform_skip_set(int n_layers, int count) {
     SkipSet s;
     memset(&s, 0, sizeof(s));
     int slots = 2 * (n_layers - 2); // sublayer k = 2 .. 2L-3: layer k / 2, attention when k is even
-    for (int i = 0; i < count && i < slots; i++) {
-        int k = 2 + (int)((long)i * slots / count);
+    for (int i = 0; i < count && i < slots; i++) { // count >= slots: all of them
+        int k = 2 + (int)((long)i * slots / (count < slots ? count : slots));
         if (k % 2 == 0) { s.attn[k / 2] = 1; } else { s.mlp[k / 2] = 1; }
     }
     return s;
 }
 
-// One optimization step before a decoding step: propose a candidate with exactly
-// round(r * 2L) skipped sublayers, never in the first or last layer (random, or the GP's
-// proposal every beta-th step), score it, keep it if it beats the best. Decision: the count is
-// round(r * 2L) over the whole model, so r means the same as the reported skip ratio; the
-// official code uses int(r * 2(L - 2)).
-// Decision on persistence: like the official code, the state lives for the whole run (across
-// the prompts of -f), and once optimization stops it never restarts on a distribution shift;
-// the best set carries over to later prompts. Restarting would need a shift detector the paper
-// does not define.
-// Decision on cost (CPU): the paper runs a step before every decoding step and reports the
-// steps at 0.8% of the time (Fig. 6), amortized over 1000 instances. A step's draft passes over
-// gamma tokens are compute-bound on the CPU, where a decoding step streams the weights once for
-// one token, so each pass costs several decoding steps: a step runs only if the steps so far
-// plus this one (priced at the last step's time) stay within `p.budget` of the decoding time so
-// far (--swift-budget, default 0.02; 1 restores the paper's schedule). The first step always
-// runs. Fig. 8a's knobs S and beta trade the same optimization against speed.
+// One optimization step before a decoding step (Sec. 4.1.2): propose a candidate with exactly
+// round(r * 2L) skipped sublayers, never in the first or last layer (Eq. 2: the GP's proposal
+// at step o = steps + 1 when o % beta == 0, else random), score it, keep it if it beats the best.
+// Decision: a GP step waits until the GP holds two points (after App. C.2's restart empties it,
+// one point would rank candidates by their distance to it alone). Decision: the count is
+// round(r * 2L) over the whole model, so r means the same as the reported skip ratio;
+// hemingkx/SWIFT uses int(r * 2(L - 2)).
+// Decision on persistence: like hemingkx/SWIFT, the state lives for the whole run (the prompts
+// of -f); once optimization stops it never restarts on a distribution shift (that would need a
+// detector the paper does not define): the best set carries over to later prompts.
+// Decision on cost (CPU): the paper runs a step before every decoding step, at 0.8% of the time
+// (Fig. 6) over 1000 instances. On the CPU a step's draft passes over gamma tokens are
+// compute-bound while a decoding step streams the weights once, so each pass costs several
+// decoding steps: a step runs only if the steps so far plus this one (priced at the last step's)
+// stay within `p.budget` of the decoding time so far (--swift-budget, default 0.02; 1: the
+// paper's schedule). The first step always runs. Fig. 8a's S and beta trade the same way.
 // Context accumulation (Sec. 4.1.1): no step until gamma = `p.window` LLM-generated tokens of this
-// prompt sit in the cache (seq[n_prompt .. pos-1]; seq[pos] is not run yet), so Eq. 3 scores
-// generated tokens only, never the prompt; until then the draft is the best set so far (at first
-// the uniform starting point).
+// prompt sit in the cache (seq[n_prompt .. pos-1]; seq[pos] is not run yet): Eq. 3 scores
+// generated tokens only; until then the draft is the best set so far (at first, the start set).
 static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos) {
-    double t0 = time_ms();
+    double t0 = w->clock();
     if (w->last_ms > 0) { w->run_ms += t0 - w->last_ms; } // the previous round, its step included
     w->last_ms = t0;
     int within_budget = w->p.budget >= 1.0f || w->opt_ms + w->step_ms <= w->p.budget * w->run_ms;
@@ -1455,7 +1455,7 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     SkipSet cand;
     if (w->best_score < 0) {
         // Decision: the first step scores the starting set, so that a candidate must beat it to
-        // be kept; the official code never scores it (code notes 2.4)
+        // be kept; hemingkx/SWIFT never scores it
         cand = w->best;
         w->phase = 0;
     } else if ((w->steps + 1) % w->p.bo_every == 0 && w->gp.n > 1) {
@@ -1469,8 +1469,8 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     double score = swift_matchness(m, seq, pos, w->p.window, &cand);
     // Decision: Sec. 4.1.2 keeps the highest-scoring set, and a score is only comparable with one
     // taken on the same tokens. The window slides (and the prompt changes), so the kept set is
-    // re-scored on this window before the comparison, one more draft pass per step; the official
-    // code instead scores every set on one fixed window per instance.
+    // re-scored on this window before the comparison, one more draft pass per step;
+    // hemingkx/SWIFT instead scores every set on one fixed window per instance.
     if (w->best_score >= 0) { w->best_score = swift_matchness(m, seq, pos, w->p.window, &w->best); }
     w->cand = cand;
     w->cand_ratio = w->ratio;
@@ -1490,7 +1490,7 @@ static void swift_step(Swift *w, Model *m, const int *seq, int n_prompt, int pos
     }
     w->done = w->steps >= w->p.max_steps || w->since_best >= w->p.patience ||
               w->best_score > w->p.target;
-    w->step_ms = time_ms() - t0;
+    w->step_ms = w->clock() - t0;
     w->opt_ms += w->step_ms;
 }
 
@@ -1556,7 +1556,7 @@ static void build_tree(SwiftTree *tr, const int *draft, int k, const int *alts, 
 static int top_alternatives(const float *logits, int vocab, float confidence,
                             const TreeShape *shape, int max_alts, int *alts) {
     int level = 0;
-    // Decision: compared in float; the official code compares a double with 0.8, so there a
+    // Decision: compared in float; hemingkx/SWIFT compares a double with 0.8, so there a
     // confidence of exactly 0.8f (0.80000001) is above 0.8 and gets width 5, here 8
     while (level < 3 && confidence <= shape->confidence[level]) { level++; }
     int k = shape->width[level];
@@ -1672,8 +1672,8 @@ static void selector_init(Selector *sel, int method, const MethodParams *p, int 
     }
     sel->clasp_skip = (int)lround(p->clasp.skip_ratio * n_layers);
     // SWIFT's confidence-aware inference (Sec. 4.2) applies in both phases: footnote 1 of
-    // Sec. 4.2 says it is also used while optimizing, with the best set so far, and the official
-    // code verifies a tree on every step.
+    // Sec. 4.2 says it is also used while optimizing, with the best set so far, and
+    // hemingkx/SWIFT verifies a tree on every step.
     sel->tree = method == METHOD_SWIFT;
 }
 
@@ -1920,13 +1920,13 @@ static DraftExit draft_exit_default(void) {
 //   AR <- beta1 AR + (1 - beta1) AR_e                   (Eq. 2; beta1 = 0 in the first round)
 //   gamma~ = gamma + eps if AR <= alpha, else gamma - eps (Eq. 3)
 //   gamma <- beta2 gamma + (1 - beta2) gamma~            (Eq. 4)
-// Decision: Eq. 3's tie AR == alpha raises gamma, as the paper writes (the official code: <).
-// Decisions where the paper is silent: like the official code, gamma stays put when the draft
-// hit its limit (K, or the context or tokens left) with AR above target (lowering it further
-// could not lengthen drafts, only let it drift).
-// Like the official notebooks, gamma carries over to the next prompt of a run; unlike the
-// official code, AR does too (the code restarts AR at 0 in every call, which pushes gamma up at
-// the start of every prompt).
+// Decision: Eq. 3's tie AR == alpha raises gamma, as the paper writes (its code uses <:
+// dilab-zju/self-speculative-decoding). Where the paper is silent, like that code, gamma stays
+// put when the draft hit its limit (K, or the context or tokens left) with AR above target
+// (lowering it further could not lengthen drafts, only let it drift). Decision: a round that
+// drafted nothing (a limit of 0, or an empty set) updates nothing: its AR_e = 0 / 0 is undefined.
+// Like the code's notebooks, gamma carries over to the next prompt of a run; unlike the code,
+// AR does too (it restarts AR at 0 in every call, which pushes gamma up at every prompt's start).
 static void draft_exit_update(DraftExit *d, int accepted, int drafted, int hit_max) {
     if (d->mode != EXIT_ADAPTIVE || drafted == 0) { return; }
     float ar_e = (float)accepted / (float)drafted;
@@ -2076,8 +2076,8 @@ static int draft_tokens(Model *m, const SpecParams *sp, Sampler *smp, int limit,
         const float *logits = m->state.logits_host;
         s->draft[k + 1] = sample_next(smp, logits, vocab, s->q_rows + (size_t)k * vocab, s->sort);
         // Decision: the top probability, as the papers write it (Self-SD Alg. 3, SWIFT Sec. 4.2),
-        // also when sampling; both official codes then take the sampled token's (code notes
-        // 1.4, 2.3)
+        // also when sampling; dilab-zju/self-speculative-decoding and hemingkx/SWIFT then take
+        // the sampled token's
         float confidence = top1_prob(logits, vocab);
         r->conf[k++] = confidence;
         if (s->shape) {
@@ -2219,7 +2219,7 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
     // Decision: tree verification is greedy only (SWIFT's Table 1 claims trees under sampling too).
     // Sampling keeps the chain: several candidates per position stay exact only with a recursive
     // rule (each rejected sibling's mass removed from both p and the without-replacement q before
-    // the next is tried), and the official SWIFT/EAGLE versions of that rule had bugs; the chain
+    // the next is tried), and hemingkx/SWIFT's and SafeAILab/EAGLE's versions had bugs; the chain
     // rule here is proven exact by the tests.
     s->shape = smp->temperature == 0.0f && sel && sel->tree ? &sel->swift.p.tree : NULL;
     memset(st, 0, sizeof(*st));
@@ -2308,7 +2308,7 @@ static double measure_objective(Model *m, const Objective *obj, const SkipSet *s
 // --- Self-SD: Bayesian optimization offline (Self-SD Sec. 3.3) ----------------
 // Maximize -objective over z in {0,1}^{2L}: the first iters/5 candidates are random, then each
 // is the UCB maximizer over n_candidates random ones. Decisions: the random warm-up (the
-// official code starts with init_points=0 and two hand-picked probes: with 64 iterations a GP
+// paper's code starts with init_points=0 and two hand-picked probes: with 64 iterations a GP
 // fitted on one point would propose blindly); the paper searched 1000 iterations on 8 prompts,
 // a tiny model's landscape is small, so the default is 64 (--iters), on the prompt itself or
 // --dev-prompts. Any layer may be skipped, as in the paper; no skip count is imposed.

@@ -1445,6 +1445,9 @@ static void rounds_one_to_three(void) {
         free(b);
     }
     static const char *const kills[] = {"TERM", "HUP"};
+    // the child gets the signals' default action whatever this test inherited: under nohup SIGHUP
+    // is ignored, an ignored signal stays ignored across exec, and the search would run on
+    void (*was_term)(int) = signal(SIGTERM, SIG_DFL), (*was_hup)(int) = signal(SIGHUP, SIG_DFL);
     for (int k = 0; k < 2; k++) { // killed in a long search: nothing was opened, nothing is left
         char name[64];
         snprintf(name, sizeof(name), "--save-skip kept on SIG%s in a search", kills[k]);
@@ -1454,6 +1457,8 @@ static void rounds_one_to_three(void) {
         check(system(buf) != -1, "%s: system failed", name);
         check_output_kept(name);
     }
+    signal(SIGTERM, was_term);
+    signal(SIGHUP, was_hup);
     { // stdout closed: the output file would take descriptor 1 and hold the text; the lost text is an error
         reset_output();
         snprintf(buf, sizeof(buf), "%s -m %s -n 4 --method selfsd --iters 2 --save-skip %s >&- 2>/dev/null",
