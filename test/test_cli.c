@@ -502,6 +502,22 @@ static void trace_rounds(const char *path, int *rounds, int *drafted, int *tree_
     free(text);
 }
 
+// README's Usage runs the SmolLM2 getter as `sh tiny_models/get_smollm2.sh`, and sh is dash on
+// Debian: the script must get past its `set` line there (it once asked for bash's pipefail). A
+// virtualenv that does not exist stops it at its first use, before any download.
+static void test_getter_posix_sh(void) {
+    char cmd[512], path[256];
+    snprintf(path, sizeof(path), "%s/getter.txt", tmp);
+    snprintf(cmd, sizeof(cmd), "SMOLLM2_VENV=%s/no-venv SMOLLM2_OUT=%s/smol sh tiny_models/get_smollm2.sh "
+             ">%s 2>&1 </dev/null", tmp, tmp, path);
+    int status = system(cmd);
+    char *text = read_or_exit(path, NULL);
+    check(status != 0 && strstr(text, "Illegal option") == NULL && strstr(text, "installing numpy") != NULL &&
+          strstr(text, "no-venv/bin/python") != NULL, "sh tiny_models/get_smollm2.sh with a missing "
+          "SMOLLM2_VENV: want it to run until it uses that venv, and fail there:\n%s", text);
+    free(text);
+}
+
 // Issue 38's knobs reach the code they name: ASD's alpha, m and n change select_asd's set as its
 // rule says (on kjv-12l no C_l of layers 0-9 reaches 0.985; layer 6's is 0.9830), CLaSp's ratio
 // the DP's M, SWIFT's tree on/off the rows each verification holds; each is in the trace
@@ -618,6 +634,7 @@ int main(void) {
     test_exit_none();
     test_selection_share();
     test_getter_hint();
+    test_getter_posix_sh();
     test_knobs();
     test_swift_tree();
     char cmd[128];
