@@ -524,21 +524,26 @@ static void test_getter_posix_sh(void) {
 // header's params, and a bad value is one error line naming the flag.
 static void test_knobs(void) {
     char *out, *err, skip[128], args[512], trace[256];
-    const struct { const char *flags, *skip; } asd[] = {
-        {"", "\"skip\": {\"attn\": \"..X..X..X...\", \"mlp\": \"..X..X..X...\"}"},
-        {"--asd-alpha -1", "\"skip\": {\"attn\": \"XXXXXXXXXX..\", \"mlp\": \"..X..X..X...\"}"},
-        {"--asd-alpha 0.98", "\"skip\": {\"attn\": \"..X..XX.X...\", \"mlp\": \"..X..X..X...\"}"},
-        {"--asd-m 4", "\"skip\": {\"attn\": \"...X...X....\", \"mlp\": \"...X...X....\"}"},
-        {"--asd-n 0", "\"skip\": {\"attn\": \"..X..X..X.XX\", \"mlp\": \"..X..X..X..X\"}"},
-        {"--asd-n 12", "\"skip\": {\"attn\": \"............\", \"mlp\": \"............\"}"},
-        {"--asd-m 13", "\"skip\": {\"attn\": \"............\", \"mlp\": \"............\"}"},
+    // the last two also say in the note why nothing is skipped (once "layers 0--1" and a list
+    // of no layers)
+    const struct { const char *flags, *skip, *note; } asd[] = {
+        {"", "\"skip\": {\"attn\": \"..X..X..X...\", \"mlp\": \"..X..X..X...\"}", NULL},
+        {"--asd-alpha -1", "\"skip\": {\"attn\": \"XXXXXXXXXX..\", \"mlp\": \"..X..X..X...\"}", NULL},
+        {"--asd-alpha 0.98", "\"skip\": {\"attn\": \"..X..XX.X...\", \"mlp\": \"..X..X..X...\"}", NULL},
+        {"--asd-m 4", "\"skip\": {\"attn\": \"...X...X....\", \"mlp\": \"...X...X....\"}", NULL},
+        {"--asd-n 0", "\"skip\": {\"attn\": \"..X..X..X.XX\", \"mlp\": \"..X..X..X..X\"}", NULL},
+        {"--asd-n 12", "\"skip\": {\"attn\": \"............\", \"mlp\": \"............\"}",
+         "\"note\": \"n = 12 keeps every layer: neither rule skips a sublayer\""},
+        {"--asd-m 13", "\"skip\": {\"attn\": \"............\", \"mlp\": \"............\"}",
+         "the every-m-th rule (m = 13) skips no layer\""},
     };
     for (int k = 0; k < 7; k++) {
         snprintf(args, sizeof(args), "--method asd -n 2 --json %s", asd[k].flags);
         int rc = run("OMP_NUM_THREADS=1", args, &out, &err);
         int got = chosen_skip(out, skip, sizeof(skip));
-        check(rc == 0 && got && strcmp(skip, asd[k].skip) == 0, "asd %s: exit %d, chose %s, want %s",
-              asd[k].flags, rc, got ? skip : out, asd[k].skip);
+        check(rc == 0 && got && strcmp(skip, asd[k].skip) == 0 && (!asd[k].note || strstr(out, asd[k].note)),
+              "asd %s: exit %d, chose %s, want %s%s%s:\n%s", asd[k].flags, rc, got ? skip : out, asd[k].skip,
+              asd[k].note ? " and the note " : "", asd[k].note ? asd[k].note : "", out);
         free(out); free(err);
     }
     snprintf(trace, sizeof(trace), "%s/knobs.jsonl", tmp);
