@@ -82,7 +82,8 @@ test: selfspec $(TESTS) $(BENCH)
 	@sh test/run_tests.sh $(TESTS) $(DRAW_TEST) $(TRACE_DIFF_TEST)
 
 # test/bench/draw_trace.py alone: a known trace drawn as well-formed SVG with its cells and bars,
-# the issue-31 layout fixes, and one error line per bad trace (python3, standard library only)
+# its layout (captions clear of what follows, a search's rows readable), and one error line per
+# bad trace (python3, standard library only)
 test-draw:
 	@python3 test/test_draw_trace.py
 

@@ -941,6 +941,7 @@ typedef struct {
     float exit_threshold; // epsilon (Sec. 4.2): drafting stops below this confidence; the paper
                           // gives no value, 0.8 is hemingkx/SWIFT's stop_threshold
     TreeShape tree;       // dynamic verification (Sec. 4.2)
+    int tree_on;          // 1: verify that tree (greedy only); 0: the draft chain alone
 } SwiftParams;
 
 typedef struct {
@@ -1005,6 +1006,7 @@ static MethodParams method_params_default(void) {
     int width[4] = {3, 5, 8, 10};
     memcpy(p.swift.tree.confidence, confidence, sizeof(confidence));
     memcpy(p.swift.tree.width, width, sizeof(width));
+    p.swift.tree_on = 1;
     // ASD Table 2; it keeps Self-SD's drafting
     p.asd.cos_threshold = 0.985;
     p.asd.every_m = 3;
@@ -1674,7 +1676,7 @@ static void selector_init(Selector *sel, int method, const MethodParams *p, int 
     // SWIFT's confidence-aware inference (Sec. 4.2) applies in both phases: footnote 1 of
     // Sec. 4.2 says it is also used while optimizing, with the best set so far, and
     // hemingkx/SWIFT verifies a tree on every step.
-    sel->tree = method == METHOD_SWIFT;
+    sel->tree = method == METHOD_SWIFT && p->swift.tree_on;
 }
 
 static void selector_free(Selector *sel) {
@@ -4858,6 +4860,10 @@ static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_
 static void asd_note(const Selector *sel, int L, char *buf, size_t cap) {
     const AsdParams *a = &sel->asd;
     int last = L - a->keep_last_n, best = 0, n = 0;
+    if (last <= 0) { // --asd-n N >= L
+        snprintf(buf, cap, "n = %d keeps every layer: neither rule skips a sublayer", a->keep_last_n);
+        return;
+    }
     size_t k = (size_t)snprintf(buf, cap, "the cosine rule (C_l >= %g, layers 0-%d) skips",
                                 a->cos_threshold, last - 1);
     for (int l = 0; l < last && k < cap; l++) {
@@ -4872,8 +4878,8 @@ static void asd_note(const Selector *sel, int L, char *buf, size_t cap) {
                               "is layer %d's)", sel->asd_cos[best], best);
     }
     if (k < cap) {
-        k += (size_t)snprintf(buf + k, cap - k, "; the every-m-th rule (m = %d) skips attn and "
-                              "mlp of layers", a->every_m);
+        k += (size_t)snprintf(buf + k, cap - k, "; the every-m-th rule (m = %d) skips %s",
+                              a->every_m, a->every_m > last ? "no layer" : "attn and mlp of layers");
     }
     for (int l = a->every_m - 1; l < last && k < cap; l += a->every_m) {
         k += (size_t)snprintf(buf + k, cap - k, "%s %d", l >= a->every_m ? "," : "", l);
@@ -5360,9 +5366,9 @@ typedef struct {
 } Options;
 
 // How a flag's value is read: text as given, a path (which may not start with -), a number
-// checked against the flag's range, or a word of its own (--method, --objective, --exit).
+// checked against the flag's range, or a word of its own (--method, --objective, --exit, on/off).
 typedef enum {
-    ARG_SWITCH, ARG_TEXT, ARG_PATH, ARG_INT, ARG_LONG, ARG_FLOAT,
+    ARG_SWITCH, ARG_TEXT, ARG_PATH, ARG_INT, ARG_LONG, ARG_FLOAT, ARG_DOUBLE, ARG_ONOFF,
     ARG_METHOD, ARG_OBJECTIVE, ARG_EXIT
 } ArgKind;
 
@@ -5443,6 +5449,22 @@ static const Flag FLAGS[] = {
      1 << METHOD_SWIFT, "only --method swift reads it",
      "swift: optimize only while its steps take at most this share of\n"
      "the time (default %g; 1 = a step before every decoding step, as in\nthe paper)"},
+    {"--swift-tree", "X", ARG_ONOFF, offsetof(Options, params.swift.tree_on), 0, 0, 0,
+     1 << METHOD_SWIFT, "only --method swift reads it",
+     "swift: on (default) verifies a tree of the draft's top alternatives\n"
+     "(greedy only), off the draft chain alone"},
+    {"--asd-alpha", "A", ARG_DOUBLE, offsetof(Options, params.asd.cos_threshold), -1, 1, 0,
+     1 << METHOD_ASD, "only --method asd reads it",
+     "asd: skip attention l when its prompt cosine C_l >= A (default %g)"},
+    {"--asd-m", "N", ARG_INT, offsetof(Options, params.asd.every_m), 1, SS_MAX_LAYERS, 0,
+     1 << METHOD_ASD, "only --method asd reads it",
+     "asd: also skip attention and MLP of every N-th layer (default %g)"},
+    {"--asd-n", "N", ARG_INT, offsetof(Options, params.asd.keep_last_n), 0, SS_MAX_LAYERS, 0,
+     1 << METHOD_ASD, "only --method asd reads it",
+     "asd: never skip in the last N layers (default %g)"},
+    {"--clasp-ratio", "R", ARG_FLOAT, offsetof(Options, params.clasp.skip_ratio), 0, 1, 1,
+     1 << METHOD_CLASP, "only --method clasp reads it",
+     "clasp: each DP skips M = round(R L) of the L layers (default %g)"},
     {"--oracle-sets", "N", ARG_LONG, offsetof(Options, params.oracle.max_sets), 1, 1L << 40, 0,
      1 << METHOD_ORACLE, "only --method oracle reads it",
      "oracle: score at most N skip sets, all when there are fewer, else N\n"
@@ -5509,6 +5531,7 @@ static Options options_default(void) {
 static double default_value(const Options *d, const Flag *fl) {
     const char *p = (const char *)d + fl->offset;
     if (fl->kind == ARG_FLOAT) { return *(const float *)p; }
+    if (fl->kind == ARG_DOUBLE) { return *(const double *)p; }
     if (fl->kind == ARG_LONG) { return (double)*(const long *)p; }
     return fl->kind == ARG_INT ? *(const int *)p : 0;
 }
@@ -5566,14 +5589,23 @@ static int parse_long(const char *flag, const char *v, double lo, double hi, lon
     return 0;
 }
 
-// Parsed and range-checked as the float it becomes: 1e-300 is 0 as a float, outside (0, 1].
-static int parse_float(const char *flag, const char *v, double lo, double hi, int lo_open,
-                       float *x, char *err) {
+// Parsed and range-checked as the type it becomes (a float when as_float): 1e-300 is 0 as a
+// float, outside (0, 1].
+static int parse_number(const char *flag, const char *v, double lo, double hi, int lo_open,
+                        int as_float, double *x, char *err) {
     char *end;
-    *x = strtof(v, &end);
+    *x = as_float ? strtof(v, &end) : strtod(v, &end);
     if (end == v || *end != '\0' || isnan(*x)) { return flag_fail(err, flag, v, "not a number"); }
     if (*x >= lo && *x <= hi && !(lo_open && *x == lo)) { return 0; }
     return flag_fail(err, flag, v, "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
+}
+
+static int parse_float(const char *flag, const char *v, double lo, double hi, int lo_open,
+                       float *x, char *err) {
+    double d;
+    int rc = parse_number(flag, v, lo, hi, lo_open, 1, &d, err);
+    *x = (float)d;
+    return rc;
 }
 
 // Stores one flag's value v where the table says, as the kind it is.
@@ -5583,6 +5615,11 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
     switch (fl->kind) {
     case ARG_TEXT: case ARG_PATH: *(const char **)p = v; return 0;
     case ARG_FLOAT: return parse_float(fl->name, v, fl->lo, fl->hi, fl->lo_open, (float *)p, err);
+    case ARG_DOUBLE:
+        return parse_number(fl->name, v, fl->lo, fl->hi, fl->lo_open, 0, (double *)p, err);
+    case ARG_ONOFF:
+        *(int *)p = is(v, "on");
+        return is(v, "on") || is(v, "off") ? 0 : flag_fail(err, fl->name, v, "expected on or off");
     case ARG_EXIT:
         o->exit.mode = is(v, "none") ? EXIT_NONE : is(v, "adaptive") ? EXIT_ADAPTIVE : EXIT_FIXED;
         if (o->exit.mode != EXIT_FIXED) { return 0; }
@@ -6128,8 +6165,8 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
         for (int k = 0; k < 3; k++) {
             trace_float(f, k ? ", " : ", \"tree_confidence\": [", w->tree.confidence[k]);
         }
-        fprintf(f, "], \"tree_width\": [%d, %d, %d, %d]", w->tree.width[0], w->tree.width[1],
-                w->tree.width[2], w->tree.width[3]);
+        fprintf(f, "], \"tree_width\": [%d, %d, %d, %d], \"tree\": %s", w->tree.width[0],
+                w->tree.width[1], w->tree.width[2], w->tree.width[3], w->tree_on ? "true" : "false");
     } else if (method == METHOD_ASD) {
         trace_float(f, "\"cos_threshold\": ", p->asd.cos_threshold);
         fprintf(f, ", \"every_m\": %d, \"keep_last_n\": %d", p->asd.every_m, p->asd.keep_last_n);

