@@ -540,7 +540,8 @@ static void memory_output(OutputFile *f, const char *flag, const char *target, c
     memset(f, 0, sizeof(*f));
     f->flag = flag, f->path = target;
     f->target = strcpy((char *)malloc_check(strlen(target) + 1), target);
-    f->tmp = (char *)malloc_check(strlen(target) + 8);
+    f->exists = stat(target, &f->st) == 0;
+    f->in_place = f->exists && !S_ISREG(f->st.st_mode);
     f->mem = open_memstream(&f->buf, &f->len);
     fputs(text, f->mem);
 }
@@ -1003,7 +1004,7 @@ static void rounds_one_to_three(void) {
     }
     flag_case("--save-skip into a missing folder", "no-such-folder/skip.json", "its folder does not exist",
               "--method selfsd --save-skip %s/no-such-folder/skip.json", tmp);
-    flag_case("--save-skip a folder", "--save-skip", "not a regular file", "--method selfsd --save-skip %s", tmp);
+    flag_case("--save-skip a folder", "--save-skip", "names a folder", "--method selfsd --save-skip %s", tmp);
     flag_case("-c above max_position_embeddings", "-c 1000000", "max_position_embeddings 256", "-c 1000000");
     flag_case("-c one above max_position_embeddings", "-c 257", "max_position_embeddings 256", "-c 257");
     snprintf(buf, sizeof(buf), "%s -c 256 -n 2", m);
@@ -1076,7 +1077,6 @@ static void rounds_one_to_three(void) {
     mkfifo(buf, 0600);
     static const char *const fifo_flags[] = {"-f", "--skip-file", "--method selfsd --dev-prompts"};
     for (int k = 0; k < 3; k++) { flag_case(fifo_flags[k], "fifo", "not a regular file", "%s %s", fifo_flags[k], buf); }
-    flag_case("--save-skip a FIFO", "--save-skip", "not a regular file", "--method selfsd --save-skip %s/fifo", tmp);
     flag_case("-f a character device", "/dev/null", "not a regular file", "-f /dev/null");
     flag_case("-f a folder", "-f", "not a regular file", "-f %s", tmp);
     d = model_copy("shard-fifo");
@@ -1588,14 +1588,188 @@ static void rounds_one_to_three(void) {
     }
 }
 
+// ---- round five (issue 40): outputs that keep every promise, generation_config.json, degenerate
+// numbers, the trace stream, the environment
+static const char *SAVE = "--method selfsd --iters 1 --objective cost --save-skip";
+
+// The prefix that runs a case as a user who is not root (setpriv to nobody) when the test runs as
+// root, where a shell's > may write any file; "" otherwise.
+static const char *as_user(void) {
+    return geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups" : "";
+}
+
+static void outputs_as_shell_does(void) {
+    char buf[4096], path[600], *e, *text;
+    int rc;
+    struct stat sb;
+    { // all or none past the first rename: the second target became a folder during the run
+        OutputFile outs[2];
+        char err[SS_ERR_LEN], second[256];
+        reset_output();
+        path_in(second, sizeof(second), out_dir, "became-a-folder");
+        memory_output(&outs[0], "--first", out_file, "new\n");
+        memory_output(&outs[1], "--second", second, "new\n");
+        check(mkdir(second, 0700) == 0 && stat(second, &sb) == 0, "cannot make %s", second);
+        path_in(path, sizeof(path), second, "inside");
+        spit(path, "x", 1); // (a rename onto a folder that holds a file fails)
+        rc = commit_outputs(outs, 2, err);
+        n_cases++;
+        check(rc != 0 && strstr(err, "--second") && strstr(err, "became-a-folder"), "commit, the second a folder: %d %s", rc, err);
+        free_outputs(outs, 2);
+        remove(path);
+        rmdir(second);
+        check_output_kept("commit, the second became a folder: the first put back");
+        // and a target that is not a regular file (/dev/full) fails after the renames
+        memory_output(&outs[0], "--first", out_file, "new\n");
+        memory_output(&outs[1], "--second", "/dev/full", "new\n");
+        rc = commit_outputs(outs, 2, err);
+        n_cases++;
+        check(rc != 0 && outs[1].in_place && strstr(err, "/dev/full") && strstr(err, "No space"),
+              "commit, the second /dev/full: %d %s", rc, err);
+        free_outputs(outs, 2);
+        check_output_kept("commit, the second /dev/full: the first put back");
+    }
+    { // permission as a shell's > asks it: a 0444 file (for a user who is not root) is refused
+        char dir[256];
+        path_in(dir, sizeof(dir), tmp, "perm");
+        mkdir(dir, 0777);
+        chmod(dir, 0777);
+        chmod(tmp, 0711);
+        path_in(path, sizeof(path), dir, "ro.json");
+        spit(path, "old\n", 4);
+        chmod(path, 0444);
+        case_env = as_user();
+        flag_case("--save-skip a 0444 file", "--save-skip", "cannot write: Permission denied", "%s %s", SAVE, path);
+        case_env = "";
+        text = read_or_exit(path, NULL);
+        check(strcmp(text, "old\n") == 0 && stat(path, &sb) == 0 && sb.st_uid == geteuid(),
+              "--save-skip a 0444 file: replaced (%s)", text);
+        free(text);
+        remove(path);
+        // a symlink to a file the user may write, in a folder that takes no new file: named with its folder
+        char ro_dir[300], link[600];
+        path_in(ro_dir, sizeof(ro_dir), dir, "ro-dir");
+        mkdir(ro_dir, 0755);
+        path_in(path, sizeof(path), ro_dir, "w.json");
+        spit(path, "old\n", 4);
+        chmod(path, 0666);
+        chmod(ro_dir, 0555);
+        path_in(link, sizeof(link), dir, "link.json");
+        check(symlink(path, link) == 0, "cannot link %s", link);
+        case_env = as_user();
+        snprintf(buf, sizeof(buf), "(a link into %s)", ro_dir);
+        flag_case("--save-skip a link into a read-only folder", buf, "cannot create a file there: Permission denied",
+                  "%s %s", SAVE, link);
+        case_env = "";
+        text = read_or_exit(path, NULL);
+        check(strcmp(text, "old\n") == 0, "--save-skip a link into a read-only folder: written (%s)", text);
+        free(text);
+        chmod(ro_dir, 0755);
+        remove(link);
+        remove(path);
+        rmdir(ro_dir);
+        // another user's file the user may write, in a sticky folder: the rename at the end would
+        // fail after the run, so it is refused before it (as root the test's user is nobody)
+        mkdir(ro_dir, 0777);
+        chmod(ro_dir, 01777);
+        spit(path, "old\n", 4);
+        chmod(path, 0666);
+        if (geteuid() == 0) {
+            case_env = as_user();
+            flag_case("--save-skip another user's file in a sticky folder", "--save-skip", "sticky folder",
+                      "%s %s", SAVE, path);
+            case_env = "";
+        }
+        remove(path);
+        rmdir(ro_dir);
+        chmod(tmp, 0700);
+    }
+    { // a new file named like one the loaders read: refused whether or not it exists yet
+        const char *d = model_copy("new-names");
+        static const char *const names[] = {"generation_config.json", "model.safetensors.index.json",
+                                            "model-00001-of-00002.safetensors"};
+        for (int k = 0; k < 3; k++) {
+            char name[128];
+            path_in(path, sizeof(path), d, names[k]);
+            snprintf(name, sizeof(name), "--save-skip a new %s in the model folder", names[k]);
+            snprintf(buf, sizeof(buf), "%s %s", SAVE, path);
+            run_model_case(name, d, buf, "--save-skip", "input files (the model's)");
+            check(stat(path, &sb) != 0, "%s: written", name);
+        }
+        snprintf(buf, sizeof(buf), "--trace %s/../new-names/config.json", d);
+        run_model_case("--trace the model's config.json through ..", d, buf, "--trace", "input files (the model's)");
+    }
+    { // a 255-byte file name: the temporary name beside it is short
+        char name[256];
+        memset(name, 'n', 255);
+        name[255] = '\0';
+        snprintf(buf, sizeof(buf), "-m %s -n 2 %s %s/%s", SRC, SAVE, out_dir, name);
+        run_ok_case("--save-skip a 255-byte file name", buf);
+        snprintf(path, sizeof(path), "%s/%s", out_dir, name);
+        text = stat(path, &sb) == 0 ? read_or_exit(path, NULL) : NULL;
+        check(text && strstr(text, "\"attn\""), "--save-skip a 255-byte file name: not written");
+        free(text);
+        remove(path);
+    }
+    { // not a regular file: written in place, never renamed onto (/dev/null stays a device; a FIFO's reader gets it)
+        snprintf(buf, sizeof(buf), "-m %s -n 2 %s /dev/null", SRC, SAVE);
+        run_ok_case("--save-skip /dev/null", buf);
+        check(stat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode), "--save-skip /dev/null: no longer a device");
+        snprintf(buf, sizeof(buf), "mkfifo $T/out/fifo && { cat $T/out/fifo > $T/out/got & } && timeout -s KILL 60 "
+                 "$B -m $M -n 2 --trace $T/out/fifo; rc=$?; [ $rc = 0 ] || : > $T/out/fifo; wait; exit $rc");
+        rc = shell_case(buf, &e);
+        path_in(path, sizeof(path), out_dir, "fifo");
+        check(rc == 0 && lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode), "--trace FIFO: exit %d, the FIFO replaced?\n%s", rc, e);
+        free(e);
+        remove(path);
+        path_in(path, sizeof(path), out_dir, "got");
+        text = read_or_exit(path, NULL);
+        check(strstr(text, "\"summary\"") != NULL, "--trace FIFO: the reader got no trace:\n%.200s", text);
+        free(text);
+        remove(path);
+    }
+}
+
+// generation_config.json: a key twice is an error naming the file and the key; its eos_token_id
+// replaces config.json's when it has one, as transformers' generate() does
+static void generation_config_cases(void) {
+    const char *d = broken_copy();
+    write_text(d, "generation_config.json", "{\"bos_token_id\": 1, \"eos_token_id\": 2, \"eos_token_id\": 3}");
+    run_model_case("generation_config.json: eos_token_id twice", d, "", "generation_config.json",
+                   "\"eos_token_id\" appears twice");
+    static const char *const gens[] = {"{\"eos_token_id\": [5, 7]}", "{\"eos_token_id\": 9}",
+                                       "{\"bos_token_id\": 1}", "{\"eos_token_id\": null}"};
+    static const int want[][3] = {{2, 5, 7}, {1, 9, 0}, {1, 2, 0}, {1, 2, 0}}; // n_eos, the ids
+    for (int k = 0; k < 4; k++) {
+        Config c;
+        char err[SS_ERR_LEN];
+        d = broken_copy();
+        write_text(d, "generation_config.json", gens[k]);
+        int rc = read_config(&c, d, err);
+        n_cases++;
+        check(rc == 0 && c.n_eos == want[k][0] && c.eos_ids[0] == want[k][1] &&
+              (c.n_eos < 2 || c.eos_ids[1] == want[k][2]),
+              "generation_config.json %s over config.json's eos 2: rc %d, %d ids (%d, %d) (%s)", gens[k], rc,
+              c.n_eos, c.eos_ids[0], c.n_eos > 1 ? c.eos_ids[1] : -1, rc ? err : "");
+    }
+}
+
+static void round_five(void) {
+    outputs_as_shell_does();
+    generation_config_cases();
+}
+
 int main(void) {
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-bad-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_bad_inputs: mkdtemp failed\n"); return 2; }
     char buf[128];
     snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
     snprintf(out_file, sizeof(out_file), "%s/old.txt", out_dir);
-    if (getenv("ROUND4") == NULL) { rounds_one_to_three(); } // ROUND4=1: round four's cases alone
-    round_four();
+    if (getenv("ROUND5") == NULL) { // ROUND5=1: round five's cases alone
+        if (getenv("ROUND4") == NULL) { rounds_one_to_three(); } // ROUND4=1: round four's and five's
+        round_four();
+    }
+    round_five();
 
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
     if (system(buf) != 0) { fprintf(stderr, "test_bad_inputs: could not remove %s\n", tmp); }
