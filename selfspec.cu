@@ -1826,16 +1826,20 @@ static int is_eos(const Config *c, int token) {
 }
 
 // Keeps one generated token, which came from the logits row `logits`. Returns 1 when generation
-// is over: after an EOS, or at max_new tokens. A row that is not finite (weights whose products
-// overflow float32, in RMSNorm's sum of squares or a matmul) would give argmax's token 0 and
-// empty text without a word: the run stops.
+// is over: after an EOS, or at max_new tokens. A row that is not finite, or all one value (weights
+// whose products overflow float32: a matmul, or RMSNorm's sum of squares, whose scale is then 0
+// and every later state 0) would give argmax's token 0 without a word: the run stops, and the
+// callback (token -2) may first name the layer where it happened.
 static int emit(const Config *c, Output *out, int token, const float *logits) {
+    int bad = -1, equal = c->vocab_size > 1;
     for (int i = 0; i < c->vocab_size; i++) {
-        if (!isfinite(logits[i])) {
-            die(__FILE__, __LINE__, "the logits of generated token %d are not finite (%g for "
-                "token %d): the model's weights overflow float32 arithmetic", out->n + 1,
-                logits[i], i);
-        }
+        bad = bad < 0 && !isfinite(logits[i]) ? i : bad;
+        equal &= logits[i] == logits[0];
+    }
+    if (bad >= 0 || equal) {
+        if (out->cb) { out->cb(out->ctx, -2, logits); }
+        die(__FILE__, __LINE__, "the logits of generated token %d are %s: the model's weights "
+            "overflow float32 arithmetic", out->n + 1, bad >= 0 ? "not finite" : "all equal");
     }
     out->tokens[out->n++] = token;
     if (out->cb) { out->cb(out->ctx, token, logits); }
@@ -5918,12 +5922,55 @@ typedef struct {
     char *text;
     size_t len, cap;
     int echo;
+    Model *m;                // the model, prompt and tokens so far, for die_degenerate
+    const int *prompt;
+    int n_prompt;
+    const Output *out;
 } TextSink;
 
-// Token -1: the end of the text (decode_end).
+// A logits row that is not finite or all one value (emit): runs the full model again on the
+// context it came from, the last token's state captured at every sublayer boundary, and dies
+// naming the first sublayer whose output is not finite, or the first norm whose input's sum of
+// squares overflows float32 (its scale 1/sqrt(inf) is 0, and every later state 0), else lm_head.
+static void die_degenerate(const TextSink *ts, const float *logits) {
+    const Config *c = &ts->m->config;
+    int n = ts->n_prompt + ts->out->n, L = c->n_layers, row = 0, zero = 0, finite = 1;
+    for (int i = 0; i < c->vocab_size; i++) { finite &= isfinite(logits[i]) != 0; }
+    int *ctx = (int *)malloc_check((size_t)n * sizeof(int));
+    memcpy(ctx, ts->prompt, (size_t)ts->n_prompt * sizeof(int));
+    memcpy(ctx + ts->n_prompt, ts->out->tokens, (size_t)ts->out->n * sizeof(int));
+    float *states = (float *)malloc_check((size_t)(2 * L + 1) * c->dim * sizeof(float));
+    Capture cap = {1, &zero, states};
+    if (n > 1) { prefill(ts->m, ctx, n - 1, NULL, NULL, &row); }
+    forward(ts->m, ctx + n - 1, 1, n - 1, NULL, NULL, &cap);
+    char what[160] = "lm_head (the last matmul)";
+    for (int b = 0, found = 0; b <= 2 * L && !found; b++) { // b: 0 the embedding, 2l+1 after
+        const float *x = states + (size_t)b * c->dim;    // layer l's attention, 2l+2 its MLP
+        float ss = 0.0f;
+        int ok = 1;
+        for (int d = 0; d < c->dim; d++) { ok &= isfinite(x[d]) != 0, ss += x[d] * x[d]; }
+        const char *sub = b == 0 ? "embed_tokens" : b % 2 ? "self_attn" : "mlp";
+        const char *norm = b % 2 ? "post_attention_layernorm" : "input_layernorm";
+        int l = b == 0 ? 0 : b % 2 ? b / 2 : b / 2 - 1, next = b == 2 * L ? -1 : b / 2;
+        if ((found = !ok) != 0) {
+            snprintf(what, sizeof(what), "layer %d: the output of model.layers.%d.%s is not finite",
+                     l, l, sub);
+        } else if ((found = !isfinite(ss)) != 0 && next < 0) {
+            snprintf(what, sizeof(what), "the final norm: the sum of squares entering model.norm "
+                     "overflows float32, so its scale is 0");
+        } else if (found) {
+            snprintf(what, sizeof(what), "layer %d: the sum of squares entering model.layers.%d.%s "
+                     "overflows float32, so its scale is 0", next, next, norm);
+        }
+    }
+    die(__FILE__, __LINE__, "the logits of generated token %d are %s, first wrong at %s: the "
+        "model's weights overflow float32 arithmetic", ts->out->n + 1,
+        finite ? "all equal" : "not finite", what);
+}
+
 static void on_token(void *ctx, int token, const float *logits) {
-    (void)logits;
     TextSink *ts = (TextSink *)ctx;
+    if (token == -2) { die_degenerate(ts, logits); } // (emit: a degenerate row)
     const Tokenizer *t = ts->tok;
     // a token decodes to at most 3 bytes per byte of its text (U+FFFD for one that is not
     // UTF-8), plus the bytes held back from the token before
@@ -6276,6 +6323,7 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     memset(&sink, 0, sizeof(sink));
     sink.tok = r->tok;
     sink.echo = !o->json;
+    sink.m = &r->m, sink.prompt = prompt, sink.n_prompt = n_prompt;
     // The continuation follows the prompt's text and keeps its leading space; after a prompt of
     // special tokens only (-p "": BOS) it starts the text, whose leading space the decoder strips,
     // as Hugging Face's decode and llama2.c's run.c do.
@@ -6285,6 +6333,7 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     rng_seed(&smp.rng, (uint64_t)o->seed);
     Output tokens = plain ? output(r->plain_out, o->n_new, NULL, NULL)
                           : output(r->out, o->n_new, on_token, &sink);
+    sink.out = &tokens;
     memset(st, 0, sizeof(*st));
     if (plain || o->method == METHOD_NONE) {
         n = generate_plain(&r->m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);

@@ -1754,9 +1754,29 @@ static void generation_config_cases(void) {
     }
 }
 
+// Degenerate numbers: finite weights whose products overflow RMSNorm's sum of squares make its
+// scale 0 and every later logit 0 (all equal, not NaN): one error line naming where it started
+static void degenerate_numbers(void) {
+    static float big[64 * 176];
+    const char *d = broken_copy();
+    for (int k = 0; k < 64 * 64; k++) { big[k] = 1e19f; } // layer 0's o_proj: |x| ~ 1e20, x^2 past FLT_MAX
+    poke_data(d, 414208, big, 64 * 64 * sizeof(float));
+    static const char *const extra[] = {"", "--json", "--skip attn:1", "--method swift"};
+    for (int k = 0; k < 4; k++) {
+        char name[96];
+        snprintf(name, sizeof(name), "RMSNorm's scale 0, all logits equal %s", extra[k]);
+        run_model_case(name, d, extra[k], "are all equal", "model.layers.0.post_attention_layernorm");
+    }
+    d = broken_copy();
+    for (int k = 0; k < 64 * 176; k++) { big[k] = 3e38f; } // layer 2's down_proj: its output is inf
+    poke_data(d, 664832, big, 64 * 176 * sizeof(float));
+    run_model_case("layer 2's MLP output not finite", d, "", "are not finite", "the output of model.layers.2.mlp");
+}
+
 static void round_five(void) {
     outputs_as_shell_does();
     generation_config_cases();
+    degenerate_numbers();
 }
 
 int main(void) {
