@@ -33,6 +33,9 @@
 //   make cuda && ./selfspec-cuda -p "..."   (by hand: nvcc -O3 -fmad=false -I. selfspec.cu)
 //   make test
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE // fopencookie, for the output files' memory streams (plumbing)
+#endif
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -5131,7 +5134,7 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
 }
 
 // ----- output files: --save-skip, --trace, committed together at the end
-// Each is built in memory (open_memstream) while the run goes, and is written only when the run
+// Each is built in memory (memory_stream) while the run goes, and is written only when the run
 // succeeded. The rules (README "Output files"; test/bench/draw_trace.py -o follows them too):
 // 1. A path is known by what it is: its target is the path with links and folder resolved (a
 //    symlink is written through, as a shell's > does), compared by device and inode when it
@@ -5156,9 +5159,10 @@ typedef struct {
     int exists, in_place;    // in_place: exists and is not a regular file
     int renamed, fd;         // commit_outputs renamed it over its target; in place: open
     char *link_dir;          // the target's folder when the path is a symbolic link, else NULL
-    FILE *mem;               // the content, in memory until commit_outputs
+    FILE *mem;               // the content, in memory until commit_outputs (memory_stream)
     char *buf;
-    size_t len;
+    size_t len, cap;
+    int failed;              // a write to mem found no memory: the content is cut
     char *tmp, *backup;      // commit_outputs' temporary file and backup beside target
 } OutputFile;
 enum { MAX_OUTPUTS = 4 };
@@ -5176,6 +5180,28 @@ static void free_outputs(OutputFile *outs, int n) {
         free(outs[k].tmp);
         free(outs[k].backup);
     }
+}
+
+// mem's writes: open_memstream's stream drops a write it finds no memory for without setting
+// its error flag (fflush and fclose then succeed), so the outputs keep their own buffer.
+static ssize_t memory_write(void *cookie, const char *data, size_t n) {
+    OutputFile *f = (OutputFile *)cookie;
+    if (n > f->cap - f->len) {
+        size_t cap = f->len + n < SIZE_MAX / 2 ? 2 * (f->len + n) : 0;
+        char *p = cap ? (char *)realloc(f->buf, cap) : NULL;
+        if (p == NULL) { f->failed = 1, errno = ENOMEM; return -1; }
+        f->buf = p, f->cap = cap;
+    }
+    memcpy(f->buf + f->len, data, n);
+    f->len += n;
+    return (ssize_t)n;
+}
+
+static FILE *memory_stream(OutputFile *f) {
+    cookie_io_functions_t io;
+    memset(&io, 0, sizeof(io));
+    io.write = memory_write;
+    return fopencookie(f, "w", io);
 }
 
 // A new file beside target (in its folder), named .ss.XXXXXX: *name is set (freed by the
@@ -5198,7 +5224,7 @@ static int output_fail(char *err, const OutputFile *f, const char *why) {
 // Closes f's memory stream: 0, or -1 with errno ENOMEM when a write to it failed (out of memory).
 static int close_memory(OutputFile *f) {
     int ok = !ferror(f->mem);
-    ok = fclose(f->mem) == 0 && ok;
+    ok = fclose(f->mem) == 0 && ok && !f->failed;
     f->mem = NULL;
     if (!ok) { errno = ENOMEM; }
     return ok ? 0 : -1;
@@ -5855,7 +5881,7 @@ static int add_output(OutputFile *outs, int *n, const Options *o, const char *co
         }
     }
     if (check_writable(f, err) != 0) { return -1; }
-    f->mem = open_memstream(&f->buf, &f->len);
+    f->mem = memory_stream(f);
     return f->mem ? 0 : output_fail(err, f, "cannot hold it in memory: out of memory");
 }
 

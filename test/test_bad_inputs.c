@@ -542,7 +542,7 @@ static void memory_output(OutputFile *f, const char *flag, const char *target, c
     f->target = strcpy((char *)malloc_check(strlen(target) + 1), target);
     f->exists = stat(target, &f->st) == 0;
     f->in_place = f->exists && !S_ISREG(f->st.st_mode);
-    f->mem = open_memstream(&f->buf, &f->len);
+    f->mem = memory_stream(f);
     fputs(text, f->mem);
 }
 
@@ -1773,10 +1773,50 @@ static void degenerate_numbers(void) {
     run_model_case("layer 2's MLP output not finite", d, "", "are not finite", "the output of model.layers.2.mlp");
 }
 
+// The trace's in-memory stream cut by a failed allocation (under a memory limit): the commit is
+// an error naming the output, never "wrote". Not under AddressSanitizer, whose allocator reserves
+// far more address space than RLIMIT_AS would let it.
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+static void memory_stream_cut(void) {
+#ifndef UNDER_ASAN
+    OutputFile outs[1];
+    char err[SS_ERR_LEN];
+    static char chunk[1 << 20];
+    long pages = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    if (statm == NULL || fscanf(statm, "%ld", &pages) != 1) { fprintf(stderr, "test_bad_inputs: no /proc/self/statm\n"); exit(2); }
+    fclose(statm);
+    reset_output();
+    memory_output(&outs[0], "--trace", out_file, "{\"type\": \"header\"}\n");
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_AS, &old);
+    lim = old;
+    lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)64 << 20);
+    memset(chunk, 'x', sizeof(chunk));
+    setrlimit(RLIMIT_AS, &lim);
+    for (int k = 0; k < 1024 && !ferror(outs[0].mem); k++) { fwrite(chunk, 1, sizeof(chunk), outs[0].mem); }
+    setrlimit(RLIMIT_AS, &old);
+    check(ferror(outs[0].mem), "the memory limit did not cut the stream (the case reaches nothing)");
+    int rc = commit_outputs(outs, 1, err);
+    n_cases++;
+    check(rc != 0 && strstr(err, "--trace") && strstr(err, "Cannot allocate memory"),
+          "a trace cut by a memory limit: commit %d (%s), want an error", rc, err);
+    free_outputs(outs, 1);
+    check_output_kept("a trace cut by a memory limit");
+#endif
+}
+
 static void round_five(void) {
     outputs_as_shell_does();
     generation_config_cases();
     degenerate_numbers();
+    memory_stream_cut();
 }
 
 int main(void) {
