@@ -2560,6 +2560,17 @@ static char *read_file(const char *path, size_t *len_out, char *err) {
         fail(err, "%s: cannot seek (not a regular file?)", path);
     } else if ((size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
         fail(err, "%s: cannot determine the file size", path);
+    } else if (size == 0) { // a kernel pseudo-file (/proc, /sys) says 0 bytes: read to its end
+        size_t cap = 2048;
+        got = 0;
+        do {
+            cap *= 2;
+            buf = (char *)realloc_check(buf, cap + 1);
+            got += fread(buf + got, 1, cap - got, f);
+        } while (got == cap);
+        buf[got] = '\0';
+        *len_out = got;
+        if (ferror(f)) { free(buf), buf = NULL, fail(err, "%s: cannot read: %s", path, strerror(errno)); }
     } else if ((buf = (char *)malloc((size_t)size + 1)) == NULL) {
         fail(err, "%s: out of host memory reading its %ld bytes", path, size);
     } else if ((got = fread(buf, 1, (size_t)size, f)) != (size_t)size) {
@@ -5650,6 +5661,7 @@ static int check_flags(const Options *o, char *err) {
     const char *omp = getenv("OMP_NUM_THREADS");
     long n_omp = omp ? strtol(omp, &end, 10) : 1;
     double max_threads = FLAGS[flag_index(o, &o->threads)].hi;
+    while (omp && end != omp && isspace((unsigned char)*end)) { end++; } // libgomp skips them
     if (omp && end != omp && (*end == '\0' || *end == ',') && n_omp > max_threads) {
         return fail(err, "OMP_NUM_THREADS=%s: must be in [1, %g] threads (unset it, or give "
                     "--threads N)", omp, max_threads);

@@ -1812,11 +1812,31 @@ static void memory_stream_cut(void) {
 #endif
 }
 
+// The environment: OMP_NUM_THREADS with a trailing blank or tab, which libgomp accepts; a prompts
+// file whose size the kernel reports as 0 (a /proc pseudo-file) is read to its end
+static void environment_cases(void) {
+    char buf[512], *out;
+    static const char *const envs[] = {"OMP_NUM_THREADS='99999999999 '", "OMP_NUM_THREADS='5000\t'",
+                                       "OMP_NUM_THREADS='2000 ,2'"};
+    for (int k = 0; k < 3; k++) {
+        case_env = envs[k];
+        flag_case(envs[k], "OMP_NUM_THREADS=", "must be in [1, 1024]", "-n 2");
+    }
+    case_env = "";
+    snprintf(buf, sizeof(buf), "-m %s -n 2 --json -f /proc/sys/kernel/ostype", SRC);
+    run_ok_case("-f a /proc file whose size reads 0", buf);
+    int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", buf, &out, NULL);
+    check(rc == 0 && strstr(out, "\"n_prompt\": ") != NULL && strstr(out, "\"n_prompt\": 0,") == NULL,
+          "-f /proc/sys/kernel/ostype: exit %d, no prompt read:\n%s", rc, out);
+    free(out);
+}
+
 static void round_five(void) {
     outputs_as_shell_does();
     generation_config_cases();
     degenerate_numbers();
     memory_stream_cut();
+    environment_cases();
 }
 
 int main(void) {
