@@ -1831,12 +1831,49 @@ static void environment_cases(void) {
     free(out);
 }
 
+// The bench scripts behind make bench-guard: numbers in a folder of their own (another run
+// writing the old fixed names changes nothing), a build that fails every run is an error, and
+// TERM under dash removes guard.sh's temporary build folder. Fake builds print a fixed speed.
+static void bench_scripts(void) {
+    char *e;
+    static const char *const fakes[][2] = {
+        {"old", "#!/bin/sh\necho 1 >> /tmp/compare_new.txt\necho '{\"tokens_per_s\": 100.0}'\n"},
+        {"new", "#!/bin/sh\necho '{\"tokens_per_s\": 200.0}'\n"}, {"bad", "#!/bin/sh\nexit 1\n"}};
+    char dir[256], path[300];
+    path_in(dir, sizeof(dir), tmp, "fake");
+    mkdir(dir, 0700);
+    for (int k = 0; k < 3; k++) {
+        path_in(path, sizeof(path), dir, fakes[k][0]);
+        spit(path, fakes[k][1], strlen(fakes[k][1]));
+        chmod(path, 0700);
+    }
+    int rc = shell_case("REPEATS=3 sh test/bench/compare_builds.sh $T/fake/old $T/fake/new m > $T/fake/table; rc=$?; "
+                        "rm -f /tmp/compare_new.txt; cat $T/fake/table >&2; exit $rc", &e);
+    int rows = 0;
+    for (const char *p = e; (p = strstr(p, "| 100.0 | 200.0 | 2.000 |")) != NULL; p++) { rows++; }
+    check(rc == 0 && rows == 5, "compare_builds.sh beside a run writing /tmp/compare_new.txt: exit %d, %d of 5 rows "
+          "with its own numbers:\n%s", rc, rows, e);
+    free(e);
+    rc = shell_case("REPEATS=3 sh test/bench/compare_builds.sh $T/fake/bad $T/fake/new m", &e);
+    check(rc == 1 && strstr(e, "the old build") && strstr(e, "in 0 of 3 runs"),
+          "compare_builds.sh with an old build that fails every run: exit %d, want 1 and its error:\n%s", rc, e);
+    free(e);
+    // guard.sh killed by TERM (under dash) while it builds: its folder from mktemp is removed
+    rc = shell_case("git rev-parse --git-dir >/dev/null 2>&1 || exit 77; mkdir $T/tt && export TMPDIR=$T/tt && "
+                    "{ setsid sh test/bench/guard.sh >/dev/null 2>&1 & p=$!; } && i=0 && "
+                    "until ls $T/tt/*/selfspec.cu >/dev/null 2>&1 || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; "
+                    "kill -TERM -$p; wait $p; echo \"polls $i, left: $(ls $T/tt)\" >&2; [ -z \"$(ls $T/tt)\" ] && [ $i -lt 600 ]", &e);
+    check(rc == 0 || rc == 77, "guard.sh killed by TERM: exit %d, its temporary folder left:\n%s", rc, e);
+    free(e);
+}
+
 static void round_five(void) {
     outputs_as_shell_does();
     generation_config_cases();
     degenerate_numbers();
     memory_stream_cut();
     environment_cases();
+    bench_scripts();
 }
 
 int main(void) {
