@@ -1867,6 +1867,82 @@ static void bench_scripts(void) {
     free(e);
 }
 
+// ---- round five, classes of our own: outputs reached by hard links and symlinked folders, an
+// output that fails in place beside one renamed, names no loader reads, the umask, pseudo-files
+// as other inputs, leading blanks, generation_config.json's other faults
+static void round_five_own(void) {
+    char buf[2048], a[300], b[300], *e, *text;
+    struct stat sb;
+    int rc;
+    const char *d = model_copy("own5");
+    reset_output();
+    path_in(a, sizeof(a), out_dir, "old.txt");
+    path_in(b, sizeof(b), out_dir, "hard.json");
+    check(link(a, b) == 0, "cannot link %s", b);
+    flag_case("--save-skip F --trace a hard link to F", "--trace", "names the file --save-skip names", "%s %s --trace %s",
+              SAVE, a, b);
+    remove(b);
+    path_in(a, sizeof(a), d, "config.json");
+    check(link(a, b) == 0, "cannot link %s", b);
+    snprintf(buf, sizeof(buf), "%s %s", SAVE, b);
+    run_model_case("--save-skip a hard link to the model's config.json", d, buf, "--save-skip", "input files (the model's)");
+    remove(b);
+    path_in(a, sizeof(a), tmp, "five.txt");
+    spit(a, "In the beginning\n", 17);
+    check(symlink(a, b) == 0, "cannot link %s", b);
+    flag_case("--trace a symlink to -f's file", "--trace", "one of the run's input files", "-f %s --trace %s", a, b);
+    remove(b);
+    check_output_kept("outputs by hard links and symlinks");
+    rc = shell_case("$B -m $M -n 2 --method selfsd --iters 1 --objective cost --save-skip $T/out/old.txt --trace /dev/full", &e);
+    const char *last = strstr(e, "selfspec: error: ");
+    check(rc == 1 && last && strstr(last, "--trace /dev/full: cannot write: No space left on device\n") == last + 17 &&
+          !strstr(e, "wrote"), "--save-skip F --trace /dev/full: exit %d, want the error last:\n%s", rc, e);
+    free(e);
+    check_output_kept("--save-skip F --trace /dev/full: F kept");
+    snprintf(a, sizeof(a), "%s/own5-link", tmp);
+    check(symlink(d, a) == 0, "cannot link %s", a);
+    snprintf(buf, sizeof(buf), "%s %s/generation_config.json", SAVE, a);
+    run_model_case("--save-skip a new generation_config.json through a symlinked folder", d, buf, "--save-skip",
+                   "input files (the model's)");
+    static const char *const fine[] = {"own5/skip.json", "out/model.safetensors"}; // no loader reads these
+    for (int k = 0; k < 2; k++) {
+        snprintf(buf, sizeof(buf), "-m %s -n 2 %s %s/%s", d, SAVE, tmp, fine[k]);
+        snprintf(a, sizeof(a), "--save-skip %s", fine[k]);
+        run_ok_case(a, buf);
+        snprintf(a, sizeof(a), "%s/%s", tmp, fine[k]);
+        check(stat(a, &sb) == 0 && sb.st_size > 0, "--save-skip %s: not written", fine[k]);
+        remove(a);
+    }
+    rc = shell_case("umask 077 && $B -m $M -n 2 --method selfsd --iters 1 --objective cost --save-skip $T/out/u.json", &e);
+    path_in(a, sizeof(a), out_dir, "u.json");
+    check(rc == 0 && stat(a, &sb) == 0 && (sb.st_mode & 0777) == 0600, "--save-skip a new file under umask 077: exit %d, "
+          "mode %o, want 0600", rc, (unsigned)(sb.st_mode & 0777));
+    free(e);
+    remove(a);
+    flag_case("--skip-file a /proc file (size 0)", "--skip-file /proc/sys/kernel/ostype", "not valid JSON",
+              "--skip-file /proc/sys/kernel/ostype");
+    case_env = "OMP_NUM_THREADS=' 5000'";
+    flag_case("OMP_NUM_THREADS with a leading blank", "OMP_NUM_THREADS= 5000", "must be in [1, 1024]", "-n 2");
+    case_env = "";
+    rc = shell_case("$B -m $M -n 2 --trace /dev/stdout | cat > $T/out/piped", &e);
+    path_in(a, sizeof(a), out_dir, "piped");
+    text = read_or_exit(a, NULL);
+    check(rc == 0 && strstr(text, "\"type\": \"summary\"") != NULL, "--trace /dev/stdout into a pipe: exit %d, no trace:\n%.300s\n%s",
+          rc, text, e);
+    free(text);
+    free(e);
+    remove(a);
+    static const char *const gens[][2] = {
+        {"{\"eos_token_id\": [1, 2, 3, 4, 5]}", "at most 4"}, {"{\"eos_token_id\": 100000}", "not a token id"},
+        {"[1]", "not a JSON object"}, {"{\"a\": {\"x\": 1, \"x\": 2}}", "\"x\" appears twice"},
+        {"{\"eos_token_id\": ", "not valid JSON"}, {"{\"eos_token_id\": 2.5}", "not a token id"}};
+    for (int k = 0; k < 6; k++) {
+        write_text(d, "generation_config.json", gens[k][0]);
+        snprintf(a, sizeof(a), "generation_config.json %s", gens[k][0]);
+        run_model_case(a, d, "", "generation_config.json", gens[k][1]);
+    }
+}
+
 static void round_five(void) {
     outputs_as_shell_does();
     generation_config_cases();
@@ -1874,6 +1950,7 @@ static void round_five(void) {
     memory_stream_cut();
     environment_cases();
     bench_scripts();
+    round_five_own();
 }
 
 int main(void) {
