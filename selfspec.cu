@@ -2570,7 +2570,10 @@ static char *read_file(const char *path, size_t *len_out, char *err) {
         } while (got == cap);
         buf[got] = '\0';
         *len_out = got;
-        if (ferror(f)) { free(buf), buf = NULL, fail(err, "%s: cannot read: %s", path, strerror(errno)); }
+        if (ferror(f)) {
+            free(buf), buf = NULL;
+            fail(err, "%s: cannot read: %s", path, strerror(errno));
+        }
     } else if ((buf = (char *)malloc((size_t)size + 1)) == NULL) {
         fail(err, "%s: out of host memory reading its %ld bytes", path, size);
     } else if ((got = fread(buf, 1, (size_t)size, f)) != (size_t)size) {
@@ -5837,7 +5840,8 @@ static int resolve_output(OutputFile *f) {
 static int check_writable(const OutputFile *f, char *err) {
     char why[SS_ERR_LEN], *tmp;
     struct stat sb;
-    int fd = f->in_place ? access(f->path, W_OK) : f->exists ? open(f->target, O_WRONLY | O_NOCTTY) : 0;
+    int fd = f->in_place ? access(f->path, W_OK)
+             : f->exists ? open(f->target, O_WRONLY | O_NOCTTY) : 0;
     if (fd < 0) {
         snprintf(why, sizeof(why), "cannot write: %s", strerror(errno));
         return output_fail(err, f, why);
@@ -5846,8 +5850,8 @@ static int check_writable(const OutputFile *f, char *err) {
     if (f->exists) { close(fd); }
     fd = create_beside(f->target, &tmp); // (access() says yes to root on a read-only file system)
     if (fd >= 0) { close(fd), unlink(tmp); }
-    snprintf(why, sizeof(why), "cannot create a file %s: %s", f->link_dir ? "there" : "in its folder",
-             strerror(errno));
+    snprintf(why, sizeof(why), "cannot create a file %s: %s",
+             f->link_dir ? "there" : "in its folder", strerror(errno));
     tmp[strlen(tmp) - 10] = '\0'; // its folder, or "" for the current one
     int sticky = stat(tmp[0] ? tmp : ".", &sb) == 0 && (sb.st_mode & S_ISVTX) && geteuid() != 0 &&
                  sb.st_uid != geteuid() && f->exists && f->st.st_uid != geteuid();
@@ -5880,7 +5884,9 @@ static int add_output(OutputFile *outs, int *n, const Options *o, const char *co
         return flag_fail(err, f->flag, path, "names a folder, not a file");
     }
     f->in_place = f->exists && !S_ISREG(f->st.st_mode);
-    if (resolve_output(f) != 0) { return flag_fail(err, f->flag, path, "its folder does not exist"); }
+    if (resolve_output(f) != 0) {
+        return flag_fail(err, f->flag, path, "its folder does not exist");
+    }
     (*n)++; // (free_outputs frees target from here on)
     if ((why = input_named(o, f)) != NULL) {
         return flag_fail(err, f->flag, path, "names %s; writing it would replace it", why);
