@@ -33,6 +33,9 @@
 //   make cuda && ./selfspec-cuda -p "..."   (by hand: nvcc -O3 -fmad=false -I. selfspec.cu)
 //   make test
 
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE // fopencookie, for the output files' memory streams (plumbing)
+#endif
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1774,16 +1777,20 @@ static int is_eos(const Config *c, int token) {
 }
 
 // Keeps one generated token, which came from the logits row `logits`. Returns 1 when generation
-// is over: after an EOS, or at max_new tokens. A row that is not finite (weights whose products
-// overflow float32, in RMSNorm's sum of squares or a matmul) would give argmax's token 0 and
-// empty text without a word: the run stops.
+// is over: after an EOS, or at max_new tokens. A row that is not finite, or all one value (weights
+// whose products overflow float32: a matmul, or RMSNorm's sum of squares, whose scale is then 0
+// and every later state 0) would give argmax's token 0 without a word: the run stops, and the
+// callback (token -2) may first name the layer where it happened.
 static int emit(const Config *c, Output *out, int token, const float *logits) {
+    int bad = -1, equal = c->vocab_size > 1;
     for (int i = 0; i < c->vocab_size; i++) {
-        if (!isfinite(logits[i])) {
-            die(__FILE__, __LINE__, "the logits of generated token %d are not finite (%g for "
-                "token %d): the model's weights overflow float32 arithmetic", out->n + 1,
-                logits[i], i);
-        }
+        bad = bad < 0 && !isfinite(logits[i]) ? i : bad;
+        equal &= logits[i] == logits[0];
+    }
+    if (bad >= 0 || equal) {
+        if (out->cb) { out->cb(out->ctx, -2, logits); }
+        die(__FILE__, __LINE__, "the logits of generated token %d are %s: the model's weights "
+            "overflow float32 arithmetic", out->n + 1, bad >= 0 ? "not finite" : "all equal");
     }
     out->tokens[out->n++] = token;
     if (out->cb) { out->cb(out->ctx, token, logits); }
@@ -2535,6 +2542,20 @@ static char *read_file(const char *path, size_t *len_out, char *err) {
         fail(err, "%s: cannot seek (not a regular file?)", path);
     } else if ((size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
         fail(err, "%s: cannot determine the file size", path);
+    } else if (size == 0) { // a kernel pseudo-file (/proc, /sys) says 0 bytes: read to its end
+        size_t cap = 2048;
+        got = 0;
+        do {
+            cap *= 2;
+            buf = (char *)realloc_check(buf, cap + 1);
+            got += fread(buf + got, 1, cap - got, f);
+        } while (got == cap);
+        buf[got] = '\0';
+        *len_out = got;
+        if (ferror(f)) {
+            free(buf), buf = NULL;
+            fail(err, "%s: cannot read: %s", path, strerror(errno));
+        }
     } else if ((buf = (char *)malloc((size_t)size + 1)) == NULL) {
         fail(err, "%s: out of host memory reading its %ld bytes", path, size);
     } else if ((got = fread(buf, 1, (size_t)size, f)) != (size_t)size) {
@@ -3040,11 +3061,12 @@ static int config_token_ids(Config *c, JsonFile *f) {
     return 0;
 }
 
-// The settings of a parsed config.json into c, every one checked.
-static int config_from_json(Config *c, JsonFile *f) {
+// A parsed file that is one object whose objects have no key twice (JSON parsers disagree on
+// which copy wins, and json_get answers -2 for it): 0, or -1 naming the file and key.
+static int json_one_object(JsonFile *f) {
     const Json *j = f->j;
     if (j->tok[0].type != JSMN_OBJECT) { return json_fail(f, "not a JSON object"); }
-    for (int i = 0; i < j->n_tok; i++) { // JSON parsers disagree on which copy of a key wins
+    for (int i = 0; i < j->n_tok; i++) {
         int dup = j->tok[i].type == JSMN_OBJECT ? json_duplicate_key(j, i) : -1;
         int n = dup >= 0 ? j->tok[dup].end - j->tok[dup].start : 0;
         if (dup >= 0) {
@@ -3052,7 +3074,13 @@ static int config_from_json(Config *c, JsonFile *f) {
                              j->js + j->tok[dup].start);
         }
     }
-    if (config_check_unsupported(f) ||
+    return 0;
+}
+
+// The settings of a parsed config.json into c, every one checked.
+static int config_from_json(Config *c, JsonFile *f) {
+    const Json *j = f->j;
+    if (json_one_object(f) || config_check_unsupported(f) ||
         config_int(f, "hidden_size", 1, &c->dim) ||
         config_int(f, "intermediate_size", 1, &c->hidden_dim) ||
         config_int(f, "num_hidden_layers", 1, &c->n_layers) ||
@@ -3105,19 +3133,20 @@ static int read_config(Config *c, const char *dir, char *err) {
     json_free(&j);
     free(text);
     free(path);
-    // Llama-3-Instruct names its end of turn in generation_config.json alone, which
-    // transformers' generate() reads: without it, decoding would run past the answer
+    // Decision: generation_config.json's eos_token_id (an id or a list), when the file has one,
+    // replaces config.json's, as transformers' generate() does (its GenerationConfig is read
+    // from that file when it exists): Llama-3-Instruct's config.json names <|end_of_text|>
+    // alone, and its <|eot_id|> is only there. Without it, config.json's ids stay.
     path = join_path(dir, "generation_config.json");
     struct stat sb;
-    if (rc == 0 && c->n_eos == 0 && stat(path, &sb) == 0) {
+    if (rc == 0 && stat(path, &sb) == 0) {
         Config g = *c;
+        g.n_eos = 0;
         f.path = path;
         text = read_file(path, &len, err);
         rc = text == NULL || json_parse(&j, text, len, path, err) ? -1 : 0;
-        if (rc == 0 && j.tok[0].type != JSMN_OBJECT) { rc = json_fail(&f, "not a JSON object"); }
-        rc = rc == 0 ? config_token_ids(&g, &f) : rc;
-        memcpy(c->eos_ids, g.eos_ids, sizeof(c->eos_ids));
-        c->n_eos = g.n_eos;
+        rc = rc == 0 && (json_one_object(&f) || config_token_ids(&g, &f)) ? -1 : rc;
+        if (g.n_eos > 0) { memcpy(c->eos_ids, g.eos_ids, sizeof(c->eos_ids)), c->n_eos = g.n_eos; }
         if (text) { json_free(&j); }
         free(text);
     }
@@ -5284,21 +5313,36 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
 }
 
 // ----- output files: --save-skip, --trace, committed together at the end
-// Each is built in memory (open_memstream) while the run goes. At the end, only when the run
-// succeeded, each is written to a temporary file beside its target, and only when every one was
-// written whole are they renamed over their targets: a run that fails or is killed leaves every
-// old file as it was; two runs writing one path leave one of the two whole. A file is known by
-// what it is: its target is the path with links and folder resolved (a symlink is written
-// through, as a shell's > does), compared by device and inode when it exists, else by name.
+// Each is built in memory (memory_stream) while the run goes, and is written only when the run
+// succeeded. The rules (README "Output files"; test/bench/draw_trace.py -o follows them too):
+// 1. A path is known by what it is: its target is the path with links and folder resolved (a
+//    symlink is written through, as a shell's > does), compared by device and inode when it
+//    exists, and by that resolved name whether or not it exists.
+// 2. It is refused before the run when a shell's > would refuse it (open(O_WRONLY) on an existing
+//    file: a 0444 file, or another user's, is refused unless root; access(W_OK) for the rest), when
+//    its folder takes no new file, or when it names an input, a file the model's loaders read
+//    (config.json, generation_config.json, tokenizer.json, model.safetensors.index.json, any
+//    *.safetensors in the -m folder: whether or not it exists yet), a regular file stdout or
+//    stderr goes to, or another output.
+// 3. A regular file is written whole to a short temporary name beside its target (.ss.XXXXXX: a
+//    255-byte name still works), then renamed over it (keeping its mode, and as root its owner).
+//    A target that is not a regular file (/dev/null, a FIFO, a terminal) is written in place,
+//    after every rename, and never renamed onto.
+// 4. All or none: before the renames, an existing target gets a hard-link backup when more than
+//    one file is renamed; when a rename or an in-place write fails, the renamed targets are put
+//    back. A failed or killed run leaves every old file as it was.
 typedef struct {
     const char *flag, *path; // the flag, and the path as given
-    char *target;            // the file replaced: links and folder resolved
+    char *target;            // the file replaced: links and folder resolved (in place: the path)
     struct stat st;          // the target's, when it exists
-    int exists;
-    FILE *mem;               // the content, in memory until commit_outputs
+    int exists, in_place;    // in_place: exists and is not a regular file
+    int renamed, fd;         // commit_outputs renamed it over its target; in place: open
+    char *link_dir;          // the target's folder when the path is a symbolic link, else NULL
+    FILE *mem;               // the content, in memory until commit_outputs (memory_stream)
     char *buf;
-    size_t len;
-    char *tmp;               // commit_outputs' temporary file beside target
+    size_t len, cap;
+    int failed;              // a write to mem found no memory: the content is cut
+    char *tmp, *backup;      // commit_outputs' temporary file and backup beside target
 } OutputFile;
 enum { MAX_OUTPUTS = 4 };
 
@@ -5311,45 +5355,158 @@ static void free_outputs(OutputFile *outs, int n) {
         if (outs[k].mem) { fclose(outs[k].mem); }
         free(outs[k].buf);
         free(outs[k].target);
+        free(outs[k].link_dir);
         free(outs[k].tmp);
+        free(outs[k].backup);
     }
 }
 
-// Writes and renames every output, or removes every temporary file when one failed. A full disk
-// or ulimit -f (SIGXFSZ is ignored, so the write fails with EFBIG) is reported, naming the output.
+// mem's writes: open_memstream's stream drops a write it finds no memory for without setting
+// its error flag (fflush and fclose then succeed), so the outputs keep their own buffer.
+static ssize_t memory_write(void *cookie, const char *data, size_t n) {
+    OutputFile *f = (OutputFile *)cookie;
+    if (n > f->cap - f->len) {
+        size_t cap = f->len + n < SIZE_MAX / 2 ? 2 * (f->len + n) : 0;
+        char *p = cap ? (char *)realloc(f->buf, cap) : NULL;
+        if (p == NULL) { f->failed = 1, errno = ENOMEM; return -1; }
+        f->buf = p, f->cap = cap;
+    }
+    memcpy(f->buf + f->len, data, n);
+    f->len += n;
+    return (ssize_t)n;
+}
+
+static FILE *memory_stream(OutputFile *f) {
+    cookie_io_functions_t io;
+    memset(&io, 0, sizeof(io));
+    io.write = memory_write;
+    return fopencookie(f, "w", io);
+}
+
+// A new file beside target (in its folder), named .ss.XXXXXX: *name is set (freed by the
+// caller) and the open descriptor returned, or -1 with errno set.
+static int create_beside(const char *target, char **name) {
+    const char *slash = strrchr(target, '/');
+    size_t dir = slash ? (size_t)(slash - target) + 1 : 0;
+    *name = (char *)malloc_check(dir + 11);
+    memcpy(*name, target, dir);
+    strcpy(*name + dir, ".ss.XXXXXX");
+    return mkstemp(*name);
+}
+
+// Fails naming f: its flag and path, and for a symbolic link the folder it leads into.
+static int output_fail(char *err, const OutputFile *f, const char *why) {
+    return fail(err, "%s %s%s%s%s: %s", f->flag, f->path, f->link_dir ? " (a link into " : "",
+                f->link_dir ? f->link_dir : "", f->link_dir ? ")" : "", why);
+}
+
+// Closes f's memory stream: 0, or -1 with errno ENOMEM when a write to it failed (out of memory).
+static int close_memory(OutputFile *f) {
+    int ok = !ferror(f->mem);
+    ok = fclose(f->mem) == 0 && ok && !f->failed;
+    f->mem = NULL;
+    if (!ok) { errno = ENOMEM; }
+    return ok ? 0 : -1;
+}
+
+// Writes buf whole to fd and closes it: 0, or -1 with errno set.
+static int write_whole(int fd, const OutputFile *f) {
+    FILE *w = fdopen(fd, "wb");
+    if (w == NULL) { close(fd); return -1; }
+    if (fwrite(f->buf, 1, f->len, w) != f->len) {
+        int e = errno;
+        fclose(w);
+        errno = e;
+        return -1;
+    }
+    return fclose(w) == 0 ? 0 : -1;
+}
+
+// Writes f's content whole to a new temporary file beside its target, with the old file's mode
+// (and owner, where allowed). 0, or -1 with errno set.
+static int write_temporary(OutputFile *f, mode_t mask) {
+    if (close_memory(f) != 0) { return -1; }
+    int fd = create_beside(f->target, &f->tmp);
+    if (fd < 0) { free(f->tmp), f->tmp = NULL; return -1; }
+    mode_t mode = f->exists ? f->st.st_mode & 07777 : 0666 & ~mask; // mkstemp made it 0600
+    if (fchmod(fd, mode) != 0) { close(fd); return -1; }
+    if (f->exists && (f->st.st_uid != geteuid() || f->st.st_gid != getegid()) &&
+        fchown(fd, f->st.st_uid, f->st.st_gid) != 0) {
+        // Decision: the owner is kept where the system allows it (root); a file of another user
+        // that the user may write (0666) is otherwise replaced by one of the user's
+    }
+    return write_whole(fd, f);
+}
+
+// Renames outs' temporary files over their targets, after a hard-link backup of each existing
+// target when there are several outputs. Returns the output that failed (why set), or -1.
+static int rename_outputs(OutputFile *outs, int n, const char **why) {
+    for (int k = 0; k < n && n > 1; k++) {
+        OutputFile *f = &outs[k];
+        if (f->in_place || !f->exists) { continue; }
+        int fd = create_beside(f->target, &f->backup);
+        if (fd < 0 || close(fd) != 0 || unlink(f->backup) != 0 || link(f->target, f->backup) != 0) {
+            free(f->backup), f->backup = NULL;
+            *why = "cannot keep a backup of it beside it";
+            return k;
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        if (outs[k].in_place) { continue; }
+        if (rename(outs[k].tmp, outs[k].target) != 0) { return k; }
+        free(outs[k].tmp), outs[k].tmp = NULL, outs[k].renamed = 1;
+    }
+    return -1;
+}
+
+// Writes every output, or none (see above). A full disk or ulimit -f (SIGXFSZ is ignored, so the
+// write fails with EFBIG) is reported, naming the output.
 static int commit_outputs(OutputFile *outs, int n, char *err) {
+    int bad = -1, k; // the output that failed
+    const char *why = "cannot write";
+    for (k = 0; k < n; k++) { outs[k].fd = -1; }
+    for (k = 0; k < n && bad < 0; k++) { // opened first, as > does (a FIFO waits for its reader)
+        OutputFile *f = &outs[k];
+        if (f->in_place && (close_memory(f) != 0 ||
+                            (f->fd = open(f->path, O_WRONLY | O_TRUNC | O_NOCTTY)) < 0)) {
+            bad = k;
+        }
+    }
     sigset_t block, old; // a kill between creating a temporary file and its rename would leave it
     sigemptyset(&block);
     sigaddset(&block, SIGINT);
     sigaddset(&block, SIGTERM);
     sigaddset(&block, SIGHUP);
     sigprocmask(SIG_BLOCK, &block, &old);
-    mode_t mask = umask(0); // mkstemp creates 0600: a new file gets open()'s 0666 & ~umask, an
-    umask(mask);            // old one keeps its mode, as a shell's > does
-    int bad = -1, made = 0, renamed = 0; // the output that failed; temporary files made, renamed
-    for (int k = 0; k < n && bad < 0; k++) {
-        OutputFile *f = &outs[k];
-        sprintf(f->tmp, "%s.XXXXXX", f->target);
-        int ok = fclose(f->mem) == 0;
-        f->mem = NULL;
-        int fd = ok ? mkstemp(f->tmp) : -1;
-        made += fd >= 0;
-        FILE *w = fd >= 0 ? fdopen(fd, "wb") : NULL;
-        mode_t mode = f->exists ? f->st.st_mode & 07777 : 0666 & ~mask;
-        ok = w != NULL && fchmod(fd, mode) == 0 && fwrite(f->buf, 1, f->len, w) == f->len;
-        ok = (w == NULL || fclose(w) == 0) && ok;
-        if (!ok) { bad = k; }
+    void (*pipe_was)(int) = signal(SIGPIPE, SIG_IGN); // a reader gone: EPIPE, put back
+    mode_t mask = umask(0);
+    umask(mask);
+    for (k = 0; k < n && bad < 0; k++) {
+        if (!outs[k].in_place && write_temporary(&outs[k], mask) != 0) { bad = k; }
     }
-    while (bad < 0 && renamed < n) {
-        if (rename(outs[renamed].tmp, outs[renamed].target) != 0) { bad = renamed; }
-        else { renamed++; }
+    bad = bad < 0 ? rename_outputs(outs, n, &why) : bad;
+    for (k = 0; k < n && bad < 0; k++) {
+        if (outs[k].in_place && write_whole(outs[k].fd, &outs[k]) != 0) { bad = k; }
+        outs[k].fd = -1; // (closed by write_whole)
     }
     if (bad >= 0) {
-        fail(err, "%s %s: cannot write: %s", outs[bad].flag, outs[bad].path, strerror(errno));
+        char line[SS_ERR_LEN];
+        snprintf(line, sizeof(line), "%s: %s", why, strerror(errno));
+        output_fail(err, &outs[bad], line);
     }
-    for (int k = renamed; k < made; k++) { unlink(outs[k].tmp); }
+    for (k = 0; k < n; k++) { // when one failed, the renamed are put back; what is left goes
+        OutputFile *f = &outs[k];
+        if (bad >= 0 && f->renamed) { // (a backup that cannot be put back stays beside it)
+            (void)(f->backup ? rename(f->backup, f->target) : unlink(f->target));
+            free(f->backup), f->backup = NULL;
+        }
+        if (f->tmp) { unlink(f->tmp); }
+        if (f->backup) { unlink(f->backup); }
+        if (f->fd >= 0) { close(f->fd); }
+    }
+    signal(SIGPIPE, pipe_was);
     sigprocmask(SIG_SETMASK, &old, NULL);
-    for (int k = 0; k < n && bad < 0; k++) { fprintf(stderr, "wrote %s\n", outs[k].path); }
+    for (k = 0; k < n && bad < 0; k++) { fprintf(stderr, "wrote %s\n", outs[k].path); }
     return bad < 0 ? 0 : -1;
 }
 
@@ -5703,6 +5860,7 @@ static int check_flags(const Options *o, char *err) {
     const char *omp = getenv("OMP_NUM_THREADS");
     long n_omp = omp ? strtol(omp, &end, 10) : 1;
     double max_threads = FLAGS[flag_index(o, &o->threads)].hi;
+    while (omp && end != omp && isspace((unsigned char)*end)) { end++; } // libgomp skips them
     if (omp && end != omp && (*end == '\0' || *end == ',') && n_omp > max_threads) {
         return fail(err, "OMP_NUM_THREADS=%s: must be in [1, %g] threads (unset it, or give "
                     "--threads N)", omp, max_threads);
@@ -5797,32 +5955,45 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     return f.failed ? -1 : 0;
 }
 
-// An existing file that is one of the run's inputs: -f, --skip-file, --dev-prompts, stdout or
-// stderr redirected to a file (> FILE), or a file the model folder's loaders read (config,
-// generation config, tokenizer, index, every .safetensors shard). NULL when none.
-static const char *input_named(const Options *o, const struct stat *out) {
+// A name the model's loaders read in its folder: config, generation config, tokenizer, index,
+// and any .safetensors (model.safetensors, or a shard the index names).
+static int model_file_name(const char *name) {
+    size_t n = strlen(name);
+    return (n >= 12 && strcmp(name + n - 12, ".safetensors") == 0) || is(name, "config.json") ||
+           is(name, "tokenizer.json") || is(name, "generation_config.json") ||
+           is(name, "model.safetensors.index.json");
+}
+
+// What output f names that it must not: one of the run's inputs (-f, --skip-file,
+// --dev-prompts), a regular file stdout or stderr goes to (> FILE), or a file the model's loaders
+// read (by name, whether or not it exists yet, or by inode). NULL when none.
+static const char *input_named(const Options *o, const OutputFile *f) {
     const char *files[3] = {o->prompt_file, o->skip_file, o->dev_prompts}, *why = NULL;
+    const char *model = "one of the run's input files (the model's)";
     struct stat sb;
     for (int k = 0; k < 3; k++) {
-        if (files[k] && stat(files[k], &sb) == 0 && same_file(&sb, out)) {
+        if (f->exists && files[k] && stat(files[k], &sb) == 0 && same_file(&sb, &f->st)) {
             why = "one of the run's input files";
         }
     }
-    for (int fd = 1; fd <= 2; fd++) {
-        if (fstat(fd, &sb) == 0 && same_file(&sb, out)) {
+    for (int fd = 1; fd <= 2; fd++) { // (a device such as /dev/null may be both)
+        if (f->exists && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && same_file(&sb, &f->st)) {
             why = "the file stdout or stderr goes to";
         }
     }
-    DIR *dir = opendir(o->model_dir);
+    char *real = realpath(o->model_dir, NULL);
+    const char *slash = strrchr(f->target, '/');
+    size_t n = slash == NULL ? 0 : slash == f->target ? 1 : (size_t)(slash - f->target);
+    if (!why && real && !f->in_place && slash && strlen(real) == n &&
+        strncmp(real, f->target, n) == 0 && model_file_name(slash + 1)) {
+        why = model;
+    }
+    free(real);
+    DIR *dir = f->exists ? opendir(o->model_dir) : NULL; // a hard link to one of them
     for (struct dirent *e; dir && !why && (e = readdir(dir)) != NULL;) {
-        size_t n = strlen(e->d_name);
-        int read = (n > 12 && strcmp(e->d_name + n - 12, ".safetensors") == 0) ||
-                   is(e->d_name, "config.json") || is(e->d_name, "tokenizer.json") ||
-                   is(e->d_name, "generation_config.json") ||
-                   is(e->d_name, "model.safetensors.index.json");
         char *path = join_path(o->model_dir, e->d_name);
-        if (read && stat(path, &sb) == 0 && same_file(&sb, out)) {
-            why = "one of the run's input files (the model's)";
+        if (model_file_name(e->d_name) && stat(path, &sb) == 0 && same_file(&sb, &f->st)) {
+            why = model;
         }
         free(path);
     }
@@ -5830,26 +6001,15 @@ static const char *input_named(const Options *o, const struct stat *out) {
     return why;
 }
 
-// Checks an output's path before the run (which can take minutes) and adds it to outs: a
-// regular file or a new name in a folder that exists and takes a new file, not one of the run's
-// inputs, nor another output. Returns 0, or -1 with err set.
-static int add_output(OutputFile *outs, int *n, const Options *o, const char *const *field,
-                      char *err) {
-    OutputFile *f = &outs[*n];
-    memset(f, 0, sizeof(*f));
-    f->flag = flag_name(o, field), f->path = *field;
-    const char *path = f->path, *slash = strrchr(path, '/'), *why;
+// Sets f's target: the existing file resolved, or (a new file) its folder resolved and its name;
+// a file that is not a regular one is written in place, by its path as given. -1: no folder.
+static int resolve_output(OutputFile *f) {
+    const char *path = f->path, *slash = strrchr(path, '/');
     struct stat sb;
-    if (path[0] == '\0') { return flag_fail(err, f->flag, NULL, "the file name is empty"); }
-    f->exists = stat(path, &f->st) == 0;
-    if (!f->exists && lstat(path, &sb) == 0) {
-        return flag_fail(err, f->flag, path, "a symbolic link to nothing (give its target)");
+    if (f->in_place) {
+        f->target = strcpy((char *)malloc_check(strlen(path) + 1), path);
+        return 0;
     }
-    if (f->exists && !S_ISREG(f->st.st_mode)) { // Decision: a device or a FIFO is refused, as
-        // it cannot be replaced whole (write to a file, or let --json print to stdout)
-        return flag_fail(err, f->flag, path, "exists and is not a regular file");
-    }
-    // target: the file itself resolved, or (a new file) its folder resolved and its name
     char *dir = slash ? (char *)memcpy(malloc_check((size_t)(slash - path) + 2), path,
                                        (size_t)(slash - path) + 1) : NULL;
     if (dir) { dir[slash == path ? 1 : slash - path] = '\0'; }
@@ -5857,14 +6017,75 @@ static int add_output(OutputFile *outs, int *n, const Options *o, const char *co
     free(dir);
     if (real == NULL || (!f->exists && (stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode)))) {
         free(real);
-        return flag_fail(err, f->flag, path, "its folder does not exist");
+        return -1;
     }
     f->target = f->exists ? real : join_path(real, slash ? slash + 1 : path);
     if (!f->exists) { free(real); }
+    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) { // named in messages
+        const char *end = strrchr(f->target, '/');
+        size_t n = end == f->target ? 1 : (size_t)(end - f->target);
+        f->link_dir = (char *)memcpy(malloc_check(n + 1), f->target, n);
+        f->link_dir[n] = '\0';
+    }
+    return 0;
+}
+
+// Asks for f's permission as a shell's > asks it, before the run: open(O_WRONLY) on an existing
+// regular file (without truncating it), access(W_OK) on a device or FIFO; and, for a file
+// replaced by rename, a temporary file made and removed beside it. 0, or -1 with err set.
+static int check_writable(const OutputFile *f, char *err) {
+    char why[SS_ERR_LEN], *tmp;
+    struct stat sb;
+    int fd = f->in_place ? access(f->path, W_OK)
+             : f->exists ? open(f->target, O_WRONLY | O_NOCTTY) : 0;
+    if (fd < 0) {
+        snprintf(why, sizeof(why), "cannot write: %s", strerror(errno));
+        return output_fail(err, f, why);
+    }
+    if (f->in_place) { return 0; }
+    if (f->exists) { close(fd); }
+    fd = create_beside(f->target, &tmp); // (access() says yes to root on a read-only file system)
+    if (fd >= 0) { close(fd), unlink(tmp); }
+    snprintf(why, sizeof(why), "cannot create a file %s: %s",
+             f->link_dir ? "there" : "in its folder", strerror(errno));
+    tmp[strlen(tmp) - 10] = '\0'; // its folder, or "" for the current one
+    int sticky = stat(tmp[0] ? tmp : ".", &sb) == 0 && (sb.st_mode & S_ISVTX) && geteuid() != 0 &&
+                 sb.st_uid != geteuid() && f->exists && f->st.st_uid != geteuid();
+    long name_max = pathconf(tmp[0] ? tmp : ".", _PC_NAME_MAX);
+    free(tmp);
+    if (fd >= 0 && name_max > 0 && strlen(strrchr(f->target, '/') + 1) > (size_t)name_max) {
+        return output_fail(err, f, "cannot create it: File name too long");
+    }
+    if (sticky) { // Decision: refused, where > would write into it: rename cannot replace it
+        return output_fail(err, f, "another user's file in a sticky folder: cannot be replaced");
+    }
+    return fd < 0 ? output_fail(err, f, why) : 0;
+}
+
+// Checks an output's path before the run (which can take minutes) and adds it to outs (the
+// rules above commit_outputs). Returns 0, or -1 with err set.
+static int add_output(OutputFile *outs, int *n, const Options *o, const char *const *field,
+                      char *err) {
+    OutputFile *f = &outs[*n];
+    memset(f, 0, sizeof(*f));
+    f->flag = flag_name(o, field), f->path = *field;
+    const char *path = f->path, *why;
+    struct stat sb;
+    if (path[0] == '\0') { return flag_fail(err, f->flag, NULL, "the file name is empty"); }
+    f->exists = stat(path, &f->st) == 0;
+    if (!f->exists && lstat(path, &sb) == 0) {
+        return flag_fail(err, f->flag, path, "a symbolic link to nothing (give its target)");
+    }
+    if (f->exists && S_ISDIR(f->st.st_mode)) {
+        return flag_fail(err, f->flag, path, "names a folder, not a file");
+    }
+    f->in_place = f->exists && !S_ISREG(f->st.st_mode);
+    if (resolve_output(f) != 0) {
+        return flag_fail(err, f->flag, path, "its folder does not exist");
+    }
     (*n)++; // (free_outputs frees target from here on)
-    if (f->exists && (why = input_named(o, &f->st)) != NULL) {
-        return flag_fail(err, f->flag, path, "names %s; the rename at the end would replace it",
-                         why);
+    if ((why = input_named(o, f)) != NULL) {
+        return flag_fail(err, f->flag, path, "names %s; writing it would replace it", why);
     }
     for (int k = 0; k < *n - 1; k++) {
         if ((f->exists && outs[k].exists && same_file(&f->st, &outs[k].st)) ||
@@ -5873,19 +6094,9 @@ static int add_output(OutputFile *outs, int *n, const Options *o, const char *co
                              outs[k].flag);
         }
     }
-    // the temporary file is created beside the target: done once now, it shows that this works
-    // (access() says yes to root on a read-only file system; a name can be too long)
-    f->tmp = (char *)malloc_check(strlen(f->target) + 8);
-    sprintf(f->tmp, "%s.XXXXXX", f->target);
-    int fd = mkstemp(f->tmp);
-    if (fd < 0) {
-        return flag_fail(err, f->flag, path, "cannot create a file in its folder: %s",
-                         strerror(errno));
-    }
-    close(fd);
-    unlink(f->tmp);
-    f->mem = open_memstream(&f->buf, &f->len);
-    return 0;
+    if (check_writable(f, err) != 0) { return -1; }
+    f->mem = memory_stream(f);
+    return f->mem ? 0 : output_fail(err, f, "cannot hold it in memory: out of memory");
 }
 
 // The in-memory stream of the output whose flag stores its path at field, or NULL (not given).
@@ -5951,12 +6162,55 @@ typedef struct {
     char *text;
     size_t len, cap;
     int echo;
+    Model *m;                // the model, prompt and tokens so far, for die_degenerate
+    const int *prompt;
+    int n_prompt;
+    const Output *out;
 } TextSink;
 
-// Token -1: the end of the text (decode_end).
+// A logits row that is not finite or all one value (emit): runs the full model again on the
+// context it came from, the last token's state captured at every sublayer boundary, and dies
+// naming the first sublayer whose output is not finite, or the first norm whose input's sum of
+// squares overflows float32 (its scale 1/sqrt(inf) is 0, and every later state 0), else lm_head.
+static void die_degenerate(const TextSink *ts, const float *logits) {
+    const Config *c = &ts->m->config;
+    int n = ts->n_prompt + ts->out->n, L = c->n_layers, row = 0, zero = 0, finite = 1;
+    for (int i = 0; i < c->vocab_size; i++) { finite &= isfinite(logits[i]) != 0; }
+    int *ctx = (int *)malloc_check((size_t)n * sizeof(int));
+    memcpy(ctx, ts->prompt, (size_t)ts->n_prompt * sizeof(int));
+    memcpy(ctx + ts->n_prompt, ts->out->tokens, (size_t)ts->out->n * sizeof(int));
+    float *states = (float *)malloc_check((size_t)(2 * L + 1) * c->dim * sizeof(float));
+    Capture cap = {1, &zero, states};
+    if (n > 1) { prefill(ts->m, ctx, n - 1, NULL, NULL, &row); }
+    forward(ts->m, ctx + n - 1, 1, n - 1, NULL, NULL, &cap);
+    char what[160] = "lm_head (the last matmul)";
+    for (int b = 0, found = 0; b <= 2 * L && !found; b++) { // b: 0 the embedding, 2l+1 after
+        const float *x = states + (size_t)b * c->dim;    // layer l's attention, 2l+2 its MLP
+        float ss = 0.0f;
+        int ok = 1;
+        for (int d = 0; d < c->dim; d++) { ok &= isfinite(x[d]) != 0, ss += x[d] * x[d]; }
+        const char *sub = b == 0 ? "embed_tokens" : b % 2 ? "self_attn" : "mlp";
+        const char *norm = b % 2 ? "post_attention_layernorm" : "input_layernorm";
+        int l = b == 0 ? 0 : b % 2 ? b / 2 : b / 2 - 1, next = b == 2 * L ? -1 : b / 2;
+        if ((found = !ok) != 0) {
+            snprintf(what, sizeof(what), "layer %d: the output of model.layers.%d.%s is not finite",
+                     l, l, sub);
+        } else if ((found = !isfinite(ss)) != 0 && next < 0) {
+            snprintf(what, sizeof(what), "the final norm: the sum of squares entering model.norm "
+                     "overflows float32, so its scale is 0");
+        } else if (found) {
+            snprintf(what, sizeof(what), "layer %d: the sum of squares entering model.layers.%d.%s "
+                     "overflows float32, so its scale is 0", next, next, norm);
+        }
+    }
+    die(__FILE__, __LINE__, "the logits of generated token %d are %s, first wrong at %s: the "
+        "model's weights overflow float32 arithmetic", ts->out->n + 1,
+        finite ? "all equal" : "not finite", what);
+}
+
 static void on_token(void *ctx, int token, const float *logits) {
-    (void)logits;
     TextSink *ts = (TextSink *)ctx;
+    if (token == -2) { die_degenerate(ts, logits); } // (emit: a degenerate row)
     const Tokenizer *t = ts->tok;
     // a token decodes to at most 3 bytes per byte of its text (U+FFFD for one that is not
     // UTF-8), plus the bytes held back from the token before
@@ -6351,6 +6605,7 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     memset(&sink, 0, sizeof(sink));
     sink.tok = r->tok;
     sink.echo = !o->json;
+    sink.m = &r->m, sink.prompt = prompt, sink.n_prompt = n_prompt;
     // The continuation follows the prompt's text and keeps its leading space; after a prompt of
     // special tokens only (-p "": BOS) it starts the text, whose leading space the decoder strips,
     // as Hugging Face's decode and llama2.c's run.c do.
@@ -6360,6 +6615,7 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     rng_seed(&smp.rng, (uint64_t)o->seed);
     Output tokens = plain ? output(r->plain_out, o->n_new, NULL, NULL)
                           : output(r->out, o->n_new, on_token, &sink);
+    sink.out = &tokens;
     memset(st, 0, sizeof(*st));
     if (plain || o->method == METHOD_NONE) {
         n = generate_plain(&r->m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);

@@ -540,8 +540,9 @@ static void memory_output(OutputFile *f, const char *flag, const char *target, c
     memset(f, 0, sizeof(*f));
     f->flag = flag, f->path = target;
     f->target = strcpy((char *)malloc_check(strlen(target) + 1), target);
-    f->tmp = (char *)malloc_check(strlen(target) + 8);
-    f->mem = open_memstream(&f->buf, &f->len);
+    f->exists = stat(target, &f->st) == 0;
+    f->in_place = f->exists && !S_ISREG(f->st.st_mode);
+    f->mem = memory_stream(f);
     fputs(text, f->mem);
 }
 
@@ -1003,7 +1004,7 @@ static void rounds_one_to_three(void) {
     }
     flag_case("--save-skip into a missing folder", "no-such-folder/skip.json", "its folder does not exist",
               "--method selfsd --save-skip %s/no-such-folder/skip.json", tmp);
-    flag_case("--save-skip a folder", "--save-skip", "not a regular file", "--method selfsd --save-skip %s", tmp);
+    flag_case("--save-skip a folder", "--save-skip", "names a folder", "--method selfsd --save-skip %s", tmp);
     flag_case("-c above max_position_embeddings", "-c 1000000", "max_position_embeddings 256", "-c 1000000");
     flag_case("-c one above max_position_embeddings", "-c 257", "max_position_embeddings 256", "-c 257");
     snprintf(buf, sizeof(buf), "%s -c 256 -n 2", m);
@@ -1076,7 +1077,6 @@ static void rounds_one_to_three(void) {
     mkfifo(buf, 0600);
     static const char *const fifo_flags[] = {"-f", "--skip-file", "--method selfsd --dev-prompts"};
     for (int k = 0; k < 3; k++) { flag_case(fifo_flags[k], "fifo", "not a regular file", "%s %s", fifo_flags[k], buf); }
-    flag_case("--save-skip a FIFO", "--save-skip", "not a regular file", "--method selfsd --save-skip %s/fifo", tmp);
     flag_case("-f a character device", "/dev/null", "not a regular file", "-f /dev/null");
     flag_case("-f a folder", "-f", "not a regular file", "-f %s", tmp);
     d = model_copy("shard-fifo");
@@ -1593,14 +1593,382 @@ static void rounds_one_to_three(void) {
     }
 }
 
+// ---- round five (issue 40): outputs that keep every promise, generation_config.json, degenerate
+// numbers, the trace stream, the environment
+static const char *SAVE = "--method selfsd --iters 1 --objective cost --save-skip";
+
+// The prefix that runs a case as a user who is not root (setpriv to nobody) when the test runs as
+// root, where a shell's > may write any file; "" otherwise.
+static const char *as_user(void) {
+    return geteuid() == 0 ? "setpriv --reuid=65534 --regid=65534 --clear-groups" : "";
+}
+
+static void outputs_as_shell_does(void) {
+    char buf[4096], path[600], *e, *text;
+    int rc;
+    struct stat sb;
+    { // all or none past the first rename: the second target became a folder during the run
+        OutputFile outs[2];
+        char err[SS_ERR_LEN], second[256];
+        reset_output();
+        path_in(second, sizeof(second), out_dir, "became-a-folder");
+        memory_output(&outs[0], "--first", out_file, "new\n");
+        memory_output(&outs[1], "--second", second, "new\n");
+        check(mkdir(second, 0700) == 0 && stat(second, &sb) == 0, "cannot make %s", second);
+        path_in(path, sizeof(path), second, "inside");
+        spit(path, "x", 1); // (a rename onto a folder that holds a file fails)
+        rc = commit_outputs(outs, 2, err);
+        n_cases++;
+        check(rc != 0 && strstr(err, "--second") && strstr(err, "became-a-folder"), "commit, the second a folder: %d %s", rc, err);
+        free_outputs(outs, 2);
+        remove(path);
+        rmdir(second);
+        check_output_kept("commit, the second became a folder: the first put back");
+        // and a target that is not a regular file (/dev/full) fails after the renames
+        memory_output(&outs[0], "--first", out_file, "new\n");
+        memory_output(&outs[1], "--second", "/dev/full", "new\n");
+        rc = commit_outputs(outs, 2, err);
+        n_cases++;
+        check(rc != 0 && outs[1].in_place && strstr(err, "/dev/full") && strstr(err, "No space"),
+              "commit, the second /dev/full: %d %s", rc, err);
+        free_outputs(outs, 2);
+        check_output_kept("commit, the second /dev/full: the first put back");
+    }
+    { // permission as a shell's > asks it: a 0444 file (for a user who is not root) is refused
+        char dir[256];
+        path_in(dir, sizeof(dir), tmp, "perm");
+        mkdir(dir, 0777);
+        chmod(dir, 0777);
+        chmod(tmp, 0711);
+        path_in(path, sizeof(path), dir, "ro.json");
+        spit(path, "old\n", 4);
+        chmod(path, 0444);
+        case_env = as_user();
+        flag_case("--save-skip a 0444 file", "--save-skip", "cannot write: Permission denied", "%s %s", SAVE, path);
+        case_env = "";
+        text = read_or_exit(path, NULL);
+        check(strcmp(text, "old\n") == 0 && stat(path, &sb) == 0 && sb.st_uid == geteuid(),
+              "--save-skip a 0444 file: replaced (%s)", text);
+        free(text);
+        remove(path);
+        // a symlink to a file the user may write, in a folder that takes no new file: named with its folder
+        char ro_dir[300], link[600];
+        path_in(ro_dir, sizeof(ro_dir), dir, "ro-dir");
+        mkdir(ro_dir, 0755);
+        path_in(path, sizeof(path), ro_dir, "w.json");
+        spit(path, "old\n", 4);
+        chmod(path, 0666);
+        chmod(ro_dir, 0555);
+        path_in(link, sizeof(link), dir, "link.json");
+        check(symlink(path, link) == 0, "cannot link %s", link);
+        case_env = as_user();
+        snprintf(buf, sizeof(buf), "(a link into %s)", ro_dir);
+        flag_case("--save-skip a link into a read-only folder", buf, "cannot create a file there: Permission denied",
+                  "%s %s", SAVE, link);
+        case_env = "";
+        text = read_or_exit(path, NULL);
+        check(strcmp(text, "old\n") == 0, "--save-skip a link into a read-only folder: written (%s)", text);
+        free(text);
+        chmod(ro_dir, 0755);
+        remove(link);
+        remove(path);
+        rmdir(ro_dir);
+        // another user's file the user may write, in a sticky folder: the rename at the end would
+        // fail after the run, so it is refused before it (as root the test's user is nobody)
+        mkdir(ro_dir, 0777);
+        chmod(ro_dir, 01777);
+        spit(path, "old\n", 4);
+        chmod(path, 0666);
+        if (geteuid() == 0) {
+            case_env = as_user();
+            flag_case("--save-skip another user's file in a sticky folder", "--save-skip", "sticky folder",
+                      "%s %s", SAVE, path);
+            case_env = "";
+        }
+        remove(path);
+        rmdir(ro_dir);
+        chmod(tmp, 0700);
+    }
+    { // a new file named like one the loaders read: refused whether or not it exists yet
+        const char *d = model_copy("new-names");
+        static const char *const names[] = {"generation_config.json", "model.safetensors.index.json",
+                                            "model-00001-of-00002.safetensors"};
+        for (int k = 0; k < 3; k++) {
+            char name[128];
+            path_in(path, sizeof(path), d, names[k]);
+            snprintf(name, sizeof(name), "--save-skip a new %s in the model folder", names[k]);
+            snprintf(buf, sizeof(buf), "%s %s", SAVE, path);
+            run_model_case(name, d, buf, "--save-skip", "input files (the model's)");
+            check(stat(path, &sb) != 0, "%s: written", name);
+        }
+        snprintf(buf, sizeof(buf), "--trace %s/../new-names/config.json", d);
+        run_model_case("--trace the model's config.json through ..", d, buf, "--trace", "input files (the model's)");
+    }
+    { // a 255-byte file name: the temporary name beside it is short
+        char name[256];
+        memset(name, 'n', 255);
+        name[255] = '\0';
+        snprintf(buf, sizeof(buf), "-m %s -n 2 %s %s/%s", SRC, SAVE, out_dir, name);
+        run_ok_case("--save-skip a 255-byte file name", buf);
+        snprintf(path, sizeof(path), "%s/%s", out_dir, name);
+        text = stat(path, &sb) == 0 ? read_or_exit(path, NULL) : NULL;
+        check(text && strstr(text, "\"attn\""), "--save-skip a 255-byte file name: not written");
+        free(text);
+        remove(path);
+    }
+    { // not a regular file: written in place, never renamed onto (/dev/null stays a device; a FIFO's reader gets it)
+        snprintf(buf, sizeof(buf), "-m %s -n 2 %s /dev/null", SRC, SAVE);
+        run_ok_case("--save-skip /dev/null", buf);
+        check(stat("/dev/null", &sb) == 0 && S_ISCHR(sb.st_mode), "--save-skip /dev/null: no longer a device");
+        snprintf(buf, sizeof(buf), "mkfifo $T/out/fifo && { cat $T/out/fifo > $T/out/got & } && timeout -s KILL 60 "
+                 "$B -m $M -n 2 --trace $T/out/fifo; rc=$?; [ $rc = 0 ] || : > $T/out/fifo; wait; exit $rc");
+        rc = shell_case(buf, &e);
+        path_in(path, sizeof(path), out_dir, "fifo");
+        check(rc == 0 && lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode), "--trace FIFO: exit %d, the FIFO replaced?\n%s", rc, e);
+        free(e);
+        remove(path);
+        path_in(path, sizeof(path), out_dir, "got");
+        text = read_or_exit(path, NULL);
+        check(strstr(text, "\"summary\"") != NULL, "--trace FIFO: the reader got no trace:\n%.200s", text);
+        free(text);
+        remove(path);
+    }
+}
+
+// generation_config.json: a key twice is an error naming the file and the key; its eos_token_id
+// replaces config.json's when it has one, as transformers' generate() does
+static void generation_config_cases(void) {
+    const char *d = broken_copy();
+    write_text(d, "generation_config.json", "{\"bos_token_id\": 1, \"eos_token_id\": 2, \"eos_token_id\": 3}");
+    run_model_case("generation_config.json: eos_token_id twice", d, "", "generation_config.json",
+                   "\"eos_token_id\" appears twice");
+    static const char *const gens[] = {"{\"eos_token_id\": [5, 7]}", "{\"eos_token_id\": 9}",
+                                       "{\"bos_token_id\": 1}", "{\"eos_token_id\": null}"};
+    static const int want[][3] = {{2, 5, 7}, {1, 9, 0}, {1, 2, 0}, {1, 2, 0}}; // n_eos, the ids
+    for (int k = 0; k < 4; k++) {
+        Config c;
+        char err[SS_ERR_LEN];
+        d = broken_copy();
+        write_text(d, "generation_config.json", gens[k]);
+        int rc = read_config(&c, d, err);
+        n_cases++;
+        check(rc == 0 && c.n_eos == want[k][0] && c.eos_ids[0] == want[k][1] &&
+              (c.n_eos < 2 || c.eos_ids[1] == want[k][2]),
+              "generation_config.json %s over config.json's eos 2: rc %d, %d ids (%d, %d) (%s)", gens[k], rc,
+              c.n_eos, c.eos_ids[0], c.n_eos > 1 ? c.eos_ids[1] : -1, rc ? err : "");
+    }
+}
+
+// Degenerate numbers: finite weights whose products overflow RMSNorm's sum of squares make its
+// scale 0 and every later logit 0 (all equal, not NaN): one error line naming where it started
+static void degenerate_numbers(void) {
+    static float big[64 * 176];
+    const char *d = broken_copy();
+    for (int k = 0; k < 64 * 64; k++) { big[k] = 1e19f; } // layer 0's o_proj: |x| ~ 1e20, x^2 past FLT_MAX
+    poke_data(d, 414208, big, 64 * 64 * sizeof(float));
+    static const char *const extra[] = {"", "--json", "--skip attn:1", "--method swift"};
+    for (int k = 0; k < 4; k++) {
+        char name[96];
+        snprintf(name, sizeof(name), "RMSNorm's scale 0, all logits equal %s", extra[k]);
+        run_model_case(name, d, extra[k], "are all equal", "model.layers.0.post_attention_layernorm");
+    }
+    d = broken_copy();
+    for (int k = 0; k < 64 * 176; k++) { big[k] = 3e38f; } // layer 2's down_proj: its output is inf
+    poke_data(d, 664832, big, 64 * 176 * sizeof(float));
+    run_model_case("layer 2's MLP output not finite", d, "", "are not finite", "the output of model.layers.2.mlp");
+}
+
+// The trace's in-memory stream cut by a failed allocation (under a memory limit): the commit is
+// an error naming the output, never "wrote". Not under AddressSanitizer, whose allocator reserves
+// far more address space than RLIMIT_AS would let it.
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+static void memory_stream_cut(void) {
+#ifndef UNDER_ASAN
+    OutputFile outs[1];
+    char err[SS_ERR_LEN];
+    static char chunk[1 << 20];
+    long pages = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    if (statm == NULL || fscanf(statm, "%ld", &pages) != 1) { fprintf(stderr, "test_bad_inputs: no /proc/self/statm\n"); exit(2); }
+    fclose(statm);
+    reset_output();
+    memory_output(&outs[0], "--trace", out_file, "{\"type\": \"header\"}\n");
+    struct rlimit old, lim;
+    getrlimit(RLIMIT_AS, &old);
+    lim = old;
+    lim.rlim_cur = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)64 << 20);
+    memset(chunk, 'x', sizeof(chunk));
+    setrlimit(RLIMIT_AS, &lim);
+    for (int k = 0; k < 1024 && !ferror(outs[0].mem); k++) { fwrite(chunk, 1, sizeof(chunk), outs[0].mem); }
+    setrlimit(RLIMIT_AS, &old);
+    check(ferror(outs[0].mem), "the memory limit did not cut the stream (the case reaches nothing)");
+    int rc = commit_outputs(outs, 1, err);
+    n_cases++;
+    check(rc != 0 && strstr(err, "--trace") && strstr(err, "Cannot allocate memory"),
+          "a trace cut by a memory limit: commit %d (%s), want an error", rc, err);
+    free_outputs(outs, 1);
+    check_output_kept("a trace cut by a memory limit");
+#endif
+}
+
+// The environment: OMP_NUM_THREADS with a trailing blank or tab, which libgomp accepts; a prompts
+// file whose size the kernel reports as 0 (a /proc pseudo-file) is read to its end
+static void environment_cases(void) {
+    char buf[512], *out;
+    static const char *const envs[] = {"OMP_NUM_THREADS='99999999999 '", "OMP_NUM_THREADS='5000\t'",
+                                       "OMP_NUM_THREADS='2000 ,2'"};
+    for (int k = 0; k < 3; k++) {
+        case_env = envs[k];
+        flag_case(envs[k], "OMP_NUM_THREADS=", "must be in [1, 1024]", "-n 2");
+    }
+    case_env = "";
+    snprintf(buf, sizeof(buf), "-m %s -n 2 --json -f /proc/sys/kernel/ostype", SRC);
+    run_ok_case("-f a /proc file whose size reads 0", buf);
+    int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", buf, &out, NULL);
+    check(rc == 0 && strstr(out, "\"n_prompt\": ") != NULL && strstr(out, "\"n_prompt\": 0,") == NULL,
+          "-f /proc/sys/kernel/ostype: exit %d, no prompt read:\n%s", rc, out);
+    free(out);
+}
+
+// The bench scripts behind make bench-guard: numbers in a folder of their own (another run
+// writing the old fixed names changes nothing), a build that fails every run is an error, and
+// TERM under dash removes guard.sh's temporary build folder. Fake builds print a fixed speed.
+static void bench_scripts(void) {
+    char *e;
+    static const char *const fakes[][2] = {
+        {"old", "#!/bin/sh\necho 1 >> /tmp/compare_new.txt\necho '{\"tokens_per_s\": 100.0}'\n"},
+        {"new", "#!/bin/sh\necho '{\"tokens_per_s\": 200.0}'\n"}, {"bad", "#!/bin/sh\nexit 1\n"}};
+    char dir[256], path[300];
+    path_in(dir, sizeof(dir), tmp, "fake");
+    mkdir(dir, 0700);
+    for (int k = 0; k < 3; k++) {
+        path_in(path, sizeof(path), dir, fakes[k][0]);
+        spit(path, fakes[k][1], strlen(fakes[k][1]));
+        chmod(path, 0700);
+    }
+    int rc = shell_case("REPEATS=3 sh test/bench/compare_builds.sh $T/fake/old $T/fake/new m > $T/fake/table; rc=$?; "
+                        "rm -f /tmp/compare_new.txt; cat $T/fake/table >&2; exit $rc", &e);
+    int rows = 0;
+    for (const char *p = e; (p = strstr(p, "| 100.0 | 200.0 | 2.000 |")) != NULL; p++) { rows++; }
+    check(rc == 0 && rows == 5, "compare_builds.sh beside a run writing /tmp/compare_new.txt: exit %d, %d of 5 rows "
+          "with its own numbers:\n%s", rc, rows, e);
+    free(e);
+    rc = shell_case("REPEATS=3 sh test/bench/compare_builds.sh $T/fake/bad $T/fake/new m", &e);
+    check(rc == 1 && strstr(e, "the old build") && strstr(e, "in 0 of 3 runs"),
+          "compare_builds.sh with an old build that fails every run: exit %d, want 1 and its error:\n%s", rc, e);
+    free(e);
+    // guard.sh killed by TERM (under dash) while it builds: its folder from mktemp is removed
+    rc = shell_case("git rev-parse --git-dir >/dev/null 2>&1 || exit 77; mkdir $T/tt && export TMPDIR=$T/tt && "
+                    "{ setsid sh test/bench/guard.sh >/dev/null 2>&1 & p=$!; } && i=0 && "
+                    "until ls $T/tt/*/selfspec.cu >/dev/null 2>&1 || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; "
+                    "kill -TERM -$p; wait $p; echo \"polls $i, left: $(ls $T/tt)\" >&2; [ -z \"$(ls $T/tt)\" ] && [ $i -lt 600 ]", &e);
+    check(rc == 0 || rc == 77, "guard.sh killed by TERM: exit %d, its temporary folder left:\n%s", rc, e);
+    free(e);
+}
+
+// ---- round five, classes of our own: outputs reached by hard links and symlinked folders, an
+// output that fails in place beside one renamed, names no loader reads, the umask, pseudo-files
+// as other inputs, leading blanks, generation_config.json's other faults
+static void round_five_own(void) {
+    char buf[2048], a[300], b[300], *e, *text;
+    struct stat sb;
+    int rc;
+    const char *d = model_copy("own5");
+    reset_output();
+    path_in(a, sizeof(a), out_dir, "old.txt");
+    path_in(b, sizeof(b), out_dir, "hard.json");
+    check(link(a, b) == 0, "cannot link %s", b);
+    flag_case("--save-skip F --trace a hard link to F", "--trace", "names the file --save-skip names", "%s %s --trace %s",
+              SAVE, a, b);
+    remove(b);
+    path_in(a, sizeof(a), d, "config.json");
+    check(link(a, b) == 0, "cannot link %s", b);
+    snprintf(buf, sizeof(buf), "%s %s", SAVE, b);
+    run_model_case("--save-skip a hard link to the model's config.json", d, buf, "--save-skip", "input files (the model's)");
+    remove(b);
+    path_in(a, sizeof(a), tmp, "five.txt");
+    spit(a, "In the beginning\n", 17);
+    check(symlink(a, b) == 0, "cannot link %s", b);
+    flag_case("--trace a symlink to -f's file", "--trace", "one of the run's input files", "-f %s --trace %s", a, b);
+    remove(b);
+    check_output_kept("outputs by hard links and symlinks");
+    rc = shell_case("$B -m $M -n 2 --method selfsd --iters 1 --objective cost --save-skip $T/out/old.txt --trace /dev/full", &e);
+    const char *last = strstr(e, "selfspec: error: ");
+    check(rc == 1 && last && strstr(last, "--trace /dev/full: cannot write: No space left on device\n") == last + 17 &&
+          !strstr(e, "wrote"), "--save-skip F --trace /dev/full: exit %d, want the error last:\n%s", rc, e);
+    free(e);
+    check_output_kept("--save-skip F --trace /dev/full: F kept");
+    snprintf(a, sizeof(a), "%s/own5-link", tmp);
+    check(symlink(d, a) == 0, "cannot link %s", a);
+    snprintf(buf, sizeof(buf), "%s %s/generation_config.json", SAVE, a);
+    run_model_case("--save-skip a new generation_config.json through a symlinked folder", d, buf, "--save-skip",
+                   "input files (the model's)");
+    static const char *const fine[] = {"own5/skip.json", "out/model.safetensors"}; // no loader reads these
+    for (int k = 0; k < 2; k++) {
+        snprintf(buf, sizeof(buf), "-m %s -n 2 %s %s/%s", d, SAVE, tmp, fine[k]);
+        snprintf(a, sizeof(a), "--save-skip %s", fine[k]);
+        run_ok_case(a, buf);
+        snprintf(a, sizeof(a), "%s/%s", tmp, fine[k]);
+        check(stat(a, &sb) == 0 && sb.st_size > 0, "--save-skip %s: not written", fine[k]);
+        remove(a);
+    }
+    rc = shell_case("umask 077 && $B -m $M -n 2 --method selfsd --iters 1 --objective cost --save-skip $T/out/u.json", &e);
+    path_in(a, sizeof(a), out_dir, "u.json");
+    check(rc == 0 && stat(a, &sb) == 0 && (sb.st_mode & 0777) == 0600, "--save-skip a new file under umask 077: exit %d, "
+          "mode %o, want 0600", rc, (unsigned)(sb.st_mode & 0777));
+    free(e);
+    remove(a);
+    flag_case("--skip-file a /proc file (size 0)", "--skip-file /proc/sys/kernel/ostype", "not valid JSON",
+              "--skip-file /proc/sys/kernel/ostype");
+    case_env = "OMP_NUM_THREADS=' 5000'";
+    flag_case("OMP_NUM_THREADS with a leading blank", "OMP_NUM_THREADS= 5000", "must be in [1, 1024]", "-n 2");
+    case_env = "";
+    rc = shell_case("$B -m $M -n 2 --trace /dev/stdout | cat > $T/out/piped", &e);
+    path_in(a, sizeof(a), out_dir, "piped");
+    text = read_or_exit(a, NULL);
+    check(rc == 0 && strstr(text, "\"type\": \"summary\"") != NULL, "--trace /dev/stdout into a pipe: exit %d, no trace:\n%.300s\n%s",
+          rc, text, e);
+    free(text);
+    free(e);
+    remove(a);
+    static const char *const gens[][2] = {
+        {"{\"eos_token_id\": [1, 2, 3, 4, 5]}", "at most 4"}, {"{\"eos_token_id\": 100000}", "not a token id"},
+        {"[1]", "not a JSON object"}, {"{\"a\": {\"x\": 1, \"x\": 2}}", "\"x\" appears twice"},
+        {"{\"eos_token_id\": ", "not valid JSON"}, {"{\"eos_token_id\": 2.5}", "not a token id"}};
+    for (int k = 0; k < 6; k++) {
+        write_text(d, "generation_config.json", gens[k][0]);
+        snprintf(a, sizeof(a), "generation_config.json %s", gens[k][0]);
+        run_model_case(a, d, "", "generation_config.json", gens[k][1]);
+    }
+}
+
+static void round_five(void) {
+    outputs_as_shell_does();
+    generation_config_cases();
+    degenerate_numbers();
+    memory_stream_cut();
+    environment_cases();
+    bench_scripts();
+    round_five_own();
+}
+
 int main(void) {
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-bad-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_bad_inputs: mkdtemp failed\n"); return 2; }
     char buf[128];
     snprintf(out_dir, sizeof(out_dir), "%s/out", tmp);
     snprintf(out_file, sizeof(out_file), "%s/old.txt", out_dir);
-    if (getenv("ROUND4") == NULL) { rounds_one_to_three(); } // ROUND4=1: round four's cases alone
-    round_four();
+    if (getenv("ROUND5") == NULL) { // ROUND5=1: round five's cases alone
+        if (getenv("ROUND4") == NULL) { rounds_one_to_three(); } // ROUND4=1: round four's and five's
+        round_four();
+    }
+    round_five();
 
     snprintf(buf, sizeof(buf), "rm -rf '%s'", tmp);
     if (system(buf) != 0) { fprintf(stderr, "test_bad_inputs: could not remove %s\n", tmp); }

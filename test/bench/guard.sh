@@ -7,6 +7,8 @@ set -e
 base=${1:-HEAD}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT # (dash runs no EXIT trap on a signal: exit from these, and it runs)
+trap 'exit 143' TERM
 git archive "$base" selfspec.cu selfspec.h Makefile | tar -x -C "$tmp"
 [ -f jsmn.h ] && cp jsmn.h "$tmp/"
 make -s -C "$tmp" selfspec >/dev/null
