@@ -22,9 +22,9 @@
 // Reading order: the papers first. A few utilities -> the launch shim and the kernels ->
 // forward -> sampler -> layer selection used during decoding (each method's settings, the GP,
 // ASD, CLaSp, SWIFT, the selector hooks) -> decoding (plain; self-speculative: the exit rule,
-// speculative sampling, draft, verify, generate_spec) -> searches before decoding (Self-SD, the
-// oracle). Then the plumbing, which a reader of the papers may skip: reading files, JSON,
-// config.json, safetensors -> tokenizer -> statistics -> threads -> CLI.
+// speculative sampling, draft, verify, generate_spec) -> Self-SD's search before decoding. Then
+// the plumbing, which a reader of the papers may skip: reading files, JSON, config.json,
+// safetensors -> tokenizer -> the oracle (a baseline search) -> statistics -> threads -> CLI.
 //
 // Build and run (the Makefile's flags matter: -ffp-contract=off and nvcc's -fmad=false keep
 // every build's arithmetic the one the bit-exactness argument assumes):
@@ -809,10 +809,7 @@ typedef struct {
     Rng rng;
 } Sampler;
 
-typedef struct {
-    float prob;
-    int index;
-} ProbIndex;
+typedef struct { float prob; int index; } ProbIndex;
 
 // The highest logit; ties go to the lowest id, as torch.argmax does.
 static int argmax(const float *v, int n) {
@@ -887,7 +884,7 @@ static int sample_probs(const float *probs, int n, float u) {
 //   asd     ASD Algorithm 1: a cosine-similarity rule on the prompt, once per prompt
 //   clasp   CLaSp Algorithm 1: dynamic programming after verifications, whole layers
 //   oracle  the best of N random sets of SWIFT's size (every set when there are at most N), to
-//           see how far the others land
+//           see how far the others land: in no paper, so with the plumbing (select_oracle)
 // Symbols follow each paper, and they collide: Self-SD's gamma is the exit threshold, alpha the
 // target acceptance rate, eps the step of Eq. 3; SWIFT's gamma is the context window, epsilon
 // the exit threshold, alpha the measured acceptance rate, r the skip ratio, N_D the most draft
@@ -897,8 +894,8 @@ static int sample_probs(const float *probs, int n, float u) {
 // SWIFT below, and the decoding loop's verify_draft calls it.
 // The Gaussian process and the cosine similarity are shared helpers, written once. The methods
 // that choose during decoding (ASD, CLaSp, SWIFT) come here, before the decoding loop that calls
-// them through the selector hooks; the searches that score a set by decoding with it (Self-SD,
-// the oracle) come after it.
+// them through the selector hooks; Self-SD's search, which scores a set by decoding with it,
+// comes after it.
 
 enum {
     METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE
@@ -1005,10 +1002,8 @@ static MethodParams method_params_default(void) {
     p.swift.exit_threshold = 0.8f;
     // Decision: hemingkx/SWIFT's greedy tree widths, 3/5/8/10 above confidence 0.95/0.8/0.5/0,
     // not Sec. 4.2's 1/3/5/10 (the code's sampling widths); the tree runs only when greedy
-    float confidence[3] = {0.95f, 0.8f, 0.5f};
-    int width[4] = {3, 5, 8, 10};
-    memcpy(p.swift.tree.confidence, confidence, sizeof(confidence));
-    memcpy(p.swift.tree.width, width, sizeof(width));
+    TreeShape tree = {{0.95f, 0.8f, 0.5f}, {3, 5, 8, 10}};
+    p.swift.tree = tree;
     p.swift.tree_on = 1;
     // ASD Table 2; it keeps Self-SD's drafting
     p.asd.cos_threshold = 0.985;
@@ -1113,10 +1108,7 @@ static void gp_init(Gp *gp, int dim) {
     gp->noise = 1e-2;
 }
 
-static void gp_free(Gp *gp) {
-    free(gp->x);
-    free(gp->y); // chol and weights too
-}
+static void gp_free(Gp *gp) { free(gp->x), free(gp->y); } // y's allocation holds chol, weights
 
 static double gp_kernel(const Gp *gp, const float *a, const float *b) {
     double d2 = 0;
@@ -1746,10 +1738,8 @@ static void selector_after_verify(Selector *sel, Model *m, float *states, int ro
 // decoding: plain autoregressive decoding
 
 typedef struct {
-    int n_prompt;
-    int n_generated;
-    double prefill_ms;
-    double decode_ms;
+    int n_prompt, n_generated;
+    double prefill_ms, decode_ms;
 } GenStats;
 
 // Called for each generated token with the full model's logits row (vocab) it came from, e.g.
@@ -1770,10 +1760,9 @@ static Output output(int *tokens, int max_new, TokenCallback cb, void *ctx) {
 }
 
 static int is_eos(const Config *c, int token) {
-    for (int k = 0; k < c->n_eos; k++) {
-        if (c->eos_ids[k] == token) { return 1; }
-    }
-    return 0;
+    int k = 0;
+    while (k < c->n_eos && c->eos_ids[k] != token) { k++; }
+    return k < c->n_eos;
 }
 
 // Keeps one generated token, which came from the logits row `logits`. Returns 1 when generation
@@ -1983,13 +1972,10 @@ static int speculative_accept(const float *p, const float *q, int n, int d, Rng 
 typedef struct {
     int method;            // METHOD_SELFSD or METHOD_ORACLE
     int i, of;             // the set's index (Self-SD: 0 is the empty set, i the iteration) of `of`
-    SkipSet skip;          // the set scored; done: the set chosen
-    double objective;      // its score, lower is better
-    SkipSet best;          // the best set so far
-    double best_objective; // and its score
-    int done;              // 1: the search is over, skip its choice and i the sets scored;
-                           // 2: Self-SD's re-check, objective and best_objective the medians of
-                           // the winner and of the empty set
+    SkipSet skip, best;    // the set scored (done: the set chosen), and the best set so far
+    double objective, best_objective; // their scores, lower is better
+    int done;              // 1: the search is over, i the sets scored; 2: Self-SD's re-check,
+                           // objective the winner's median and best_objective the empty set's
     int every_set;         // the oracle scores every set of its size
 } Candidate;
 
@@ -2259,9 +2245,10 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
 }
 
 // ----------------------------------------------------------------------------
-// layer selection before decoding: Self-SD's Bayesian optimization, and the oracle
+// layer selection before decoding: Self-SD's Bayesian optimization
 //
-// Both score a skip set by decoding with it (generate_spec above), so they come after the loop.
+// It scores a skip set by decoding with it (generate_spec above), so it comes after the loop; so
+// does the oracle's search, which shares its objective (with the plumbing: select_oracle).
 
 // --- the objective: time per verified token ----------------------------------
 
@@ -2374,7 +2361,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     float v[GP_MAX_DIM];
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
-    Candidate c = {METHOD_SELFSD, 0, iters, best, best_cost, best, best_cost, 0, 0};
+    Candidate c = {METHOD_SELFSD, 0, iters, best, best, best_cost, best_cost, 0, 0};
     observe(obj, &c);
     int it;
     for (it = 1; it <= iters && !search_interrupted; it++) {
@@ -2409,57 +2396,9 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     return best;
 }
 
-// --- the oracle (in none of the papers) -----------------------------------------
-// Every skip set with exactly `count` skipped sublayers when there are at most max_sets of them,
-// else max_sets random ones, scored by the objective. Slow by design: it stops early on Ctrl-C
-// (search_interrupted), and the observer shows its progress.
-static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets,
-                             uint64_t seed, long *n_tried) {
-    int L = m->config.n_layers, slots = 2 * L;
-    double total = 1; // C(2L, count)
-    for (int k = 0; k < count; k++) { total = total * (slots - k) / (k + 1); }
-    SkipSet best, cand;
-    memset(&best, 0, sizeof(best));
-    double best_cost = INFINITY;
-    Rng r;
-    rng_seed(&r, seed);
-    int idx[GP_MAX_DIM];
-    for (int k = 0; k < count; k++) { idx[k] = k; }
-    long tried = 0;
-    int exhaustive = total <= (double)max_sets;
-    long n_sets = exhaustive ? (long)total : max_sets;
-    Candidate c = {METHOD_ORACLE, 0, (int)n_sets, best, 0, best, 0, 0, exhaustive};
-    while (tried < n_sets && !search_interrupted) {
-        if (exhaustive) {
-            memset(&cand, 0, sizeof(cand));
-            for (int k = 0; k < count; k++) {
-                if (idx[k] < L) { cand.attn[idx[k]] = 1; } else { cand.mlp[idx[k] - L] = 1; }
-            }
-            int k = count - 1; // next combination in lexicographic order
-            while (k >= 0 && idx[k] == slots - count + k) { k--; }
-            if (k >= 0) {
-                idx[k]++;
-                for (int q = k + 1; q < count; q++) { idx[q] = idx[q - 1] + 1; }
-            }
-        } else {
-            random_skip_set(&r, 0, count, 0, L - 1, &cand);
-        }
-        double cost = measure_objective(m, obj, &cand);
-        if (search_interrupted) { break; } // a cost over part of the dev set is not a score
-        if (cost < best_cost) { best_cost = cost; best = cand; }
-        c.i = (int)tried++, c.skip = cand, c.objective = cost, c.best = best;
-        c.best_objective = best_cost;
-        observe(obj, &c);
-    }
-    c.done = 1, c.i = (int)tried, c.skip = c.best = best, c.objective = best_cost;
-    observe(obj, &c);
-    *n_tried = tried;
-    return best;
-}
-
 // ----------------------------------------------------------------------------
 // plumbing below: reading Hugging Face files (JSON, config.json, safetensors), the tokenizer,
-// reports, threads and the CLI. A reader of the papers may stop here.
+// the oracle, reports, threads and the CLI. A reader of the papers may stop here.
 
 // ----------------------------------------------------------------------------
 // utilities of the plumbing: error lines for the user, paths, checked growth
@@ -4808,6 +4747,56 @@ static int class_at(const char *s, size_t len, size_t i, size_t *n) {
 }
 
 // ----------------------------------------------------------------------------
+// the oracle: a baseline search, in none of the papers, so it sits with the plumbing
+//
+// Every skip set with exactly `count` skipped sublayers when there are at most max_sets of them,
+// else max_sets random ones, scored by the objective. Slow by design: it stops early on Ctrl-C
+// (search_interrupted), and the observer shows its progress.
+static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets,
+                             uint64_t seed, long *n_tried) {
+    int L = m->config.n_layers, slots = 2 * L;
+    double total = 1; // C(2L, count)
+    for (int k = 0; k < count; k++) { total = total * (slots - k) / (k + 1); }
+    SkipSet best, cand;
+    memset(&best, 0, sizeof(best));
+    double best_cost = INFINITY;
+    Rng r;
+    rng_seed(&r, seed);
+    int idx[GP_MAX_DIM];
+    for (int k = 0; k < count; k++) { idx[k] = k; }
+    long tried = 0;
+    int exhaustive = total <= (double)max_sets;
+    long n_sets = exhaustive ? (long)total : max_sets;
+    Candidate c = {METHOD_ORACLE, 0, (int)n_sets, best, best, 0, 0, 0, exhaustive};
+    while (tried < n_sets && !search_interrupted) {
+        if (exhaustive) {
+            memset(&cand, 0, sizeof(cand));
+            for (int k = 0; k < count; k++) {
+                if (idx[k] < L) { cand.attn[idx[k]] = 1; } else { cand.mlp[idx[k] - L] = 1; }
+            }
+            int k = count - 1; // next combination in lexicographic order
+            while (k >= 0 && idx[k] == slots - count + k) { k--; }
+            if (k >= 0) {
+                idx[k]++;
+                for (int q = k + 1; q < count; q++) { idx[q] = idx[q - 1] + 1; }
+            }
+        } else {
+            random_skip_set(&r, 0, count, 0, L - 1, &cand);
+        }
+        double cost = measure_objective(m, obj, &cand);
+        if (search_interrupted) { break; } // a cost over part of the dev set is not a score
+        if (cost < best_cost) { best_cost = cost; best = cand; }
+        c.i = (int)tried++, c.skip = cand, c.objective = cost, c.best = best;
+        c.best_objective = best_cost;
+        observe(obj, &c);
+    }
+    c.done = 1, c.i = (int)tried, c.skip = c.best = best, c.objective = best_cost;
+    observe(obj, &c);
+    *n_tried = tried;
+    return best;
+}
+
+// ----------------------------------------------------------------------------
 // statistics and reporting
 
 // The device a run used, as the reports name it.
@@ -6517,11 +6506,11 @@ static void print_draft_lines(const DraftStats *d, int rounds, int drafted, int 
     }
     fprintf(stderr, "\ndrafts ended by the exit rule %d, K %d, room %d, EOS %d", d->ends[END_EXIT],
             d->ends[END_K], d->ends[END_ROOM], d->ends[END_EOS]);
-    if (drafted > 0) { fprintf(stderr, " | draft confidence mean %.2f", d->conf_sum / drafted); }
+    if (drafted > 0) { fprintf(stderr, " (mean confidence %.2f", d->conf_sum / drafted); }
     if (drafted > 0 && !exit_none) {
-        fprintf(stderr, ", %.0f%% of drafts at or above gamma", 100.0 * d->confident / drafted);
+        fprintf(stderr, ", %.0f%% of draft tokens at or above gamma", 100.0 * d->confident / drafted);
     }
-    fputc('\n', stderr);
+    fprintf(stderr, drafted > 0 ? ")\n" : "\n");
     if (d->dps > 1) {
         fprintf(stderr, "consecutive DP sets overlap %.2f (mean Jaccard of %d pairs; two random sets "
                 "of %d layers: %.2f)\n", d->overlap_sum / (d->dps - 1), d->dps - 1, M,

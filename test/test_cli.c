@@ -526,14 +526,14 @@ static void test_knobs(void) {
     // the last two also say in the note why nothing is skipped (once "layers 0--1" and a list
     // of no layers)
     const struct { const char *flags, *skip, *note; } asd[] = {
-        {"", "\"skip\": {\"attn\": \"..X..X..X...\", \"mlp\": \"..X..X..X...\"}", NULL},
-        {"--asd-alpha -1", "\"skip\": {\"attn\": \"XXXXXXXXXX..\", \"mlp\": \"..X..X..X...\"}", NULL},
-        {"--asd-alpha 0.98", "\"skip\": {\"attn\": \"..X..XX.X...\", \"mlp\": \"..X..X..X...\"}", NULL},
-        {"--asd-m 4", "\"skip\": {\"attn\": \"...X...X....\", \"mlp\": \"...X...X....\"}", NULL},
-        {"--asd-n 0", "\"skip\": {\"attn\": \"..X..X..X.XX\", \"mlp\": \"..X..X..X..X\"}", NULL},
-        {"--asd-n 12", "\"skip\": {\"attn\": \"............\", \"mlp\": \"............\"}",
+        {"", "\"skip\": {\"attn\": [2, 5, 8], \"mlp\": [2, 5, 8]}", NULL},
+        {"--asd-alpha -1", "\"skip\": {\"attn\": [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], \"mlp\": [2, 5, 8]}", NULL},
+        {"--asd-alpha 0.98", "\"skip\": {\"attn\": [2, 5, 6, 8], \"mlp\": [2, 5, 8]}", NULL},
+        {"--asd-m 4", "\"skip\": {\"attn\": [3, 7], \"mlp\": [3, 7]}", NULL},
+        {"--asd-n 0", "\"skip\": {\"attn\": [2, 5, 8, 10, 11], \"mlp\": [2, 5, 8, 11]}", NULL},
+        {"--asd-n 12", "\"skip\": {\"attn\": [], \"mlp\": []}",
          "\"note\": \"n = 12 keeps every layer: neither rule skips a sublayer\""},
-        {"--asd-m 13", "\"skip\": {\"attn\": \"............\", \"mlp\": \"............\"}",
+        {"--asd-m 13", "\"skip\": {\"attn\": [], \"mlp\": []}",
          "the every-m-th rule (m = 13) skips no layer\""},
     };
     for (int k = 0; k < 7; k++) {

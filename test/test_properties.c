@@ -198,6 +198,7 @@ static void test_exit_across_prompts(const char *dir) {
     SpecParams sp = {alternate_layers(L), K, draft_exit_default(), NULL};
     DraftExit replay = draft_exit_default(), after_first;
     EngineLog *g = watch_engine();
+    sp.observer = &engine_watcher;
     int r0 = 0, ok = 1;
     for (int pi = 0; pi < 2; pi++) {
         int prompt[4] = {1, 5 + 7 * pi, 9, 30}, n = 1;
