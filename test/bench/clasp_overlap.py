@@ -25,7 +25,7 @@ README_RUN = ["--method", "clasp", "--loi", "2"]
 
 def layers(skip):
     """A trace skip set's skipped layers (CLaSp skips whole layers: attention and MLP)."""
-    return frozenset(int(x) for x in skip["attn"].split(",") if x != "")
+    return frozenset(skip["attn"])
 
 
 def jaccard(a, b):
