@@ -396,19 +396,6 @@ static void test_clasp_context_end(const char *dir) {
 
 // ---------------------------------------------------------------------------- SWIFT
 
-// A 4-token prompt and 40 plain greedy tokens into seq (64 ints), the cache holding slots 0..42:
-// the newest token seq[43] is not run yet. Returns its position, 43.
-static int greedy_sequence(Model *m, int *seq) {
-    int prompt[4] = {1, 9, 17, 25}, out[48];
-    Sampler smp = greedy_sampler();
-    GenStats gs;
-    Output o = output(out, 40, NULL, NULL);
-    int n = generate_plain(m, prompt, 4, NULL, &smp, &o, &gs);
-    memcpy(seq, prompt, sizeof(prompt));
-    memcpy(seq + 4, out, (size_t)n * sizeof(int));
-    return 4 + n - 1;
-}
-
 // SWIFT Eq. 3-4's matchness over a window of gamma tokens ends one token before the newest: the
 // inputs seq[pos-gamma-1 .. pos-2] predict seq[pos-gamma .. pos-1] (seq[pos] is not in the cache
 // yet). With the full model as the draft and gamma the 39 generated tokens, every prediction is
@@ -419,7 +406,7 @@ static void test_swift_window_ends(const char *dir) {
     if (!load_model(&m, dir, 0)) { return; }
     m.config.n_eos = 0;
     int L = m.config.n_layers, seq[64], V = m.config.vocab_size;
-    int pos = greedy_sequence(&m, seq);
+    int pos = past_swift_window(&m, seq);
     seq[pos] = (seq[pos] + 1) % V; // the newest token, which no window may score
     SkipSet none, alt = alternate_layers(L);
     memset(&none, 0, sizeof(none));
@@ -490,7 +477,7 @@ static void test_swift_patience(const char *dir) {
     m.config.n_eos = 0;
     int L = m.config.n_layers, seq[64], bad = 0, resets = 0;
     MethodParams mp = method_params_default();
-    int pos = greedy_sequence(&m, seq);
+    int pos = past_swift_window(&m, seq);
     const int patiences[2] = {1 << 30, 4}; // never reached, then reached
     for (int k = 0; k < 2; k++) {
         int patience = patiences[k];
@@ -537,7 +524,7 @@ static void test_swift_ratio_rule(const char *dir) {
     m.config.n_eos = 0;
     int L = m.config.n_layers, seq[64];
     MethodParams mp = method_params_default();
-    int pos = greedy_sequence(&m, seq);
+    int pos = past_swift_window(&m, seq);
     Swift w;
     swift_init(&w, &mp.swift, L, 3);
     w.p.budget = 1.0f;
@@ -576,7 +563,7 @@ static void test_swift_budget_price(const char *dir) {
     m.config.n_eos = 0;
     int L = m.config.n_layers, seq[64];
     MethodParams mp = method_params_default();
-    int pos = greedy_sequence(&m, seq);
+    int pos = past_swift_window(&m, seq);
     for (int price = 6; price >= 5; price--) {
         Swift w;
         swift_init(&w, &mp.swift, L, 3);

@@ -612,19 +612,6 @@ static void test_swift_window(const char *dir) {
     free_model(&m);
 }
 
-// A 4-token prompt and 40 plain greedy tokens into seq (64 ints) and the cache: 39 generated
-// tokens sit in the cache, past SWIFT's window of 32. Returns the position of the last one.
-static int past_swift_window(Model *m, int *seq) {
-    int prompt[4] = {1, 9, 17, 25}, out[48];
-    Sampler greedy = {0.0f, 1.0f, {1}};
-    GenStats gs;
-    Output o = output(out, 40, NULL, NULL);
-    int n = generate_plain(m, prompt, 4, NULL, &greedy, &o, &gs);
-    memcpy(seq, prompt, sizeof(prompt));
-    memcpy(seq + 4, out, (size_t)n * sizeof(int));
-    return 4 + n - 1;
-}
-
 // UCB's kappa follows each paper's code: 2.5 in hemingkx/SWIFT, 2.576 in
 // dilab-zju/self-speculative-decoding (Self-SD). A SWIFT state is driven to its first BO step
 // (the 25th), and the candidate it scores must be gp_propose's at SWIFT's kappa from the same

@@ -101,6 +101,19 @@ static void unwatch_engine(void) {
     engine_log = NULL;
 }
 
+// A 4-token prompt and 40 plain greedy tokens into seq (64 ints) and the cache: 39 generated
+// tokens sit in the cache, past SWIFT's window of 32. Returns the position of the last one.
+static int past_swift_window(Model *m, int *seq) {
+    int prompt[4] = {1, 9, 17, 25}, out[48];
+    Sampler greedy = {0.0f, 1.0f, {1}};
+    GenStats gs;
+    Output o = output(out, 40, NULL, NULL);
+    int n = generate_plain(m, prompt, 4, NULL, &greedy, &o, &gs);
+    memcpy(seq, prompt, sizeof(prompt));
+    memcpy(seq + 4, out, (size_t)n * sizeof(int));
+    return 4 + n - 1;
+}
+
 static int test_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, tests_passed, tests_failed);
     return tests_failed == 0 ? 0 : 1;
