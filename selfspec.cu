@@ -2631,9 +2631,8 @@ static const char *json_syntax(const char *js, size_t len, int *line) {
 
 // Parses js: on text that passes json_syntax, strict jsmn builds the one tree every walk relies on.
 static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
+    memset(j, 0, sizeof(*j));
     j->js = js;
-    j->tok = NULL;
-    j->n_tok = 0;
     if (len >= (size_t)INT_MAX) { return fail(err, "%s: JSON too large (%zu bytes)", what, len); }
     int line;
     const char *syntax = json_syntax(js, len, &line);
@@ -2789,12 +2788,10 @@ static int json_is_null(const Json *j, int i) {
 // Number at token i into *out; 0 if it is a JSON number, -1 otherwise.
 static int json_number(const Json *j, int i, double *out) {
     if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
-    const char *s = j->js + j->tok[i].start;
-    if (!(*s == '-' || (*s >= '0' && *s <= '9'))) { return -1; }
     char buf[64];
     int n = j->tok[i].end - j->tok[i].start;
     if (n <= 0 || n >= (int)sizeof(buf)) { return -1; }
-    memcpy(buf, s, (size_t)n);
+    memcpy(buf, j->js + j->tok[i].start, (size_t)n); // true, false or null: strtod reads none
     buf[n] = '\0';
     char *end = NULL;
     *out = strtod(buf, &end);
@@ -2986,8 +2983,7 @@ static int config_token_ids(Config *c, JsonFile *f) {
     }
     c->bos_id = (int)v;
     if (json_is_null(j, eos)) { return 0; }
-    int is_list = j->tok[eos].type == JSMN_ARRAY;
-    int n = is_list ? j->tok[eos].size : 1;
+    int is_list = j->tok[eos].type == JSMN_ARRAY, n = is_list ? j->tok[eos].size : 1;
     if (n > SS_MAX_EOS) { // dropping some would quietly generate past them
         return json_fail(f, "eos_token_id lists %d ids; at most %d are supported", n, SS_MAX_EOS);
     }
