@@ -3047,7 +3047,6 @@ static int config_from_json(Config *c, JsonFile *f) {
                          "be even and at least 2 (RoPE rotates pairs)", c->head_dim);
     }
     if ((size_t)c->n_heads * c->head_dim > CONFIG_MAX) {
-        // the kernels index a pass's (n_tokens, n_heads, head_dim) rows with int
         return json_fail(f, "num_attention_heads %d x head_dim %d exceeds %d", c->n_heads,
                          c->head_dim, CONFIG_MAX);
     }
@@ -3143,10 +3142,8 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
         return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path,
                     t->name);
     }
-    t->dtype = json_eq(j, dt, "F32")    ? DTYPE_F32
-               : json_eq(j, dt, "F16")  ? DTYPE_F16
-               : json_eq(j, dt, "BF16") ? DTYPE_BF16
-                                        : -1;
+    static const char *const dtypes[] = {"F32", "F16", "BF16"}; // DTYPE_* order
+    for (t->dtype = DTYPE_BF16; t->dtype >= 0 && !json_eq(j, dt, dtypes[t->dtype]); t->dtype--) {}
     if (t->dtype < 0) {
         return fail(err, "%s: tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", sh->path,
                     t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
@@ -3432,14 +3429,13 @@ static void rope_frequencies(const Config *c, float *inv_freq) {
 static size_t layout_weights(Weights *w, float *base, const Config *c) {
     size_t n_layers = (size_t)c->n_layers, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    size_t off = 0;
     float **slots[] = {&w->token_embedding, &w->rms_att, &w->wq, &w->wk, &w->wv, &w->wo,
                        &w->rms_ffn, &w->w_gate, &w->w_up, &w->w_down, &w->rms_final,
                        &w->lm_head, &w->rope_inv_freq};
     size_t vocab = (size_t)c->vocab_size, attn = mul_size(n_layers, mul_size(q_dim, dim));
     size_t kv = mul_size(n_layers, mul_size(kv_dim, dim)),
            mlp = mul_size(n_layers, mul_size(hid, dim));
-    size_t norms = n_layers * dim, lm_head = c->tied ? 0 : mul_size(vocab, dim);
+    size_t norms = n_layers * dim, lm_head = c->tied ? 0 : mul_size(vocab, dim), off = 0;
     size_t sizes[] = {mul_size(vocab, dim), norms, attn, kv,  kv,      attn, norms, mlp,
                       mlp,                  mlp,   dim,  lm_head, (size_t)c->head_dim / 2};
     // SIZE_MAX if the config's sizes overflow: build_model refuses it
@@ -3454,9 +3450,8 @@ static size_t layout_weights(Weights *w, float *base, const Config *c) {
 // Loads every weight into w; with w's pointers NULL (layout_weights without memory), only checks
 // that every tensor is there with its shape.
 static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err) {
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, vocab = (size_t)c->vocab_size;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    size_t vocab = (size_t)c->vocab_size;
     if (load_tensor(tf, "model.embed_tokens.weight", vocab, dim, w->token_embedding, err) ||
         load_tensor(tf, "model.norm.weight", dim, 0, w->rms_final, err) ||
         (!c->tied && load_tensor(tf, "lm_head.weight", vocab, dim, w->lm_head, err))) {
@@ -4466,10 +4461,9 @@ static int load_steps(Tokenizer *t, JsonFile *f, int obj, const char *list_key, 
 
 static int load_tokenizer(Tokenizer *t, JsonFile *f, size_t file_len) {
     const Json *j = f->j;
-    int model = json_key(f, 0, "model"), vocab = json_key(f, model, "vocab"),
-        added = json_key(f, 0, "added_tokens");
-    int dropout = json_key(f, model, "dropout"),
-        prefix = json_key(f, model, "continuing_subword_prefix");
+    int model = json_key(f, 0, "model"), vocab = json_key(f, model, "vocab");
+    int added = json_key(f, 0, "added_tokens"), dropout = json_key(f, model, "dropout");
+    int prefix = json_key(f, model, "continuing_subword_prefix");
     int suffix = json_key(f, model, "end_of_word_suffix");
     double p = 0;
     added = json_is_null(j, added) ? -1 : added;
