@@ -3260,8 +3260,9 @@ static void free_tensor_files(TensorFiles *tf) {
     memset(tf, 0, sizeof(*tf));
 }
 
-static const TensorInfo *find_tensor(const TensorFiles *tf, const char *name) {
-    for (int k = 0; k < tf->n_tensors; k++) {
+// The first tensor named name at or after index from, or NULL.
+static TensorInfo *find_tensor(TensorFiles *tf, const char *name, int from) {
+    for (int k = from; k < tf->n_tensors; k++) {
         if (strcmp(tf->tensors[k].name, name) == 0) { return &tf->tensors[k]; }
     }
     return NULL;
@@ -3316,7 +3317,7 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
         size_t nn;
         char *name = json_string(&j, key, &nn), *file = json_string(&j, key + 1, &nn);
-        const TensorInfo *t = name ? find_tensor(tf, name) : NULL;
+        const TensorInfo *t = name ? find_tensor(tf, name, 0) : NULL;
         if (t == NULL || strcmp(strrchr(tf->shards[t->file].path, '/') + 1, file) != 0) {
             rc = fail(err, "%s: weight_map puts tensor %s in %s, which does not hold it", path,
                       name ? name : "(a bad name)", file);
@@ -3353,14 +3354,10 @@ static void shape_text(char *text, const size_t *shape, int n) {
 // Finds tensor name, checks its shape, converts it to fp32 into dst. Little-endian host assumed.
 static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
                        char *err) {
-    TensorInfo *t = NULL;
-    for (int k = 0; k < tf->n_tensors; k++) {
-        if (strcmp(tf->tensors[k].name, name) != 0) { continue; }
-        if (t != NULL) {
-            return fail(err, "%s: tensor %s appears twice", tf->shards[tf->tensors[k].file].path,
-                        name);
-        }
-        t = &tf->tensors[k];
+    TensorInfo *t = find_tensor(tf, name, 0);
+    const TensorInfo *again = t ? find_tensor(tf, name, (int)(t - tf->tensors) + 1) : NULL;
+    if (again != NULL) {
+        return fail(err, "%s: tensor %s appears twice", tf->shards[again->file].path, name);
     }
     if (t == NULL && tf->index) {
         return fail(err, "%s: tensor %s is missing from its weight_map", tf->index, name);
@@ -3497,8 +3494,8 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
 static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
     TensorFiles tf;
     int rc = open_tensor_files(&tf, dir, err);
-    const TensorInfo *head = rc == 0 ? find_tensor(&tf, "lm_head.weight") : NULL;
-    const TensorInfo *embed = rc == 0 ? find_tensor(&tf, "model.embed_tokens.weight") : NULL;
+    const TensorInfo *head = rc == 0 ? find_tensor(&tf, "lm_head.weight", 0) : NULL;
+    const TensorInfo *embed = rc == 0 ? find_tensor(&tf, "model.embed_tokens.weight", 0) : NULL;
     if (rc == 0 && !c->tied && head == NULL) {
         // transformers would start lm_head from random weights (with a warning), not tie it
         rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has "
