@@ -6099,14 +6099,6 @@ static int read_prompts(const char *path, Prompts *p, char *err) {
     size_t len;
     char *text = read_file(path, &len, err);
     if (text == NULL) { return -1; }
-    const char *nul = (const char *)memchr(text, '\0', len);
-    if (nul != NULL) { // strtok-style splitting would silently drop the rest of the file
-        int line = 1;
-        for (const char *q = text; q < nul; q++) { line += *q == '\n'; }
-        free(text);
-        return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)",
-                    path, line);
-    }
     int line = 1;
     p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
     p->line = (int *)malloc_check((len / 2 + 2) * sizeof(int));
@@ -6117,6 +6109,11 @@ static int read_prompts(const char *path, Prompts *p, char *err) {
         if (end == NULL) { end = text + len; }
         size_t k = (size_t)(end - q);
         if (k > 0 && q[k - 1] == '\r') { k--; }
+        if (memchr(q, '\0', k) != NULL) { // strtok-style splitting would drop the rest
+            free(text);
+            return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)",
+                        path, line);
+        }
         if (k == 0) { continue; }
         char *prompt = (char *)malloc_check(k + 1), *o = prompt;
         for (size_t i = 0; i < k; i++) {
@@ -6220,7 +6217,7 @@ static const char *default_model_dir(const char *argv0) {
 static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const char *flag,
                         const char *file, const char *text, int n_extra, const char *extra,
                         char *err) {
-    char why[SS_ERR_LEN], *where = NULL;
+    char why[SS_ERR_LEN], where[SS_ERR_LEN];
     int rc = 0;
     if (file && read_prompts(file, p, why)) { return fail(err, "%s %s", flag, why); }
     if (file == NULL) {
@@ -6230,11 +6227,7 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
     p->ids = (int **)calloc_check((size_t)p->n, sizeof(int *));
     p->len = (int *)calloc_check((size_t)p->n, sizeof(int));
     for (int k = 0; k < p->n && rc == 0; k++) {
-        if (file) {
-            size_t cap = strlen(flag) + strlen(file) + 32;
-            where = (char *)realloc_check(where, cap);
-            snprintf(where, cap, "%s %s line %d", flag, file, p->line[k]);
-        }
+        if (file) { snprintf(where, sizeof(where), "%s %s line %d", flag, file, p->line[k]); }
         const char *at = file ? where : flag; // "-p", "-f FILE line 3"
         int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
         int len = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
@@ -6252,7 +6245,6 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
             p->ids[k] = (int *)realloc_check(ids, (size_t)len * sizeof(int));
         }
     }
-    free(where);
     return rc;
 }
 
