@@ -6630,8 +6630,7 @@ static void getter_hint(const char *dir, char *err) {
     free(script);
 }
 
-// Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
-// in err.
+// Loads the model, tokenizer, skip set and prompts the options name: 0, or -1 with err set.
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     char why[SS_ERR_LEN], extra[64];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
@@ -6700,11 +6699,10 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     return 0;
 }
 
-// One prompt: the search before decoding (the first prompt, selfsd and oracle), decoding, the
-// report, and --compare's plain run. Returns 1 when greedy output differs from
-// plain decoding, else 0.
+// One prompt: the search before decoding (the first prompt, selfsd and oracle: r->dev is empty
+// for the others), decoding, the report, and --compare's plain run. Returns 1 when greedy output
+// differs from plain decoding, else 0.
 static int run_prompt(CliRun *r, Options *o, int pi) {
-    // selfsd and oracle search before the first prompt, on r->dev (empty for other methods)
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
     SpecStats st, plain;
     char *text = NULL, lead[64];
