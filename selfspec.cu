@@ -6251,7 +6251,7 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
 static void free_prompts(Prompts *p) {
     for (int k = 0; k < p->n; k++) {
         free(p->text[k]);
-        free(p->ids[k]);
+        free(p->ids ? p->ids[k] : NULL); // (NULL: read_prompts failed on a later line)
     }
     free(p->text);
     free(p->line);
