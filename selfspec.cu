@@ -4787,28 +4787,24 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
 // statistics and reporting
 
 // The device a run used, as the reports name it.
-#ifdef __CUDACC__
+#ifndef __CUDACC__
+static const char *threads_reason = "one per core"; // set by the CLI (choose_threads)
+#endif
 static const char *device_name(void) {
     static char name[300];
+#if defined(__CUDACC__)
     cudaDeviceProp prop;
     cuda_check(cudaGetDeviceProperties(&prop, 0));
     snprintf(name, sizeof(name), "GPU: %s", prop.name);
-    return name;
-}
-#else
-static const char *threads_reason = "one per core"; // set by the CLI (choose_threads)
-static const char *device_name(void) {
-#ifdef _OPENMP
-    static char name[160];
+#elif defined(_OPENMP)
     int n = omp_get_max_threads();
     snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s",
              threads_reason);
-    return name;
 #else
-    return "CPU: 1 thread";
+    snprintf(name, sizeof(name), "CPU: 1 thread");
 #endif
+    return name;
 }
-#endif
 
 // The skip set as the papers draw it: one row per sublayer kind, X = skipped.
 static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
@@ -5507,7 +5503,8 @@ typedef enum {
 
 // One flag, written once: its name, argument and help (a %g in the help shows its default),
 // where its value goes in Options, its range (lo excluded when lo_open), and the methods that
-// read it (a mask of 1 << METHOD_x; 0: every method), with the reason it is an error otherwise.
+// read it (a mask of 1 << METHOD_x; 0: every method), with the reason it is an error otherwise
+// (NULL: "only --method x reads it", x the one method in the mask).
 typedef struct {
     const char *name, *arg;
     ArgKind kind;
@@ -5573,33 +5570,27 @@ static const Flag FLAGS[] = {
      "only --method selfsd or oracle chooses a skip set to save",
      "selfsd/oracle: write the chosen skip set as JSON for --skip-file"},
     {"--loi", "N", ARG_INT, offsetof(Options, params.clasp.interval), 1, 1 << 20, 0,
-     1 << METHOD_CLASP, "only --method clasp reads it",
-     "clasp: run the DP every N verifications (default %g)"},
+     1 << METHOD_CLASP, NULL, "clasp: run the DP every N verifications (default %g)"},
     {"--skip-ratio", "R", ARG_FLOAT, offsetof(Options, params.swift.skip_ratio), 0, 1, 1,
-     1 << METHOD_SWIFT, "only --method swift reads it",
+     1 << METHOD_SWIFT, NULL,
      "swift: fraction of sublayers skipped, lowered while acceptance < 0.7\n(default %g)"},
     {"--swift-budget", "B", ARG_FLOAT, offsetof(Options, params.swift.budget), 0, 1, 1,
-     1 << METHOD_SWIFT, "only --method swift reads it",
-     "swift: optimize only while its steps take at most this share of\n"
+     1 << METHOD_SWIFT, NULL, "swift: optimize only while its steps take at most this share of\n"
      "the time (default %g; 1 = a step before every decoding step, as in\nthe paper)"},
     {"--swift-tree", "X", ARG_ONOFF, offsetof(Options, params.swift.tree_on), 0, 0, 0,
-     1 << METHOD_SWIFT, "only --method swift reads it",
+     1 << METHOD_SWIFT, NULL,
      "swift: on (default) verifies a tree of the draft's top alternatives\n"
      "(greedy only), off the draft chain alone"},
     {"--asd-alpha", "A", ARG_DOUBLE, offsetof(Options, params.asd.cos_threshold), -1, 1, 0,
-     1 << METHOD_ASD, "only --method asd reads it",
-     "asd: skip attention l when its prompt cosine C_l >= A (default %g)"},
+     1 << METHOD_ASD, NULL, "asd: skip attention l when its prompt cosine C_l >= A (default %g)"},
     {"--asd-m", "N", ARG_INT, offsetof(Options, params.asd.every_m), 1, SS_MAX_LAYERS, 0,
-     1 << METHOD_ASD, "only --method asd reads it",
-     "asd: also skip attention and MLP of every N-th layer (default %g)"},
+     1 << METHOD_ASD, NULL, "asd: also skip attention and MLP of every N-th layer (default %g)"},
     {"--asd-n", "N", ARG_INT, offsetof(Options, params.asd.keep_last_n), 0, SS_MAX_LAYERS, 0,
-     1 << METHOD_ASD, "only --method asd reads it",
-     "asd: never skip in the last N layers (default %g)"},
+     1 << METHOD_ASD, NULL, "asd: never skip in the last N layers (default %g)"},
     {"--clasp-ratio", "R", ARG_FLOAT, offsetof(Options, params.clasp.skip_ratio), 0, 1, 1,
-     1 << METHOD_CLASP, "only --method clasp reads it",
-     "clasp: each DP skips M = round(R L) of the L layers (default %g)"},
+     1 << METHOD_CLASP, NULL, "clasp: each DP skips M = round(R L) of the L layers (default %g)"},
     {"--oracle-sets", "N", ARG_LONG, offsetof(Options, params.oracle.max_sets), 1, 1L << 40, 0,
-     1 << METHOD_ORACLE, "only --method oracle reads it",
+     1 << METHOD_ORACLE, NULL,
      "oracle: score at most N skip sets, all when there are fewer, else N\n"
      "random ones (default %g; each costs a few decoding runs)"},
     {"--threads", "N", ARG_INT, offsetof(Options, threads), 1, 1024, 0, 0, NULL,
@@ -5722,23 +5713,16 @@ static int parse_long(const char *flag, const char *v, double lo, double hi, lon
     return 0;
 }
 
-// Parsed and range-checked as the type it becomes (a float when as_float): 1e-300 is 0 as a
-// float, outside (0, 1].
+// Parsed and range-checked as the type it becomes, a float (xf) or a double (xd): 1e-300 is 0
+// as a float, outside (0, 1].
 static int parse_number(const char *flag, const char *v, double lo, double hi, int lo_open,
-                        int as_float, double *x, char *err) {
+                        float *xf, double *xd, char *err) {
     char *end;
-    *x = as_float ? strtof(v, &end) : strtod(v, &end);
-    if (end == v || *end != '\0' || isnan(*x)) { return flag_fail(err, flag, v, "not a number"); }
-    if (*x >= lo && *x <= hi && !(lo_open && *x == lo)) { return 0; }
+    double x = xf ? strtof(v, &end) : strtod(v, &end);
+    if (xf) { *xf = (float)x; } else { *xd = x; }
+    if (end == v || *end != '\0' || isnan(x)) { return flag_fail(err, flag, v, "not a number"); }
+    if (x >= lo && x <= hi && !(lo_open && x == lo)) { return 0; }
     return flag_fail(err, flag, v, "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
-}
-
-static int parse_float(const char *flag, const char *v, double lo, double hi, int lo_open,
-                       float *x, char *err) {
-    double d;
-    int rc = parse_number(flag, v, lo, hi, lo_open, 1, &d, err);
-    *x = (float)d;
-    return rc;
 }
 
 // Stores one flag's value v where the table says, as the kind it is.
@@ -5747,9 +5731,9 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
     long x;
     switch (fl->kind) {
     case ARG_TEXT: case ARG_PATH: *(const char **)p = v; return 0;
-    case ARG_FLOAT: return parse_float(fl->name, v, fl->lo, fl->hi, fl->lo_open, (float *)p, err);
-    case ARG_DOUBLE:
-        return parse_number(fl->name, v, fl->lo, fl->hi, fl->lo_open, 0, (double *)p, err);
+    case ARG_FLOAT: case ARG_DOUBLE:
+        return parse_number(fl->name, v, fl->lo, fl->hi, fl->lo_open,
+                            fl->kind == ARG_FLOAT ? (float *)p : NULL, (double *)p, err);
     case ARG_ONOFF:
         *(int *)p = is(v, "on");
         return is(v, "on") || is(v, "off") ? 0 : flag_fail(err, fl->name, v, "expected on or off");
@@ -5760,7 +5744,7 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
             return flag_fail(err, fl->name, v, "expected adaptive, fixed:GAMMA or none");
         }
         snprintf(fixed, sizeof(fixed), "%s fixed:", fl->name);
-        return parse_float(fixed, v + 6, 0, 1, 0, &o->exit.threshold, err);
+        return parse_number(fixed, v + 6, 0, 1, 0, &o->exit.threshold, NULL, err);
     case ARG_INT: case ARG_LONG:
         if (parse_long(fl->name, v, fl->lo, fl->hi, &x, err)) { return -1; }
         if (fl->kind == ARG_INT) { *(int *)p = (int)x; } else { *(long *)p = x; }
@@ -5857,8 +5841,12 @@ static int check_flags(const Options *o, char *err) {
                          "give --skip or --skip-file, not both");
     }
     for (int k = 0; k < N_FLAGS; k++) { // a flag the chosen method never reads
-        if (o->given >> k & 1 && FLAGS[k].methods && !(FLAGS[k].methods & 1u << method)) {
-            return flag_fail(err, FLAGS[k].name, NULL, "%s", FLAGS[k].only);
+        const Flag *fl = &FLAGS[k];
+        if (o->given >> k & 1 && fl->methods && !(fl->methods & 1u << method)) {
+            int reader = 0;
+            while (fl->methods >> reader > 1) { reader++; }
+            return flag_fail(err, fl->name, NULL, fl->only ? "%s" : "only --method %s reads it",
+                             fl->only ? fl->only : method_name(reader));
         }
     }
     if (given(o, &o->exit.target) && (!drafts || o->exit.mode != EXIT_ADAPTIVE)) {
@@ -6098,14 +6086,6 @@ static int read_prompts(const char *path, Prompts *p, char *err) {
     size_t len;
     char *text = read_file(path, &len, err);
     if (text == NULL) { return -1; }
-    const char *nul = (const char *)memchr(text, '\0', len);
-    if (nul != NULL) { // strtok-style splitting would silently drop the rest of the file
-        int line = 1;
-        for (const char *q = text; q < nul; q++) { line += *q == '\n'; }
-        free(text);
-        return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)",
-                    path, line);
-    }
     int line = 1;
     p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
     p->line = (int *)malloc_check((len / 2 + 2) * sizeof(int));
@@ -6116,6 +6096,11 @@ static int read_prompts(const char *path, Prompts *p, char *err) {
         if (end == NULL) { end = text + len; }
         size_t k = (size_t)(end - q);
         if (k > 0 && q[k - 1] == '\r') { k--; }
+        if (memchr(q, '\0', k) != NULL) { // strtok-style splitting would drop the rest
+            free(text);
+            return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)",
+                        path, line);
+        }
         if (k == 0) { continue; }
         char *prompt = (char *)malloc_check(k + 1), *o = prompt;
         for (size_t i = 0; i < k; i++) {
@@ -6219,7 +6204,7 @@ static const char *default_model_dir(const char *argv0) {
 static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const char *flag,
                         const char *file, const char *text, int n_extra, const char *extra,
                         char *err) {
-    char why[SS_ERR_LEN], *where = NULL;
+    char why[SS_ERR_LEN], where[SS_ERR_LEN];
     int rc = 0;
     if (file && read_prompts(file, p, why)) { return fail(err, "%s %s", flag, why); }
     if (file == NULL) {
@@ -6229,11 +6214,7 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
     p->ids = (int **)calloc_check((size_t)p->n, sizeof(int *));
     p->len = (int *)calloc_check((size_t)p->n, sizeof(int));
     for (int k = 0; k < p->n && rc == 0; k++) {
-        if (file) {
-            size_t cap = strlen(flag) + strlen(file) + 32;
-            where = (char *)realloc_check(where, cap);
-            snprintf(where, cap, "%s %s line %d", flag, file, p->line[k]);
-        }
+        if (file) { snprintf(where, sizeof(where), "%s %s line %d", flag, file, p->line[k]); }
         const char *at = file ? where : flag; // "-p", "-f FILE line 3"
         int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
         int len = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
@@ -6251,14 +6232,13 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
             p->ids[k] = (int *)realloc_check(ids, (size_t)len * sizeof(int));
         }
     }
-    free(where);
     return rc;
 }
 
 static void free_prompts(Prompts *p) {
     for (int k = 0; k < p->n; k++) {
         free(p->text[k]);
-        free(p->ids[k]);
+        free(p->ids ? p->ids[k] : NULL); // (NULL: read_prompts failed on a later line)
     }
     free(p->text);
     free(p->line);
@@ -6637,8 +6617,7 @@ static void getter_hint(const char *dir, char *err) {
     free(script);
 }
 
-// Loads the model, tokenizer, skip set and prompts the options name. Returns -1 with the message
-// in err.
+// Loads the model, tokenizer, skip set and prompts the options name: 0, or -1 with err set.
 static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     char why[SS_ERR_LEN], extra[64];
     if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
@@ -6707,11 +6686,10 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     return 0;
 }
 
-// One prompt: the search before decoding (the first prompt, selfsd and oracle), decoding, the
-// report, and --compare's plain run. Returns 1 when greedy output differs from
-// plain decoding, else 0.
+// One prompt: the search before decoding (the first prompt, selfsd and oracle: r->dev is empty
+// for the others), decoding, the report, and --compare's plain run. Returns 1 when greedy output
+// differs from plain decoding, else 0.
 static int run_prompt(CliRun *r, Options *o, int pi) {
-    // selfsd and oracle search before the first prompt, on r->dev (empty for other methods)
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
     SpecStats st, plain;
     char *text = NULL, lead[64];
