@@ -6153,7 +6153,9 @@ static void die_degenerate(const TextSink *ts, const float *logits) {
         const char *sub = b == 0 ? "embed_tokens" : b % 2 ? "self_attn" : "mlp";
         const char *norm = b % 2 ? "post_attention_layernorm" : "input_layernorm";
         int l = b == 0 ? 0 : b % 2 ? b / 2 : b / 2 - 1, next = b == 2 * L ? -1 : b / 2;
-        if ((found = !ok) != 0) {
+        if ((found = !ok) != 0 && b == 0) {
+            snprintf(what, sizeof(what), "the output of model.embed_tokens is not finite");
+        } else if (found) {
             snprintf(what, sizeof(what), "layer %d: the output of model.layers.%d.%s is not finite",
                      l, l, sub);
         } else if ((found = !isfinite(ss)) != 0 && next < 0) {
