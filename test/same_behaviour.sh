@@ -34,7 +34,7 @@ run -n 40 --method swift --swift-budget 2 -p "And God said" --loi 2 --json
 # timings: numbers before ms, s, tokens/s, x, and the JSON fields that hold them
 sed -E -e 's/[0-9]+(\.[0-9]+)? (ms|s left|tokens\/s)/T \2/g' \
        -e 's/[0-9]+(\.[0-9]+)?x/Tx/g' \
-       -e 's/"(tokens_per_s|plain_tokens_per_s|[a-z_]+_ms|speedup|draft_pass_steps|verify_pass_steps|predicted_speedup)": [0-9.e+-]+/"\1": T/g' \
+       -e 's/"(tokens_per_s|plain_tokens_per_s|[a-z_]+_ms|measured_[a-z_]+)": [0-9.e+-]+/"\1": T/g' \
        -e 's/\([0-9]+ vs/(T vs/' -e 's/a draft pass [0-9.]+, a verify pass [0-9.]+/a draft pass T, a verify pass T/' \
        -e 's/= [0-9.]+ verification passes; [0-9.]+%/= T verification passes; T%/' \
        -e 's/taking [0-9]+% of the speedup/taking T% of the speedup/' \
