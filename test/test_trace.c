@@ -267,11 +267,8 @@ int main(void) {
         snprintf(got, sizeof(got), "%s/%s.jsonl", tmp, name);
         snprintf(ref, sizeof(ref), "%s/%s.jsonl", REFS, name);
         snprintf(quoted + q, sizeof(quoted) - q, " --trace %s", got);
-        double t0 = time_ms();
         int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", quoted, NULL, &err);
-        double ms = time_ms() - t0;
         check(rc == 0 && strstr(err, "wrote ") != NULL, "%s: exit %d: %s", name, rc, err);
-        check(ms < 20e3, "%s: %.1f s, a reference should take a few seconds", name, ms / 1e3);
         free(err);
         if (rc != 0) { continue; }
         ran++;
