@@ -237,8 +237,10 @@ static int interrupt_run(const char *args, const char *ready, char **err) {
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
+    // up to 10 minutes, a guard against a hung binary only: a sanitized build on a loaded machine
+    // took over 30 s to reach a Self-SD search's 20th iteration
     int seen = 0;
-    for (int k = 0; k < 300 && !seen; k++) { // up to 30 s
+    for (int k = 0; k < 6000 && !seen; k++) {
         usleep(100000);
         FILE *f = fopen(e, "r");
         if (f == NULL) { continue; }

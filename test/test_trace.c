@@ -77,7 +77,8 @@ static void compare_trace(const char *name, const char *got_path, const char *re
     }
     if (first < 0 && na != nb) { first = na < nb ? na : nb; }
     check(first < 0, "%s: trace line %d differs from %s:\n  got:  %.400s\n  want: %.400s", name,
-          first + 1, ref_path, first < na ? a[first] : "(no line)", first < nb ? b[first] : "(no line)");
+          first + 1, ref_path, first >= 0 && first < na ? a[first] : "(no line)",
+          first >= 0 && first < nb ? b[first] : "(no line)"); // a passing check reads no line
     free(ma); free(mb); free(a); free(b); free(got); free(ref);
 }
 

@@ -114,6 +114,15 @@ static int past_swift_window(Model *m, int *seq) {
     return 4 + n - 1;
 }
 
+// The workload: the full one, or with SELFSPEC_TEST_QUICK set (and not "0") a reduced one that
+// still reaches every path the full one does (make test-asan-quick: the whole suite under the
+// sanitizers in CI's time). A loop bound or size reads quick(full, reduced); only counts shrink,
+// never which tests or paths run, and a statistical test keeps enough samples to stay meaningful.
+__attribute__((unused)) static int quick(int full, int reduced) {
+    const char *q = getenv("SELFSPEC_TEST_QUICK");
+    return q != NULL && *q != '\0' && strcmp(q, "0") != 0 ? reduced : full;
+}
+
 static int test_summary(const char *name) {
     printf("%s: %d passed, %d failed\n", name, tests_passed, tests_failed);
     return tests_failed == 0 ? 0 : 1;
