@@ -3543,7 +3543,6 @@ static int device_init(char *err) {
 
 int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     memset(m, 0, sizeof(*m));
-    m->dir = strcpy((char *)malloc_check(strlen(dir) + 1), dir);
     Config *c = &m->config;
     if (read_config(c, dir, err)) { return -1; }
     c->seq_len = seq_len_cap > 0 && seq_len_cap < c->max_pos ? seq_len_cap : c->max_pos;
@@ -3561,6 +3560,7 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     m->n_floats = n;
     layout_weights(&m->weights, m->memory, c);
     build_run_state(&m->state, c, c->seq_len < MAX_PASS_TOKENS ? c->seq_len : MAX_PASS_TOKENS);
+    m->dir = strcpy((char *)malloc_check(strlen(dir) + 1), dir); // last: a failure leaks nothing
     return 0;
 }
 
@@ -6166,6 +6166,8 @@ static void die_degenerate(const TextSink *ts, const float *logits) {
                      "overflows float32, so its scale is 0", next, next, norm);
         }
     }
+    free(ctx);
+    free(states);
     die(__FILE__, __LINE__, "the logits of generated token %d are %s, first wrong at %s: the "
         "model's weights overflow float32 arithmetic", ts->out->n + 1,
         finite ? "all equal" : "not finite", what);
