@@ -104,6 +104,20 @@ static int record_is(const Json *j, const char *type) {
     return v >= 0 && json_eq(j, v, type);
 }
 
+// A trace's skip set {"attn": [...], "mlp": [...]} at obj as a SkipSet.
+static SkipSet skip_at(const Json *j, int obj) {
+    SkipSet s;
+    memset(&s, 0, sizeof(s));
+    for (int k = 0; k < 2; k++) {
+        int a = json_get(j, obj, k ? "mlp" : "attn");
+        for (int e = 0; a > 0 && e < j->tok[a].size; e++) {
+            int l = (int)strtol(j->js + j->tok[a + 1 + e].start, NULL, 10);
+            if (l >= 0 && l < SS_MAX_LAYERS) { (k ? s.mlp : s.attn)[l] = 1; }
+        }
+    }
+    return s;
+}
+
 // README "The trace" lists each record's keys in a table (a dot names a key inside an object);
 // every key a trace here holds must be listed for its record, and each listed key must turn up.
 enum { MAX_DOC = 512 };
@@ -181,6 +195,10 @@ static Seen check_consistency(const char *name, const char *path) {
     // this prompt's rounds by draft length, and by draft position: reached, and kept
     int lengths[MAX_DRAFT + 1], reached[MAX_DRAFT], kept[MAX_DRAFT], longest = 0;
     double last_ratio = NAN; // SWIFT's r at its last step or restart
+    // this prompt's rounds by end, their draft confidences, and CLaSp's DP sets' overlaps
+    int by_end[4] = {0, 0, 0, 0}, n_conf = 0, dps = 0;
+    double conf_sum = 0, overlap_sum = 0;
+    SkipSet last_dp;
     double gamma = NAN, cos_threshold = NAN;
     int every_m = 0, keep_last_n = 0;
     // the set each round must draft with: ASD's for the whole prompt, a DP's from the next round,
@@ -225,6 +243,9 @@ static Seen check_consistency(const char *name, const char *path) {
             memset(lengths, 0, sizeof(lengths));
             memset(reached, 0, sizeof(reached));
             memset(kept, 0, sizeof(kept));
+            memset(by_end, 0, sizeof(by_end));
+            n_conf = dps = 0;
+            conf_sum = overlap_sum = 0;
             int ids = json_get(&j, 0, "ids");
             bad |= !check(ids > 0 && j.tok[ids].size == pos, "%s: %d prompt ids, want tokens %d", where,
                           ids > 0 ? j.tok[ids].size : -1, pos);
@@ -267,6 +288,8 @@ static Seen check_consistency(const char *name, const char *path) {
             bad |= !check(json_get(&j, 0, "leaf") > 0, "%s: no leaf key", where);
             if (why >= 0) { seen.ends[why]++; }
             lengths[k < MAX_DRAFT ? k : MAX_DRAFT]++;
+            if (why >= 0) { by_end[why]++; }
+            for (int q = 0; q < k; q++, n_conf++) { conf_sum += strtod(j.js + j.tok[conf + 1 + q].start, NULL); }
             longest = k > longest ? k : longest;
             for (int q = 0; q < k && q < MAX_DRAFT; q++) { reached[q]++; kept[q] += q < a; }
             bad |= !check(num(&j, 0, "prompt") == prompt && num(&j, 0, "round") == rounds &&
@@ -326,7 +349,12 @@ static Seen check_consistency(const char *name, const char *path) {
                                   "%s: drafted with %s after a step %s candidate %s", where, skip,
                                   replaced ? "that kept its" : "that did not keep its", cand);
                 }
-                if (cl > 0) { value_text(&j, cl, "skip", dp_skip, sizeof(dp_skip)); }
+                if (cl > 0) {
+                    value_text(&j, cl, "skip", dp_skip, sizeof(dp_skip));
+                    SkipSet dp = skip_at(&j, json_get(&j, cl, "skip"));
+                    overlap_sum += dps++ ? jaccard(&last_dp, &dp, L) : 0;
+                    last_dp = dp;
+                }
                 seen.swift += sw > 0;
                 seen.clasp += cl > 0;
                 if (sw > 0) {
@@ -355,6 +383,20 @@ static Seen check_consistency(const char *name, const char *path) {
             int n_len = rounds > 0 ? longest + 1 : 0;
             for (int q = 0; q < n_len; q++) { want_len[q] = lengths[q]; }
             for (int q = 0; q + 1 < n_len; q++) { want_acc[q] = (double)kept[q] / reached[q]; }
+            // draft_ends, the rounds by end; conf_mean, the draft tokens' mean confidence;
+            // dp_overlap, the mean Jaccard overlap of consecutive DP sets (null under two)
+            int ends = json_get(&j, 0, "draft_ends");
+            bad |= !check(ends > 0 && num(&j, ends, "exit") == by_end[END_EXIT] && num(&j, ends, "K") == by_end[END_K] &&
+                          num(&j, ends, "room") == by_end[END_ROOM] && num(&j, ends, "eos") == by_end[END_EOS],
+                          "%s: the summary's draft_ends differ from the rounds' ends %d %d %d %d", where,
+                          by_end[0], by_end[1], by_end[2], by_end[3]);
+            bad |= !check(fabs(num(&j, 0, "conf_mean") - (n_conf ? conf_sum / n_conf : 0)) <= 5.1e-5,
+                          "%s: conf_mean %g, the rounds' confidences average %g", where, num(&j, 0, "conf_mean"),
+                          n_conf ? conf_sum / n_conf : 0);
+            bad |= !check(dps < 2 ? is_null(&j, 0, "dp_overlap")
+                                  : fabs(num(&j, 0, "dp_overlap") - overlap_sum / (dps - 1)) <= 5.1e-5,
+                          "%s: dp_overlap %g after %d DPs, the rounds' sets give %g", where,
+                          num(&j, 0, "dp_overlap"), dps, dps > 1 ? overlap_sum / (dps - 1) : NAN);
             bad |= !check(array_is(&j, "draft_lengths", want_len, n_len, 0) &&
                           array_is(&j, "accept_by_position", want_acc, n_len > 0 ? n_len - 1 : 0, 5.1e-5),
                           "%s: the summary's draft_lengths or accept_by_position differ from the rounds'", where);
