@@ -174,17 +174,6 @@ static Sampler greedy_sampler(void) {
     return s;
 }
 
-// Zeroes o_proj / down_proj of s's sublayers: they add exactly 0, so a draft skipping them is
-// the full model and every draft token is kept.
-static void plant(Model *m, const SkipSet *s) {
-    const Config *c = &m->config;
-    size_t dim = (size_t)c->dim, q_dim = (size_t)c->n_heads * c->head_dim, hid = (size_t)c->hidden_dim;
-    for (int l = 0; l < c->n_layers; l++) {
-        if (s->attn[l]) { device_memset(m->weights.wo + l * dim * q_dim, 0, dim * q_dim * sizeof(float)); }
-        if (s->mlp[l]) { device_memset(m->weights.w_down + l * dim * hid, 0, dim * hid * sizeof(float)); }
-    }
-}
-
 // Self-SD Sec. 3.4's exit rule carries its whole state (gamma, AR and the update count, which
 // makes beta1 = 0 in the very first round only) from one prompt to the next: replaying Eq. 2-4
 // over both prompts' rounds from gamma_0 must give the state generate_spec left, and the second

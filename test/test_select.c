@@ -153,17 +153,6 @@ static int compare_double(const void *a, const void *b) {
 
 // ---------------------------------------------------------------------------- planted redundancy
 
-// Zeroes o_proj of the given attention sublayers and down_proj of the given MLP sublayers, so
-// they add exactly 0 to the residual stream.
-static void plant(Model *m, const SkipSet *s) {
-    const Config *c = &m->config;
-    size_t dim = (size_t)c->dim, q_dim = (size_t)c->n_heads * c->head_dim, hid = (size_t)c->hidden_dim;
-    for (int l = 0; l < c->n_layers; l++) {
-        if (s->attn[l]) { device_memset(m->weights.wo + l * dim * q_dim, 0, dim * q_dim * sizeof(float)); }
-        if (s->mlp[l]) { device_memset(m->weights.w_down + l * dim * hid, 0, dim * hid * sizeof(float)); }
-    }
-}
-
 static int same_set(const SkipSet *a, const SkipSet *b, int L) {
     for (int l = 0; l < L; l++) { if (a->attn[l] != b->attn[l] || a->mlp[l] != b->mlp[l]) { return 0; } }
     return 1;

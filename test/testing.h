@@ -220,6 +220,17 @@ static inline void copy_on_device(void *dst, const void *src, size_t bytes) {
 static inline void device_sync(void) {}
 #endif
 
+// Zeroes o_proj of the given attention sublayers and down_proj of the given MLP sublayers, so
+// they add exactly 0 to the residual stream: a draft skipping them is the full model.
+__attribute__((unused)) static void plant(Model *m, const SkipSet *s) {
+    const Config *c = &m->config;
+    size_t dim = (size_t)c->dim, q_dim = (size_t)c->n_heads * c->head_dim, hid = (size_t)c->hidden_dim;
+    for (int l = 0; l < c->n_layers; l++) {
+        if (s->attn[l]) { device_memset(m->weights.wo + l * dim * q_dim, 0, dim * q_dim * sizeof(float)); }
+        if (s->mlp[l]) { device_memset(m->weights.w_down + l * dim * hid, 0, dim * hid * sizeof(float)); }
+    }
+}
+
 // Multiplies n floats of device memory by k (a test sharpens the output head this way): through
 // the host, since in the CUDA build the weights are not host memory.
 __attribute__((unused)) static void scale_on_device(float *p, size_t n, float k) {
