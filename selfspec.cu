@@ -906,16 +906,13 @@ static const char *method_name(int method) {
 }
 
 // Each method's settings, in one place: method_params_default() fills them with the papers'
-// values (or says why not), the CLI's flags change some, the help text prints them. Every
-// method also has its own draft length K and exit rule (exit_threshold < 0: Self-SD's adaptive
-// rule, Sec. 3.4; else drafting stops below that fixed confidence).
+// values (or says why not), the CLI's flags change some, the help text prints them. Its draft
+// length K and exit rule are method_drafting's (below, with the exit rule).
 typedef struct {
     int iters;            // Bayesian-optimization iterations (the paper: 1000 on 8 prompts)
     int n_candidates;     // the UCB maximum is taken over this many random candidates
     double kappa;         // UCB exploration weight, mean + kappa sd
     int dev_tokens;       // tokens decoded per prompt to score a candidate
-    int max_draft;        // K (Table 7)
-    float exit_threshold; // adaptive (Sec. 3.4, Eq. 2-4)
 } SelfSdParams;
 
 // The shape of SWIFT's verification tree (Sec. 4.2): a draft step whose confidence is above
@@ -937,9 +934,6 @@ typedef struct {
     float skip_ratio;     // r: fraction of the 2L sublayers skipped (App. B.2); lowered while
                           // acceptance stays below 0.7 (the long version's App. C.2)
     float budget;         // not in the paper: optimization time as a share of decoding time
-    int max_draft;        // N_D (App. B.2)
-    float exit_threshold; // epsilon (Sec. 4.2): drafting stops below this confidence; the paper
-                          // gives no value, 0.8 is hemingkx/SWIFT's stop_threshold
     TreeShape tree;       // dynamic verification (Sec. 4.2)
     int tree_on;          // 1: verify that tree (greedy only); 0: the draft chain alone
 } SwiftParams;
@@ -948,15 +942,11 @@ typedef struct {
     double cos_threshold; // alpha (Table 2): skip attention l when C_l >= this
     int every_m;          // m: also skip attention and MLP of every m-th layer
     int keep_last_n;      // n: never skip the last n layers
-    int max_draft;
-    float exit_threshold;
 } AsdParams;
 
 typedef struct {
     int interval;         // LOI: a DP every this many verifications (Sec. 5.3.2)
     float skip_ratio;     // M = round(skip_ratio * L) layers skipped, exactly (Algorithm 1's M)
-    int max_draft;
-    float exit_threshold; // a fixed exit threshold (Sec. 5.3.3)
 } ClaspParams;
 
 typedef struct {
@@ -983,8 +973,6 @@ static MethodParams method_params_default(void) {
     p.selfsd.n_candidates = 2000;
     p.selfsd.kappa = 2.576;
     p.selfsd.dev_tokens = 32;
-    p.selfsd.max_draft = 12;
-    p.selfsd.exit_threshold = -1;
     // SWIFT App. B.2; kappa 2.5 as in hemingkx/SWIFT. Decision: 1000 random candidates of
     // the right count (hemingkx/SWIFT: bayes_opt's 10,000 random points plus L-BFGS-B, then
     // the top-count coordinates). The budget is ours: on the CPU a step costs several decoding
@@ -998,8 +986,6 @@ static MethodParams method_params_default(void) {
     p.swift.target = 0.95f;
     p.swift.skip_ratio = 0.45f;
     p.swift.budget = 0.02f;
-    p.swift.max_draft = 25;
-    p.swift.exit_threshold = 0.8f;
     // Decision: hemingkx/SWIFT's greedy tree widths, 3/5/8/10 above confidence 0.95/0.8/0.5/0,
     // not Sec. 4.2's 1/3/5/10 (the code's sampling widths); the tree runs only when greedy
     TreeShape tree = {{0.95f, 0.8f, 0.5f}, {3, 5, 8, 10}};
@@ -1009,37 +995,18 @@ static MethodParams method_params_default(void) {
     p.asd.cos_threshold = 0.985;
     p.asd.every_m = 3;
     p.asd.keep_last_n = 2;
-    p.asd.max_draft = 12;
-    p.asd.exit_threshold = -1;
     // CLaSp: the paper finds the speedup rising then falling with the LOI (Fig. 4b); its DP costs
     // about one verification on a GPU (Sec. 5.1), on the CPU about two (test/bench/README.md),
-    // so a DP every 4th verification keeps it near a third of the verify time. Decision: 4. The
-    // exit threshold 0.7 is Sec. 5.3.3's best (Fig. 4c).
+    // so a DP every 4th verification keeps it near a third of the verify time. Decision: 4.
     p.clasp.interval = 4;
     // Decision: M = L / 2, the "half of the layers" of Sec. 5.1 and the low end of Sec. 4.1's
-    // 50-60% (Sec. 5.3.1 finds 44 of 80 best on LLaMA3-70B). K = 12 as Self-SD's Table 7: CLaSp
-    // gives no draft length (its drafts end at the exit threshold, Sec. 5.3.3).
+    // 50-60% (Sec. 5.3.1 finds 44 of 80 best on LLaMA3-70B).
     p.clasp.skip_ratio = 0.5f;
-    p.clasp.max_draft = 12;
-    p.clasp.exit_threshold = 0.7f;
     // SWIFT's r; 400 random sets take about half a minute on kjv-12l (2 cores). The best of them is
     // a bound on what a set of that size can do only when it scored every set (2L <= ~10 here)
     p.oracle.skip_ratio = 0.45f;
     p.oracle.max_sets = 400;
     return p;
-}
-
-// The draft length K and exit threshold a method drafts with (static and none: Self-SD's).
-static void method_drafting(const MethodParams *p, int method, int *max_draft,
-                            float *exit_threshold) {
-    *max_draft = method == METHOD_SWIFT ? p->swift.max_draft
-                 : method == METHOD_ASD ? p->asd.max_draft
-                 : method == METHOD_CLASP ? p->clasp.max_draft
-                                          : p->selfsd.max_draft;
-    *exit_threshold = method == METHOD_SWIFT ? p->swift.exit_threshold
-                      : method == METHOD_ASD ? p->asd.exit_threshold
-                      : method == METHOD_CLASP ? p->clasp.exit_threshold
-                                               : p->selfsd.exit_threshold;
 }
 
 // The number of sublayers s skips.
@@ -1912,6 +1879,20 @@ typedef struct {
 static DraftExit draft_exit_default(void) {
     DraftExit d = {EXIT_ADAPTIVE, 0.6f, 0.9f, 0.01f, 0.5f, 0.9f, 0.0f, 0};
     return d;
+}
+
+// The draft length K and exit rule each method drafts with, the papers' (static and none:
+// Self-SD's). Self-SD Table 7: K = 12, the adaptive rule. ASD keeps Self-SD's drafting. SWIFT
+// App. B.2: N_D = 25, and Sec. 4.2's fixed epsilon, for which the paper gives no value: 0.8 is
+// hemingkx/SWIFT's stop_threshold. CLaSp: the fixed 0.7 of Sec. 5.3.3 (Fig. 4c); it gives no
+// draft length (its drafts end at the threshold), so K = 12 as Self-SD's.
+static void method_drafting(int method, int *max_draft, DraftExit *rule) {
+    *max_draft = method == METHOD_SWIFT ? 25 : 12;
+    *rule = draft_exit_default();
+    if (method == METHOD_SWIFT || method == METHOD_CLASP) {
+        rule->mode = EXIT_FIXED;
+        rule->threshold = method == METHOD_SWIFT ? 0.8f : 0.7f;
+    }
 }
 
 // Self-SD Eq. 2-4, after each verification with accepted of drafted tokens:
@@ -5646,8 +5627,7 @@ static Options options_default(void) {
     o.method = -1;
     o.params = method_params_default();
     o.cost_model = -1;
-    o.exit = draft_exit_default();
-    o.max_draft = o.params.selfsd.max_draft;
+    method_drafting(METHOD_SELFSD, &o.max_draft, &o.exit);
     return o;
 }
 
@@ -5670,10 +5650,14 @@ static void usage(FILE *f) {
                  fl->arg ? fl->arg : "");
         // a help's %g: its default; -K's also show SWIFT's K and the cap (hi), --exit's the
         // methods whose own exit rule is a fixed threshold
-        double v[3] = {default_value(&d, fl), (double)d.params.swift.max_draft, fl->hi};
+        int swift_k, clasp_k;
+        DraftExit swift, clasp;
+        method_drafting(METHOD_SWIFT, &swift_k, &swift);
+        method_drafting(METHOD_CLASP, &clasp_k, &clasp);
+        double v[3] = {default_value(&d, fl), (double)swift_k, fl->hi};
         if (fl->kind == ARG_EXIT) {
-            v[0] = d.params.swift.exit_threshold;
-            v[1] = d.params.clasp.exit_threshold;
+            v[0] = swift.threshold;
+            v[1] = clasp.threshold;
         }
         snprintf(help, sizeof(help), fl->help, v[0], v[1], v[2]);
         fprintf(f, "  %-16s ", head);
@@ -5864,14 +5848,15 @@ static int parse_options(int argc, char **argv, Options *o, char *err) {
     *o = options_default();
     if (parse_args(argc, argv, o, err)) { return -1; }
     if (o->method < 0) { o->method = (o->skip_spec || o->skip_file) ? METHOD_STATIC : METHOD_NONE; }
-    // the method's K and exit rule (MethodParams), unless -K or --exit chose them
+    // the method's K and exit rule (method_drafting), unless -K or --exit chose them; --alpha
+    // stays where it was written (check_flags refuses it with a fixed exit)
     int max_draft;
-    float exit_threshold;
-    method_drafting(&o->params, o->method, &max_draft, &exit_threshold);
+    DraftExit rule;
+    method_drafting(o->method, &max_draft, &rule);
     if (!given(o, &o->max_draft)) { o->max_draft = max_draft; }
-    if (!given(o, &o->exit) && exit_threshold >= 0) {
-        o->exit.mode = EXIT_FIXED;
-        o->exit.threshold = exit_threshold;
+    if (!given(o, &o->exit)) {
+        o->exit.mode = rule.mode;
+        o->exit.threshold = rule.threshold;
     }
     if (check_flags(o, err)) { return -1; }
     if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
