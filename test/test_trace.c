@@ -425,6 +425,16 @@ static Seen check_consistency(const char *name, const char *path) {
     return seen;
 }
 
+// Quick mode's prompts file: the first line of the reference prompts, alone.
+static void write_first_prompt(const char *path) {
+    char *all = read_or_exit("test/refs/traces/prompts.txt", NULL);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) { die(__FILE__, __LINE__, "cannot write %s", path); }
+    fprintf(f, "%.*s\n", (int)strcspn(all, "\n"), all);
+    fclose(f);
+    free(all);
+}
+
 int main(void) {
     quick_mode = quick(0, 1);
     read_documented_keys();
@@ -435,14 +445,7 @@ int main(void) {
     int n = split_lines(commands, &lines), ran = 0, n_prompts = quick(3, 1);
     char first_prompt[512];
     snprintf(first_prompt, sizeof(first_prompt), "%s/prompt0.txt", tmp);
-    if (quick_mode) { // the first line of the reference prompts, alone
-        char *all = read_or_exit("test/refs/traces/prompts.txt", NULL);
-        FILE *f = fopen(first_prompt, "w");
-        if (f == NULL) { die(__FILE__, __LINE__, "cannot write %s", first_prompt); }
-        fprintf(f, "%.*s\n", (int)strcspn(all, "\n"), all);
-        fclose(f);
-        free(all);
-    }
+    if (quick_mode) { write_first_prompt(first_prompt); }
     for (int i = 0; i < n; i++) {
         char name[64], args[1024], quoted[2048], got[512], ref[512], *err = NULL;
         if (sscanf(lines[i], "%63s %1023[^\n]", name, args) != 2) { continue; }
