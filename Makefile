@@ -47,7 +47,7 @@ HAVE_JSMN := $(shell $(CC) -I. -E -x c /dev/null -include jsmn.h >/dev/null 2>&1
 JSMN_CHECK = $(if $(HAVE_JSMN),@true,@echo "jsmn.h not found: install libjsmn-dev (Debian/Ubuntu), or put the single header from https://github.com/zserge/jsmn (jsmn.h) next to selfspec.cu" && false)
 CUDA_TESTS = test/test_forward_cuda test/test_decode_cuda test/test_select_cuda
 
-.PHONY: all cuda cuda-tests test test-draw test-big test-cuda test-asan test-asan-quick fuzz demo bench bench-guard bench-gpu help clean
+.PHONY: all cuda cuda-tests test test-build test-draw test-big test-cuda test-asan test-asan-quick asan-build print-tests fuzz demo bench bench-guard bench-gpu help clean
 
 # the CPU binary ./selfspec
 all: selfspec
@@ -112,6 +112,14 @@ test-asan: build/asan/selfspec $(TESTS:test/%=build/asan/test/%)
 # test and path still reached); .ci/run runs it beside make test. Its time is in .ci/run.
 test-asan-quick: build/asan/selfspec $(TESTS:test/%=build/asan/test/%)
 	@SELFSPEC_TEST_QUICK=1 $(ASAN_RUN)
+
+# what make test and the sanitized suites build, and nothing run: .ci/run builds both at once on
+# every core (make -j2 test-build asan-build), then runs the suites side by side; print-tests
+# lists the test programs (TESTS), so that .ci/run's sanitizer pass runs each of them
+test-build: selfspec $(TESTS) $(BENCH)
+asan-build: build/asan/selfspec $(TESTS:test/%=build/asan/test/%)
+print-tests:
+	@echo $(TESTS)
 
 # fuzzing with clang's libFuzzer (ASan + UBSan): each target in test/fuzz/ runs FUZZ_SECONDS
 # (default 60) or FUZZ_RUNS executions, whichever comes first; see test/fuzz/README.md
