@@ -226,8 +226,9 @@ static void test_planted(const char *dir) {
     // Self-SD: BO under the cost model finds a set containing the planted sublayers within 150
     // iterations (the space has 2^12 sets; quick: within 30, its 6 random ones and 24 of the GP's)
     const int *prompts[1] = {prompt};
-    int lengths[1] = {12};
-    // quick: each set scored on 8 new tokens, not 24 (the planted set still costs least)
+    int lengths[1] = {quick(12, 4)};
+    // quick: each set scored on the prompt's first 4 tokens and 8 new ones, not 12 and 24 (the
+    // planted set still costs least)
     Objective obj = {prompts, lengths, 1, quick(24, 8), 12, 1, draft_exit_default(), {0.0f, 1.0f, {1}}, NULL, NULL, NULL};
     MethodParams mp_bo = method_params_default();
     mp_bo.selfsd.iters = quick(150, 30);
