@@ -5642,6 +5642,10 @@ static double default_value(const Options *d, const Flag *fl) {
 
 static void usage(FILE *f) {
     Options d = options_default();
+    int swift_k, clasp_k;
+    DraftExit swift, clasp;
+    method_drafting(METHOD_SWIFT, &swift_k, &swift);
+    method_drafting(METHOD_CLASP, &clasp_k, &clasp);
     fprintf(f, "usage: selfspec [options]\n");
     for (int k = 0; k < N_FLAGS; k++) {
         const Flag *fl = &FLAGS[k];
@@ -5650,10 +5654,6 @@ static void usage(FILE *f) {
                  fl->arg ? fl->arg : "");
         // a help's %g: its default; -K's also show SWIFT's K and the cap (hi), --exit's the
         // methods whose own exit rule is a fixed threshold
-        int swift_k, clasp_k;
-        DraftExit swift, clasp;
-        method_drafting(METHOD_SWIFT, &swift_k, &swift);
-        method_drafting(METHOD_CLASP, &clasp_k, &clasp);
         double v[3] = {default_value(&d, fl), (double)swift_k, fl->hi};
         if (fl->kind == ARG_EXIT) {
             v[0] = swift.threshold;
