@@ -2439,55 +2439,40 @@ static void *realloc_check_(void *p, size_t size, const char *file, int line) {
 // ----------------------------------------------------------------------------
 // files: reading one whole
 
-static char *read_file(const char *path, size_t *len_out, char *err) {
-    // opening a FIFO with no writer blocks forever: look at what path is before opening it
+enum { PIPE_MAX = 1 << 30 }; // what a pipe may hold: `-f <(yes)` stops here, not out of memory
+
+// The whole file at path, NUL-terminated after its *len bytes, or NULL with err set: a regular
+// file, or with pipe_ok a pipe too (a prompts file: -f /dev/stdin, -f <(...)), read to its end.
+// The open does not wait (O_NONBLOCK: a FIFO with no writer would block it forever); the reads
+// do. The size is a first guess: a /proc file says 0 bytes, and a growing file is read whole.
+static char *read_input(const char *path, int pipe_ok, size_t *len, char *err) {
     struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        fail(err, "%s: not a regular file", path);
-        return NULL;
-    }
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4; and path may
-    // have been replaced since the stat above
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
     char *buf = NULL;
-    long size = 0;
-    size_t got;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fail(err, "%s: not a regular file", path);
-    } else if (fseek(f, 0, SEEK_END) != 0) {
-        fail(err, "%s: cannot seek (not a regular file?)", path);
-    } else if ((size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fail(err, "%s: cannot determine the file size", path);
-    } else if (size == 0) { // a kernel pseudo-file (/proc, /sys) says 0 bytes: read to its end
-        size_t cap = 2048;
-        got = 0;
-        do {
-            cap *= 2;
-            buf = (char *)realloc_check(buf, cap + 1);
-            got += fread(buf + got, 1, cap - got, f);
-        } while (got == cap);
-        buf[got] = '\0';
-        *len_out = got;
-        if (ferror(f)) {
-            free(buf), buf = NULL;
-            fail(err, "%s: cannot read: %s", path, strerror(errno));
-        }
-    } else if ((buf = (char *)malloc((size_t)size + 1)) == NULL) {
-        fail(err, "%s: out of host memory reading its %ld bytes", path, size);
-    } else if ((got = fread(buf, 1, (size_t)size, f)) != (size_t)size) {
-        fail(err, "%s: read %zu of %ld bytes", path, got, size);
-        free(buf);
-        buf = NULL;
+    if (fd < 0) {
+        fail(err, "%s: cannot open: %s", path, strerror(errno));
+    } else if (fstat(fd, &sb) != 0 || !(S_ISREG(sb.st_mode) || (pipe_ok && S_ISFIFO(sb.st_mode)))) {
+        fail(err, pipe_ok ? "%s: not a regular file or a pipe" : "%s: not a regular file", path);
     } else {
-        buf[size] = '\0';
-        *len_out = (size_t)size;
+        int is_pipe = S_ISFIFO(sb.st_mode);
+        size_t cap = is_pipe ? 4096 : (size_t)sb.st_size + 1, n = 0;
+        ssize_t got;
+        fcntl(fd, F_SETFL, 0);
+        buf = (char *)malloc_check(cap + 1);
+        while ((got = read(fd, buf + n, cap - n)) > 0 && !(is_pipe && n + (size_t)got > PIPE_MAX)) {
+            n += (size_t)got;
+            if (n == cap) { buf = (char *)realloc_check(buf, (cap *= 2) + 1); }
+        }
+        if (got < 0) { fail(err, "%s: cannot read: %s", path, strerror(errno)); }
+        if (got > 0) { fail(err, "%s: more than %d bytes from a pipe", path, PIPE_MAX); }
+        if (got != 0) { free(buf), buf = NULL; } else { buf[n] = '\0', *len = n; }
     }
-    fclose(f);
+    if (fd >= 0) { close(fd); }
     return buf;
+}
+
+static char *read_file(const char *path, size_t *len, char *err) {
+    return read_input(path, 0, len, err);
 }
 
 // ----------------------------------------------------------------------------
@@ -2512,128 +2497,50 @@ static int json_skip(const Json *j, int i) {
     return i;
 }
 
-// How many digits start s[*i..n); *i moves past them.
-static int skip_digits(const char *s, int n, int *i) {
-    int from = *i;
-    while (*i < n && isdigit((unsigned char)s[*i])) { (*i)++; }
-    return *i - from;
-}
-
-// A JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-static int json_number_syntax(const char *s, int n) {
-    int i = n > 0 && s[0] == '-', first = i;
-    if (skip_digits(s, n, &i) == 0 || (s[first] == '0' && i > first + 1)) { return 0; }
-    if (i < n && s[i] == '.') {
-        i++;
-        if (skip_digits(s, n, &i) == 0) { return 0; }
-    }
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        i += i + 1 < n && (s[i + 1] == '+' || s[i + 1] == '-') ? 2 : 1;
-        if (skip_digits(s, n, &i) == 0) { return 0; }
-    }
-    return i == n;
-}
-
-// The grammar of RFC 8259 over js, as one pass with a stack of open brackets. jsmn, even strict,
-// takes what Python's json and serde reject: stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`,
-// `{,"a":1}`), a key without a value (`{"a":, "b"}`, whose child counts send json_skip off the
-// end), several top-level values and primitives such as `tru`. This refuses them, and nesting
-// deeper than JSON_MAX_DEPTH, so no later walk can blow up. Returns NULL, or what is wrong in
-// words, with *line where (1-based).
-static const char JSON_TRAILING[] = "trailing data after the JSON value",
-                  JSON_ENDS_EARLY[] = "ends inside a value";
-static const char *json_syntax(const char *js, size_t len, int *line) {
-    char brackets[JSON_MAX_DEPTH]; // '{' or '[' of each container around i
-    int depth = 0;
-    char prev = 0; // the last ',' ':' '{' or '[' read: '{' or '[' just before may close at once
-    enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_NEXT, WANT_END } want = WANT_VALUE;
-    *line = 1;
-    if (len >= 3 && memcmp(js, "\xEF\xBB\xBF", 3) == 0) {
-        return "starts with a UTF-8 byte order mark (save it without one)";
-    }
-    for (size_t i = 0;;) {
-        while (i < len && (js[i] == ' ' || js[i] == '\t' || js[i] == '\r' || js[i] == '\n')) {
-            *line += js[i++] == '\n';
-        }
-        if (i == len) {
-            return want == WANT_END          ? NULL
-                   : depth == 0 && prev == 0 ? "empty (no JSON value)"
-                                             : JSON_ENDS_EARLY;
-        }
-        char c = js[i];
-        int done = 0; // a whole value ended at i
-        if (want == WANT_END) { return JSON_TRAILING; }
-        if (want == WANT_COLON) {
-            if (c != ':') { return "a key without ':' after it"; }
-            want = WANT_VALUE, prev = c, i++;
-        } else if ((c == '}' || c == ']') && (want == WANT_NEXT || prev == '{' || prev == '[')) {
-            if (depth == 0 || brackets[depth - 1] != (c == '}' ? '{' : '[')) {
-                return "a closing bracket that does not match";
-            }
-            depth--, done = 1, i++;
-        } else if (c == '}' || c == ']') {
-            if (prev == ':') { return "a key without a value"; }
-            return c == '}' ? "a ',' before '}'" : "a ',' before ']'";
-        } else if (want == WANT_NEXT) {
-            if (c != ',') { return "two values with no ',' between them"; }
-            want = brackets[depth - 1] == '{' ? WANT_KEY : WANT_VALUE, prev = c, i++;
-        } else if (c == ',') {
-            return prev == ':' ? "a key without a value" : "a ',' with no value before it";
-        } else if (want == WANT_KEY && c != '"') {
-            return "an object key that is not a string";
-        } else if (c == '{' || c == '[') {
-            if (depth == JSON_MAX_DEPTH) { return "nested too deep"; }
-            brackets[depth++] = c;
-            want = c == '{' ? WANT_KEY : WANT_VALUE, prev = c, i++;
-        } else if (c == '"') {
-            // a string: no raw control characters; json_string checks the escapes
-            for (i++; i < len && js[i] != '"'; i++) {
-                if ((unsigned char)js[i] < 0x20) { return "a control character inside a string"; }
-                if (js[i] == '\\') { i++; }
-            }
-            if (i >= len) { return "a string that does not end"; }
-            i++;
-            if (want == WANT_KEY) { want = WANT_COLON; } else { done = 1; }
-        } else { // true, false, null or a number
-            const char *s = js + i;
-            size_t n = 0;
-            while (i + n < len && (isalnum((unsigned char)s[n]) || memchr("+-.", s[n], 3))) { n++; }
-            if (n == 0) { return "a character that starts no JSON value"; }
-            int word = (n == 4 && (memcmp(s, "true", 4) == 0 || memcmp(s, "null", 4) == 0)) ||
-                       (n == 5 && memcmp(s, "false", 5) == 0);
-            if (!word && !json_number_syntax(s, (int)n)) {
-                return "a literal that is not true, false, null or a number";
-            }
-            i += n, done = 1;
-        }
-        if (done) { want = depth == 0 ? WANT_END : WANT_NEXT; }
-    }
-}
-
-// Parses js: on text that passes json_syntax, strict jsmn builds the one tree every walk relies on.
+// Parses the JSON object js (len bytes) with strict jsmn, which also takes some text that is not
+// JSON ([1 2], [1,,2], `tru`): it is read leniently, and never out of bounds, since jsmn's child
+// counts match its tokens. Refused: a member that is not a key with one value (`{"a":, "b"}`:
+// json_get reads key, value, key, value, and ran past the tokens); nesting past JSON_MAX_DEPTH
+// (jsmn closes a bracket by walking up from the last token: a million '[' took hours); a
+// truncated text, and text after it (a second value, or a NUL byte, where jsmn stops).
 static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
     memset(j, 0, sizeof(*j));
     j->js = js;
     if (len >= (size_t)INT_MAX) { return fail(err, "%s: JSON too large (%zu bytes)", what, len); }
-    int line;
-    const char *syntax = json_syntax(js, len, &line);
-    if (syntax != NULL && strcmp(syntax, "nested too deep") == 0) {
-        return fail(err, "%s: JSON nested deeper than %d levels (line %d)", what, JSON_MAX_DEPTH,
-                    line);
+    int depth = 0, in_string = 0;
+    for (size_t i = 0; i < len && depth <= JSON_MAX_DEPTH; i++) { // brackets outside strings
+        char c = js[i];
+        if (in_string) { i += c == '\\', in_string = c != '"'; continue; }
+        in_string = c == '"';
+        depth += (c == '{' || c == '[') - (c == '}' || c == ']');
     }
-    if (syntax != NULL) { return fail(err, "%s: not valid JSON: line %d: %s", what, line, syntax); }
-    size_t first = strspn(js, " \t\r\n"); // (jsmn's strict mode refuses a bare top-level literal)
-    if (js[first] != '{' && js[first] != '[') { return fail(err, "%s: not a JSON object", what); }
+    if (depth > JSON_MAX_DEPTH) {
+        return fail(err, "%s: JSON nested deeper than %d levels", what, JSON_MAX_DEPTH);
+    }
     jsmn_parser p;
     jsmn_init(&p);
     int n = jsmn_parse(&p, js, len, NULL, 0);
-    if (n <= 0) { return fail(err, "%s: not valid JSON (jsmn error %d)", what, n); }
-    j->tok = (jsmntok_t *)malloc_check(mul_size((size_t)n, sizeof(jsmntok_t)));
-    jsmn_init(&p);
-    j->n_tok = jsmn_parse(&p, js, len, j->tok, (unsigned int)n);
-    if (j->n_tok == n) { return 0; }
+    if (n > 0) {
+        j->tok = (jsmntok_t *)malloc_check(mul_size((size_t)n, sizeof(jsmntok_t)));
+        jsmn_init(&p);
+        n = j->n_tok = jsmn_parse(&p, js, len, j->tok, (unsigned int)n);
+    }
+    size_t end = n > 0 ? (size_t)j->tok[0].end : len;
+    while (end < len && memchr(" \t\r\n", js[end], 4) != NULL) { end++; }
+    const char *bad = n == JSMN_ERROR_PART          ? "not valid JSON (it ends early)"
+                      : n <= 0                        ? "not valid JSON"
+                      : j->tok[0].type != JSMN_OBJECT ? "not a JSON object"
+                      : end != len                    ? "not valid JSON (text after its end)"
+                                                      : NULL;
+    for (int i = 1; bad == NULL && i < n; i++) {
+        const jsmntok_t *t = &j->tok[i];
+        if (t->parent >= 0 && j->tok[t->parent].type == JSMN_OBJECT && t->size != 1) {
+            bad = "not valid JSON (a key without a value)";
+        }
+    }
+    if (bad == NULL) { return 0; }
     json_free(j);
-    return fail(err, "%s: not valid JSON", what);
+    return fail(err, "%s: %s", what, bad);
 }
 
 // UTF-8: a lead byte that says how many 6-bit continuation bytes (10xxxxxx) follow it.
@@ -2651,48 +2558,36 @@ static int hex_value(char c) {
     return -1;
 }
 
-// The four hex digits at s as a number, or -1.
+// The number four hex digits spell (jsmn checked them).
 static long hex4(const char *s) {
-    long v = 0;
-    for (int h = 0; h < 4; h++) {
-        if (hex_value(s[h]) < 0) { return -1; }
-        v = v * 16 + hex_value(s[h]);
-    }
-    return v;
+    return hex_value(s[0]) << 12 | hex_value(s[1]) << 8 | hex_value(s[2]) << 4 | hex_value(s[3]);
 }
 
 // Unescapes the JSON string at token i into a new NUL-terminated UTF-8 buffer (*len bytes,
-// which may contain NUL from \u0000). Returns NULL if i is not a string or an escape is bad.
+// which may hold a NUL from \u0000). jsmn checked each escape: \" \\ \/ \b \f \n \r \t, or \u
+// and four hex digits. NULL if i is not a string or holds half of a UTF-16 surrogate pair.
 static char *json_string(const Json *j, int i, size_t *len) {
     if (i < 0 || j->tok[i].type != JSMN_STRING) { return NULL; }
-    const char *s = j->js + j->tok[i].start;
+    const char *s = j->js + j->tok[i].start, *simple = "\"\\/bfnrt";
     size_t n = (size_t)(j->tok[i].end - j->tok[i].start), o = 0;
     char *out = (char *)malloc_check(n + 1); // unescaping never grows the text
     for (size_t k = 0; k < n; k++) {
         if (s[k] != '\\') { out[o++] = s[k]; continue; }
-        if (++k >= n) { goto bad; }
-        const char *simple = s[k] != '\0' ? strchr("\"\\/bfnrt", s[k]) : NULL;
-        if (simple != NULL) {
-            out[o++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
-            continue;
-        }
-        long cp = s[k] == 'u' && k + 4 < n ? hex4(s + k + 1) : -1;
+        if (s[++k] != 'u') { out[o++] = "\"\\/\b\f\n\r\t"[strchr(simple, s[k]) - simple]; continue; }
+        long cp = hex4(s + k + 1);
+        long lo = k + 10 < n && s[k + 5] == '\\' && s[k + 6] == 'u' ? hex4(s + k + 7) : 0;
         k += 4;
-        if (cp >= 0xD800 && cp < 0xDC00) { // a high surrogate must pair with a low one
-            long lo = k + 6 < n && s[k + 1] == '\\' && s[k + 2] == 'u' ? hex4(s + k + 3) : -1;
-            if (lo < 0xDC00 || lo > 0xDFFF) { goto bad; }
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            k += 6;
+        if (cp >= 0xD800 && cp < 0xDC00 && lo >= 0xDC00 && lo < 0xE000) { // a surrogate pair
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00), k += 6;
+        } else if (cp >= 0xD800 && cp < 0xE000) {
+            free(out);
+            return NULL;
         }
-        if (cp < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) { goto bad; }
         put_utf8((unsigned int)cp, out, &o);
     }
     out[o] = '\0';
     *len = o;
     return out;
-bad:
-    free(out);
-    return NULL;
 }
 
 // Whether the string at token i is s, compared as text: "hidden_\u0073ize" is hidden_size.
@@ -2704,51 +2599,15 @@ static int json_eq(const Json *j, int i, const char *s) {
     return eq;
 }
 
-// Value token of key in the object at obj, or -1. A key given twice is an error (-2), since
-// JSON parsers disagree on which copy wins.
+// Value token of key in the object at obj, or -1. A key given twice is read from its last
+// copy, as Python's json reads it, and so transformers.
 static int json_get(const Json *j, int obj, const char *key) {
     if (obj < 0 || j->tok[obj].type != JSMN_OBJECT) { return -1; }
     int found = -1, i = obj + 1;
-    for (int k = 0; k < j->tok[obj].size; k++) {
-        if (json_eq(j, i, key)) {
-            if (found >= 0) { return -2; }
-            found = i + 1;
-        }
-        i = json_skip(j, i + 1);
+    for (int k = 0; k < j->tok[obj].size; k++, i = json_skip(j, i + 1)) {
+        if (json_eq(j, i, key)) { found = i + 1; }
     }
     return found;
-}
-
-typedef struct { char *text; size_t n; int tok; } JsonKey;
-
-static int compare_keys(const void *a, const void *b) {
-    const JsonKey *x = (const JsonKey *)a, *y = (const JsonKey *)b;
-    int c = memcmp(x->text, y->text, x->n < y->n ? x->n : y->n);
-    return c != 0 ? c : x->n < y->n ? -1 : x->n > y->n;
-}
-
-// The first key (in sorted order) that appears twice in the object at obj, or -1. Keys are
-// compared as text ("a" and "\u0061" are one key) after sorting: n log n, not n^2, so an
-// object of 100k keys is checked at once.
-static int json_duplicate_key(const Json *j, int obj) {
-    int n = j->tok[obj].size, dup = -1;
-    JsonKey *keys = (JsonKey *)malloc_check(((size_t)n + 1) * sizeof(JsonKey));
-    for (int k = 0, a = obj + 1; k < n; k++, a = json_skip(j, a + 1)) {
-        keys[k].text = json_string(j, a, &keys[k].n);
-        keys[k].tok = a;
-        if (keys[k].text == NULL) { // a bad escape (the reader of that key refuses it): raw text
-            keys[k].n = (size_t)(j->tok[a].end - j->tok[a].start);
-            keys[k].text = (char *)malloc_check(keys[k].n + 1);
-            memcpy(keys[k].text, j->js + j->tok[a].start, keys[k].n);
-        }
-    }
-    qsort(keys, (size_t)n, sizeof(JsonKey), compare_keys);
-    for (int k = 1; k < n && dup < 0; k++) {
-        if (compare_keys(&keys[k - 1], &keys[k]) == 0) { dup = keys[k].tok; }
-    }
-    for (int k = 0; k < n; k++) { free(keys[k].text); }
-    free(keys);
-    return dup;
 }
 
 // i-th element of the array at arr, or -1.
@@ -2761,22 +2620,25 @@ static int json_at(const Json *j, int arr, int index) {
     return i;
 }
 
-// An absent key (-1) or a literal null. A duplicated key (-2) is not null: readers then fail on it.
-static int json_is_null(const Json *j, int i) {
-    return i == -1 || (i >= 0 && j->tok[i].type == JSMN_PRIMITIVE && j->js[j->tok[i].start] == 'n');
+// Whether token i is the literal word (true, false or null), all of it (jsmn also takes `nil`).
+static int json_is_word(const Json *j, int i, const char *word) {
+    int n = (int)strlen(word);
+    return i >= 0 && j->tok[i].type == JSMN_PRIMITIVE && j->tok[i].end - j->tok[i].start == n &&
+           memcmp(j->js + j->tok[i].start, word, (size_t)n) == 0;
 }
 
-// Number at token i into *out; 0 if it is a JSON number, -1 otherwise.
+// An absent key (-1) or a literal null.
+static int json_is_null(const Json *j, int i) { return i < 0 || json_is_word(j, i, "null"); }
+
+// Number at token i into *out; 0 if it is a finite number, -1 otherwise.
 static int json_number(const Json *j, int i, double *out) {
-    if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
-    char buf[64];
-    int n = j->tok[i].end - j->tok[i].start;
+    char buf[64], *end;
+    int n = i >= 0 && j->tok[i].type == JSMN_PRIMITIVE ? j->tok[i].end - j->tok[i].start : 0;
     if (n <= 0 || n >= (int)sizeof(buf)) { return -1; }
     memcpy(buf, j->js + j->tok[i].start, (size_t)n); // true, false or null: strtod reads none
     buf[n] = '\0';
-    char *end = NULL;
     *out = strtod(buf, &end);
-    return (end == buf + n && isfinite(*out)) ? 0 : -1;
+    return end == buf + n && isfinite(*out) ? 0 : -1;
 }
 
 // Integer at token i that fits in [lo, hi]; 0 on success.
@@ -2809,12 +2671,8 @@ static int json_fail(JsonFile *f, const char *fmt, ...) {
     return -1;
 }
 
-// Value of key in obj, or -1 if absent; a repeated key is an error.
-static int json_key(JsonFile *f, int obj, const char *key) {
-    int v = json_get(f->j, obj, key);
-    if (v == -2) { json_fail(f, "key \"%s\" appears twice", key); }
-    return v < 0 ? -1 : v;
-}
+// Value of key in obj (its last copy), or -1 if absent.
+static int json_key(JsonFile *f, int obj, const char *key) { return json_get(f->j, obj, key); }
 
 // The string at key of obj, unescaped (the caller frees it), or NULL.
 static char *json_key_string(JsonFile *f, int obj, const char *key, size_t *n) {
@@ -2828,10 +2686,10 @@ static int json_key_is(JsonFile *f, int obj, const char *key, const char *s) {
 // The boolean at key of obj; absent or null (or an error): dflt.
 static int json_key_bool(JsonFile *f, int obj, const char *key, int dflt) {
     int i = json_key(f, obj, key);
-    if (json_is_null(f->j, i)) { return dflt; }
-    char c = f->j->js[f->j->tok[i].start]; // (a primitive that starts with t or f is a boolean)
-    if (f->j->tok[i].type == JSMN_PRIMITIVE && (c == 't' || c == 'f')) { return c == 't'; }
-    json_fail(f, "%s must be true or false", key);
+    if (json_is_word(f->j, i, "true") || json_is_word(f->j, i, "false")) {
+        return json_is_word(f->j, i, "true");
+    }
+    if (!json_is_null(f->j, i)) { json_fail(f, "%s must be true or false", key); }
     return dflt;
 }
 
@@ -2842,13 +2700,13 @@ static int json_key_array(JsonFile *f, int obj, const char *key, int *n) {
     return is_array ? i + 1 : json_fail(f, "%s must be an array", key);
 }
 
-// The one rule for a float: absent or null keeps the default; else a number that as a float is
-// normal and in (lo, hi] ((float)1e300 is inf, 1e-300 is 0, 1e-40 subnormal: each refused).
+// The one rule for a float at token i: absent (-1) keeps *out; else a number (not null, as
+// transformers' config classes say) that as a float is normal and in (lo, hi] ((float)1e300 is
+// inf, 1e-300 is 0, 1e-40 subnormal: each refused).
 static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, float *out) {
-    const Json *j = f->j;
-    if (json_is_null(j, i)) { return 0; }
     double v;
-    if (json_number(j, i, &v) != 0 || !isnormal((float)v) || !((float)v > lo && (float)v <= hi)) {
+    if (i < 0) { return 0; }
+    if (json_number(f->j, i, &v) != 0 || !isnormal((float)v) || !((float)v > lo && (float)v <= hi)) {
         return json_fail(f, "\"%s\" must be a normal float in (%g, %g]", key, lo, hi);
     }
     *out = (float)v;
@@ -2977,26 +2835,10 @@ static int config_token_ids(Config *c, JsonFile *f) {
     return 0;
 }
 
-// A parsed file that is one object whose objects have no key twice (JSON parsers disagree on
-// which copy wins, and json_get answers -2 for it): 0, or -1 naming the file and key.
-static int json_one_object(JsonFile *f) {
-    const Json *j = f->j;
-    if (j->tok[0].type != JSMN_OBJECT) { return json_fail(f, "not a JSON object"); }
-    for (int i = 0; i < j->n_tok; i++) {
-        int dup = j->tok[i].type == JSMN_OBJECT ? json_duplicate_key(j, i) : -1;
-        int n = dup >= 0 ? j->tok[dup].end - j->tok[dup].start : 0;
-        if (dup >= 0) {
-            return json_fail(f, "key \"%.*s\" appears twice in one object", n < 64 ? n : 64,
-                             j->js + j->tok[dup].start);
-        }
-    }
-    return 0;
-}
-
 // The settings of a parsed config.json into c, every one checked.
 static int config_from_json(Config *c, JsonFile *f) {
     const Json *j = f->j;
-    if (json_one_object(f) || config_check_unsupported(f) ||
+    if (config_check_unsupported(f) ||
         config_int(f, "hidden_size", 1, &c->dim) ||
         config_int(f, "intermediate_size", 1, &c->hidden_dim) ||
         config_int(f, "num_hidden_layers", 1, &c->n_layers) ||
@@ -3060,7 +2902,7 @@ static int read_config(Config *c, const char *dir, char *err) {
         f.path = path;
         text = read_file(path, &len, err);
         rc = text == NULL || json_parse(&j, text, len, path, err) ? -1 : 0;
-        rc = rc == 0 && (json_one_object(&f) || config_token_ids(&g, &f)) ? -1 : rc;
+        rc = rc == 0 && config_token_ids(&g, &f) ? -1 : rc;
         if (g.n_eos > 0) { memcpy(c->eos_ids, g.eos_ids, sizeof(c->eos_ids)), c->n_eos = g.n_eos; }
         if (text) { json_free(&j); }
         free(text);
@@ -3114,10 +2956,6 @@ static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInf
     }
     int v = key + 1, dt = json_get(j, v, "dtype"), shp = json_get(j, v, "shape");
     int off = json_get(j, v, "data_offsets");
-    if (dt == -2 || shp == -2 || off == -2) {
-        return fail(err, "%s: tensor %s: dtype, shape or data_offsets appears twice", sh->path,
-                    t->name);
-    }
     if (dt < 0 || shp < 0 || off < 0 || j->tok[shp].type != JSMN_ARRAY ||
         j->tok[off].type != JSMN_ARRAY || j->tok[off].size != 2) {
         return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path,
@@ -3194,13 +3032,6 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
     if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
     if (header_length(path, (const unsigned char *)sh->bytes, sh->size, &n, err)) { return -1; }
     sh->data_start = 8 + (size_t)n;
-    int line;
-    const char *syntax = json_syntax(sh->bytes + 8, (size_t)n, &line);
-    if (syntax == JSON_TRAILING || syntax == JSON_ENDS_EARLY) {
-        return fail(err, "%s: header length %llu %s the JSON header (line %d)", path,
-                    (unsigned long long)n,
-                    syntax == JSON_TRAILING ? "runs past the end of" : "cuts off", line);
-    }
     Json j;
     if (json_parse(&j, sh->bytes + 8, (size_t)n, path, err)) { return -1; }
     int rc = j.tok[0].type == JSMN_OBJECT ? 0 : fail(err, "%s: header is not a JSON object", path);
@@ -5509,7 +5340,7 @@ static const Flag FLAGS[] = {
     {"-p", "TEXT", ARG_TEXT, offsetof(Options, prompt), 0, 0, 0, 0, NULL,
      "prompt (default \"In the beginning God created\")"},
     {"-f", "FILE", ARG_PATH, offsetof(Options, prompt_file), 0, 0, 0, 0, NULL,
-     "prompts, one per line, \\n for a newline (SWIFT's state carries\nacross them)"},
+     "prompts, one per line, \\n for a newline (SWIFT's state carries\nacross them); a pipe too: -f /dev/stdin, -f <(cmd)"},
     {"-n", "N", ARG_INT, offsetof(Options, n_new), 1, 1 << 20, 0, 0, NULL,
      "tokens to generate per prompt (default %g)"},
     {"-t", "TEMP", ARG_FLOAT, offsetof(Options, temperature), 0, 100, 0, 0, NULL,
@@ -5867,14 +5698,9 @@ static int parse_options(int argc, char **argv, Options *o, char *err) {
 static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err) {
     size_t len;
     char *text = read_file(path, &len, err);
-    if (text == NULL) { return -1; }
-    Json j;
-    JsonFile f = {&j, path, err, 0};
-    f.failed = json_parse(&j, text, len, path, err) != 0;
+    Json j = {NULL, NULL, 0};
+    JsonFile f = {&j, path, err, text == NULL || json_parse(&j, text, len, path, err) != 0};
     memset(s, 0, sizeof(*s));
-    if (!f.failed && j.tok[0].type != JSMN_OBJECT) {
-        json_fail(&f, "not a JSON object like {\"attn\": [3, 5], \"mlp\": [6]}");
-    }
     for (int k = 0, key = 1; !f.failed && k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
         if (!json_eq(&j, key, "attn") && !json_eq(&j, key, "mlp")) { // a typo would skip nothing
             int n = j.tok[key].end - j.tok[key].start;
@@ -5882,14 +5708,13 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
                       j.js + j.tok[key].start);
         }
     }
-    for (int k = 0; k < 2 && !f.failed; k++) {
+    for (int k = 0; k < 2 && !f.failed; k++) { // (a key given twice: its last list)
         const char *key = k ? "mlp" : "attn";
-        int arr = json_key(&f, 0, key); // -1: absent, or given twice (f.failed)
+        int arr = json_key(&f, 0, key), n = arr >= 0 ? j.tok[arr].size : 0;
         if (arr >= 0 && j.tok[arr].type != JSMN_ARRAY) {
             json_fail(&f, "\"%s\" must be an array of layer numbers", key);
         }
-        for (int e = arr + 1, i = 0; arr >= 0 && !f.failed && i < j.tok[arr].size;
-             i++, e = json_skip(&j, e)) {
+        for (int e = arr + 1, i = 0; !f.failed && i < n; i++, e = json_skip(&j, e)) {
             long long l;
             if (json_int(&j, e, 0, n_layers - 1, &l)) {
                 json_fail(&f, "\"%s\" holds something that is not a layer in [0, %d]", key,
@@ -6065,11 +5890,11 @@ typedef struct {
     int n;
 } Prompts;
 
-// Reads the non-empty lines of a prompts file into p's text and line; a two-character \\n in a
-// line stands for a newline. Returns 0, or -1 with err set; free_prompts frees p either way.
+// Reads the non-empty lines of a prompts file or pipe into p's text and line (a two-character \\n
+// is a newline). Returns 0, or -1 with err set; free_prompts frees p either way.
 static int read_prompts(const char *path, Prompts *p, char *err) {
     size_t len;
-    char *text = read_file(path, &len, err);
+    char *text = read_input(path, 1, &len, err);
     if (text == NULL) { return -1; }
     int line = 1;
     p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
