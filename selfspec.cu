@@ -2714,84 +2714,66 @@ static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, f
 }
 
 // ----------------------------------------------------------------------------
-// config: config.json of a Hugging Face LlamaForCausalLM
+// config: config.json of a Hugging Face LlamaForCausalLM, read as transformers 5.24 reads it
 
 // A config integer's largest value: the kernels index a pass's rows with int.
 enum { CONFIG_MAX = 1 << 24 };
 
-// The int at key, in [1, CONFIG_MAX]; absent or null: an error if required, else *out is kept.
-static int config_int(JsonFile *f, const char *key, int required, int *out) {
+// The int at key, in [1, hi]; absent or null: an error if required, else *out is kept.
+static int config_int(JsonFile *f, const char *key, int required, int hi, int *out) {
     int i = json_key(f, 0, key);
     long long v;
-    if (f->failed) { return -1; }
     if (json_is_null(f->j, i)) { return required ? json_fail(f, "missing \"%s\"", key) : 0; }
-    if (json_int(f->j, i, 1, CONFIG_MAX, &v) != 0) {
-        return json_fail(f, "\"%s\" must be an integer in [1, %d]", key, CONFIG_MAX);
+    if (json_int(f->j, i, 1, hi, &v) != 0) {
+        return json_fail(f, "\"%s\" must be an integer in [1, %d]", key, hi);
     }
     *out = (int)v;
     return 0;
 }
 
+// The model is the one AutoModelForCausalLM builds, chosen by model_type alone (architectures
+// is not read: "mistral" with Llama's architectures builds Mistral and its sliding window).
 // A bias or non-SiLU activation would change the math; refuse rather than compute garbage.
 static int config_check_unsupported(JsonFile *f) {
     const Json *j = f->j;
-    int arch = json_get(j, 0, "architectures");
-    if (!json_is_null(j, arch)) {
-        int ok = 0, n = arch >= 0 && j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0;
-        for (int k = 0, e = arch + 1; k < n; k++, e = json_skip(j, e)) { // (json_at: quadratic)
-            ok |= json_eq(j, e, "LlamaForCausalLM");
-        }
-        if (!ok) {
-            return json_fail(
-                f, "architectures is not [\"LlamaForCausalLM\"]; only LLaMA models are supported");
-        }
-    } else if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
-        return json_fail(f, "neither architectures nor model_type says LLaMA");
+    if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
+        return json_fail(f, "model_type is not \"llama\"; only LLaMA models are supported");
     }
     int act = json_get(j, 0, "hidden_act"); // transformers' ACT2FN: "swish" is SiLU too
-    if (!json_is_null(j, act) && !json_eq(j, act, "silu") && !json_eq(j, act, "swish")) {
+    if (act >= 0 && !json_eq(j, act, "silu") && !json_eq(j, act, "swish")) {
         return json_fail(f, "hidden_act must be \"silu\" (or \"swish\", the same function)");
     }
-    const char *biases[] = {"attention_bias", "mlp_bias"};
-    for (int k = 0; k < 2; k++) {
-        if (json_key_bool(f, 0, biases[k], 0)) {
-            return json_fail(f, "%s=true is not supported", biases[k]);
+    const char *bools[] = {"attention_bias", "mlp_bias", "tie_word_embeddings"};
+    for (int k = 0; k < 3; k++) { // (null: refused by transformers' strict config class too)
+        if (json_is_word(j, json_get(j, 0, bools[k]), "null")) {
+            return json_fail(f, "%s must be true or false", bools[k]);
         }
-        if (f->failed) { return -1; }
+        if (k < 2 && json_key_bool(f, 0, bools[k], 0)) {
+            return json_fail(f, "%s=true is not supported", bools[k]);
+        }
     }
-    return 0;
+    return f->failed ? -1 : 0;
 }
 
-// A RoPE setting's value token: transformers 5 writes them all in rope_parameters, older configs
-// rope_theta at the top level and the scaling in rope_scaling (obj). A value in both must agree:
-// if not, -2 with err set, which every reader below then refuses (the first error is kept).
-static int rope_get(JsonFile *f, int obj, const char *key) {
-    const Json *j = f->j;
-    int a = json_get(j, obj, key), b = json_get(j, json_get(j, 0, "rope_parameters"), key);
-    double x, y;
-    if (a < 0 || b < 0) { return b >= 0 ? b : a; }
-    int same = json_number(j, a, &x) == 0 && json_number(j, b, &y) == 0
-                   ? x == y
-                   : j->tok[a].end - j->tok[a].start == j->tok[b].end - j->tok[b].start &&
-                         memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start,
-                                (size_t)(j->tok[a].end - j->tok[a].start)) == 0;
-    if (!same) {
-        return json_fail(f, "%s%s and rope_parameters.%s disagree",
-                    obj ? "rope_scaling." : "", key, key) - 1;
-    }
-    return b;
-}
-
-// RoPE: rope_theta, and rope_type "default" or "llama3" (Llama 3.1/3.2's scaling, with its
-// factors). Other types are refused.
+// RoPE as transformers 5.24 reads it (RotaryEmbeddingConfigMixin.convert_rope_params_to_dict):
+// the settings are rope_scaling's when it is a non-empty object, else rope_parameters'
+// (transformers 5 writes them all there); rope_theta is theirs, else the top level's, else
+// 10000; rope_type theirs, else their "type", else "default". Supported: "default" and "llama3"
+// (Llama 3.1/3.2's scaling; original_max_position_embeddings defaults to
+// max_position_embeddings, as there).
 static int config_rope(Config *c, JsonFile *f) {
     const Json *j = f->j;
-    int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(f, 0, "rope_theta");
-    int type = rope_get(f, rs, "rope_type");
-    if (type == -1) { type = json_get(j, rs, "type"); }
-    if (type < -1) { return json_fail(f, "rope_type is given twice"); } // (or disagrees: set above)
+    int rs = json_get(j, 0, "rope_scaling"), rp = json_get(j, 0, "rope_parameters");
+    if ((!json_is_null(j, rs) && j->tok[rs].type != JSMN_OBJECT) ||
+        (!json_is_null(j, rp) && j->tok[rp].type != JSMN_OBJECT)) {
+        return json_fail(f, "rope_scaling and rope_parameters must be objects (or null)");
+    }
+    int rope = rs >= 0 && j->tok[rs].size > 0 ? rs : rp;
+    int theta = json_get(j, rope, "rope_theta"), type = json_get(j, rope, "rope_type");
+    if (theta < 0) { theta = json_get(j, 0, "rope_theta"); }
+    if (type < 0) { type = json_get(j, rope, "type"); }
     if (json_float(f, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta)) { return -1; }
-    if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
+    if (type < 0 || json_eq(j, type, "default")) { return 0; }
     if (!json_eq(j, type, "llama3")) {
         int n = j->tok[type].end - j->tok[type].start;
         return json_fail(f, "rope_type \"%.*s\" is not supported (only \"default\" and \"llama3\")",
@@ -2801,13 +2783,15 @@ static int config_rope(Config *c, JsonFile *f) {
     const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
     float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
     for (int k = 0; k < 3; k++) {
-        if (json_float(f, rope_get(f, rs, keys[k]), keys[k], 0, FLT_MAX, dst[k])) { return -1; }
+        int v = json_get(j, rope, keys[k]);
+        if (v < 0) { return json_fail(f, "rope_type llama3 needs \"%s\"", keys[k]); }
+        if (json_float(f, v, keys[k], 0, FLT_MAX, dst[k])) { return -1; }
     }
-    long long orig = 0;
-    if (json_int(j, rope_get(f, rs, "original_max_position_embeddings"), 1, CONFIG_MAX, &orig) ||
-        c->rope_factor <= 0 || c->rope_high_freq <= c->rope_low_freq) {
-        return json_fail(f, "rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
-                    "and original_max_position_embeddings");
+    long long orig = c->max_pos;
+    int o = json_get(j, rope, "original_max_position_embeddings");
+    if ((o >= 0 && json_int(j, o, 1, CONFIG_MAX, &orig)) || c->rope_high_freq <= c->rope_low_freq) {
+        return json_fail(f, "rope_type llama3 needs low_freq_factor < high_freq_factor and an "
+                         "integer original_max_position_embeddings");
     }
     c->rope_orig_max = (int)orig;
     return 0;
@@ -2837,41 +2821,31 @@ static int config_token_ids(Config *c, JsonFile *f) {
 
 // The settings of a parsed config.json into c, every one checked.
 static int config_from_json(Config *c, JsonFile *f) {
-    const Json *j = f->j;
-    if (config_check_unsupported(f) ||
-        config_int(f, "hidden_size", 1, &c->dim) ||
-        config_int(f, "intermediate_size", 1, &c->hidden_dim) ||
-        config_int(f, "num_hidden_layers", 1, &c->n_layers) ||
-        config_int(f, "num_attention_heads", 1, &c->n_heads) ||
-        config_int(f, "vocab_size", 1, &c->vocab_size) ||
-        config_int(f, "max_position_embeddings", 1, &c->max_pos)) {
+    if (config_check_unsupported(f) || config_int(f, "hidden_size", 1, CONFIG_MAX, &c->dim) ||
+        config_int(f, "intermediate_size", 1, CONFIG_MAX, &c->hidden_dim) ||
+        config_int(f, "num_hidden_layers", 1, SS_MAX_LAYERS, &c->n_layers) ||
+        config_int(f, "num_attention_heads", 1, CONFIG_MAX, &c->n_heads) ||
+        config_int(f, "vocab_size", 1, CONFIG_MAX, &c->vocab_size) ||
+        config_int(f, "max_position_embeddings", 1, CONFIG_MAX, &c->max_pos)) {
         return -1;
     }
     c->n_kv_heads = c->n_heads;
     c->head_dim = c->dim / c->n_heads;
-    if (config_int(f, "num_key_value_heads", 0, &c->n_kv_heads) ||
-        config_int(f, "head_dim", 0, &c->head_dim) ||
-        json_float(f, json_get(j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
+    if (config_int(f, "num_key_value_heads", 0, CONFIG_MAX, &c->n_kv_heads) ||
+        config_int(f, "head_dim", 0, CONFIG_MAX, &c->head_dim) ||
+        json_float(f, json_get(f->j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
         config_rope(c, f) || config_token_ids(c, f)) {
         return -1;
     }
     c->tied = json_key_bool(f, 0, "tie_word_embeddings", 0);
     if (f->failed) { return -1; }
-    if (c->n_layers > SS_MAX_LAYERS) {
-        return json_fail(f, "num_hidden_layers %d exceeds the supported %d", c->n_layers,
-                         SS_MAX_LAYERS);
+    if (c->dim % c->n_heads != 0 || c->n_heads % c->n_kv_heads != 0) { // (LlamaConfig: the first)
+        return json_fail(f, "hidden_size %d must be a multiple of num_attention_heads %d, and it "
+                         "of num_key_value_heads %d", c->dim, c->n_heads, c->n_kv_heads);
     }
-    if (c->n_heads % c->n_kv_heads != 0) {
-        return json_fail(f, "num_attention_heads %d is not a multiple of num_key_value_heads %d",
-                         c->n_heads, c->n_kv_heads);
-    }
-    if (c->head_dim % 2 != 0 || c->head_dim < 2) {
-        return json_fail(f, "head_dim %d (hidden_size / num_attention_heads when not given) must "
-                         "be even and at least 2 (RoPE rotates pairs)", c->head_dim);
-    }
-    if ((size_t)c->n_heads * c->head_dim > CONFIG_MAX) {
-        return json_fail(f, "num_attention_heads %d x head_dim %d exceeds %d", c->n_heads,
-                         c->head_dim, CONFIG_MAX);
+    if (c->head_dim % 2 != 0 || (size_t)c->n_heads * c->head_dim > CONFIG_MAX) {
+        return json_fail(f, "head_dim %d must be even (RoPE rotates pairs), and num_attention_heads "
+                         "x head_dim at most %d", c->head_dim, CONFIG_MAX);
     }
     return 0;
 }
@@ -2883,10 +2857,9 @@ static int read_config(Config *c, const char *dir, char *err) {
     c->norm_eps = 1e-6f;
     size_t len;
     char *text = read_file(path, &len, err);
-    if (text == NULL) { free(path); return -1; }
-    Json j;
+    Json j = {NULL, NULL, 0};
     JsonFile f = {&j, path, err, 0};
-    int rc = json_parse(&j, text, len, path, err) || config_from_json(c, &f) ? -1 : 0;
+    int rc = text == NULL || json_parse(&j, text, len, path, err) || config_from_json(c, &f);
     json_free(&j);
     free(text);
     free(path);
@@ -2895,20 +2868,19 @@ static int read_config(Config *c, const char *dir, char *err) {
     // from that file when it exists): Llama-3-Instruct's config.json names <|end_of_text|>
     // alone, and its <|eot_id|> is only there. Without it, config.json's ids stay.
     path = join_path(dir, "generation_config.json");
+    f.path = path;
     struct stat sb;
     if (rc == 0 && stat(path, &sb) == 0) {
         Config g = *c;
         g.n_eos = 0;
-        f.path = path;
         text = read_file(path, &len, err);
-        rc = text == NULL || json_parse(&j, text, len, path, err) ? -1 : 0;
-        rc = rc == 0 && config_token_ids(&g, &f) ? -1 : rc;
+        rc = text == NULL || json_parse(&j, text, len, path, err) || config_token_ids(&g, &f);
         if (g.n_eos > 0) { memcpy(c->eos_ids, g.eos_ids, sizeof(c->eos_ids)), c->n_eos = g.n_eos; }
-        if (text) { json_free(&j); }
+        json_free(&j);
         free(text);
     }
     free(path);
-    return rc;
+    return rc ? -1 : 0;
 }
 
 // ----------------------------------------------------------------------------
