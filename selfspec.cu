@@ -2896,7 +2896,7 @@ typedef struct {
     size_t begin;   // byte range within the file's data section
     size_t end;
     int file;       // index into the shard list
-    int used;       // set by load_tensor (a tensor nothing loads: the config is another model's)
+    int used;       // set by find_tensor (a tensor nothing loads: the config is another model's)
 } TensorInfo;
 
 typedef struct {
@@ -2914,73 +2914,50 @@ typedef struct {
     char *index;       // model.safetensors.index.json's path when sharded, else NULL (owned)
 } TensorFiles;
 
-static int compare_by_begin(const void *a, const void *b) {
-    const TensorInfo *x = *(const TensorInfo *const *)a, *y = *(const TensorInfo *const *)b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : 0;
+// The n integers of the JSON array at arr (n <= 4), each in [0, 2^62], into out; 0, else -1.
+static int json_sizes(const Json *j, int arr, int n, size_t *out) {
+    if (arr < 0 || j->tok[arr].type != JSMN_ARRAY || j->tok[arr].size != n || n > 4) { return -1; }
+    for (int d = 0, e = arr + 1; d < n; d++, e = json_skip(j, e)) {
+        long long v;
+        if (json_int(j, e, 0, LLONG_MAX / 2, &v)) { return -1; }
+        out[d] = (size_t)v;
+    }
+    return 0;
 }
 
 // Parses one tensor entry of a safetensors header and checks its dtype, shape and byte range.
+// Two tensors' ranges may overlap (the safetensors library refuses such a file): each lies
+// inside the file's data, so each is read in bounds, as its offsets say.
 static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInfo *t, char *err) {
-    size_t name_len;
+    static const char *const dtypes[] = {"F32", "F16", "BF16"}; // DTYPE_* order
+    size_t name_len, off[2], numel = 1;
     t->name = json_string(j, key, &name_len);
     if (t->name == NULL || strlen(t->name) != name_len) { // "a\u0000b" would be read as "a"
         return fail(err, "%s: bad tensor name in header (a bad escape or a NUL byte)", sh->path);
     }
     int v = key + 1, dt = json_get(j, v, "dtype"), shp = json_get(j, v, "shape");
-    int off = json_get(j, v, "data_offsets");
-    if (dt < 0 || shp < 0 || off < 0 || j->tok[shp].type != JSMN_ARRAY ||
-        j->tok[off].type != JSMN_ARRAY || j->tok[off].size != 2) {
-        return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path,
-                    t->name);
+    int n_dim = shp >= 0 ? j->tok[shp].size : 0;
+    if (dt < 0 || json_sizes(j, shp, n_dim, t->shape) ||
+        json_sizes(j, json_get(j, v, "data_offsets"), 2, off) || off[0] > off[1]) {
+        return fail(err, "%s: tensor %s: needs a dtype, a shape of at most 4 sizes and "
+                    "data_offsets [begin, end]", sh->path, t->name);
     }
-    static const char *const dtypes[] = {"F32", "F16", "BF16"}; // DTYPE_* order
     for (t->dtype = DTYPE_BF16; t->dtype >= 0 && !json_eq(j, dt, dtypes[t->dtype]); t->dtype--) {}
     if (t->dtype < 0) {
         return fail(err, "%s: tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", sh->path,
                     t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
     }
-    size_t esize = t->dtype == DTYPE_F32 ? 4 : 2;
-    if (j->tok[shp].size > 4) { // (n_dim is set after: build_model reads shape[0..n_dim))
-        return fail(err, "%s: tensor %s: more than 4 dimensions", sh->path, t->name);
-    }
-    t->n_dim = j->tok[shp].size;
-    size_t numel = 1;
-    for (int d = 0; d < t->n_dim; d++) {
-        long long s;
-        if (json_int(j, json_at(j, shp, d), 0, LLONG_MAX / 2, &s)) {
-            return fail(err, "%s: tensor %s: bad shape", sh->path, t->name);
-        }
-        t->shape[d] = (size_t)s;
-        numel = mul_size(numel, t->shape[d]);
-    }
-    long long b, e;
-    if (json_int(j, json_at(j, off, 0), 0, LLONG_MAX / 2, &b) ||
-        json_int(j, json_at(j, off, 1), 0, LLONG_MAX / 2, &e) || b > e) {
-        return fail(err, "%s: tensor %s: bad data_offsets", sh->path, t->name);
-    }
-    t->begin = (size_t)b;
-    t->end = (size_t)e;
+    t->n_dim = n_dim, t->begin = off[0], t->end = off[1];
+    for (int d = 0; d < n_dim; d++) { numel = mul_size(numel, t->shape[d]); }
     if (t->end > sh->size - sh->data_start) {
         return fail(err, "%s: tensor %s: data_offsets run past the end of the file", sh->path,
                     t->name);
     }
-    if (mul_size(numel, esize) != t->end - t->begin) {
+    if (mul_size(numel, t->dtype == DTYPE_F32 ? 4 : 2) != t->end - t->begin) {
         return fail(err, "%s: tensor %s: data_offsets span %zu bytes but the shape needs %zu",
-                    sh->path, t->name, t->end - t->begin, mul_size(numel, esize));
+                    sh->path, t->name, t->end - t->begin, mul_size(numel, t->dtype ? 2 : 4));
     }
     return 0;
-}
-
-// The 8-byte little-endian header length at b into *n; -1 (err set) if it is zero or runs past
-// the end of a file of size bytes.
-static int header_length(const char *path, const unsigned char *b, size_t size, uint64_t *n,
-                         char *err) {
-    *n = 0;
-    for (int k = 7; k >= 0; k--) { *n = (*n << 8) | b[k]; }
-    return *n == 0 || *n > size - 8
-               ? fail(err, "%s: header length %llu is zero or runs past the end of the file (%zu "
-                      "bytes)", path, (unsigned long long)*n, size)
-               : 0;
 }
 
 // Reads one .safetensors file and appends its tensors to tf: an 8-byte little-endian header
@@ -2988,26 +2965,20 @@ static int header_length(const char *path, const unsigned char *b, size_t size, 
 static int load_shard(TensorFiles *tf, const char *path, char *err) {
     Shard *sh = &tf->shards[tf->n_shards];
     sh->path = strcpy((char *)malloc_check(strlen(path) + 1), path);
-    // The header length is checked before the file is read whole (a sparse 30 GB file of zeros
-    // is refused at once), then again on what was read. (O_NONBLOCK: a FIFO does not block.)
-    unsigned char head[8];
-    uint64_t n;
-    struct stat sb;
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    int peeked =
-        fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pread(fd, head, 8, 0) == 8;
-    if (fd >= 0) { close(fd); }
-    if (peeked && header_length(path, head, (size_t)sb.st_size, &n, err)) { return -1; }
     sh->bytes = read_file(path, &sh->size, err);
     if (sh->bytes == NULL) { return -1; }
     tf->n_shards++;
     if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
-    if (header_length(path, (const unsigned char *)sh->bytes, sh->size, &n, err)) { return -1; }
+    uint64_t n = 0;
+    for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)sh->bytes[k]; }
+    if (n == 0 || n > sh->size - 8) {
+        return fail(err, "%s: header length %llu is zero or runs past the end of the file (%zu "
+                    "bytes)", path, (unsigned long long)n, sh->size);
+    }
     sh->data_start = 8 + (size_t)n;
     Json j;
     if (json_parse(&j, sh->bytes + 8, (size_t)n, path, err)) { return -1; }
-    int rc = j.tok[0].type == JSMN_OBJECT ? 0 : fail(err, "%s: header is not a JSON object", path);
-    int n_entries = rc == 0 ? j.tok[0].size : 0, first = tf->n_tensors;
+    int rc = 0, n_entries = j.tok[0].size;
     size_t table = (size_t)tf->n_tensors + (size_t)n_entries + 1;
     tf->tensors = (TensorInfo *)realloc_check(tf->tensors, mul_size(table, sizeof(TensorInfo)));
     for (int k = 0, key = 1; rc == 0 && k < n_entries; k++, key = json_skip(&j, key + 1)) {
@@ -3018,19 +2989,6 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
         rc = parse_tensor_entry(&j, key, sh, t, err);
     }
     json_free(&j);
-    if (rc != 0) { return rc; }
-    // byte ranges must not overlap: sort this file's tensors by start and compare neighbours
-    int count = tf->n_tensors - first;
-    TensorInfo **order = (TensorInfo **)malloc_check((size_t)(count + 1) * sizeof(TensorInfo *));
-    for (int k = 0; k < count; k++) { order[k] = &tf->tensors[first + k]; }
-    qsort(order, (size_t)count, sizeof(TensorInfo *), compare_by_begin);
-    for (int k = 1; k < count && rc == 0; k++) {
-        if (order[k]->begin < order[k - 1]->end) {
-            rc = fail(err, "%s: tensors %s and %s overlap in the file", path, order[k - 1]->name,
-                      order[k]->name);
-        }
-    }
-    free(order);
     return rc;
 }
 
@@ -3044,21 +3002,21 @@ static void free_tensor_files(TensorFiles *tf) {
     memset(tf, 0, sizeof(*tf));
 }
 
-// The first tensor named name at or after index from, or NULL.
-static TensorInfo *find_tensor(TensorFiles *tf, const char *name, int from) {
-    for (int k = from; k < tf->n_tensors; k++) {
-        if (strcmp(tf->tensors[k].name, name) == 0) { return &tf->tensors[k]; }
+// The tensor named name, or NULL: a name given twice is its last entry (as the safetensors
+// library reads one header), and every entry of that name counts as used.
+static TensorInfo *find_tensor(TensorFiles *tf, const char *name) {
+    TensorInfo *t = NULL;
+    for (int k = 0; k < tf->n_tensors; k++) {
+        if (strcmp(tf->tensors[k].name, name) == 0) { t = &tf->tensors[k], t->used = 1; }
     }
-    return NULL;
+    return t;
 }
 
-// Opens model.safetensors, or every shard named by model.safetensors.index.json.
+// Opens model.safetensors, or every shard named by model.safetensors.index.json (each once).
 static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     memset(tf, 0, sizeof(*tf));
     char *path = join_path(dir, "model.safetensors");
-    // (not fopen: that blocks on a FIFO; read_file refuses anything but a file). lstat: a
-    // dangling or looping symlink is this file, which read_file then says it cannot open.
-    struct stat sb;
+    struct stat sb; // (lstat: a dangling symlink is this file too, which read_file cannot open)
     if (lstat(path, &sb) == 0) {
         tf->shards = (Shard *)calloc_check(2, sizeof(Shard));
         int rc = load_shard(tf, path, err);
@@ -3073,40 +3031,22 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
         return fail(err, "%s: no model.safetensors or model.safetensors.index.json", dir);
     }
     Json j;
-    int rc = json_parse(&j, text, len, path, err);
-    int map = rc == 0 ? json_get(&j, 0, "weight_map") : -1;
-    if (rc == 0 && (map < 0 || j.tok[map].type != JSMN_OBJECT || j.tok[map].size == 0)) {
-        rc = fail(err, "%s: no weight_map object, or an empty one", path);
-    }
-    int n = rc == 0 ? j.tok[map].size : 0;
+    int rc = json_parse(&j, text, len, path, err), map = rc ? -1 : json_get(&j, 0, "weight_map");
+    int n = map >= 0 && j.tok[map].type == JSMN_OBJECT ? j.tok[map].size : 0;
+    if (rc == 0 && n == 0) { rc = fail(err, "%s: no weight_map object, or an empty one", path); }
     tf->shards = (Shard *)calloc_check((size_t)n + 1, sizeof(Shard));
     for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
         size_t flen;
-        char *file = json_string(&j, key + 1, &flen);
+        char *file = json_string(&j, key + 1, &flen), *shard = NULL;
         if (file == NULL || flen == 0 || strlen(file) != flen || strchr(file, '/') != NULL) {
             rc = fail(err, "%s: weight_map entry %d is not a plain file name", path, k);
-        } else { // each shard once, however many tensors it holds
-            char *shard_path = join_path(dir, file);
+        } else {
             int seen = 0;
-            for (int s = 0; s < tf->n_shards; s++) {
-                seen |= strcmp(tf->shards[s].path, shard_path) == 0;
-            }
-            rc = seen ? 0 : load_shard(tf, shard_path, err);
-            free(shard_path);
+            shard = join_path(dir, file);
+            for (int s = 0; s < tf->n_shards; s++) { seen |= strcmp(tf->shards[s].path, shard) == 0; }
+            rc = seen ? 0 : load_shard(tf, shard, err);
         }
-        free(file);
-    }
-    // each tensor the index names is in the shard it names (load_tensor then blames the index
-    // for a tensor it does not name, not a shard that never held it)
-    for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
-        size_t nn;
-        char *name = json_string(&j, key, &nn), *file = json_string(&j, key + 1, &nn);
-        const TensorInfo *t = name ? find_tensor(tf, name, 0) : NULL;
-        if (t == NULL || strcmp(strrchr(tf->shards[t->file].path, '/') + 1, file) != 0) {
-            rc = fail(err, "%s: weight_map puts tensor %s in %s, which does not hold it", path,
-                      name ? name : "(a bad name)", file);
-        }
-        free(name);
+        free(shard);
         free(file);
     }
     json_free(&j);
@@ -3114,18 +3054,14 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     return rc;
 }
 
-// IEEE half to float: a normal half's exponent is rebiased from 15 to 127 (all ones: inf or NaN);
-// zero and subnormals are man x 2^-24.
+// IEEE half to float: sign, 5 exponent bits (bias 15) and 10 of mantissa; exponent 0 is zero or
+// a subnormal (man x 2^-24), 31 infinity or NaN. (ldexpf is exact here.)
 static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
-    if (exp == 0) {
-        float f = (float)man / 16777216.0f; // exact: man < 2^10
-        return sign ? -f : f;
-    }
-    uint32_t bits = sign | ((exp == 0x1F ? 0xFFu : exp + 112) << 23) | (man << 13);
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    int exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+    float f = exp == 0    ? ldexpf((float)man, -24)
+              : exp == 31 ? (man ? NAN : INFINITY)
+                          : ldexpf((float)(man | 0x400), exp - 25);
+    return h & 0x8000 ? -f : f;
 }
 
 // "[a, b]": a shape of n <= 4 dims into text (128 bytes).
@@ -3138,13 +3074,9 @@ static void shape_text(char *text, const size_t *shape, int n) {
 // Finds tensor name, checks its shape, converts it to fp32 into dst. Little-endian host assumed.
 static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
                        char *err) {
-    TensorInfo *t = find_tensor(tf, name, 0);
-    const TensorInfo *again = t ? find_tensor(tf, name, (int)(t - tf->tensors) + 1) : NULL;
-    if (again != NULL) {
-        return fail(err, "%s: tensor %s appears twice", tf->shards[again->file].path, name);
-    }
+    const TensorInfo *t = find_tensor(tf, name);
     if (t == NULL && tf->index) {
-        return fail(err, "%s: tensor %s is missing from its weight_map", tf->index, name);
+        return fail(err, "%s: tensor %s is in none of the shards it names", tf->index, name);
     }
     if (t == NULL) { return fail(err, "%s: missing tensor %s", tf->shards[0].path, name); }
     const Shard *sh = &tf->shards[t->file];
@@ -3158,7 +3090,6 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
                     have, want);
     }
     size_t n = cols == 0 ? rows : rows * cols;
-    t->used = 1;
     if (dst == NULL) { return 0; } // build_model's check of every name and shape
     const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
     for (size_t i = 0; i < n; i++) {
@@ -3183,7 +3114,6 @@ static int same_tensor(const TensorFiles *tf, const TensorInfo *a, const TensorI
            memcmp(sa->bytes + sa->data_start + a->begin, sb->bytes + sb->data_start + b->begin,
                   a->end - a->begin) == 0;
 }
-
 // RoPE inverse frequencies theta^(-2i/d), with Llama 3's rope_scaling: long wavelengths are
 // slowed down by factor, short ones kept, and the band between blended smoothly.
 static void rope_frequencies(const Config *c, float *inv_freq) {
@@ -3260,10 +3190,9 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
     // rotary_emb.inv_freq buffers old checkpoints saved, and lm_head.weight when tied.
     for (int k = 0; k < tf->n_tensors; k++) {
         const TensorInfo *t = &tf->tensors[k];
-        size_t n = strlen(t->name), nr = strlen("rotary_emb.inv_freq");
-        int ignored = (n >= nr && strcmp(t->name + n - nr, "rotary_emb.inv_freq") == 0) ||
-                      (c->tied && strcmp(t->name, "lm_head.weight") == 0);
-        if (!t->used && !ignored) {
+        const char *inv = strstr(t->name, "rotary_emb.inv_freq");
+        if (!t->used && !(inv && strcmp(inv, "rotary_emb.inv_freq") == 0) &&
+            !(c->tied && strcmp(t->name, "lm_head.weight") == 0)) {
             return fail(err, "%s: tensor %s is not used by the model config.json describes "
                         "(%d layers); the config does not match the checkpoint",
                         tf->shards[t->file].path, t->name, c->n_layers);
@@ -3278,8 +3207,8 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
 static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
     TensorFiles tf;
     int rc = open_tensor_files(&tf, dir, err);
-    const TensorInfo *head = rc == 0 ? find_tensor(&tf, "lm_head.weight", 0) : NULL;
-    const TensorInfo *embed = rc == 0 ? find_tensor(&tf, "model.embed_tokens.weight", 0) : NULL;
+    const TensorInfo *head = rc == 0 ? find_tensor(&tf, "lm_head.weight") : NULL;
+    const TensorInfo *embed = rc == 0 ? find_tensor(&tf, "model.embed_tokens.weight") : NULL;
     if (rc == 0 && !c->tied && head == NULL) {
         // transformers would start lm_head from random weights (with a warning), not tie it
         rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has "
@@ -3293,9 +3222,8 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
                 "model.embed_tokens.weight though %s/config.json has tie_word_embeddings true; "
                 "using lm_head.weight, as transformers does\n", tf.shards[head->file].path, dir);
     }
-    // Every weight must be a tensor of the files with its shape, whose sizes were checked
-    // against the file sizes: a config that needs more is refused here, naming the tensor,
-    // before its sizes are allocated.
+    // Every weight a tensor of the files with its shape (checked against the file's size), or
+    // refused naming the tensor, before the config's sizes are allocated.
     Weights host;
     *n = layout_weights(&host, NULL, c);
     if (rc == 0) { rc = load_weights(&host, c, &tf, err); }
@@ -3312,8 +3240,7 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
 
 #ifdef __CUDACC__
 // The first CUDA call: without a GPU (or with a driver too old for this build) every later call
-// fails with a misleading message, such as "out of GPU memory", so say it plainly here.
-// A missing GPU is the user's to fix, not a broken invariant: it fails like a bad file.
+// fails with a misleading message, such as "out of GPU memory"; say it plainly, as a bad file.
 static int device_init(char *err) {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);

@@ -513,11 +513,7 @@ static void messages_keep_their_reason(void) {
         write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": "
                    "\"model-00001-of-00002.safetensors\"}}");
         run_model_case("an index that omits a tensor's shard", d, "", "model.safetensors.index.json",
-                       "tensor model.norm.weight is missing from its weight_map");
-        write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": "
-                   "\"model-00001-of-00002.safetensors\", \"model.norm.weight\": \"model-00001-of-00002.safetensors\"}}");
-        run_model_case("an index that puts a tensor in a shard without it", d, "", "model.safetensors.index.json",
-                       "puts tensor model.norm.weight in model-00001-of-00002.safetensors, which does not hold it");
+                       "tensor model.norm.weight is in none of the shards it names");
     }
 }
 
@@ -782,9 +778,9 @@ static void new_classes(void) {
     static const char *const entries[][3] = { // model.safetensors' header: from, to, the problem
         {"\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440", "\"dtype\":\"F64\",\"shape\":[64],\"data_offsets\":[1469440",
          "unsupported dtype F64"},
-        {"\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[-64],\"data_offsets\":[1469440", "model.norm.weight: bad shape"},
-        {"\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469440]", "model.norm.weight: needs dtype, shape and two"},
-        {"\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469696,1469440]", "model.norm.weight: bad data_offsets"},
+        {"\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[-64],\"data_offsets\":[1469440", "model.norm.weight: needs"},
+        {"\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469440]", "model.norm.weight: needs"},
+        {"\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469696,1469440]", "model.norm.weight: needs"},
     };
     for (size_t k = 0; k < sizeof(entries) / sizeof(entries[0]); k++) {
         header_case(entries[k][1], entries[k][0], entries[k][1], 0, "model.safetensors", entries[k][2]);
@@ -847,10 +843,14 @@ static void rounds_one_to_three(void) {
               "\"intermediate_size\": 170", "mlp.gate_proj.weight", "config.json implies");
     header_case("missing tensor", "\"model.norm.weight\"", "\"model.norm.weigxx\"", 0, "model.norm.weight",
                 "missing tensor");
-    header_case("duplicated tensor", "\"model.layers.0.input_layernorm.weight\"", "\"model.norm.weight\"", 0,
-                "model.norm.weight", "appears twice");
-    header_case("data offsets overlap", "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[0,256]", 0,
-                "model.norm.weight", "overlap");
+    header_case("duplicated tensor (the last entry is read)", "\"model.layers.0.input_layernorm.weight\"",
+                "\"model.norm.weight\"", 0, "missing tensor model.layers.0.input_layernorm.weight", NULL);
+    { // overlapping byte ranges (the safetensors library refuses them) are read in bounds, as the offsets say
+        d = broken_copy();
+        edit_header(d, "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[0,256]", 0);
+        snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+        run_ok_case("data offsets overlap", buf);
+    }
     header_case("data offsets past the end", "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469696,1469952]",
                 0, "model.norm.weight", "past the end of the file");
     header_case("data offsets disagree with the shape", "\"data_offsets\":[1469440,1469696]",
@@ -1131,7 +1131,7 @@ static void rounds_one_to_three(void) {
 
     // ---- round three: out-of-bounds reads
     header_case("a shape of 5 dims", "\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[64,1,1,1,1],\"data_offsets\":[1469440",
-                0, "model.norm.weight", "more than 4 dimensions");
+                0, "model.norm.weight", "a shape of at most 4 sizes");
     { // a vocabulary of 4 tokens, smaller than SWIFT's tree width (up to 10): no alternative is id -1
         d = vocab4_model("vocab-4", "d");
         snprintf(buf, sizeof(buf), "-m %s -p abcd -n 24 --method swift --json", d);
@@ -1316,15 +1316,6 @@ static void rounds_one_to_three(void) {
         check(symlink("model.safetensors", link) == 0, "cannot make the symlink %s", link);
         run_model_case("model.safetensors a symlink loop", d, "", "model.safetensors: cannot open",
                        "symbolic links");
-    }
-
-    { // a sparse 30 GB file of zeros: its header length is read first, not the whole file
-        d = broken_copy();
-        write_text(d, "model.safetensors", "");
-        truncate_file(d, "model.safetensors", (size_t)30 << 30);
-        run_model_case("model.safetensors a sparse 30 GB of zeros", d, "", "model.safetensors: header length 0",
-                       "32212254720 bytes");
-        truncate_file(d, "model.safetensors", 0);
     }
 
     text_case("post_processor without special_tokens", "tokenizer.json", "\"special_tokens\": {",
@@ -1538,7 +1529,7 @@ static void rounds_one_to_three(void) {
         sh.size = 8 + sizeof(header) - 1 + 4;
         sh.data_start = 8 + sizeof(header) - 1;
         check(json_parse(&j, header, sizeof(header) - 1, "header", err) == 0, "5-dim header: %s", err);
-        check(parse_tensor_entry(&j, 1, &sh, &t, err) != 0 && strstr(err, "more than 4") != NULL,
+        check(parse_tensor_entry(&j, 1, &sh, &t, err) != 0 && strstr(err, "at most 4") != NULL,
               "5-dim shape: accepted (%s)", err);
         check(t.n_dim <= 4, "5-dim shape: the refused entry has n_dim %d; build_model reads shape[0..n_dim)", t.n_dim);
         free(t.name);
@@ -1941,6 +1932,21 @@ static void loaders_to_the_contract(void) {
           "--skip-file with attn twice: exit %d, want the last list, attn 2 and 3:\n%s%s", rc, o, e);
     free(o);
     free(e);
+    { // model.norm.weight given twice in the header: the last entry's bytes (lm_head.weight's first 64 floats)
+        Model m, ref;
+        d = broken_copy();
+        edit_header(d, "{\"__metadata__\"", "{\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":"
+                    "[1469440,1469696]},\"__metadata__\"", 0);
+        edit_header(d, "\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440,1469696]}}",
+                    "\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[0,256]}}", 0);
+        n_cases++;
+        if (check(build_model(&m, d, 8, err) == 0 && build_model(&ref, SRC, 8, err) == 0, "norm twice: %s", err)) {
+            check(memcmp(m.weights.rms_final, ref.weights.lm_head, 64 * sizeof(float)) == 0,
+                  "model.norm.weight twice in the header: not its last entry's bytes");
+            free_model(&m);
+            free_model(&ref);
+        }
+    }
     // -f from a pipe (issue 48: -f /dev/stdin was refused): every line read, as from a file
     write_text(tmp, "two.txt", "In the beginning\nAnd God said\n");
     snprintf(buf, sizeof(buf), "-m %s -n 4 --json -f %s/two.txt", SRC, tmp);
