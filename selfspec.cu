@@ -2568,12 +2568,12 @@ static long hex4(const char *s) {
 // and four hex digits. NULL if i is not a string or holds half of a UTF-16 surrogate pair.
 static char *json_string(const Json *j, int i, size_t *len) {
     if (i < 0 || j->tok[i].type != JSMN_STRING) { return NULL; }
-    const char *s = j->js + j->tok[i].start, *simple = "\"\\/bfnrt";
+    const char *s = j->js + j->tok[i].start, *esc = "\"\\/bfnrt", *raw = "\"\\/\b\f\n\r\t";
     size_t n = (size_t)(j->tok[i].end - j->tok[i].start), o = 0;
     char *out = (char *)malloc_check(n + 1); // unescaping never grows the text
     for (size_t k = 0; k < n; k++) {
         if (s[k] != '\\') { out[o++] = s[k]; continue; }
-        if (s[++k] != 'u') { out[o++] = "\"\\/\b\f\n\r\t"[strchr(simple, s[k]) - simple]; continue; }
+        if (s[++k] != 'u') { out[o++] = raw[strchr(esc, s[k]) - esc]; continue; }
         long cp = hex4(s + k + 1);
         long lo = k + 10 < n && s[k + 5] == '\\' && s[k + 6] == 'u' ? hex4(s + k + 7) : 0;
         k += 4;
@@ -2685,10 +2685,8 @@ static int json_key_is(JsonFile *f, int obj, const char *key, const char *s) {
 
 // The boolean at key of obj; absent or null (or an error): dflt.
 static int json_key_bool(JsonFile *f, int obj, const char *key, int dflt) {
-    int i = json_key(f, obj, key);
-    if (json_is_word(f->j, i, "true") || json_is_word(f->j, i, "false")) {
-        return json_is_word(f->j, i, "true");
-    }
+    int i = json_key(f, obj, key), yes = json_is_word(f->j, i, "true");
+    if (yes || json_is_word(f->j, i, "false")) { return yes; }
     if (!json_is_null(f->j, i)) { json_fail(f, "%s must be true or false", key); }
     return dflt;
 }
@@ -2706,7 +2704,7 @@ static int json_key_array(JsonFile *f, int obj, const char *key, int *n) {
 static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, float *out) {
     double v;
     if (i < 0) { return 0; }
-    if (json_number(f->j, i, &v) != 0 || !isnormal((float)v) || !((float)v > lo && (float)v <= hi)) {
+    if (json_number(f->j, i, &v) != 0 || !isnormal((float)v) || (float)v <= lo || (float)v > hi) {
         return json_fail(f, "\"%s\" must be a normal float in (%g, %g]", key, lo, hi);
     }
     *out = (float)v;
@@ -2844,8 +2842,8 @@ static int config_from_json(Config *c, JsonFile *f) {
                          "of num_key_value_heads %d", c->dim, c->n_heads, c->n_kv_heads);
     }
     if (c->head_dim % 2 != 0 || (size_t)c->n_heads * c->head_dim > CONFIG_MAX) {
-        return json_fail(f, "head_dim %d must be even (RoPE rotates pairs), and num_attention_heads "
-                         "x head_dim at most %d", c->head_dim, CONFIG_MAX);
+        return json_fail(f, "head_dim %d must be even (RoPE rotates pairs), and "
+                         "num_attention_heads x head_dim at most %d", c->head_dim, CONFIG_MAX);
     }
     return 0;
 }
@@ -2889,29 +2887,24 @@ static int read_config(Config *c, const char *dir, char *err) {
 enum { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
 
 typedef struct {
-    char *name;     // owned
-    int dtype;
-    int n_dim;
+    char *name;         // owned
+    int dtype, n_dim;
     size_t shape[4];
-    size_t begin;   // byte range within the file's data section
-    size_t end;
-    int file;       // index into the shard list
-    int used;       // set by find_tensor (a tensor nothing loads: the config is another model's)
+    size_t begin, end;  // byte range within the file's data section
+    int file;           // index into the shard list
+    int used;           // set by find_tensor (one left over: the config is another model's)
 } TensorInfo;
 
 typedef struct {
-    char *path;        // owned
-    char *bytes;       // the whole file
-    size_t size;
-    size_t data_start; // 8 + header length
+    char *path, *bytes; // owned; bytes: the whole file (size bytes)
+    size_t size, data_start; // data_start: 8 + header length
 } Shard;
 
 typedef struct {
     Shard *shards;
-    int n_shards;
     TensorInfo *tensors;
-    int n_tensors;
-    char *index;       // model.safetensors.index.json's path when sharded, else NULL (owned)
+    int n_shards, n_tensors;
+    char *index; // model.safetensors.index.json's path when sharded, else NULL (owned)
 } TensorFiles;
 
 // The n integers of the JSON array at arr (n <= 4), each in [0, 2^62], into out; 0, else -1.
@@ -3043,7 +3036,7 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
         } else {
             int seen = 0;
             shard = join_path(dir, file);
-            for (int s = 0; s < tf->n_shards; s++) { seen |= strcmp(tf->shards[s].path, shard) == 0; }
+            for (int s = 0; s < tf->n_shards; s++) { seen |= !strcmp(tf->shards[s].path, shard); }
             rc = seen ? 0 : load_shard(tf, shard, err);
         }
         free(shard);
@@ -3186,13 +3179,13 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
         }
     }
     // A tensor left over means config.json describes another model (num_hidden_layers 3 on a
-    // 6-layer checkpoint ran and printed garbage). Transformers ignores these two as well: the
-    // rotary_emb.inv_freq buffers old checkpoints saved, and lm_head.weight when tied.
+    // 6-layer checkpoint ran and printed garbage). Transformers ignores the rotary_emb.inv_freq
+    // buffers old checkpoints saved, as here, and lm_head.weight when tied (read_weights looked
+    // it up, so it counts as used).
     for (int k = 0; k < tf->n_tensors; k++) {
         const TensorInfo *t = &tf->tensors[k];
         const char *inv = strstr(t->name, "rotary_emb.inv_freq");
-        if (!t->used && !(inv && strcmp(inv, "rotary_emb.inv_freq") == 0) &&
-            !(c->tied && strcmp(t->name, "lm_head.weight") == 0)) {
+        if (!t->used && !(inv && strcmp(inv, "rotary_emb.inv_freq") == 0)) {
             return fail(err, "%s: tensor %s is not used by the model config.json describes "
                         "(%d layers); the config does not match the checkpoint",
                         tf->shards[t->file].path, t->name, c->n_layers);
