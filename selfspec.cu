@@ -3231,20 +3231,6 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
     return rc == 0 ? memory : NULL;
 }
 
-#ifdef __CUDACC__
-// The first CUDA call: without a GPU (or with a driver too old for this build) every later call
-// fails with a misleading message, such as "out of GPU memory"; say it plainly, as a bad file.
-static int device_init(char *err) {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        return fail(err, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs "
-                    "without one", e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
-    }
-    return 0;
-}
-#endif
-
 int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     memset(m, 0, sizeof(*m));
     Config *c = &m->config;
@@ -3254,7 +3240,15 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     float *host_memory = read_weights(c, dir, &n, err);
     if (host_memory == NULL) { return -1; }
 #ifdef __CUDACC__
-    if (device_init(err)) { free(host_memory); return -1; }
+    // The first CUDA call: without a GPU (or with a driver too old for this build) every later
+    // call fails with a misleading message, such as "out of GPU memory"; say it plainly.
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        free(host_memory);
+        return fail(err, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs "
+                    "without one", e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    }
     m->memory = (float *)device_malloc(n * sizeof(float));
     copy_to_device(m->memory, host_memory, n * sizeof(float));
     free(host_memory);
