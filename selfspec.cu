@@ -2439,55 +2439,40 @@ static void *realloc_check_(void *p, size_t size, const char *file, int line) {
 // ----------------------------------------------------------------------------
 // files: reading one whole
 
-static char *read_file(const char *path, size_t *len_out, char *err) {
-    // opening a FIFO with no writer blocks forever: look at what path is before opening it
+enum { PIPE_MAX = 1 << 30 }; // what a pipe may hold: `-f <(yes)` stops here, not out of memory
+
+// The whole file at path, NUL-terminated after its *len bytes, or NULL with err set: a regular
+// file, or with pipe_ok a pipe too (a prompts file: -f /dev/stdin, -f <(...)), read to its end.
+// The open does not wait (O_NONBLOCK: a FIFO with no writer would block it forever); the reads
+// do. The size is a first guess: a /proc file says 0 bytes, and a growing file is read whole.
+static char *read_input(const char *path, int pipe_ok, size_t *len, char *err) {
     struct stat sb;
-    if (stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
-        fail(err, "%s: not a regular file", path);
-        return NULL;
-    }
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        fail(err, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    // fopen succeeds on a folder, whose "size" from ftell can be LONG_MAX on ext4; and path may
-    // have been replaced since the stat above
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
     char *buf = NULL;
-    long size = 0;
-    size_t got;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fail(err, "%s: not a regular file", path);
-    } else if (fseek(f, 0, SEEK_END) != 0) {
-        fail(err, "%s: cannot seek (not a regular file?)", path);
-    } else if ((size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        fail(err, "%s: cannot determine the file size", path);
-    } else if (size == 0) { // a kernel pseudo-file (/proc, /sys) says 0 bytes: read to its end
-        size_t cap = 2048;
-        got = 0;
-        do {
-            cap *= 2;
-            buf = (char *)realloc_check(buf, cap + 1);
-            got += fread(buf + got, 1, cap - got, f);
-        } while (got == cap);
-        buf[got] = '\0';
-        *len_out = got;
-        if (ferror(f)) {
-            free(buf), buf = NULL;
-            fail(err, "%s: cannot read: %s", path, strerror(errno));
-        }
-    } else if ((buf = (char *)malloc((size_t)size + 1)) == NULL) {
-        fail(err, "%s: out of host memory reading its %ld bytes", path, size);
-    } else if ((got = fread(buf, 1, (size_t)size, f)) != (size_t)size) {
-        fail(err, "%s: read %zu of %ld bytes", path, got, size);
-        free(buf);
-        buf = NULL;
+    if (fd < 0) {
+        fail(err, "%s: cannot open: %s", path, strerror(errno));
+    } else if (fstat(fd, &sb) != 0 || !(S_ISREG(sb.st_mode) || (pipe_ok && S_ISFIFO(sb.st_mode)))) {
+        fail(err, pipe_ok ? "%s: not a regular file or a pipe" : "%s: not a regular file", path);
     } else {
-        buf[size] = '\0';
-        *len_out = (size_t)size;
+        int is_pipe = S_ISFIFO(sb.st_mode);
+        size_t cap = is_pipe ? 4096 : (size_t)sb.st_size + 1, n = 0;
+        ssize_t got;
+        fcntl(fd, F_SETFL, 0);
+        buf = (char *)malloc_check(cap + 1);
+        while ((got = read(fd, buf + n, cap - n)) > 0 && !(is_pipe && n + (size_t)got > PIPE_MAX)) {
+            n += (size_t)got;
+            if (n == cap) { buf = (char *)realloc_check(buf, (cap *= 2) + 1); }
+        }
+        if (got < 0) { fail(err, "%s: cannot read: %s", path, strerror(errno)); }
+        if (got > 0) { fail(err, "%s: more than %d bytes from a pipe", path, PIPE_MAX); }
+        if (got != 0) { free(buf), buf = NULL; } else { buf[n] = '\0', *len = n; }
     }
-    fclose(f);
+    if (fd >= 0) { close(fd); }
     return buf;
+}
+
+static char *read_file(const char *path, size_t *len, char *err) {
+    return read_input(path, 0, len, err);
 }
 
 // ----------------------------------------------------------------------------
@@ -2512,128 +2497,50 @@ static int json_skip(const Json *j, int i) {
     return i;
 }
 
-// How many digits start s[*i..n); *i moves past them.
-static int skip_digits(const char *s, int n, int *i) {
-    int from = *i;
-    while (*i < n && isdigit((unsigned char)s[*i])) { (*i)++; }
-    return *i - from;
-}
-
-// A JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
-static int json_number_syntax(const char *s, int n) {
-    int i = n > 0 && s[0] == '-', first = i;
-    if (skip_digits(s, n, &i) == 0 || (s[first] == '0' && i > first + 1)) { return 0; }
-    if (i < n && s[i] == '.') {
-        i++;
-        if (skip_digits(s, n, &i) == 0) { return 0; }
-    }
-    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
-        i += i + 1 < n && (s[i + 1] == '+' || s[i + 1] == '-') ? 2 : 1;
-        if (skip_digits(s, n, &i) == 0) { return 0; }
-    }
-    return i == n;
-}
-
-// The grammar of RFC 8259 over js, as one pass with a stack of open brackets. jsmn, even strict,
-// takes what Python's json and serde reject: stray or missing commas (`[1 2]`, `[1,,2]`, `[1,2,]`,
-// `{,"a":1}`), a key without a value (`{"a":, "b"}`, whose child counts send json_skip off the
-// end), several top-level values and primitives such as `tru`. This refuses them, and nesting
-// deeper than JSON_MAX_DEPTH, so no later walk can blow up. Returns NULL, or what is wrong in
-// words, with *line where (1-based).
-static const char JSON_TRAILING[] = "trailing data after the JSON value",
-                  JSON_ENDS_EARLY[] = "ends inside a value";
-static const char *json_syntax(const char *js, size_t len, int *line) {
-    char brackets[JSON_MAX_DEPTH]; // '{' or '[' of each container around i
-    int depth = 0;
-    char prev = 0; // the last ',' ':' '{' or '[' read: '{' or '[' just before may close at once
-    enum { WANT_VALUE, WANT_KEY, WANT_COLON, WANT_NEXT, WANT_END } want = WANT_VALUE;
-    *line = 1;
-    if (len >= 3 && memcmp(js, "\xEF\xBB\xBF", 3) == 0) {
-        return "starts with a UTF-8 byte order mark (save it without one)";
-    }
-    for (size_t i = 0;;) {
-        while (i < len && (js[i] == ' ' || js[i] == '\t' || js[i] == '\r' || js[i] == '\n')) {
-            *line += js[i++] == '\n';
-        }
-        if (i == len) {
-            return want == WANT_END          ? NULL
-                   : depth == 0 && prev == 0 ? "empty (no JSON value)"
-                                             : JSON_ENDS_EARLY;
-        }
-        char c = js[i];
-        int done = 0; // a whole value ended at i
-        if (want == WANT_END) { return JSON_TRAILING; }
-        if (want == WANT_COLON) {
-            if (c != ':') { return "a key without ':' after it"; }
-            want = WANT_VALUE, prev = c, i++;
-        } else if ((c == '}' || c == ']') && (want == WANT_NEXT || prev == '{' || prev == '[')) {
-            if (depth == 0 || brackets[depth - 1] != (c == '}' ? '{' : '[')) {
-                return "a closing bracket that does not match";
-            }
-            depth--, done = 1, i++;
-        } else if (c == '}' || c == ']') {
-            if (prev == ':') { return "a key without a value"; }
-            return c == '}' ? "a ',' before '}'" : "a ',' before ']'";
-        } else if (want == WANT_NEXT) {
-            if (c != ',') { return "two values with no ',' between them"; }
-            want = brackets[depth - 1] == '{' ? WANT_KEY : WANT_VALUE, prev = c, i++;
-        } else if (c == ',') {
-            return prev == ':' ? "a key without a value" : "a ',' with no value before it";
-        } else if (want == WANT_KEY && c != '"') {
-            return "an object key that is not a string";
-        } else if (c == '{' || c == '[') {
-            if (depth == JSON_MAX_DEPTH) { return "nested too deep"; }
-            brackets[depth++] = c;
-            want = c == '{' ? WANT_KEY : WANT_VALUE, prev = c, i++;
-        } else if (c == '"') {
-            // a string: no raw control characters; json_string checks the escapes
-            for (i++; i < len && js[i] != '"'; i++) {
-                if ((unsigned char)js[i] < 0x20) { return "a control character inside a string"; }
-                if (js[i] == '\\') { i++; }
-            }
-            if (i >= len) { return "a string that does not end"; }
-            i++;
-            if (want == WANT_KEY) { want = WANT_COLON; } else { done = 1; }
-        } else { // true, false, null or a number
-            const char *s = js + i;
-            size_t n = 0;
-            while (i + n < len && (isalnum((unsigned char)s[n]) || memchr("+-.", s[n], 3))) { n++; }
-            if (n == 0) { return "a character that starts no JSON value"; }
-            int word = (n == 4 && (memcmp(s, "true", 4) == 0 || memcmp(s, "null", 4) == 0)) ||
-                       (n == 5 && memcmp(s, "false", 5) == 0);
-            if (!word && !json_number_syntax(s, (int)n)) {
-                return "a literal that is not true, false, null or a number";
-            }
-            i += n, done = 1;
-        }
-        if (done) { want = depth == 0 ? WANT_END : WANT_NEXT; }
-    }
-}
-
-// Parses js: on text that passes json_syntax, strict jsmn builds the one tree every walk relies on.
+// Parses the JSON object js (len bytes) with strict jsmn, which also takes some text that is not
+// JSON ([1 2], [1,,2], `tru`): it is read leniently, and never out of bounds, since jsmn's child
+// counts match its tokens. Refused: a member that is not a key with one value (`{"a":, "b"}`:
+// json_get reads key, value, key, value, and ran past the tokens); nesting past JSON_MAX_DEPTH
+// (jsmn closes a bracket by walking up from the last token: a million '[' took hours); a
+// truncated text, and text after it (a second value, or a NUL byte, where jsmn stops).
 static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
     memset(j, 0, sizeof(*j));
     j->js = js;
     if (len >= (size_t)INT_MAX) { return fail(err, "%s: JSON too large (%zu bytes)", what, len); }
-    int line;
-    const char *syntax = json_syntax(js, len, &line);
-    if (syntax != NULL && strcmp(syntax, "nested too deep") == 0) {
-        return fail(err, "%s: JSON nested deeper than %d levels (line %d)", what, JSON_MAX_DEPTH,
-                    line);
+    int depth = 0, in_string = 0;
+    for (size_t i = 0; i < len && depth <= JSON_MAX_DEPTH; i++) { // brackets outside strings
+        char c = js[i];
+        if (in_string) { i += c == '\\', in_string = c != '"'; continue; }
+        in_string = c == '"';
+        depth += (c == '{' || c == '[') - (c == '}' || c == ']');
     }
-    if (syntax != NULL) { return fail(err, "%s: not valid JSON: line %d: %s", what, line, syntax); }
-    size_t first = strspn(js, " \t\r\n"); // (jsmn's strict mode refuses a bare top-level literal)
-    if (js[first] != '{' && js[first] != '[') { return fail(err, "%s: not a JSON object", what); }
+    if (depth > JSON_MAX_DEPTH) {
+        return fail(err, "%s: JSON nested deeper than %d levels", what, JSON_MAX_DEPTH);
+    }
     jsmn_parser p;
     jsmn_init(&p);
     int n = jsmn_parse(&p, js, len, NULL, 0);
-    if (n <= 0) { return fail(err, "%s: not valid JSON (jsmn error %d)", what, n); }
-    j->tok = (jsmntok_t *)malloc_check(mul_size((size_t)n, sizeof(jsmntok_t)));
-    jsmn_init(&p);
-    j->n_tok = jsmn_parse(&p, js, len, j->tok, (unsigned int)n);
-    if (j->n_tok == n) { return 0; }
+    if (n > 0) {
+        j->tok = (jsmntok_t *)malloc_check(mul_size((size_t)n, sizeof(jsmntok_t)));
+        jsmn_init(&p);
+        n = j->n_tok = jsmn_parse(&p, js, len, j->tok, (unsigned int)n);
+    }
+    size_t end = n > 0 ? (size_t)j->tok[0].end : len;
+    while (end < len && memchr(" \t\r\n", js[end], 4) != NULL) { end++; }
+    const char *bad = n == JSMN_ERROR_PART          ? "not valid JSON (it ends early)"
+                      : n <= 0                        ? "not valid JSON"
+                      : j->tok[0].type != JSMN_OBJECT ? "not a JSON object"
+                      : end != len                    ? "not valid JSON (text after its end)"
+                                                      : NULL;
+    for (int i = 1; bad == NULL && i < n; i++) {
+        const jsmntok_t *t = &j->tok[i];
+        if (t->parent >= 0 && j->tok[t->parent].type == JSMN_OBJECT && t->size != 1) {
+            bad = "not valid JSON (a key without a value)";
+        }
+    }
+    if (bad == NULL) { return 0; }
     json_free(j);
-    return fail(err, "%s: not valid JSON", what);
+    return fail(err, "%s: %s", what, bad);
 }
 
 // UTF-8: a lead byte that says how many 6-bit continuation bytes (10xxxxxx) follow it.
@@ -2651,48 +2558,36 @@ static int hex_value(char c) {
     return -1;
 }
 
-// The four hex digits at s as a number, or -1.
+// The number four hex digits spell (jsmn checked them).
 static long hex4(const char *s) {
-    long v = 0;
-    for (int h = 0; h < 4; h++) {
-        if (hex_value(s[h]) < 0) { return -1; }
-        v = v * 16 + hex_value(s[h]);
-    }
-    return v;
+    return hex_value(s[0]) << 12 | hex_value(s[1]) << 8 | hex_value(s[2]) << 4 | hex_value(s[3]);
 }
 
 // Unescapes the JSON string at token i into a new NUL-terminated UTF-8 buffer (*len bytes,
-// which may contain NUL from \u0000). Returns NULL if i is not a string or an escape is bad.
+// which may hold a NUL from \u0000). jsmn checked each escape: \" \\ \/ \b \f \n \r \t, or \u
+// and four hex digits. NULL if i is not a string or holds half of a UTF-16 surrogate pair.
 static char *json_string(const Json *j, int i, size_t *len) {
     if (i < 0 || j->tok[i].type != JSMN_STRING) { return NULL; }
-    const char *s = j->js + j->tok[i].start;
+    const char *s = j->js + j->tok[i].start, *esc = "\"\\/bfnrt", *raw = "\"\\/\b\f\n\r\t";
     size_t n = (size_t)(j->tok[i].end - j->tok[i].start), o = 0;
     char *out = (char *)malloc_check(n + 1); // unescaping never grows the text
     for (size_t k = 0; k < n; k++) {
         if (s[k] != '\\') { out[o++] = s[k]; continue; }
-        if (++k >= n) { goto bad; }
-        const char *simple = s[k] != '\0' ? strchr("\"\\/bfnrt", s[k]) : NULL;
-        if (simple != NULL) {
-            out[o++] = "\"\\/\b\f\n\r\t"[simple - "\"\\/bfnrt"];
-            continue;
-        }
-        long cp = s[k] == 'u' && k + 4 < n ? hex4(s + k + 1) : -1;
+        if (s[++k] != 'u') { out[o++] = raw[strchr(esc, s[k]) - esc]; continue; }
+        long cp = hex4(s + k + 1);
+        long lo = k + 10 < n && s[k + 5] == '\\' && s[k + 6] == 'u' ? hex4(s + k + 7) : 0;
         k += 4;
-        if (cp >= 0xD800 && cp < 0xDC00) { // a high surrogate must pair with a low one
-            long lo = k + 6 < n && s[k + 1] == '\\' && s[k + 2] == 'u' ? hex4(s + k + 3) : -1;
-            if (lo < 0xDC00 || lo > 0xDFFF) { goto bad; }
-            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-            k += 6;
+        if (cp >= 0xD800 && cp < 0xDC00 && lo >= 0xDC00 && lo < 0xE000) { // a surrogate pair
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00), k += 6;
+        } else if (cp >= 0xD800 && cp < 0xE000) {
+            free(out);
+            return NULL;
         }
-        if (cp < 0 || (cp >= 0xDC00 && cp <= 0xDFFF)) { goto bad; }
         put_utf8((unsigned int)cp, out, &o);
     }
     out[o] = '\0';
     *len = o;
     return out;
-bad:
-    free(out);
-    return NULL;
 }
 
 // Whether the string at token i is s, compared as text: "hidden_\u0073ize" is hidden_size.
@@ -2704,51 +2599,15 @@ static int json_eq(const Json *j, int i, const char *s) {
     return eq;
 }
 
-// Value token of key in the object at obj, or -1. A key given twice is an error (-2), since
-// JSON parsers disagree on which copy wins.
+// Value token of key in the object at obj, or -1. A key given twice is read from its last
+// copy, as Python's json reads it, and so transformers.
 static int json_get(const Json *j, int obj, const char *key) {
     if (obj < 0 || j->tok[obj].type != JSMN_OBJECT) { return -1; }
     int found = -1, i = obj + 1;
-    for (int k = 0; k < j->tok[obj].size; k++) {
-        if (json_eq(j, i, key)) {
-            if (found >= 0) { return -2; }
-            found = i + 1;
-        }
-        i = json_skip(j, i + 1);
+    for (int k = 0; k < j->tok[obj].size; k++, i = json_skip(j, i + 1)) {
+        if (json_eq(j, i, key)) { found = i + 1; }
     }
     return found;
-}
-
-typedef struct { char *text; size_t n; int tok; } JsonKey;
-
-static int compare_keys(const void *a, const void *b) {
-    const JsonKey *x = (const JsonKey *)a, *y = (const JsonKey *)b;
-    int c = memcmp(x->text, y->text, x->n < y->n ? x->n : y->n);
-    return c != 0 ? c : x->n < y->n ? -1 : x->n > y->n;
-}
-
-// The first key (in sorted order) that appears twice in the object at obj, or -1. Keys are
-// compared as text ("a" and "\u0061" are one key) after sorting: n log n, not n^2, so an
-// object of 100k keys is checked at once.
-static int json_duplicate_key(const Json *j, int obj) {
-    int n = j->tok[obj].size, dup = -1;
-    JsonKey *keys = (JsonKey *)malloc_check(((size_t)n + 1) * sizeof(JsonKey));
-    for (int k = 0, a = obj + 1; k < n; k++, a = json_skip(j, a + 1)) {
-        keys[k].text = json_string(j, a, &keys[k].n);
-        keys[k].tok = a;
-        if (keys[k].text == NULL) { // a bad escape (the reader of that key refuses it): raw text
-            keys[k].n = (size_t)(j->tok[a].end - j->tok[a].start);
-            keys[k].text = (char *)malloc_check(keys[k].n + 1);
-            memcpy(keys[k].text, j->js + j->tok[a].start, keys[k].n);
-        }
-    }
-    qsort(keys, (size_t)n, sizeof(JsonKey), compare_keys);
-    for (int k = 1; k < n && dup < 0; k++) {
-        if (compare_keys(&keys[k - 1], &keys[k]) == 0) { dup = keys[k].tok; }
-    }
-    for (int k = 0; k < n; k++) { free(keys[k].text); }
-    free(keys);
-    return dup;
 }
 
 // i-th element of the array at arr, or -1.
@@ -2761,22 +2620,25 @@ static int json_at(const Json *j, int arr, int index) {
     return i;
 }
 
-// An absent key (-1) or a literal null. A duplicated key (-2) is not null: readers then fail on it.
-static int json_is_null(const Json *j, int i) {
-    return i == -1 || (i >= 0 && j->tok[i].type == JSMN_PRIMITIVE && j->js[j->tok[i].start] == 'n');
+// Whether token i is the literal word (true, false or null), all of it (jsmn also takes `nil`).
+static int json_is_word(const Json *j, int i, const char *word) {
+    int n = (int)strlen(word);
+    return i >= 0 && j->tok[i].type == JSMN_PRIMITIVE && j->tok[i].end - j->tok[i].start == n &&
+           memcmp(j->js + j->tok[i].start, word, (size_t)n) == 0;
 }
 
-// Number at token i into *out; 0 if it is a JSON number, -1 otherwise.
+// An absent key (-1) or a literal null.
+static int json_is_null(const Json *j, int i) { return i < 0 || json_is_word(j, i, "null"); }
+
+// Number at token i into *out; 0 if it is a finite number, -1 otherwise.
 static int json_number(const Json *j, int i, double *out) {
-    if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
-    char buf[64];
-    int n = j->tok[i].end - j->tok[i].start;
+    char buf[64], *end;
+    int n = i >= 0 && j->tok[i].type == JSMN_PRIMITIVE ? j->tok[i].end - j->tok[i].start : 0;
     if (n <= 0 || n >= (int)sizeof(buf)) { return -1; }
     memcpy(buf, j->js + j->tok[i].start, (size_t)n); // true, false or null: strtod reads none
     buf[n] = '\0';
-    char *end = NULL;
     *out = strtod(buf, &end);
-    return (end == buf + n && isfinite(*out)) ? 0 : -1;
+    return end == buf + n && isfinite(*out) ? 0 : -1;
 }
 
 // Integer at token i that fits in [lo, hi]; 0 on success.
@@ -2809,12 +2671,8 @@ static int json_fail(JsonFile *f, const char *fmt, ...) {
     return -1;
 }
 
-// Value of key in obj, or -1 if absent; a repeated key is an error.
-static int json_key(JsonFile *f, int obj, const char *key) {
-    int v = json_get(f->j, obj, key);
-    if (v == -2) { json_fail(f, "key \"%s\" appears twice", key); }
-    return v < 0 ? -1 : v;
-}
+// Value of key in obj (its last copy), or -1 if absent.
+static int json_key(JsonFile *f, int obj, const char *key) { return json_get(f->j, obj, key); }
 
 // The string at key of obj, unescaped (the caller frees it), or NULL.
 static char *json_key_string(JsonFile *f, int obj, const char *key, size_t *n) {
@@ -2827,11 +2685,9 @@ static int json_key_is(JsonFile *f, int obj, const char *key, const char *s) {
 
 // The boolean at key of obj; absent or null (or an error): dflt.
 static int json_key_bool(JsonFile *f, int obj, const char *key, int dflt) {
-    int i = json_key(f, obj, key);
-    if (json_is_null(f->j, i)) { return dflt; }
-    char c = f->j->js[f->j->tok[i].start]; // (a primitive that starts with t or f is a boolean)
-    if (f->j->tok[i].type == JSMN_PRIMITIVE && (c == 't' || c == 'f')) { return c == 't'; }
-    json_fail(f, "%s must be true or false", key);
+    int i = json_key(f, obj, key), yes = json_is_word(f->j, i, "true");
+    if (yes || json_is_word(f->j, i, "false")) { return yes; }
+    if (!json_is_null(f->j, i)) { json_fail(f, "%s must be true or false", key); }
     return dflt;
 }
 
@@ -2842,13 +2698,13 @@ static int json_key_array(JsonFile *f, int obj, const char *key, int *n) {
     return is_array ? i + 1 : json_fail(f, "%s must be an array", key);
 }
 
-// The one rule for a float: absent or null keeps the default; else a number that as a float is
-// normal and in (lo, hi] ((float)1e300 is inf, 1e-300 is 0, 1e-40 subnormal: each refused).
+// The one rule for a float at token i: absent (-1) keeps *out; else a number (not null, as
+// transformers' config classes say) that as a float is normal and in (lo, hi] ((float)1e300 is
+// inf, 1e-300 is 0, 1e-40 subnormal: each refused).
 static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, float *out) {
-    const Json *j = f->j;
-    if (json_is_null(j, i)) { return 0; }
     double v;
-    if (json_number(j, i, &v) != 0 || !isnormal((float)v) || !((float)v > lo && (float)v <= hi)) {
+    if (i < 0) { return 0; }
+    if (json_number(f->j, i, &v) != 0 || !isnormal((float)v) || (float)v <= lo || (float)v > hi) {
         return json_fail(f, "\"%s\" must be a normal float in (%g, %g]", key, lo, hi);
     }
     *out = (float)v;
@@ -2856,84 +2712,66 @@ static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, f
 }
 
 // ----------------------------------------------------------------------------
-// config: config.json of a Hugging Face LlamaForCausalLM
+// config: config.json of a Hugging Face LlamaForCausalLM, read as transformers 5.24 reads it
 
 // A config integer's largest value: the kernels index a pass's rows with int.
 enum { CONFIG_MAX = 1 << 24 };
 
-// The int at key, in [1, CONFIG_MAX]; absent or null: an error if required, else *out is kept.
-static int config_int(JsonFile *f, const char *key, int required, int *out) {
+// The int at key, in [1, hi]; absent or null: an error if required, else *out is kept.
+static int config_int(JsonFile *f, const char *key, int required, int hi, int *out) {
     int i = json_key(f, 0, key);
     long long v;
-    if (f->failed) { return -1; }
     if (json_is_null(f->j, i)) { return required ? json_fail(f, "missing \"%s\"", key) : 0; }
-    if (json_int(f->j, i, 1, CONFIG_MAX, &v) != 0) {
-        return json_fail(f, "\"%s\" must be an integer in [1, %d]", key, CONFIG_MAX);
+    if (json_int(f->j, i, 1, hi, &v) != 0) {
+        return json_fail(f, "\"%s\" must be an integer in [1, %d]", key, hi);
     }
     *out = (int)v;
     return 0;
 }
 
+// The model is the one AutoModelForCausalLM builds, chosen by model_type alone (architectures
+// is not read: "mistral" with Llama's architectures builds Mistral and its sliding window).
 // A bias or non-SiLU activation would change the math; refuse rather than compute garbage.
 static int config_check_unsupported(JsonFile *f) {
     const Json *j = f->j;
-    int arch = json_get(j, 0, "architectures");
-    if (!json_is_null(j, arch)) {
-        int ok = 0, n = arch >= 0 && j->tok[arch].type == JSMN_ARRAY ? j->tok[arch].size : 0;
-        for (int k = 0, e = arch + 1; k < n; k++, e = json_skip(j, e)) { // (json_at: quadratic)
-            ok |= json_eq(j, e, "LlamaForCausalLM");
-        }
-        if (!ok) {
-            return json_fail(
-                f, "architectures is not [\"LlamaForCausalLM\"]; only LLaMA models are supported");
-        }
-    } else if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
-        return json_fail(f, "neither architectures nor model_type says LLaMA");
+    if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
+        return json_fail(f, "model_type is not \"llama\"; only LLaMA models are supported");
     }
     int act = json_get(j, 0, "hidden_act"); // transformers' ACT2FN: "swish" is SiLU too
-    if (!json_is_null(j, act) && !json_eq(j, act, "silu") && !json_eq(j, act, "swish")) {
+    if (act >= 0 && !json_eq(j, act, "silu") && !json_eq(j, act, "swish")) {
         return json_fail(f, "hidden_act must be \"silu\" (or \"swish\", the same function)");
     }
-    const char *biases[] = {"attention_bias", "mlp_bias"};
-    for (int k = 0; k < 2; k++) {
-        if (json_key_bool(f, 0, biases[k], 0)) {
-            return json_fail(f, "%s=true is not supported", biases[k]);
+    const char *bools[] = {"attention_bias", "mlp_bias", "tie_word_embeddings"};
+    for (int k = 0; k < 3; k++) { // (null: refused by transformers' strict config class too)
+        if (json_is_word(j, json_get(j, 0, bools[k]), "null")) {
+            return json_fail(f, "%s must be true or false", bools[k]);
         }
-        if (f->failed) { return -1; }
+        if (k < 2 && json_key_bool(f, 0, bools[k], 0)) {
+            return json_fail(f, "%s=true is not supported", bools[k]);
+        }
     }
-    return 0;
+    return f->failed ? -1 : 0;
 }
 
-// A RoPE setting's value token: transformers 5 writes them all in rope_parameters, older configs
-// rope_theta at the top level and the scaling in rope_scaling (obj). A value in both must agree:
-// if not, -2 with err set, which every reader below then refuses (the first error is kept).
-static int rope_get(JsonFile *f, int obj, const char *key) {
-    const Json *j = f->j;
-    int a = json_get(j, obj, key), b = json_get(j, json_get(j, 0, "rope_parameters"), key);
-    double x, y;
-    if (a < 0 || b < 0) { return b >= 0 ? b : a; }
-    int same = json_number(j, a, &x) == 0 && json_number(j, b, &y) == 0
-                   ? x == y
-                   : j->tok[a].end - j->tok[a].start == j->tok[b].end - j->tok[b].start &&
-                         memcmp(j->js + j->tok[a].start, j->js + j->tok[b].start,
-                                (size_t)(j->tok[a].end - j->tok[a].start)) == 0;
-    if (!same) {
-        return json_fail(f, "%s%s and rope_parameters.%s disagree",
-                    obj ? "rope_scaling." : "", key, key) - 1;
-    }
-    return b;
-}
-
-// RoPE: rope_theta, and rope_type "default" or "llama3" (Llama 3.1/3.2's scaling, with its
-// factors). Other types are refused.
+// RoPE as transformers 5.24 reads it (RotaryEmbeddingConfigMixin.convert_rope_params_to_dict):
+// the settings are rope_scaling's when it is a non-empty object, else rope_parameters'
+// (transformers 5 writes them all there); rope_theta is theirs, else the top level's, else
+// 10000; rope_type theirs, else their "type", else "default". Supported: "default" and "llama3"
+// (Llama 3.1/3.2's scaling; original_max_position_embeddings defaults to
+// max_position_embeddings, as there).
 static int config_rope(Config *c, JsonFile *f) {
     const Json *j = f->j;
-    int rs = json_get(j, 0, "rope_scaling"), theta = rope_get(f, 0, "rope_theta");
-    int type = rope_get(f, rs, "rope_type");
-    if (type == -1) { type = json_get(j, rs, "type"); }
-    if (type < -1) { return json_fail(f, "rope_type is given twice"); } // (or disagrees: set above)
+    int rs = json_get(j, 0, "rope_scaling"), rp = json_get(j, 0, "rope_parameters");
+    if ((!json_is_null(j, rs) && j->tok[rs].type != JSMN_OBJECT) ||
+        (!json_is_null(j, rp) && j->tok[rp].type != JSMN_OBJECT)) {
+        return json_fail(f, "rope_scaling and rope_parameters must be objects (or null)");
+    }
+    int rope = rs >= 0 && j->tok[rs].size > 0 ? rs : rp;
+    int theta = json_get(j, rope, "rope_theta"), type = json_get(j, rope, "rope_type");
+    if (theta < 0) { theta = json_get(j, 0, "rope_theta"); }
+    if (type < 0) { type = json_get(j, rope, "type"); }
     if (json_float(f, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta)) { return -1; }
-    if (json_is_null(j, type) || json_eq(j, type, "default")) { return 0; }
+    if (type < 0 || json_eq(j, type, "default")) { return 0; }
     if (!json_eq(j, type, "llama3")) {
         int n = j->tok[type].end - j->tok[type].start;
         return json_fail(f, "rope_type \"%.*s\" is not supported (only \"default\" and \"llama3\")",
@@ -2943,13 +2781,15 @@ static int config_rope(Config *c, JsonFile *f) {
     const char *keys[3] = {"factor", "low_freq_factor", "high_freq_factor"};
     float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
     for (int k = 0; k < 3; k++) {
-        if (json_float(f, rope_get(f, rs, keys[k]), keys[k], 0, FLT_MAX, dst[k])) { return -1; }
+        int v = json_get(j, rope, keys[k]);
+        if (v < 0) { return json_fail(f, "rope_type llama3 needs \"%s\"", keys[k]); }
+        if (json_float(f, v, keys[k], 0, FLT_MAX, dst[k])) { return -1; }
     }
-    long long orig = 0;
-    if (json_int(j, rope_get(f, rs, "original_max_position_embeddings"), 1, CONFIG_MAX, &orig) ||
-        c->rope_factor <= 0 || c->rope_high_freq <= c->rope_low_freq) {
-        return json_fail(f, "rope_type llama3 needs factor, low_freq_factor < high_freq_factor "
-                    "and original_max_position_embeddings");
+    long long orig = c->max_pos;
+    int o = json_get(j, rope, "original_max_position_embeddings");
+    if ((o >= 0 && json_int(j, o, 1, CONFIG_MAX, &orig)) || c->rope_high_freq <= c->rope_low_freq) {
+        return json_fail(f, "rope_type llama3 needs low_freq_factor < high_freq_factor and an "
+                         "integer original_max_position_embeddings");
     }
     c->rope_orig_max = (int)orig;
     return 0;
@@ -2977,59 +2817,33 @@ static int config_token_ids(Config *c, JsonFile *f) {
     return 0;
 }
 
-// A parsed file that is one object whose objects have no key twice (JSON parsers disagree on
-// which copy wins, and json_get answers -2 for it): 0, or -1 naming the file and key.
-static int json_one_object(JsonFile *f) {
-    const Json *j = f->j;
-    if (j->tok[0].type != JSMN_OBJECT) { return json_fail(f, "not a JSON object"); }
-    for (int i = 0; i < j->n_tok; i++) {
-        int dup = j->tok[i].type == JSMN_OBJECT ? json_duplicate_key(j, i) : -1;
-        int n = dup >= 0 ? j->tok[dup].end - j->tok[dup].start : 0;
-        if (dup >= 0) {
-            return json_fail(f, "key \"%.*s\" appears twice in one object", n < 64 ? n : 64,
-                             j->js + j->tok[dup].start);
-        }
-    }
-    return 0;
-}
-
 // The settings of a parsed config.json into c, every one checked.
 static int config_from_json(Config *c, JsonFile *f) {
-    const Json *j = f->j;
-    if (json_one_object(f) || config_check_unsupported(f) ||
-        config_int(f, "hidden_size", 1, &c->dim) ||
-        config_int(f, "intermediate_size", 1, &c->hidden_dim) ||
-        config_int(f, "num_hidden_layers", 1, &c->n_layers) ||
-        config_int(f, "num_attention_heads", 1, &c->n_heads) ||
-        config_int(f, "vocab_size", 1, &c->vocab_size) ||
-        config_int(f, "max_position_embeddings", 1, &c->max_pos)) {
+    if (config_check_unsupported(f) || config_int(f, "hidden_size", 1, CONFIG_MAX, &c->dim) ||
+        config_int(f, "intermediate_size", 1, CONFIG_MAX, &c->hidden_dim) ||
+        config_int(f, "num_hidden_layers", 1, SS_MAX_LAYERS, &c->n_layers) ||
+        config_int(f, "num_attention_heads", 1, CONFIG_MAX, &c->n_heads) ||
+        config_int(f, "vocab_size", 1, CONFIG_MAX, &c->vocab_size) ||
+        config_int(f, "max_position_embeddings", 1, CONFIG_MAX, &c->max_pos)) {
         return -1;
     }
     c->n_kv_heads = c->n_heads;
     c->head_dim = c->dim / c->n_heads;
-    if (config_int(f, "num_key_value_heads", 0, &c->n_kv_heads) ||
-        config_int(f, "head_dim", 0, &c->head_dim) ||
-        json_float(f, json_get(j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
+    if (config_int(f, "num_key_value_heads", 0, CONFIG_MAX, &c->n_kv_heads) ||
+        config_int(f, "head_dim", 0, CONFIG_MAX, &c->head_dim) ||
+        json_float(f, json_get(f->j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
         config_rope(c, f) || config_token_ids(c, f)) {
         return -1;
     }
     c->tied = json_key_bool(f, 0, "tie_word_embeddings", 0);
     if (f->failed) { return -1; }
-    if (c->n_layers > SS_MAX_LAYERS) {
-        return json_fail(f, "num_hidden_layers %d exceeds the supported %d", c->n_layers,
-                         SS_MAX_LAYERS);
+    if (c->dim % c->n_heads != 0 || c->n_heads % c->n_kv_heads != 0) { // (LlamaConfig: the first)
+        return json_fail(f, "hidden_size %d must be a multiple of num_attention_heads %d, and it "
+                         "of num_key_value_heads %d", c->dim, c->n_heads, c->n_kv_heads);
     }
-    if (c->n_heads % c->n_kv_heads != 0) {
-        return json_fail(f, "num_attention_heads %d is not a multiple of num_key_value_heads %d",
-                         c->n_heads, c->n_kv_heads);
-    }
-    if (c->head_dim % 2 != 0 || c->head_dim < 2) {
-        return json_fail(f, "head_dim %d (hidden_size / num_attention_heads when not given) must "
-                         "be even and at least 2 (RoPE rotates pairs)", c->head_dim);
-    }
-    if ((size_t)c->n_heads * c->head_dim > CONFIG_MAX) {
-        return json_fail(f, "num_attention_heads %d x head_dim %d exceeds %d", c->n_heads,
-                         c->head_dim, CONFIG_MAX);
+    if (c->head_dim % 2 != 0 || (size_t)c->n_heads * c->head_dim > CONFIG_MAX) {
+        return json_fail(f, "head_dim %d must be even (RoPE rotates pairs), and "
+                         "num_attention_heads x head_dim at most %d", c->head_dim, CONFIG_MAX);
     }
     return 0;
 }
@@ -3041,10 +2855,9 @@ static int read_config(Config *c, const char *dir, char *err) {
     c->norm_eps = 1e-6f;
     size_t len;
     char *text = read_file(path, &len, err);
-    if (text == NULL) { free(path); return -1; }
-    Json j;
+    Json j = {NULL, NULL, 0};
     JsonFile f = {&j, path, err, 0};
-    int rc = json_parse(&j, text, len, path, err) || config_from_json(c, &f) ? -1 : 0;
+    int rc = text == NULL || json_parse(&j, text, len, path, err) || config_from_json(c, &f);
     json_free(&j);
     free(text);
     free(path);
@@ -3053,20 +2866,19 @@ static int read_config(Config *c, const char *dir, char *err) {
     // from that file when it exists): Llama-3-Instruct's config.json names <|end_of_text|>
     // alone, and its <|eot_id|> is only there. Without it, config.json's ids stay.
     path = join_path(dir, "generation_config.json");
+    f.path = path;
     struct stat sb;
     if (rc == 0 && stat(path, &sb) == 0) {
         Config g = *c;
         g.n_eos = 0;
-        f.path = path;
         text = read_file(path, &len, err);
-        rc = text == NULL || json_parse(&j, text, len, path, err) ? -1 : 0;
-        rc = rc == 0 && (json_one_object(&f) || config_token_ids(&g, &f)) ? -1 : rc;
+        rc = text == NULL || json_parse(&j, text, len, path, err) || config_token_ids(&g, &f);
         if (g.n_eos > 0) { memcpy(c->eos_ids, g.eos_ids, sizeof(c->eos_ids)), c->n_eos = g.n_eos; }
-        if (text) { json_free(&j); }
+        json_free(&j);
         free(text);
     }
     free(path);
-    return rc;
+    return rc ? -1 : 0;
 }
 
 // ----------------------------------------------------------------------------
@@ -3075,102 +2887,70 @@ static int read_config(Config *c, const char *dir, char *err) {
 enum { DTYPE_F32, DTYPE_F16, DTYPE_BF16 };
 
 typedef struct {
-    char *name;     // owned
-    int dtype;
-    int n_dim;
+    char *name;         // owned
+    int dtype, n_dim;
     size_t shape[4];
-    size_t begin;   // byte range within the file's data section
-    size_t end;
-    int file;       // index into the shard list
-    int used;       // set by load_tensor (a tensor nothing loads: the config is another model's)
+    size_t begin, end;  // byte range within the file's data section
+    int file;           // index into the shard list
+    int used;           // set by find_tensor (one left over: the config is another model's)
 } TensorInfo;
 
 typedef struct {
-    char *path;        // owned
-    char *bytes;       // the whole file
-    size_t size;
-    size_t data_start; // 8 + header length
+    char *path, *bytes; // owned; bytes: the whole file (size bytes)
+    size_t size, data_start; // data_start: 8 + header length
 } Shard;
 
 typedef struct {
     Shard *shards;
-    int n_shards;
     TensorInfo *tensors;
-    int n_tensors;
-    char *index;       // model.safetensors.index.json's path when sharded, else NULL (owned)
+    int n_shards, n_tensors;
+    char *index; // model.safetensors.index.json's path when sharded, else NULL (owned)
 } TensorFiles;
 
-static int compare_by_begin(const void *a, const void *b) {
-    const TensorInfo *x = *(const TensorInfo *const *)a, *y = *(const TensorInfo *const *)b;
-    return x->begin < y->begin ? -1 : x->begin > y->begin ? 1 : 0;
+// The n integers of the JSON array at arr (n <= 4), each in [0, 2^62], into out; 0, else -1.
+static int json_sizes(const Json *j, int arr, int n, size_t *out) {
+    if (arr < 0 || j->tok[arr].type != JSMN_ARRAY || j->tok[arr].size != n || n > 4) { return -1; }
+    for (int d = 0, e = arr + 1; d < n; d++, e = json_skip(j, e)) {
+        long long v;
+        if (json_int(j, e, 0, LLONG_MAX / 2, &v)) { return -1; }
+        out[d] = (size_t)v;
+    }
+    return 0;
 }
 
 // Parses one tensor entry of a safetensors header and checks its dtype, shape and byte range.
+// Two tensors' ranges may overlap (the safetensors library refuses such a file): each lies
+// inside the file's data, so each is read in bounds, as its offsets say.
 static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInfo *t, char *err) {
-    size_t name_len;
+    static const char *const dtypes[] = {"F32", "F16", "BF16"}; // DTYPE_* order
+    size_t name_len, off[2], numel = 1;
     t->name = json_string(j, key, &name_len);
     if (t->name == NULL || strlen(t->name) != name_len) { // "a\u0000b" would be read as "a"
         return fail(err, "%s: bad tensor name in header (a bad escape or a NUL byte)", sh->path);
     }
     int v = key + 1, dt = json_get(j, v, "dtype"), shp = json_get(j, v, "shape");
-    int off = json_get(j, v, "data_offsets");
-    if (dt == -2 || shp == -2 || off == -2) {
-        return fail(err, "%s: tensor %s: dtype, shape or data_offsets appears twice", sh->path,
-                    t->name);
+    int n_dim = shp >= 0 ? j->tok[shp].size : 0;
+    if (dt < 0 || json_sizes(j, shp, n_dim, t->shape) ||
+        json_sizes(j, json_get(j, v, "data_offsets"), 2, off) || off[0] > off[1]) {
+        return fail(err, "%s: tensor %s: needs a dtype, a shape of at most 4 sizes and "
+                    "data_offsets [begin, end]", sh->path, t->name);
     }
-    if (dt < 0 || shp < 0 || off < 0 || j->tok[shp].type != JSMN_ARRAY ||
-        j->tok[off].type != JSMN_ARRAY || j->tok[off].size != 2) {
-        return fail(err, "%s: tensor %s: needs dtype, shape and two data_offsets", sh->path,
-                    t->name);
-    }
-    static const char *const dtypes[] = {"F32", "F16", "BF16"}; // DTYPE_* order
     for (t->dtype = DTYPE_BF16; t->dtype >= 0 && !json_eq(j, dt, dtypes[t->dtype]); t->dtype--) {}
     if (t->dtype < 0) {
         return fail(err, "%s: tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", sh->path,
                     t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
     }
-    size_t esize = t->dtype == DTYPE_F32 ? 4 : 2;
-    if (j->tok[shp].size > 4) { // (n_dim is set after: build_model reads shape[0..n_dim))
-        return fail(err, "%s: tensor %s: more than 4 dimensions", sh->path, t->name);
-    }
-    t->n_dim = j->tok[shp].size;
-    size_t numel = 1;
-    for (int d = 0; d < t->n_dim; d++) {
-        long long s;
-        if (json_int(j, json_at(j, shp, d), 0, LLONG_MAX / 2, &s)) {
-            return fail(err, "%s: tensor %s: bad shape", sh->path, t->name);
-        }
-        t->shape[d] = (size_t)s;
-        numel = mul_size(numel, t->shape[d]);
-    }
-    long long b, e;
-    if (json_int(j, json_at(j, off, 0), 0, LLONG_MAX / 2, &b) ||
-        json_int(j, json_at(j, off, 1), 0, LLONG_MAX / 2, &e) || b > e) {
-        return fail(err, "%s: tensor %s: bad data_offsets", sh->path, t->name);
-    }
-    t->begin = (size_t)b;
-    t->end = (size_t)e;
+    t->n_dim = n_dim, t->begin = off[0], t->end = off[1];
+    for (int d = 0; d < n_dim; d++) { numel = mul_size(numel, t->shape[d]); }
     if (t->end > sh->size - sh->data_start) {
         return fail(err, "%s: tensor %s: data_offsets run past the end of the file", sh->path,
                     t->name);
     }
-    if (mul_size(numel, esize) != t->end - t->begin) {
+    if (mul_size(numel, t->dtype == DTYPE_F32 ? 4 : 2) != t->end - t->begin) {
         return fail(err, "%s: tensor %s: data_offsets span %zu bytes but the shape needs %zu",
-                    sh->path, t->name, t->end - t->begin, mul_size(numel, esize));
+                    sh->path, t->name, t->end - t->begin, mul_size(numel, t->dtype ? 2 : 4));
     }
     return 0;
-}
-
-// The 8-byte little-endian header length at b into *n; -1 (err set) if it is zero or runs past
-// the end of a file of size bytes.
-static int header_length(const char *path, const unsigned char *b, size_t size, uint64_t *n,
-                         char *err) {
-    *n = 0;
-    for (int k = 7; k >= 0; k--) { *n = (*n << 8) | b[k]; }
-    return *n == 0 || *n > size - 8
-               ? fail(err, "%s: header length %llu is zero or runs past the end of the file (%zu "
-                      "bytes)", path, (unsigned long long)*n, size)
-               : 0;
 }
 
 // Reads one .safetensors file and appends its tensors to tf: an 8-byte little-endian header
@@ -3178,33 +2958,20 @@ static int header_length(const char *path, const unsigned char *b, size_t size, 
 static int load_shard(TensorFiles *tf, const char *path, char *err) {
     Shard *sh = &tf->shards[tf->n_shards];
     sh->path = strcpy((char *)malloc_check(strlen(path) + 1), path);
-    // The header length is checked before the file is read whole (a sparse 30 GB file of zeros
-    // is refused at once), then again on what was read. (O_NONBLOCK: a FIFO does not block.)
-    unsigned char head[8];
-    uint64_t n;
-    struct stat sb;
-    int fd = open(path, O_RDONLY | O_NONBLOCK);
-    int peeked =
-        fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && pread(fd, head, 8, 0) == 8;
-    if (fd >= 0) { close(fd); }
-    if (peeked && header_length(path, head, (size_t)sb.st_size, &n, err)) { return -1; }
     sh->bytes = read_file(path, &sh->size, err);
     if (sh->bytes == NULL) { return -1; }
     tf->n_shards++;
     if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
-    if (header_length(path, (const unsigned char *)sh->bytes, sh->size, &n, err)) { return -1; }
-    sh->data_start = 8 + (size_t)n;
-    int line;
-    const char *syntax = json_syntax(sh->bytes + 8, (size_t)n, &line);
-    if (syntax == JSON_TRAILING || syntax == JSON_ENDS_EARLY) {
-        return fail(err, "%s: header length %llu %s the JSON header (line %d)", path,
-                    (unsigned long long)n,
-                    syntax == JSON_TRAILING ? "runs past the end of" : "cuts off", line);
+    uint64_t n = 0;
+    for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)sh->bytes[k]; }
+    if (n == 0 || n > sh->size - 8) {
+        return fail(err, "%s: header length %llu is zero or runs past the end of the file (%zu "
+                    "bytes)", path, (unsigned long long)n, sh->size);
     }
+    sh->data_start = 8 + (size_t)n;
     Json j;
     if (json_parse(&j, sh->bytes + 8, (size_t)n, path, err)) { return -1; }
-    int rc = j.tok[0].type == JSMN_OBJECT ? 0 : fail(err, "%s: header is not a JSON object", path);
-    int n_entries = rc == 0 ? j.tok[0].size : 0, first = tf->n_tensors;
+    int rc = 0, n_entries = j.tok[0].size;
     size_t table = (size_t)tf->n_tensors + (size_t)n_entries + 1;
     tf->tensors = (TensorInfo *)realloc_check(tf->tensors, mul_size(table, sizeof(TensorInfo)));
     for (int k = 0, key = 1; rc == 0 && k < n_entries; k++, key = json_skip(&j, key + 1)) {
@@ -3215,19 +2982,6 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
         rc = parse_tensor_entry(&j, key, sh, t, err);
     }
     json_free(&j);
-    if (rc != 0) { return rc; }
-    // byte ranges must not overlap: sort this file's tensors by start and compare neighbours
-    int count = tf->n_tensors - first;
-    TensorInfo **order = (TensorInfo **)malloc_check((size_t)(count + 1) * sizeof(TensorInfo *));
-    for (int k = 0; k < count; k++) { order[k] = &tf->tensors[first + k]; }
-    qsort(order, (size_t)count, sizeof(TensorInfo *), compare_by_begin);
-    for (int k = 1; k < count && rc == 0; k++) {
-        if (order[k]->begin < order[k - 1]->end) {
-            rc = fail(err, "%s: tensors %s and %s overlap in the file", path, order[k - 1]->name,
-                      order[k]->name);
-        }
-    }
-    free(order);
     return rc;
 }
 
@@ -3241,21 +2995,21 @@ static void free_tensor_files(TensorFiles *tf) {
     memset(tf, 0, sizeof(*tf));
 }
 
-// The first tensor named name at or after index from, or NULL.
-static TensorInfo *find_tensor(TensorFiles *tf, const char *name, int from) {
-    for (int k = from; k < tf->n_tensors; k++) {
-        if (strcmp(tf->tensors[k].name, name) == 0) { return &tf->tensors[k]; }
+// The tensor named name, or NULL: a name given twice is its last entry (as the safetensors
+// library reads one header), and every entry of that name counts as used.
+static TensorInfo *find_tensor(TensorFiles *tf, const char *name) {
+    TensorInfo *t = NULL;
+    for (int k = 0; k < tf->n_tensors; k++) {
+        if (strcmp(tf->tensors[k].name, name) == 0) { t = &tf->tensors[k], t->used = 1; }
     }
-    return NULL;
+    return t;
 }
 
-// Opens model.safetensors, or every shard named by model.safetensors.index.json.
+// Opens model.safetensors, or every shard named by model.safetensors.index.json (each once).
 static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     memset(tf, 0, sizeof(*tf));
     char *path = join_path(dir, "model.safetensors");
-    // (not fopen: that blocks on a FIFO; read_file refuses anything but a file). lstat: a
-    // dangling or looping symlink is this file, which read_file then says it cannot open.
-    struct stat sb;
+    struct stat sb; // (lstat: a dangling symlink is this file too, which read_file cannot open)
     if (lstat(path, &sb) == 0) {
         tf->shards = (Shard *)calloc_check(2, sizeof(Shard));
         int rc = load_shard(tf, path, err);
@@ -3270,40 +3024,22 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
         return fail(err, "%s: no model.safetensors or model.safetensors.index.json", dir);
     }
     Json j;
-    int rc = json_parse(&j, text, len, path, err);
-    int map = rc == 0 ? json_get(&j, 0, "weight_map") : -1;
-    if (rc == 0 && (map < 0 || j.tok[map].type != JSMN_OBJECT || j.tok[map].size == 0)) {
-        rc = fail(err, "%s: no weight_map object, or an empty one", path);
-    }
-    int n = rc == 0 ? j.tok[map].size : 0;
+    int rc = json_parse(&j, text, len, path, err), map = rc ? -1 : json_get(&j, 0, "weight_map");
+    int n = map >= 0 && j.tok[map].type == JSMN_OBJECT ? j.tok[map].size : 0;
+    if (rc == 0 && n == 0) { rc = fail(err, "%s: no weight_map object, or an empty one", path); }
     tf->shards = (Shard *)calloc_check((size_t)n + 1, sizeof(Shard));
     for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
         size_t flen;
-        char *file = json_string(&j, key + 1, &flen);
+        char *file = json_string(&j, key + 1, &flen), *shard = NULL;
         if (file == NULL || flen == 0 || strlen(file) != flen || strchr(file, '/') != NULL) {
             rc = fail(err, "%s: weight_map entry %d is not a plain file name", path, k);
-        } else { // each shard once, however many tensors it holds
-            char *shard_path = join_path(dir, file);
+        } else {
             int seen = 0;
-            for (int s = 0; s < tf->n_shards; s++) {
-                seen |= strcmp(tf->shards[s].path, shard_path) == 0;
-            }
-            rc = seen ? 0 : load_shard(tf, shard_path, err);
-            free(shard_path);
+            shard = join_path(dir, file);
+            for (int s = 0; s < tf->n_shards; s++) { seen |= !strcmp(tf->shards[s].path, shard); }
+            rc = seen ? 0 : load_shard(tf, shard, err);
         }
-        free(file);
-    }
-    // each tensor the index names is in the shard it names (load_tensor then blames the index
-    // for a tensor it does not name, not a shard that never held it)
-    for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
-        size_t nn;
-        char *name = json_string(&j, key, &nn), *file = json_string(&j, key + 1, &nn);
-        const TensorInfo *t = name ? find_tensor(tf, name, 0) : NULL;
-        if (t == NULL || strcmp(strrchr(tf->shards[t->file].path, '/') + 1, file) != 0) {
-            rc = fail(err, "%s: weight_map puts tensor %s in %s, which does not hold it", path,
-                      name ? name : "(a bad name)", file);
-        }
-        free(name);
+        free(shard);
         free(file);
     }
     json_free(&j);
@@ -3311,18 +3047,14 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     return rc;
 }
 
-// IEEE half to float: a normal half's exponent is rebiased from 15 to 127 (all ones: inf or NaN);
-// zero and subnormals are man x 2^-24.
+// IEEE half to float: sign, 5 exponent bits (bias 15) and 10 of mantissa; exponent 0 is zero or
+// a subnormal (man x 2^-24), 31 infinity or NaN. (ldexpf is exact here.)
 static float half_to_float(uint16_t h) {
-    uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
-    if (exp == 0) {
-        float f = (float)man / 16777216.0f; // exact: man < 2^10
-        return sign ? -f : f;
-    }
-    uint32_t bits = sign | ((exp == 0x1F ? 0xFFu : exp + 112) << 23) | (man << 13);
-    float f;
-    memcpy(&f, &bits, 4);
-    return f;
+    int exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+    float f = exp == 0    ? ldexpf((float)man, -24)
+              : exp == 31 ? (man ? NAN : INFINITY)
+                          : ldexpf((float)(man | 0x400), exp - 25);
+    return h & 0x8000 ? -f : f;
 }
 
 // "[a, b]": a shape of n <= 4 dims into text (128 bytes).
@@ -3335,13 +3067,9 @@ static void shape_text(char *text, const size_t *shape, int n) {
 // Finds tensor name, checks its shape, converts it to fp32 into dst. Little-endian host assumed.
 static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
                        char *err) {
-    TensorInfo *t = find_tensor(tf, name, 0);
-    const TensorInfo *again = t ? find_tensor(tf, name, (int)(t - tf->tensors) + 1) : NULL;
-    if (again != NULL) {
-        return fail(err, "%s: tensor %s appears twice", tf->shards[again->file].path, name);
-    }
+    const TensorInfo *t = find_tensor(tf, name);
     if (t == NULL && tf->index) {
-        return fail(err, "%s: tensor %s is missing from its weight_map", tf->index, name);
+        return fail(err, "%s: tensor %s is in none of the shards it names", tf->index, name);
     }
     if (t == NULL) { return fail(err, "%s: missing tensor %s", tf->shards[0].path, name); }
     const Shard *sh = &tf->shards[t->file];
@@ -3355,7 +3083,6 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
                     have, want);
     }
     size_t n = cols == 0 ? rows : rows * cols;
-    t->used = 1;
     if (dst == NULL) { return 0; } // build_model's check of every name and shape
     const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
     for (size_t i = 0; i < n; i++) {
@@ -3380,7 +3107,6 @@ static int same_tensor(const TensorFiles *tf, const TensorInfo *a, const TensorI
            memcmp(sa->bytes + sa->data_start + a->begin, sb->bytes + sb->data_start + b->begin,
                   a->end - a->begin) == 0;
 }
-
 // RoPE inverse frequencies theta^(-2i/d), with Llama 3's rope_scaling: long wavelengths are
 // slowed down by factor, short ones kept, and the band between blended smoothly.
 static void rope_frequencies(const Config *c, float *inv_freq) {
@@ -3453,14 +3179,13 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
         }
     }
     // A tensor left over means config.json describes another model (num_hidden_layers 3 on a
-    // 6-layer checkpoint ran and printed garbage). Transformers ignores these two as well: the
-    // rotary_emb.inv_freq buffers old checkpoints saved, and lm_head.weight when tied.
+    // 6-layer checkpoint ran and printed garbage). Transformers ignores the rotary_emb.inv_freq
+    // buffers old checkpoints saved, as here, and lm_head.weight when tied (read_weights looked
+    // it up, so it counts as used).
     for (int k = 0; k < tf->n_tensors; k++) {
         const TensorInfo *t = &tf->tensors[k];
-        size_t n = strlen(t->name), nr = strlen("rotary_emb.inv_freq");
-        int ignored = (n >= nr && strcmp(t->name + n - nr, "rotary_emb.inv_freq") == 0) ||
-                      (c->tied && strcmp(t->name, "lm_head.weight") == 0);
-        if (!t->used && !ignored) {
+        const char *inv = strstr(t->name, "rotary_emb.inv_freq");
+        if (!t->used && !(inv && strcmp(inv, "rotary_emb.inv_freq") == 0)) {
             return fail(err, "%s: tensor %s is not used by the model config.json describes "
                         "(%d layers); the config does not match the checkpoint",
                         tf->shards[t->file].path, t->name, c->n_layers);
@@ -3475,8 +3200,8 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
 static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
     TensorFiles tf;
     int rc = open_tensor_files(&tf, dir, err);
-    const TensorInfo *head = rc == 0 ? find_tensor(&tf, "lm_head.weight", 0) : NULL;
-    const TensorInfo *embed = rc == 0 ? find_tensor(&tf, "model.embed_tokens.weight", 0) : NULL;
+    const TensorInfo *head = rc == 0 ? find_tensor(&tf, "lm_head.weight") : NULL;
+    const TensorInfo *embed = rc == 0 ? find_tensor(&tf, "model.embed_tokens.weight") : NULL;
     if (rc == 0 && !c->tied && head == NULL) {
         // transformers would start lm_head from random weights (with a warning), not tie it
         rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has "
@@ -3490,9 +3215,8 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
                 "model.embed_tokens.weight though %s/config.json has tie_word_embeddings true; "
                 "using lm_head.weight, as transformers does\n", tf.shards[head->file].path, dir);
     }
-    // Every weight must be a tensor of the files with its shape, whose sizes were checked
-    // against the file sizes: a config that needs more is refused here, naming the tensor,
-    // before its sizes are allocated.
+    // Every weight a tensor of the files with its shape (checked against the file's size), or
+    // refused naming the tensor, before the config's sizes are allocated.
     Weights host;
     *n = layout_weights(&host, NULL, c);
     if (rc == 0) { rc = load_weights(&host, c, &tf, err); }
@@ -3507,21 +3231,6 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
     return rc == 0 ? memory : NULL;
 }
 
-#ifdef __CUDACC__
-// The first CUDA call: without a GPU (or with a driver too old for this build) every later call
-// fails with a misleading message, such as "out of GPU memory", so say it plainly here.
-// A missing GPU is the user's to fix, not a broken invariant: it fails like a bad file.
-static int device_init(char *err) {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-        return fail(err, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs "
-                    "without one", e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
-    }
-    return 0;
-}
-#endif
-
 int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     memset(m, 0, sizeof(*m));
     Config *c = &m->config;
@@ -3531,7 +3240,15 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     float *host_memory = read_weights(c, dir, &n, err);
     if (host_memory == NULL) { return -1; }
 #ifdef __CUDACC__
-    if (device_init(err)) { free(host_memory); return -1; }
+    // The first CUDA call: without a GPU (or with a driver too old for this build) every later
+    // call fails with a misleading message, such as "out of GPU memory"; say it plainly.
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        free(host_memory);
+        return fail(err, "no usable GPU found (%s); the CPU build (`make`, ./selfspec) runs "
+                    "without one", e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    }
     m->memory = (float *)device_malloc(n * sizeof(float));
     copy_to_device(m->memory, host_memory, n * sizeof(float));
     free(host_memory);
@@ -5509,7 +5226,7 @@ static const Flag FLAGS[] = {
     {"-p", "TEXT", ARG_TEXT, offsetof(Options, prompt), 0, 0, 0, 0, NULL,
      "prompt (default \"In the beginning God created\")"},
     {"-f", "FILE", ARG_PATH, offsetof(Options, prompt_file), 0, 0, 0, 0, NULL,
-     "prompts, one per line, \\n for a newline (SWIFT's state carries\nacross them)"},
+     "prompts, one per line, \\n for a newline (SWIFT's state carries\nacross them); a pipe too: -f /dev/stdin, -f <(cmd)"},
     {"-n", "N", ARG_INT, offsetof(Options, n_new), 1, 1 << 20, 0, 0, NULL,
      "tokens to generate per prompt (default %g)"},
     {"-t", "TEMP", ARG_FLOAT, offsetof(Options, temperature), 0, 100, 0, 0, NULL,
@@ -5867,14 +5584,9 @@ static int parse_options(int argc, char **argv, Options *o, char *err) {
 static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err) {
     size_t len;
     char *text = read_file(path, &len, err);
-    if (text == NULL) { return -1; }
-    Json j;
-    JsonFile f = {&j, path, err, 0};
-    f.failed = json_parse(&j, text, len, path, err) != 0;
+    Json j = {NULL, NULL, 0};
+    JsonFile f = {&j, path, err, text == NULL || json_parse(&j, text, len, path, err) != 0};
     memset(s, 0, sizeof(*s));
-    if (!f.failed && j.tok[0].type != JSMN_OBJECT) {
-        json_fail(&f, "not a JSON object like {\"attn\": [3, 5], \"mlp\": [6]}");
-    }
     for (int k = 0, key = 1; !f.failed && k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
         if (!json_eq(&j, key, "attn") && !json_eq(&j, key, "mlp")) { // a typo would skip nothing
             int n = j.tok[key].end - j.tok[key].start;
@@ -5882,14 +5594,13 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
                       j.js + j.tok[key].start);
         }
     }
-    for (int k = 0; k < 2 && !f.failed; k++) {
+    for (int k = 0; k < 2 && !f.failed; k++) { // (a key given twice: its last list)
         const char *key = k ? "mlp" : "attn";
-        int arr = json_key(&f, 0, key); // -1: absent, or given twice (f.failed)
+        int arr = json_key(&f, 0, key), n = arr >= 0 ? j.tok[arr].size : 0;
         if (arr >= 0 && j.tok[arr].type != JSMN_ARRAY) {
             json_fail(&f, "\"%s\" must be an array of layer numbers", key);
         }
-        for (int e = arr + 1, i = 0; arr >= 0 && !f.failed && i < j.tok[arr].size;
-             i++, e = json_skip(&j, e)) {
+        for (int e = arr + 1, i = 0; !f.failed && i < n; i++, e = json_skip(&j, e)) {
             long long l;
             if (json_int(&j, e, 0, n_layers - 1, &l)) {
                 json_fail(&f, "\"%s\" holds something that is not a layer in [0, %d]", key,
@@ -6065,11 +5776,11 @@ typedef struct {
     int n;
 } Prompts;
 
-// Reads the non-empty lines of a prompts file into p's text and line; a two-character \\n in a
-// line stands for a newline. Returns 0, or -1 with err set; free_prompts frees p either way.
+// Reads the non-empty lines of a prompts file or pipe into p's text and line (a two-character \\n
+// is a newline). Returns 0, or -1 with err set; free_prompts frees p either way.
 static int read_prompts(const char *path, Prompts *p, char *err) {
     size_t len;
-    char *text = read_file(path, &len, err);
+    char *text = read_input(path, 1, &len, err);
     if (text == NULL) { return -1; }
     int line = 1;
     p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));

@@ -80,7 +80,117 @@ TARGETS = {
         skips=["attn:4,9,14,19,24;mlp:6,12,18,24"],
         prompt_len=(4, 8),
     ),
+    # config.json variants (CONFIG_VARIANTS below) and what transformers builds from each
+    "configs": dict(model="tiny_models/llama2-tiny-random", configs=True, tokens=False),
 }
+
+# ----------------------------------------------------------------------------------------------
+# Config variants (target "configs"): llama2-tiny-random's config.json edited, and what
+# transformers builds from each: test_forward reads every one with read_config and compares.
+
+L3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+      "original_max_position_embeddings": 64}
+
+
+def _set(**kv):
+    return lambda c: c.update(kv)
+
+
+def _drop(key):
+    return lambda c: c.pop(key)
+
+
+def _l3(**kv):
+    return dict(L3, **kv)
+
+
+def _text(edit):  # an edit of the JSON text, for what a dict cannot hold (a key twice, NaN)
+    return ("text", edit)
+
+
+# (name, an edit of the config dict or of its JSON text)
+CONFIG_VARIANTS = [
+    ("as-is", None),
+    ("rope_parameters-theta", _set(rope_parameters={"rope_theta": 5e5})),
+    ("rope_parameters-default", _set(rope_parameters={"rope_type": "default", "rope_theta": 5e5})),
+    ("rope_parameters-llama3", _set(rope_parameters=_l3(rope_theta=5e5))),
+    ("rope_scaling-llama3", _set(rope_scaling=dict(L3))),
+    ("rope_scaling-type-key", _set(rope_scaling={("type" if k == "rope_type" else k): v for k, v in L3.items()})),
+    ("rope_scaling-theta-inside", _set(rope_scaling=_l3(rope_theta=5e5))),
+    ("rope_scaling-over-rope_parameters-default", _set(rope_scaling=dict(L3), rope_parameters={"rope_type": "default"})),
+    ("rope_scaling-over-rope_parameters-factor", _set(rope_scaling=dict(L3), rope_parameters=_l3(factor=4.0))),
+    ("rope_scaling-over-rope_parameters-theta", _set(rope_scaling=dict(L3), rope_parameters={"rope_theta": 5e5})),
+    ("rope_scaling-empty", _set(rope_scaling={}, rope_parameters=_l3(rope_theta=5e5))),
+    ("rope_scaling-false", _set(rope_scaling=False)),
+    ("rope_scaling-number", _set(rope_scaling=5)),
+    ("rope_parameters-number", _set(rope_parameters=5)),
+    ("llama3-no-original-max", _set(rope_scaling={k: v for k, v in L3.items() if k != "original_max_position_embeddings"})),
+    ("llama3-no-factor", _set(rope_scaling={k: v for k, v in L3.items() if k != "factor"})),
+    ("llama3-original-max-float", _set(rope_scaling=_l3(original_max_position_embeddings=64.0))),
+    ("rope_type-null", _set(rope_scaling=_l3(rope_type=None))),
+    ("rope_type-yarn", _set(rope_scaling={"rope_type": "yarn", "factor": 2.0})),
+    ("rope_theta-null", _set(rope_theta=None)),
+    ("rope_theta-twice", _text(lambda s: s[:-1] + ', "rope_theta": 500000.0}')),
+    ("rope_theta-NaN", _text(lambda s: s.replace('"rope_theta": 10000.0', '"rope_theta": NaN'))),
+    ("eos_token_id-twice", _text(lambda s: s[:-1] + ', "eos_token_id": [2, 5]}')),
+    ("eos_token_id-list", _set(eos_token_id=[2, 7])),
+    ("model_type-mistral-sliding_window", _set(model_type="mistral", sliding_window=4)),
+    ("model_type-absent", _drop("model_type")),
+    ("model_type-LLaMA", _set(model_type="LLaMA")),
+    ("architectures-mistral", _set(architectures=["MistralForCausalLM"])),
+    ("architectures-absent", _drop("architectures")),
+    ("hidden_act-swish", _set(hidden_act="swish")),
+    ("hidden_act-null", _set(hidden_act=None)),
+    ("rms_norm_eps-null", _set(rms_norm_eps=None)),
+    ("tie_word_embeddings-null", _set(tie_word_embeddings=None)),
+    ("tie_word_embeddings-true", _set(tie_word_embeddings=True)),
+    ("attention_bias-null", _set(attention_bias=None)),
+    ("head_dim-null", _set(head_dim=None)),
+    ("num_key_value_heads-null", _set(num_key_value_heads=None)),
+    ("num_key_value_heads-2", _set(num_key_value_heads=2)),
+    ("hidden_size-not-a-multiple-of-heads", _set(num_attention_heads=3, num_key_value_heads=3)),
+]
+
+
+def write_config_refs(out):
+    """cases.txt: per variant `name<TAB>config.json text<TAB>verdict`, the verdict `refused` (from_pretrained
+    fails, builds another class than LlamaForCausalLM, or its RoPE frequencies are not finite) or `ok
+    head_dim n_kv_heads tied rms_norm_eps eos_ids(comma-separated, - for none) inv_freq...`."""
+    import json
+    import tempfile
+    import transformers
+    from transformers import AutoConfig, AutoModelForCausalLM
+    transformers.logging.set_verbosity_error()
+    with open(os.path.join(ROOT, "tiny_models/llama2-tiny-random/config.json")) as f:
+        base = json.load(f)
+    lines = []
+    for name, edit in CONFIG_VARIANTS:
+        c = dict(base)
+        if isinstance(edit, tuple):
+            text = edit[1](json.dumps(c))
+        else:
+            if edit is not None:
+                edit(c)
+            text = json.dumps(c)
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "config.json"), "w") as f:
+                f.write(text)
+            try:
+                cfg = AutoConfig.from_pretrained(d)
+                model = AutoModelForCausalLM.from_config(cfg)
+                inv = model.model.rotary_emb.inv_freq.float()
+                assert type(model).__name__ == "LlamaForCausalLM" and bool(torch.isfinite(inv).all())
+                eos = cfg.eos_token_id
+                eos = "-" if eos is None else ",".join(map(str, eos if isinstance(eos, list) else [eos]))
+                verdict = (f"ok {cfg.head_dim} {cfg.num_key_value_heads} {int(cfg.tie_word_embeddings)} "
+                           f"{cfg.rms_norm_eps!r} {eos} " + " ".join(f"{float(x):.9g}" for x in inv))
+            except Exception:  # noqa: BLE001 (any failure: transformers does not build it)
+                verdict = "refused"
+        lines.append(f"{name}\t{text}\t{verdict}\n")
+        print(f"  configs/{name}: {verdict.split(' ')[0]}")
+    with open(os.path.join(out, "cases.txt"), "w", newline="\n") as f:
+        f.writelines(lines)
+
 
 # ----------------------------------------------------------------------------------------------
 # Tokenizer corpus: the same list for every tokenizer.
@@ -456,6 +566,9 @@ def main(argv):
         if os.path.isdir(out):
             shutil.rmtree(out)
         os.makedirs(out)
+        if t.get("configs"):
+            write_config_refs(out)
+            continue
         with open(os.path.join(out, "model.txt"), "w", newline="\n") as f:
             f.write(t["model"] + "\n")
         if t.get("tokens", True):

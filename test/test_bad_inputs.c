@@ -496,7 +496,7 @@ static void messages_keep_their_reason(void) {
     snprintf(args, sizeof(args), "-m %s -n 2", dir);
     run_case("a 1250-byte folder, a missing tensor", args, "missing tensor model.norm.weight", NULL);
     d = broken_copy();
-    edit_text(d, "config.json", "{", "{,");
+    edit_text(d, "config.json", "{", "{{");
     long_model(dir, sizeof(dir), "long-config", 1250, d);
     snprintf(args, sizeof(args), "-m %s -n 2", dir);
     run_case("a 1250-byte folder, config.json not JSON", args, "config.json: not valid JSON", NULL);
@@ -513,11 +513,7 @@ static void messages_keep_their_reason(void) {
         write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": "
                    "\"model-00001-of-00002.safetensors\"}}");
         run_model_case("an index that omits a tensor's shard", d, "", "model.safetensors.index.json",
-                       "tensor model.norm.weight is missing from its weight_map");
-        write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": "
-                   "\"model-00001-of-00002.safetensors\", \"model.norm.weight\": \"model-00001-of-00002.safetensors\"}}");
-        run_model_case("an index that puts a tensor in a shard without it", d, "", "model.safetensors.index.json",
-                       "puts tensor model.norm.weight in model-00001-of-00002.safetensors, which does not hold it");
+                       "tensor model.norm.weight is in none of the shards it names");
     }
 }
 
@@ -744,8 +740,8 @@ static void new_classes(void) {
         {"{\"attn\": [1e400]}", "not a layer in [0, 5]"},
         {"{\"attn\": \"1,2\"}", "\"attn\" must be an array"},
         {"{\"attn\": [1], \"mlp\": null}", "\"mlp\" must be an array"},
-        {"{\"attn\": [1]} {\"mlp\": [2]}", "trailing data after the JSON value"},
-        {"\xEF\xBB\xBF{\"attn\": [1]}", "byte order mark"},
+        {"{\"attn\": [1]} {\"mlp\": [2]}", "not valid JSON (text after its end)"},
+        {"\xEF\xBB\xBF{\"attn\": [1]}", "not valid JSON"},
     };
     char buf[256];
     for (size_t k = 0; k < sizeof(skips) / sizeof(skips[0]); k++) {
@@ -782,9 +778,9 @@ static void new_classes(void) {
     static const char *const entries[][3] = { // model.safetensors' header: from, to, the problem
         {"\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440", "\"dtype\":\"F64\",\"shape\":[64],\"data_offsets\":[1469440",
          "unsupported dtype F64"},
-        {"\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[-64],\"data_offsets\":[1469440", "model.norm.weight: bad shape"},
-        {"\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469440]", "model.norm.weight: needs dtype, shape and two"},
-        {"\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469696,1469440]", "model.norm.weight: bad data_offsets"},
+        {"\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[-64],\"data_offsets\":[1469440", "model.norm.weight: needs"},
+        {"\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469440]", "model.norm.weight: needs"},
+        {"\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469696,1469440]", "model.norm.weight: needs"},
     };
     for (size_t k = 0; k < sizeof(entries) / sizeof(entries[0]); k++) {
         header_case(entries[k][1], entries[k][0], entries[k][1], 0, "model.safetensors", entries[k][2]);
@@ -829,14 +825,8 @@ static void rounds_one_to_three(void) {
     header_case("header length past the end of the file", "{", "{", 1475608 - 8 + 1, "model.safetensors",
                 "runs past the end");
     header_case("header not JSON", "{\"__metadata__\"", "[\"__metadata__\"", 0, "model.safetensors", "not valid JSON");
-    header_case("header length runs into the data", "{", "{", 5904 + 16, "model.safetensors",
-                "runs past the end of the JSON header");
-    header_case("header length cuts the JSON off", "{", "{", 5904 - 16, "model.safetensors",
-                "cuts off the JSON header");
-    header_case("header with ',,'", "{\"format\":\"pt\"},", "{\"format\":\"pt\"},,", 0, "model.safetensors",
-                "a ',' with no value before it");
-    header_case("header with [512 64]", "\"shape\":[512,64]", "\"shape\":[512 64]", 0, "model.safetensors",
-                "no ',' between them");
+    header_case("header length runs into the data", "{", "{", 5904 + 16, "model.safetensors", "not valid JSON");
+    header_case("header length cuts the JSON off", "{", "{", 5904 - 16, "model.safetensors", "ends early");
     {
         char nested[512] = "{\"x\":";
         for (int k = 0; k < 100; k++) { strcat(nested, "["); }
@@ -853,10 +843,14 @@ static void rounds_one_to_three(void) {
               "\"intermediate_size\": 170", "mlp.gate_proj.weight", "config.json implies");
     header_case("missing tensor", "\"model.norm.weight\"", "\"model.norm.weigxx\"", 0, "model.norm.weight",
                 "missing tensor");
-    header_case("duplicated tensor", "\"model.layers.0.input_layernorm.weight\"", "\"model.norm.weight\"", 0,
-                "model.norm.weight", "appears twice");
-    header_case("data offsets overlap", "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[0,256]", 0,
-                "model.norm.weight", "overlap");
+    header_case("duplicated tensor (the last entry is read)", "\"model.layers.0.input_layernorm.weight\"",
+                "\"model.norm.weight\"", 0, "missing tensor model.layers.0.input_layernorm.weight", NULL);
+    { // overlapping byte ranges (the safetensors library refuses them) are read in bounds, as the offsets say
+        d = broken_copy();
+        edit_header(d, "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[0,256]", 0);
+        snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+        run_ok_case("data offsets overlap", buf);
+    }
     header_case("data offsets past the end", "\"data_offsets\":[1469440,1469696]", "\"data_offsets\":[1469696,1469952]",
                 0, "model.norm.weight", "past the end of the file");
     header_case("data offsets disagree with the shape", "\"data_offsets\":[1469440,1469696]",
@@ -887,14 +881,7 @@ static void rounds_one_to_three(void) {
     written_case("config.json not JSON", "config.json", "{\"hidden_size\": 64,", "config.json", "not valid JSON");
     text_case("config.json key without a value", "config.json", "\"attention_dropout\": 0.0",
               "\"attention_dropout\":, 0.0", "config.json", "not valid JSON");
-    text_case("config.json with \"silu\",,", "config.json", "\"silu\",", "\"silu\",,", "config.json",
-              "line 10: a ',' with no value before it");
-    text_case("config.json with [\"silu\",]", "config.json", "\"silu\",", "[\"silu\",],", "config.json",
-              "a ',' before ']'");
-    text_case("config.json with {,", "config.json", "{", "{,", "config.json", "a ',' with no value before it");
-    text_case("config.json with {\"a\": 1,}", "config.json", "\"silu\",", "{\"a\": 1,},", "config.json",
-              "a ',' before '}'");
-    text_case("config.json with a UTF-8 BOM", "config.json", "{", "\xEF\xBB\xBF{", "config.json", "byte order mark");
+    text_case("config.json with a UTF-8 BOM", "config.json", "{", "\xEF\xBB\xBF{", "config.json", "not valid JSON");
     {
         char nested[512] = "{\"x\": ";
         for (int k = 0; k < 80; k++) { strcat(nested, "["); }
@@ -906,18 +893,18 @@ static void rounds_one_to_three(void) {
               "hidden_size");
     text_case("num_hidden_layers negative", "config.json", "\"num_hidden_layers\": 6", "\"num_hidden_layers\": -6",
               "config.json", "num_hidden_layers");
+    text_case("num_hidden_layers 257 (SkipSet holds 256)", "config.json", "\"num_hidden_layers\": 6",
+              "\"num_hidden_layers\": 257", "config.json", "\"num_hidden_layers\" must be an integer in [1, 256]");
     text_case("vocab_size not an integer", "config.json", "\"vocab_size\": 512", "\"vocab_size\": 512.5", "config.json",
               "vocab_size");
     text_case("heads not divisible by kv heads", "config.json", "\"num_key_value_heads\": 4",
-              "\"num_key_value_heads\": 3", "config.json", "not a multiple of num_key_value_heads");
+              "\"num_key_value_heads\": 3", "config.json", "of num_key_value_heads 3");
     text_case("sizes far beyond the checkpoint", "config.json", "\"hidden_size\": 64", "\"hidden_size\": 16000000",
               "model.embed_tokens.weight", "config.json implies [512, 16000000]");
     text_case("rope_theta beyond float", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e300",
               "config.json", "rope_theta");
     text_case("eos_token_id lists too many", "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": [2, 3, 4, 5, 6]",
               "config.json", "eos_token_id");
-    text_case("eos_token_id twice", "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": 2, \"eos_token_id\": [2]",
-              "config.json", "appears twice");
     text_case("num_hidden_layers 3 on 6 layers", "config.json", "\"num_hidden_layers\": 6", "\"num_hidden_layers\": 3",
               "model.layers.3.input_layernorm.weight", "is not used");
     header_case("tie_word_embeddings false, no lm_head", "\"lm_head.weight\"", "\"lm_head.weigxx\"", 0,
@@ -926,8 +913,17 @@ static void rounds_one_to_three(void) {
     edit_text(d, "config.json", "\"tie_word_embeddings\": false", "\"tie_word_embeddings\": true");
     snprintf(buf, sizeof(buf), "-m %s -n 2", d);
     run_ok_case("tie_word_embeddings true, lm_head.weight present", buf);
-    text_case("not a LLaMA", "config.json", "\"LlamaForCausalLM\"", "\"MistralForCausalLM\"", "config.json",
-              "architectures");
+    // issue 48: Llama's architectures but model_type mistral and a sliding window ran full
+    // attention; AutoModelForCausalLM builds Mistral from model_type, whatever architectures says
+    text_case("model_type mistral, Llama architectures", "config.json", "\"model_type\": \"llama\"",
+              "\"model_type\": \"mistral\", \"sliding_window\": 4", "config.json", "model_type is not \"llama\"");
+    d = broken_copy();
+    edit_text(d, "config.json", "\"model_type\": \"llama\",", "");
+    run_model_case("no model_type (AutoConfig refuses it)", d, "", "config.json", "model_type is not \"llama\"");
+    d = model_copy("arch-mistral");
+    edit_text(d, "config.json", "\"LlamaForCausalLM\"", "\"MistralForCausalLM\"");
+    snprintf(buf, sizeof(buf), "-m %s -n 2", d);
+    run_ok_case("model_type llama, Mistral architectures (transformers builds LLaMA)", buf);
 
     // ---- tokenizer.json
     swapped_file_case("tokenizer.json missing", "tokenizer.json", GONE, "tokenizer.json", "cannot open");
@@ -936,8 +932,6 @@ static void rounds_one_to_three(void) {
     text_case("tokenizer vocab larger than the config's", "tokenizer.json", "\"id\": 2,", "\"id\": 600,",
               "tokenizer.json", "vocab_size 512");
     truncated_case("tokenizer.json truncated", "tokenizer.json", 5000, "tokenizer.json", "not valid JSON");
-    text_case("tokenizer.json with a ',' before '}'", "tokenizer.json", "\"special\": true\n    }",
-              "\"special\": true,\n    }", "tokenizer.json", "line 14: a ',' before '}'");
 
     // ---- flags (on the unbroken tiny model)
     const char *m = "-m tiny_models/llama2-tiny-random";
@@ -1046,14 +1040,8 @@ static void rounds_one_to_three(void) {
     spit(buf, "{\"attn\": [1,", 12);
     flag_case("--skip-file not JSON", "skip-bad.json", "not valid JSON", "--skip-file %s/skip-bad.json", tmp);
     snprintf(buf, sizeof(buf), "%s --skip-file", m);
-    run_file_case("--skip-file [1 2]", buf, "skip-a.json", "{\"attn\": [1 2]}", "skip-a.json", "no ',' between them");
-    run_file_case("--skip-file [1,,2]", buf, "skip-b.json", "{\"attn\": [1,,2]}", "skip-b.json", "a ',' with no value");
-    run_file_case("--skip-file [1,2,]", buf, "skip-c.json", "{\"attn\": [1,2,]}", "skip-c.json", "a ',' before ']'");
-    run_file_case("--skip-file {,", buf, "skip-d.json", "{,\"attn\":[1]}", "skip-d.json", "a ',' with no value");
     run_file_case("--skip-file [1, 2, 3]", buf, "skip-e.json", "[1, 2, 3]", "skip-e.json", "not a JSON object");
     run_file_case("--skip-file {\"atn\": ..}", buf, "skip-f.json", "{\"atn\": [1, 2]}", "skip-f.json", "unknown key \"atn\"");
-    run_file_case("--skip-file attn twice", buf, "skip-g.json", "{\"attn\": [1], \"attn\": [2]}", "skip-g.json",
-                  "\"attn\" appears twice");
     flag_case("unknown flag", "--bogus", "unknown flag", "--bogus 1");
     flag_case("-c 1", "-c 1", "must be in", "-c 1");
     flag_case("-K 0", "-K 0", "must be in", "-K 0");
@@ -1075,8 +1063,11 @@ static void rounds_one_to_three(void) {
     // ---- round two: special files, limits, and flags against flags
     path_in(buf, sizeof(buf), tmp, "fifo");
     mkfifo(buf, 0600);
+    // a FIFO with no writer: refused, or (prompts, which may come from a pipe) read to its end at once
     static const char *const fifo_flags[] = {"-f", "--skip-file", "--method selfsd --dev-prompts"};
-    for (int k = 0; k < 3; k++) { flag_case(fifo_flags[k], "fifo", "not a regular file", "%s %s", fifo_flags[k], buf); }
+    for (int k = 0; k < 3; k++) {
+        flag_case(fifo_flags[k], "fifo", k == 1 ? "not a regular file" : "no prompts", "%s %s", fifo_flags[k], buf);
+    }
     flag_case("-f a character device", "/dev/null", "not a regular file", "-f /dev/null");
     flag_case("-f a folder", "-f", "not a regular file", "-f %s", tmp);
     d = model_copy("shard-fifo");
@@ -1094,23 +1085,17 @@ static void rounds_one_to_three(void) {
     run_model_case("model.safetensors.index.json is a FIFO", d, "", "model.safetensors.index.json", NULL);
     snprintf(buf, sizeof(buf), "-m tiny_models/llama2-tiny-random/config.json");
     run_case("-m names a file", buf, "-m tiny_models/llama2-tiny-random/config.json", "a file, not a folder");
-    written_case("config.json empty", "config.json", "", "config.json", "empty (no JSON value)");
-    written_case("config.json only whitespace", "config.json", " \n\t\n", "config.json", "empty (no JSON value)");
-    written_case("config.json null", "config.json", "null", "config.json", "not a JSON object");
-    text_case("config.json with a raw tab in a string", "config.json", "\"silu\"", "\"si\tlu\"", "config.json",
-              "line 10: a control character");
-    text_case("config.json rope_theta twice", "config.json", "\"rope_theta\": 10000.0",
-              "\"rope_theta\": 10000.0, \"rope_theta\": 500000.0", "config.json", "\"rope_theta\" appears twice");
-    text_case("config.json tie_word_embeddings twice", "config.json", "\"tie_word_embeddings\": false",
-              "\"tie_word_embeddings\": false, \"tie_word_embeddings\": true", "config.json",
-              "\"tie_word_embeddings\" appears twice");
-    header_case("header dtype twice", "{\"dtype\":\"F32\"", "{\"dtype\":\"F32\",\"dtype\":\"F16\"", 0,
-                "model.safetensors", "appears twice");
+    written_case("config.json empty", "config.json", "", "config.json", "not valid JSON");
+    written_case("config.json only whitespace", "config.json", " \n\t\n", "config.json", "not valid JSON");
+    written_case("config.json null", "config.json", "null", "config.json", "not valid JSON");
+    written_case("config.json [1]", "config.json", "[1]", "config.json", "not a JSON object");
+    header_case("header dtype twice (the last, F16, is read)", "{\"dtype\":\"F32\"",
+                "{\"dtype\":\"F32\",\"dtype\":\"F16\"", 0, "model.safetensors", "the shape needs 65536");
     text_case("tokenizer.json with a UTF-8 BOM", "tokenizer.json", "{", "\xEF\xBB\xBF{", "tokenizer.json",
-              "byte order mark");
+              "not valid JSON");
     snprintf(buf, sizeof(buf), "%s --skip-file", m);
-    run_file_case("--skip-file only whitespace", buf, "skip-h.json", "  \n", "skip-h.json", "empty (no JSON value)");
-    run_file_case("--skip-file with a BOM", buf, "skip-i.json", "\xEF\xBB\xBF{}", "skip-i.json", "byte order mark");
+    run_file_case("--skip-file only whitespace", buf, "skip-h.json", "  \n", "skip-h.json", "not valid JSON");
+    run_file_case("--skip-file with a BOM", buf, "skip-i.json", "\xEF\xBB\xBF{}", "skip-i.json", "not valid JSON");
     run_file_case("--skip-file a string", buf, "skip-j.json", "\"attn:1\"", "skip-j.json", "not a JSON object");
     flag_case("-n twice", "-n", "given twice", "-n 4 -n 5");
     flag_case("-p twice", "-p", "given twice", "-p a --json -p b");
@@ -1146,7 +1131,7 @@ static void rounds_one_to_three(void) {
 
     // ---- round three: out-of-bounds reads
     header_case("a shape of 5 dims", "\"shape\":[64],\"data_offsets\":[1469440", "\"shape\":[64,1,1,1,1],\"data_offsets\":[1469440",
-                0, "model.norm.weight", "more than 4 dimensions");
+                0, "model.norm.weight", "a shape of at most 4 sizes");
     { // a vocabulary of 4 tokens, smaller than SWIFT's tree width (up to 10): no alternative is id -1
         d = vocab4_model("vocab-4", "d");
         snprintf(buf, sizeof(buf), "-m %s -p abcd -n 24 --method swift --json", d);
@@ -1157,21 +1142,16 @@ static void rounds_one_to_three(void) {
     }
 
     // ---- round three: quadratic work before any limit (each must finish inside CASE_SECONDS)
-    { // config.json: an id2label of 300k keys with one duplicate; architectures of 200k entries
+    { // config.json: an id2label of 300k keys, one of them twice (the last copy is read), loads at once
         size_t cap = 8 << 20, n = 0;
         char *big = (char *)malloc_check(cap);
         n += (size_t)snprintf(big + n, cap - n, "\"id2label\": {");
         for (int k = 0; k < 300000; k++) { n += (size_t)snprintf(big + n, cap - n, "\"%d\": \"L\", ", k); }
-        n += (size_t)snprintf(big + n, cap - n, "\"299999\": \"L\"}, \"hidden_act\":"); // found last
-        text_case("config.json id2label of 300k keys, one twice", "config.json", "\"hidden_act\":", big, "config.json",
-                  "key \"299999\" appears twice");
-        n = (size_t)snprintf(big, cap, "\"architectures\": [");
-        for (int k = 0; k < 200000; k++) { n += (size_t)snprintf(big + n, cap - n, "\"X\", "); }
-        snprintf(big + n, cap - n, "\"X\"], \"hidden_act\":");
-        d = broken_copy();
-        edit_text(d, "config.json", "\"architectures\": [\n    \"LlamaForCausalLM\"\n  ],", "");
+        n += (size_t)snprintf(big + n, cap - n, "\"299999\": \"L\"}, \"hidden_act\":");
+        d = model_copy("id2label-300k");
         edit_text(d, "config.json", "\"hidden_act\":", big);
-        run_model_case("config.json architectures of 200k entries", d, "", "config.json", "architectures is not");
+        snprintf(big, cap, "-m %s -n 2", d);
+        run_ok_case("config.json id2label of 300k keys, one twice", big);
         free(big);
     }
     // ---- round three: JSON keys are compared as text, escapes resolved
@@ -1179,21 +1159,18 @@ static void rounds_one_to_three(void) {
     edit_text(d, "config.json", "\"hidden_size\"", "\"hidden_\\u0073ize\"");
     snprintf(buf, sizeof(buf), "-m %s -n 2", d);
     run_ok_case("config.json \"hidden_\\u0073ize\"", buf);
-    text_case("config.json rope_theta and rope_\\u0074heta", "config.json", "\"rope_theta\": 10000.0",
-              "\"rope_theta\": 10000.0, \"rope_\\u0074heta\": 500000.0", "config.json", "appears twice");
-    header_case("header dtype and d\\u0074ype", "{\"dtype\":\"F32\"", "{\"dtype\":\"F32\",\"d\\u0074ype\":\"F16\"", 0,
-                "model.safetensors", "appears twice");
+    header_case("header dtype and d\\u0074ype (the last, F16, is read)", "{\"dtype\":\"F32\"",
+                "{\"dtype\":\"F32\",\"d\\u0074ype\":\"F16\"", 0, "model.safetensors", "the shape needs 65536");
 
     { // escapes in keys and values read as the text they stand for
         static const char *const ok[][4] = { // name, file, from, to
             {"tokenizer.json \"m\\u006fdel\"", "tokenizer.json", "\"model\": {", "\"m\\u006fdel\": {"},
-            {"architectures [\"LlamaForCausalL\\u004d\"]", "config.json", "\"LlamaForCausalLM\"", "\"LlamaForCausalL\\u004d\""},
             {"hidden_act \"s\\u0069lu\"", "config.json", "\"hidden_act\": \"silu\"", "\"hidden_act\": \"s\\u0069lu\""},
             {"header \"__m\\u0065tadata__\"", "model.safetensors", "{\"__metadata__\"", "{\"__m\\u0065tadata__\""},
             {"rope_parameters {\"rope_th\\u0065ta\": 1e4}", "config.json", "\"rope_theta\": 10000.0",
              "\"rope_parameters\": {\"rope_th\\u0065ta\": 1e4}"},
         };
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < 4; k++) {
             char name[64];
             snprintf(name, sizeof(name), "escaped-%d", k);
             d = model_copy(name);
@@ -1214,11 +1191,6 @@ static void rounds_one_to_three(void) {
         write_text(tmp, "skip-esc.json", "{\"\\u0061ttn\": [1]}");
         snprintf(buf, sizeof(buf), "%s -n 2 --skip-file %s/skip-esc.json", m, tmp);
         run_ok_case("--skip-file {\"\\u0061ttn\": [1]}", buf);
-        snprintf(buf, sizeof(buf), "%s --skip-file", m);
-        run_file_case("--skip-file attn and \\u0061ttn", buf, "skip-esc2.json", "{\"attn\": [1], \"\\u0061ttn\": [2]}",
-                      "skip-esc2.json", "\"attn\" appears twice");
-        text_case("config.json \"a\" and \"\\u0061\" in one object", "config.json", "\"hidden_act\":",
-                  "\"x\": {\"a\": 1, \"\\u0061\": 2}, \"hidden_act\":", "config.json", "appears twice in one object");
     }
 
     // ---- round three: rope_parameters as transformers 5 writes it, and config floats that are
@@ -1242,20 +1214,11 @@ static void rounds_one_to_three(void) {
               "llama3 in rope_parameters: llama3 %d, theta %g, factor %g, orig %d (%s)", c5.rope_llama3,
               c5.rope_theta, c5.rope_factor, c5.rope_orig_max, err);
     }
-    text_case("rope_theta and rope_parameters.rope_theta disagree", "config.json", "\"rope_theta\": 10000.0",
-              "\"rope_theta\": 10000.0, \"rope_parameters\": {\"rope_theta\": 500000.0}", "config.json",
-              "rope_theta and rope_parameters.rope_theta disagree");
     text_case("rope_theta 1e4 and rope_parameters' 10000.0 agree, yarn refused", "config.json", "\"rope_theta\": 10000.0",
               "\"rope_theta\": 1e4, \"rope_parameters\": {\"rope_theta\": 10000.0, \"rope_type\": \"yarn\"}", "config.json",
               "rope_type \"yarn\" is not supported");
-    text_case("rope_scaling llama3, rope_parameters default", "config.json", "\"rope_scaling\": null",
-              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
-              "4.0, \"original_max_position_embeddings\": 64}, \"rope_parameters\": {\"rope_type\": \"default\"}",
-              "config.json", "rope_scaling.rope_type and rope_parameters.rope_type disagree");
-    text_case("rope_scaling and rope_parameters factors disagree", "config.json", "\"rope_scaling\": null",
-              "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
-              "4.0, \"original_max_position_embeddings\": 64}, \"rope_parameters\": {\"rope_type\": \"llama3\", \"factor\": 4}",
-              "config.json", "rope_scaling.factor and rope_parameters.factor disagree");
+    // (where rope_scaling and rope_parameters both hold settings, test_forward's HF config cases
+    // check that rope_scaling's are read, as transformers reads them)
     text_case("rope_theta 1e-45 (a float subnormal)", "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 1e-45",
               "config.json", "\"rope_theta\" must be a normal float in (1, ");
     text_case("rope_parameters.rope_theta 1e-39", "config.json", "\"rope_theta\": 10000.0",
@@ -1338,7 +1301,7 @@ static void rounds_one_to_three(void) {
     edit_text(d, "config.json", "\"head_dim\": 16,", "");
     edit_text(d, "config.json", "\"num_attention_heads\": 4", "\"num_attention_heads\": 128");
     run_model_case("128 heads on hidden_size 64, no head_dim", d, "", "config.json",
-                   "head_dim 0 (hidden_size / num_attention_heads");
+                   "hidden_size 64 must be a multiple of num_attention_heads 128");
     {
         char link[512];
         d = broken_copy(); // a Hugging Face cache whose blob is missing
@@ -1353,15 +1316,6 @@ static void rounds_one_to_three(void) {
         check(symlink("model.safetensors", link) == 0, "cannot make the symlink %s", link);
         run_model_case("model.safetensors a symlink loop", d, "", "model.safetensors: cannot open",
                        "symbolic links");
-    }
-
-    { // a sparse 30 GB file of zeros: its header length is read first, not the whole file
-        d = broken_copy();
-        write_text(d, "model.safetensors", "");
-        truncate_file(d, "model.safetensors", (size_t)30 << 30);
-        run_model_case("model.safetensors a sparse 30 GB of zeros", d, "", "model.safetensors: header length 0",
-                       "32212254720 bytes");
-        truncate_file(d, "model.safetensors", 0);
     }
 
     text_case("post_processor without special_tokens", "tokenizer.json", "\"special_tokens\": {",
@@ -1575,7 +1529,7 @@ static void rounds_one_to_three(void) {
         sh.size = 8 + sizeof(header) - 1 + 4;
         sh.data_start = 8 + sizeof(header) - 1;
         check(json_parse(&j, header, sizeof(header) - 1, "header", err) == 0, "5-dim header: %s", err);
-        check(parse_tensor_entry(&j, 1, &sh, &t, err) != 0 && strstr(err, "more than 4") != NULL,
+        check(parse_tensor_entry(&j, 1, &sh, &t, err) != 0 && strstr(err, "at most 4") != NULL,
               "5-dim shape: accepted (%s)", err);
         check(t.n_dim <= 4, "5-dim shape: the refused entry has n_dim %d; build_model reads shape[0..n_dim)", t.n_dim);
         free(t.name);
@@ -1735,17 +1689,15 @@ static void outputs_as_shell_does(void) {
     }
 }
 
-// generation_config.json: a key twice is an error naming the file and the key; its eos_token_id
-// replaces config.json's when it has one, as transformers' generate() does
+// generation_config.json: its eos_token_id replaces config.json's when it has one, as
+// transformers' generate() does; a key twice is read from its last copy, as Python's json does
 static void generation_config_cases(void) {
-    const char *d = broken_copy();
-    write_text(d, "generation_config.json", "{\"bos_token_id\": 1, \"eos_token_id\": 2, \"eos_token_id\": 3}");
-    run_model_case("generation_config.json: eos_token_id twice", d, "", "generation_config.json",
-                   "\"eos_token_id\" appears twice");
+    const char *d;
     static const char *const gens[] = {"{\"eos_token_id\": [5, 7]}", "{\"eos_token_id\": 9}",
-                                       "{\"bos_token_id\": 1}", "{\"eos_token_id\": null}"};
-    static const int want[][3] = {{2, 5, 7}, {1, 9, 0}, {1, 2, 0}, {1, 2, 0}}; // n_eos, the ids
-    for (int k = 0; k < 4; k++) {
+                                       "{\"bos_token_id\": 1}", "{\"eos_token_id\": null}",
+                                       "{\"bos_token_id\": 1, \"eos_token_id\": 2, \"eos_token_id\": 3}"};
+    static const int want[][3] = {{2, 5, 7}, {1, 9, 0}, {1, 2, 0}, {1, 2, 0}, {1, 3, 0}}; // n_eos, the ids
+    for (int k = 0; k < 5; k++) {
         Config c;
         char err[SS_ERR_LEN];
         d = broken_copy();
@@ -1939,12 +1891,90 @@ static void round_five_own(void) {
     remove(a);
     static const char *const gens[][2] = {
         {"{\"eos_token_id\": [1, 2, 3, 4, 5]}", "at most 4"}, {"{\"eos_token_id\": 100000}", "not a token id"},
-        {"[1]", "not a JSON object"}, {"{\"a\": {\"x\": 1, \"x\": 2}}", "\"x\" appears twice"},
-        {"{\"eos_token_id\": ", "not valid JSON"}, {"{\"eos_token_id\": 2.5}", "not a token id"}};
-    for (int k = 0; k < 6; k++) {
+        {"[1]", "not a JSON object"}, {"{\"eos_token_id\": ", "not valid JSON"},
+        {"{\"eos_token_id\": 2.5}", "not a token id"}};
+    for (int k = 0; k < 5; k++) {
         write_text(d, "generation_config.json", gens[k][0]);
         snprintf(a, sizeof(a), "generation_config.json %s", gens[k][0]);
         run_model_case(a, d, "", "generation_config.json", gens[k][1]);
+    }
+}
+
+// Each line's text from `from` up to `to` (its timings and device left out), one a line.
+static char *json_spans(const char *o, const char *from, const char *to) {
+    char *out = (char *)calloc_check(strlen(o) + 1, 1);
+    for (const char *a = strstr(o, from), *b; a != NULL && (b = strstr(a, to)) != NULL; a = strstr(b, from)) {
+        strncat(out, a, (size_t)(b - a));
+        strcat(out, "\n");
+    }
+    return out;
+}
+
+// ---- issue 46: the loaders to the contract. A key given twice is read from its last copy, as
+// Python's json reads it (python3 -c 'import json; print(json.loads("{\"a\": 1, \"a\": 2}"))' says
+// {'a': 2}); prompts may come from a pipe; nesting is bounded before jsmn, whose time grows with it.
+static void loaders_to_the_contract(void) {
+    char buf[1024], err[SS_ERR_LEN], *o, *e;
+    Config c;
+    const char *d = model_copy("twice-config");
+    edit_text(d, "config.json", "\"rope_theta\": 10000.0", "\"rope_theta\": 10000.0, \"rope_\\u0074heta\": 500000.0");
+    edit_text(d, "config.json", "\"eos_token_id\": 2", "\"eos_token_id\": 2, \"eos_token_id\": [2, 5]");
+    n_cases++;
+    int rc = read_config(&c, d, err);
+    check(rc == 0 && c.rope_theta == 500000.0f && c.n_eos == 2 && c.eos_ids[1] == 5,
+          "config.json with rope_theta and eos_token_id twice: theta %g, %d EOS ids, want the last copies (%s)",
+          c.rope_theta, c.n_eos, rc ? err : "");
+    write_text(tmp, "twice.json", "{\"attn\": [1], \"mlp\": [4], \"\\u0061ttn\": [2, 3]}");
+    snprintf(buf, sizeof(buf), "-m %s -n 2 --json --skip-file %s/twice.json", SRC, tmp);
+    rc = run_selfspec(tmp, "", buf, &o, &e);
+    n_cases++;
+    check(rc == 0 && strstr(o, "\"skip\": {\"attn\": [2, 3], \"mlp\": [4]}") != NULL,
+          "--skip-file with attn twice: exit %d, want the last list, attn 2 and 3:\n%s%s", rc, o, e);
+    free(o);
+    free(e);
+    { // model.norm.weight given twice in the header: the last entry's bytes (lm_head.weight's first 64 floats)
+        Model m, ref;
+        d = broken_copy();
+        edit_header(d, "{\"__metadata__\"", "{\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":"
+                    "[1469440,1469696]},\"__metadata__\"", 0);
+        edit_header(d, "\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[1469440,1469696]}}",
+                    "\"model.norm.weight\":{\"dtype\":\"F32\",\"shape\":[64],\"data_offsets\":[0,256]}}", 0);
+        n_cases++;
+        if (check(build_model(&m, d, 8, err) == 0 && build_model(&ref, SRC, 8, err) == 0, "norm twice: %s", err)) {
+            check(memcmp(m.weights.rms_final, ref.weights.lm_head, 64 * sizeof(float)) == 0,
+                  "model.norm.weight twice in the header: not its last entry's bytes");
+            free_model(&m);
+            free_model(&ref);
+        }
+    }
+    // -f from a pipe (issue 48: -f /dev/stdin was refused): every line read, as from a file
+    write_text(tmp, "two.txt", "In the beginning\nAnd God said\n");
+    snprintf(buf, sizeof(buf), "-m %s -n 4 --json -f %s/two.txt", SRC, tmp);
+    rc = run_selfspec(tmp, "", buf, &o, &e);
+    free(e);
+    char *p;
+    rc |= shell_case("printf \"In the beginning\\nAnd God said\\n\" | $B -m $M -n 4 --json -f /dev/stdin", &e);
+    path_in(buf, sizeof(buf), tmp, "sh-out.txt");
+    p = read_or_exit(buf, NULL);
+    char *from_file = json_spans(o, "\"text\"", "\"tokens_per_s\""), *from_pipe = json_spans(p, "\"text\"", "\"tokens_per_s\"");
+    const char *second = strchr(from_file, '\n');
+    check(rc == 0 && second && strchr(second + 1, '\n') && strcmp(from_file, from_pipe) == 0,
+          "-f /dev/stdin from a pipe: exit %d, not the two prompts of the file:\n%s\n%s%s", rc, o, p, e);
+    free(from_file);
+    free(from_pipe);
+    free(o);
+    free(p);
+    free(e);
+    { // 2 MB of '[': refused at once (jsmn alone would take hours: its time is length x depth)
+        size_t n = 1 << 20;
+        char *deep = (char *)malloc_check(2 * n + 16);
+        memset(deep, '[', n);
+        memset(deep + n, ']', n);
+        strcpy(deep + 2 * n, ",");
+        memmove(deep + 6, deep, 2 * n + 2);
+        memcpy(deep, "{\"x\": ", 6);
+        text_case("config.json nested a million deep", "config.json", "{", deep, "config.json", "nested deeper than 64");
+        free(deep);
     }
 }
 
@@ -1956,6 +1986,7 @@ static void round_five(void) {
     environment_cases();
     bench_scripts();
     round_five_own();
+    loaders_to_the_contract();
 }
 
 int main(void) {

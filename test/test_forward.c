@@ -404,6 +404,59 @@ static void test_half_to_float(void) {
     check(isnan(half_to_float(0x7E00)), "half_to_float(0x7e00) is not NaN");
 }
 
+// ---------------------------------------------------------------------------- config.json as transformers reads it
+
+// test/refs/configs/cases.txt (make_refs.py's CONFIG_VARIANTS): each config.json variant read by
+// read_config must be refused where transformers builds no LlamaForCausalLM from it, and where
+// selfspec accepts it, decode as transformers does: the same head_dim, KV heads, tying, eps, EOS
+// ids and RoPE frequencies (which carry theta and the llama3 scaling, from wherever they were).
+static void test_hf_configs(void) {
+    char tmp[] = "/tmp/selfspec_configsXXXXXX", path[256], err[SS_ERR_LEN];
+    size_t len;
+    char *cases = read_file("test/refs/configs/cases.txt", &len, err);
+    if (!check(cases != NULL && mkdtemp(tmp) != NULL, "test/refs/configs/cases.txt: %s", err)) { return; }
+    snprintf(path, sizeof(path), "%s/config.json", tmp);
+    int n_ok = 0, n_refused = 0;
+    for (char *line = cases, *next; *line != '\0'; line = next) {
+        char *name = line, *text = strchr(line, '\t'), *verdict = text ? strchr(text + 1, '\t') : NULL;
+        next = verdict ? strchr(verdict, '\n') : NULL;
+        if (!check(next != NULL, "cases.txt: a line without two tabs or its newline")) { break; }
+        *text++ = '\0', *verdict++ = '\0', *next++ = '\0';
+        FILE *f = fopen(path, "w");
+        fputs(text, f);
+        fclose(f);
+        Config c;
+        int loads = read_config(&c, tmp, err) == 0, hf_ok = strncmp(verdict, "ok ", 3) == 0;
+        n_ok += hf_ok, n_refused += !hf_ok;
+        if (!hf_ok) { check(!loads, "config %s: transformers builds no LlamaForCausalLM, selfspec loads it", name); }
+        if (!hf_ok || !loads) { continue; }
+        int head_dim, n_kv, tied, at, eos[SS_MAX_EOS], n_eos = 0;
+        double eps;
+        char eos_text[64], *p = verdict + 3;
+        sscanf(p, "%d %d %d %lf %63s %n", &head_dim, &n_kv, &tied, &eps, eos_text, &at);
+        for (char *e = eos_text; *e != '-' && *e != '\0' && n_eos < SS_MAX_EOS; e += *e == ',') {
+            eos[n_eos++] = (int)strtol(e, &e, 10);
+        }
+        int same_eos = n_eos == c.n_eos;
+        for (int k = 0; k < n_eos && same_eos; k++) { same_eos = eos[k] == c.eos_ids[k]; }
+        check(c.head_dim == head_dim && c.n_kv_heads == n_kv && c.tied == tied && c.norm_eps == (float)eps && same_eos,
+              "config %s: head_dim %d, kv heads %d, tied %d, eps %g, %d EOS ids; transformers: %.60s", name, c.head_dim,
+              c.n_kv_heads, c.tied, c.norm_eps, c.n_eos, verdict + 3);
+        float inv[512];
+        rope_frequencies(&c, inv);
+        p += at;
+        for (int i = 0; i < c.head_dim / 2; i++) {
+            double want = strtod(p, &p);
+            if (!check(fabs(inv[i] - want) <= 1e-6 * fabs(want), "config %s: RoPE frequency %d is %.9g, transformers %.9g",
+                       name, i, inv[i], want)) { break; }
+        }
+    }
+    check(n_ok >= 20 && n_refused >= 10, "cases.txt: %d accepted and %d refused by transformers", n_ok, n_refused);
+    free(cases);
+    remove(path);
+    rmdir(tmp);
+}
+
 // A -m path longer than the old Model.dir[1024] (1,500 bytes of "./" before the folder) is the
 // model's name in the reports whole, not cut at 1,023 bytes.
 static void test_long_model_path(void) {
@@ -427,6 +480,7 @@ int main(int argc, char **argv) {
     test_half_to_float();
     test_sharded("tiny_models/llama3-tiny-random");
     test_long_model_path();
+    test_hf_configs();
     // llama3-tied-head: tie_word_embeddings true and an lm_head.weight that differs (HF uses it)
     const char *defaults[] = {"llama2-tiny", "llama3-tiny", "kjv", "llama3-tied-head", "kjv-skip"};
     const char **targets = argc > 1 ? (const char **)(argv + 1) : defaults;

@@ -265,7 +265,6 @@ static void test_loader(int *ids, char *text) {
          "unsupported model.continuing"},
         {0, "\"single_word\": false", "\"single_word\": true", "added_tokens[0]: single_word=true is not supported"},
         {0, "\"rstrip\": false", "\"rstrip\": true", "added_tokens[0]: rstrip=true is not supported"},
-        {0, "\"truncation\": null", "\"truncation\": null, \"truncation\": null", "appears twice"},
         {1, "\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"", "unsupported pre_tokenizer Split"},
         {1, "(?i:'s|", "(?i:'S|", "unsupported pre_tokenizer Split"},
         {1, "\"use_regex\": false\n      }", "\"use_regex\": false}, {\"type\": \"Digits\"}",
