@@ -3803,16 +3803,12 @@ typedef struct {
     char *err;
 } Encoder;
 
-// Whether k more ids fit in the output; the first time they do not, the encoding fails.
-static int room_for(Encoder *e, size_t k) {
-    if (!e->failed && k > (size_t)(e->max - e->n)) {
+// Appends id to the output; the first id that does not fit fails the encoding.
+static void push_id(Encoder *e, int id) {
+    if (!e->failed && e->n == e->max) {
         e->failed = fail(e->err, "encode: the text needs more than %d tokens", e->max);
     }
-    return !e->failed;
-}
-
-static void push_id(Encoder *e, int id) {
-    if (room_for(e, 1)) { e->ids[e->n++] = id; }
+    if (!e->failed) { e->ids[e->n++] = id; }
 }
 
 // bpe_word's min-heap of candidate merges, each rank << 32 | pos: the merge of the symbol at pos
@@ -3865,16 +3861,9 @@ static void bpe_word(Encoder *e, const char *w, size_t len) {
         }
     }
     if (unk) { sym[n++] = t->unk_id; }
-    // Every merge joins two symbols' texts into one vocab text (at most max_len bytes), so the
-    // word ends as at least (its symbols' bytes) / max_len tokens: refuse before merging what
-    // cannot fit. (unk may be an added token longer than max_len.)
-    int unk_len = t->unk_id >= 0 ? t->tok[t->unk_id].len : 0;
-    size_t bytes = 0, longest = (size_t)(unk_len > t->max_len ? unk_len : t->max_len);
-    for (size_t i = 0; i < n; i++) { bytes += (size_t)t->tok[sym[i]].len; }
-    room_for(e, longest > 0 ? (bytes + longest - 1) / longest : 0);
     uint64_t *heap = (uint64_t *)malloc_check(mul_size(3 * sizeof(*heap), n)); // n + 2 per merge
     size_t n_heap = 0;
-    for (size_t i = 0; i < n && !e->failed; i++) {
+    for (size_t i = 0; i < n; i++) {
         next[i] = i + 1 < n ? (int)i + 1 : -1;
         prev[i] = (int)i - 1;
         pair_push(heap, &n_heap, i + 1 < n ? merge_rank(t, sym[i], sym[i + 1]) : INT_MAX, (int)i);
@@ -3890,7 +3879,7 @@ static void bpe_word(Encoder *e, const char *w, size_t len) {
         if (left >= 0) { pair_push(heap, &n_heap, merge_rank(t, sym[left], sym[i]), left); }
         if (right >= 0) { pair_push(heap, &n_heap, merge_rank(t, sym[i], sym[right]), i); }
     }
-    for (int i = n > 0 && !e->failed ? 0 : -1; i >= 0; i = next[i]) { push_id(e, sym[i]); }
+    for (int i = n > 0 ? 0 : -1; i >= 0; i = next[i]) { push_id(e, sym[i]); }
     free(heap);
     free(sym);
 }
@@ -4009,7 +3998,6 @@ static const char fffd[] = "\xEF\xBF\xBD"; // U+FFFD
 // bytes held of one that cannot be completed (end: the text ends) become U+FFFD: once (recipe 2,
 // from_utf8_lossy) or once per byte (recipe 1, ByteFallback).
 static void text_byte(TextOut *o, DecodeState *st, int b, int sp) {
-    if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
     if (st->n_pending > 0 && (b < 0 || !utf8_continues(st->pending, st->n_pending, b & 0xFF))) {
         for (int bad = sp ? st->n_pending : 1; bad > 0; bad--) { text_emit(o, st, sp, fffd, 3); }
         st->n_pending = 0;
@@ -4093,7 +4081,7 @@ static int unsupported(JsonFile *f, const char *what, const char *key, int obj, 
     for (int k = 0; k < n && k < 6; k++) {
         size_t len, o = strlen(have);
         char *type = json_key_string(f, s[k], "type", &len);
-        snprintf(have + o, sizeof(have) - o, "%s%.20s", k > 0 ? ", " : "", type ? type : "with no type");
+        snprintf(have + o, sizeof(have) - o, "%s%.20s", k ? ", " : "", type ? type : "untyped");
         free(type);
     }
     return json_fail(f, "unsupported %s %s%s%s (selfspec reads %s)", what, seq ? "Sequence[" : "",
@@ -4119,25 +4107,26 @@ static int load_sentencepiece(Tokenizer *t, JsonFile *f, int norm, int pre, int 
         !type_is(f, s[3], "Strip") || !json_key_is(f, s[3], "content", " ") ||
         json_int(j, json_key(f, s[3], "start"), 1, 1, &one) != 0 ||
         json_int(j, json_key(f, s[3], "stop"), 0, 0, &zero) != 0) {
-        return unsupported(f, "decoder", "decoders", dec, "Sequence[Replace(\"▁\", \" \"), ByteFallback, "
-                                              "Fuse, Strip(\" \", 1, 0)], or ByteLevel");
+        return unsupported(f, "decoder", "decoders", dec, "Sequence[Replace(\"▁\", \" \"), "
+                           "ByteFallback, Fuse, Strip(\" \", 1, 0)], or ByteLevel");
     }
     if (json_is_null(j, pre)) {
         t->normalizer = steps_of(f, norm, "normalizers", s, 2) == 2 &&
                         type_is(f, s[0], "Prepend") &&
                         json_key_is(f, s[0], "prepend", SPACE_MARK) &&
                         is_replace(f, s[1], " ", SPACE_MARK);
-        return t->normalizer ? 0 : unsupported(f, "normalizer", "normalizers", norm, "Sequence[Prepend(\"▁\"), "
-                                               "Replace(\" \", \"▁\")], or Metaspace and none");
+        return t->normalizer ? 0 : unsupported(f, "normalizer", "normalizers", norm,
+                                               "Sequence[Prepend(\"▁\"), Replace(\" \", \"▁\")], "
+                                               "or Metaspace and none");
     }
     t->prepend_first = json_key_is(f, pre, "prepend_scheme", "first");
     if (!type_is(f, pre, "Metaspace") || !json_key_is(f, pre, "replacement", SPACE_MARK) ||
         !(t->prepend_first || json_key_is(f, pre, "prepend_scheme", "always")) ||
         json_key_bool(f, pre, "split", 1)) {
-        return unsupported(f, "pre_tokenizer", "pretokenizers", pre, "Metaspace(\"▁\", prepend_scheme first or "
-                                                    "always, split false), or none");
+        return unsupported(f, "pre_tokenizer", "pretokenizers", pre, "Metaspace(\"▁\", "
+                           "prepend_scheme first or always, split false), or none");
     }
-    return json_is_null(j, norm) ? 0 : unsupported(f, "normalizer", "normalizers", norm, "none with Metaspace");
+    return json_is_null(j, norm) ? 0 : unsupported(f, "normalizer", "normalizers", norm, "none");
 }
 
 // Recipe 2: [Digits,] Split(the Llama 3 or GPT-2 regex, Isolated), ByteLevel(use_regex false); or
@@ -4160,11 +4149,12 @@ static int load_byte_level(Tokenizer *t, JsonFile *f, int norm, int pre) {
         regex = json_key_bool(f, s[k], "use_regex", 1);
     }
     if (regex < 0 || regex == (t->pattern != 0)) {
-        return unsupported(f, "pre_tokenizer", "pretokenizers", pre, "[Digits,] Split(the Llama 3 or GPT-2 regex, "
-                           "Isolated) and ByteLevel, or [Digits,] ByteLevel with its regex; "
-                           "add_prefix_space false");
+        return unsupported(f, "pre_tokenizer", "pretokenizers", pre, "[Digits,] Split(the Llama 3 "
+                           "or GPT-2 regex) and ByteLevel, or [Digits,] ByteLevel with its regex");
     }
-    if (!json_is_null(f->j, norm)) { return unsupported(f, "normalizer", "normalizers", norm, "none here"); }
+    if (!json_is_null(f->j, norm)) {
+        return unsupported(f, "normalizer", "normalizers", norm, "none");
+    }
     t->pattern = regex ? PATTERN_GPT2 : t->pattern;
     t->byte_level = 1;
     memset(t->char_byte, 0xFF, sizeof(t->char_byte)); // -1: stands for no byte
@@ -4186,8 +4176,8 @@ static int load_post(Tokenizer *t, JsonFile *f, int post) {
         else if (!type_is(f, s[k], "ByteLevel")) { bad = 1; }
     }
     if (bad) {
-        return unsupported(f, "post_processor", "processors", post, "TemplateProcessing, ByteLevel, the two in "
-                                                      "a Sequence, or none");
+        return unsupported(f, "post_processor", "processors", post, "TemplateProcessing, "
+                           "ByteLevel, the two in a Sequence, or none");
     }
     if (tp < 0) { return 0; }
     int m, i = json_key_array(f, tp, "single", &m), n_a = 0; // 1 after the one $A, 2 if not one
@@ -4366,7 +4356,7 @@ static int load_tokenizer(Tokenizer *t, JsonFile *f, size_t file_len) {
     int model = json_key(f, 0, "model"), vocab = json_key(f, model, "vocab"), s[1];
     int added = json_key(f, 0, "added_tokens"), dec = json_key(f, 0, "decoder");
     added = json_is_null(j, added) ? -1 : added;
-    if (model < 0 || !type_is(f, model, "BPE")) { return unsupported(f, "model", NULL, model, "BPE"); }
+    if (!type_is(f, model, "BPE")) { return unsupported(f, "model", NULL, model, "BPE"); }
     if (vocab < 0 || j->tok[vocab].type != JSMN_OBJECT ||
         (added >= 0 && j->tok[added].type != JSMN_ARRAY)) {
         return json_fail(f, "model.vocab must be an object and added_tokens an array");
@@ -4412,14 +4402,10 @@ Tokenizer *build_tokenizer(const char *path, char *err) {
     size_t len;
     Json j;
     char *js = read_file(path, &len, err);
-    if (js == NULL) { return NULL; }
-    if (json_parse(&j, js, len, path, err) != 0) { free(js); return NULL; }
+    if (js == NULL || json_parse(&j, js, len, path, err) != 0) { free(js); return NULL; }
     JsonFile f = {&j, path, err, 0};
     Tokenizer *t = (Tokenizer *)calloc_check(1, sizeof(Tokenizer));
-    if (load_tokenizer(t, &f, len) != 0) { // (every error goes through json_fail)
-        free_tokenizer(t);
-        t = NULL;
-    }
+    if (load_tokenizer(t, &f, len) != 0) { free_tokenizer(t), t = NULL; } // (f holds the error)
     json_free(&j);
     free(js);
     return t;

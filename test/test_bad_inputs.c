@@ -770,7 +770,7 @@ static void new_classes(void) {
         text_case(configs[k][1], "config.json", configs[k][0], configs[k][1], "config.json", configs[k][2]);
     }
     static const char *const tokenizers[][3] = { // tokenizer.json: from, to, the problem
-        {"\"type\": \"BPE\"", "\"type\": null", "unsupported model with no type"},
+        {"\"type\": \"BPE\"", "\"type\": null", "unsupported model untyped"},
         {"\"added_tokens\": [", "\"added_tokens\": {\"a\": 1}, \"unused\": [", "added_tokens an array"},
         {"\"id\": 0,", "\"id\": -1,", "added_tokens[0]: id not in"},
         {"\"id\": 0,", "\"id\": 0.5,", "added_tokens[0]: id not in"},
