@@ -4325,18 +4325,19 @@ static int load_added(Tokenizer *t, JsonFile *f, int arr) {
         int special = json_key_bool(f, i, "special", 0), no_text = s == NULL || len == 0, why = -1;
         int normalized = json_key_bool(f, i, "normalized", !special);
         for (int q = 0; q < 3; q++) { why = json_key_bool(f, i, flags[q], 0) ? q : why; }
-        if (!no_text && normalized && t->normalizer) { w = with_space_marks(s, len, 1, &len); }
+        int grown = !no_text && normalized && t->normalizer; // matched as its normalized content
+        if (grown) { w = with_space_marks(s, len, 1, &len); }
         int ok = !no_text && why < 0 &&
                  (x->text == NULL ? set_text(t, f, (int)id, w, len) == 0
                                   : (size_t)x->len == len && memcmp(x->text, w, len) == 0);
-        if (w != s) { free(w); }
+        if (grown) { free(w); }
         free(s);
         if (!ok) { // (each cause named: lstrip, rstrip and single_word change how HF matches)
             return json_fail(f, "added_tokens[%d]: %s%s", k, why >= 0 ? flags[why] : "",
                              why >= 0  ? "=true is not supported"
                              : no_text ? "no \"content\" text"
-                                       : "\"content\" (normalized, if normalized=true) is not "
-                                         "the vocab's text for its id");
+                             : grown   ? "\"content\", normalized, is not the vocab's text for its id"
+                                       : "\"content\" is not the vocab's text for its id");
         }
         x->special |= (unsigned char)special;
         x->normalized = (unsigned char)normalized;

@@ -283,6 +283,8 @@ static void test_loader(int *ids, char *text) {
         {0, "\"unk_token\": \"<unk>\"", "\"unk_token\": \"<unq>\"", "model.unk_token is not in the vocab"},
         {0, "\"single_word\": false", "\"single_word\": true", "added_tokens[0]: single_word=true is not supported"},
         {0, "\"rstrip\": false", "\"rstrip\": true", "added_tokens[0]: rstrip=true is not supported"},
+        {0, "\"normalized\": false", "\"normalized\": true", // "\u2581<unk>", where the vocab has "<unk>"
+         "added_tokens[0]: \"content\", normalized, is not the vocab's text for its id"},
         {1, "\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"", "unsupported pre_tokenizer Sequence[Split, ByteLevel]"},
         {1, "(?i:'s|", "(?i:'S|", "unsupported pre_tokenizer Sequence[Split, ByteLevel]"},
         {1, "\"use_regex\": false\n      }", "\"use_regex\": false}, {\"type\": \"Digits\"}",
