@@ -3734,10 +3734,10 @@ struct Tokenizer {
     int n_added;
     int unk_id, fuse_unk, byte_fallback, ignore_merges; // BPE model options; unk_id -1 if none
     int byte_ids[256];       // ids of <0x00>..<0xFF> for byte fallback, -1 where missing
-    // the recipe: byte_level 2, else 1 spelled with the normalizer, or with Metaspace whose
-    // prepend_scheme is "first" or not (always); 2's pattern (PATTERN_*), after Digits if digits
-    // (1 individual_digits, 2 runs)
-    int byte_level, normalizer, prepend_first, pattern, digits;
+    int byte_level;          // recipe 2; else recipe 1 (SentencePiece-style), spelled with
+    int normalizer;          // the normalizer, else with Metaspace, whose prepend_scheme is
+    int prepend_first;       // "first" (else "always")
+    int pattern, digits;     // recipe 2's split: PATTERN_*, after Digits (1 individual, 2 runs)
     unsigned byte_char[256]; // GPT-2's bytes_to_unicode: byte -> code point
     short char_byte[324];    // its inverse, -1 for code points that stand for no byte
     int prefix[MAX_TEMPLATE], n_prefix, suffix[MAX_TEMPLATE], n_suffix; // the template around $A
