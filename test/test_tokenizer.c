@@ -231,12 +231,13 @@ static void test_robust(const Tokenizer *t, const char *name, int *ids, char *bu
     }
 }
 
-// text with its first `from` replaced by `to` (all of it when from is NULL or absent), in a new
+// text with its first `from` replaced by `to` (unchanged when from is NULL or absent), in a new
 // buffer
 static char *edited(const char *text, const char *from, const char *to) {
     const char *at = from != NULL ? strstr(text, from) : NULL;
     size_t head = at != NULL ? (size_t)(at - text) : strlen(text), nt = at != NULL ? strlen(to) : 0;
     const char *tail = at != NULL ? at + strlen(from) : "";
+    to = at != NULL ? to : ""; // (memcpy of 0 bytes still wants a pointer)
     char *out = (char *)malloc_check(head + nt + strlen(tail) + 1);
     memcpy(out, text, head);
     memcpy(out + head, to, nt);
