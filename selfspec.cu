@@ -3272,21 +3272,24 @@ void free_model(Model *m) {
 }
 
 // ----------------------------------------------------------------------------
-// tokenizer: tokenizer.json, BPE with merges (SentencePiece-style and byte-level)
+// tokenizer: tokenizer.json, the two BPE recipes of LLaMA checkpoints
 //
-// Encoding follows Hugging Face `tokenizers` step by step:
-//   1. added tokens (<s>, <|begin_of_text|>, ...) are cut out of the raw text, leftmost-longest
-//   2. every other piece is normalized (legacy SentencePiece: Prepend "▁", Replace " " by "▁")
-//   3. the pre-tokenizer splits pieces into words (the Llama 3 and GPT-2 regexes as hand-written
-//      scanners, Digits, Metaspace), and ByteLevel writes each byte as a printable character
-//   4. BPE merges each word: the adjacent pair with the lowest merge rank first, leftmost on ties
-//   5. the post-processor's template adds BOS (and EOS)
-// Options of tokenizer.json outside this list are refused when loading, never approximated.
-//
+// A tokenizer.json loads when it is one of the two recipes LLaMA checkpoints use, recognized as a
+// whole; any other is refused, naming the component and its type.
+//   1. SentencePiece-style BPE with byte fallback (Llama 1 and 2, TinyLlama): a space is "▁", put
+//      in by the normalizer Sequence[Prepend("▁"), Replace(" ", "▁")] or by the pre-tokenizer
+//      Metaspace("▁", prepend_scheme first or always, split false), both as transformers writes
+//      them; the decoder Sequence[Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)].
+//   2. Byte-level BPE (Llama 3, SmolLM2): [Digits,] the Llama 3 or GPT-2 split pattern (scanners
+//      written by hand), each byte of a word a printable character (ByteLevel); that decoder.
+// Encoding follows Hugging Face `tokenizers`: (1) added tokens (<s>, <|begin_of_text|>, ...) are
+// cut out of the raw text, leftmost-longest; (2) each piece between them is normalized, and the
+// normalized added tokens (as transformers' add_tokens makes them) are cut out of it; (3) the
+// pre-tokenizer splits the rest into words, and BPE merges each, the adjacent pair of lowest rank
+// first, leftmost on ties; (4) the post-processor's template adds BOS (and EOS).
 // Decisions where HF has no answer, or where streaming forces one:
-//   - Invalid UTF-8 input (Python cannot hand such text to HF): each invalid byte is a character
-//     of its own, a symbol like U+FFFD for the patterns, and goes through byte fallback or the
-//     byte-level map like any other, so it survives a round trip.
+//   - Invalid UTF-8 input (Python cannot hand it to HF): each invalid byte is a character of its
+//     own, a symbol for the patterns, and goes through byte fallback or the byte-level map.
 //   - A character with no token, no byte fallback and no unk_token is dropped, as HF does (SmolLM2
 //     has no token for the bytes 0x04 or 0xF1, which no valid text below U+40000 uses).
 //   - Special added tokens decode to nothing (HF's skip_special_tokens=True).
@@ -3341,7 +3344,7 @@ static int starts_with(const char *s, size_t len, const char *p, size_t n) {
     return len >= n && memcmp(s, p, n) == 0;
 }
 
-// ----- pre-tokenizer patterns: each returns the end of the piece that starts at s[i] (i < len)
+// ----- pre-tokenizer patterns: each returns the end of the word that starts at s[i] (i < len)
 
 // Length of 's 't 're 've 'm 'll 'd at s[i], or 0. With fold (Llama 3's case-insensitive group)
 // letters match in either case, and Oniguruma's case folding maps U+017F (long s) to s too.
@@ -3373,7 +3376,7 @@ static size_t piece_space(const char *s, size_t len, size_t i, int line_breaks) 
 }
 
 // Split with the Llama 3 pattern (behavior Isolated); its alternatives are tried in order. (The
-// patterns are C strings as tokenizer.json spells them: load_pre_step accepts only these two.)
+// patterns are C strings as tokenizer.json spells them: load_byte_level accepts these two only.)
 static const char LLAMA3_PATTERN[] =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
     "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
@@ -3420,22 +3423,10 @@ static size_t piece_digits(const char *s, size_t len, size_t i, int individual) 
     return i;
 }
 
-// Metaspace split: every replacement character starts a new piece (MergedWithNext)
-static size_t piece_metaspace(const char *s, size_t len, size_t i, const char *rep, size_t n_rep) {
-    int cp;
-    do {
-        i += utf8_decode(s, len, i, &cp);
-    } while (i < len && !starts_with(s + i, len - i, rep, n_rep));
-    return i;
-}
-
 // ----- the tokenizer
 
-enum { PRE_LLAMA3, PRE_GPT2, PRE_DIGITS, PRE_DIGIT_RUNS, PRE_METASPACE_SPLIT, // split pieces
-       PRE_PREFIX_SPACE, PRE_METASPACE };                                     // rewrite them
-enum { PREPEND_NEVER, PREPEND_FIRST, PREPEND_ALWAYS };
-enum { DEC_SENTENCEPIECE, DEC_METASPACE, DEC_BYTELEVEL };
-enum { MAX_NORM = 4, MAX_PRE = 8, MAX_TEMPLATE = 8, MAX_VOCAB = 1 << 24 };
+enum { PATTERN_LLAMA3 = 1, PATTERN_GPT2, MAX_TEMPLATE = 8, MAX_VOCAB = 1 << 24 };
+static const char SPACE_MARK[] = "▁"; // U+2581, SentencePiece's space (3 bytes)
 
 typedef struct {
     const char *text;         // in Tokenizer.strings; NULL: no token has this id
@@ -3445,11 +3436,6 @@ typedef struct {
 } TokenText;
 
 typedef struct { int left, right, rank, id; } Merge; // a hash slot; left < 0 when empty
-
-typedef struct { // a normalizer step: Replace(from, to), or Prepend(to) when from is NULL
-    char *from, *to;
-    size_t from_len, to_len;
-} NormStep;
 
 struct Tokenizer {
     int vocab_size;          // largest id + 1 over the vocab and the added tokens
@@ -3465,19 +3451,13 @@ struct Tokenizer {
     int n_added;
     int unk_id, fuse_unk, byte_fallback, ignore_merges; // BPE model options; unk_id -1 if none
     int byte_ids[256];       // ids of <0x00>..<0xFF> for byte fallback, -1 where missing
-    NormStep norm[MAX_NORM]; // the normalizer
-    int n_norm;
-    unsigned char pre[MAX_PRE]; // the pre-tokenizer: PRE_* steps, in order
-    int n_pre;
-    int byte_level;          // ByteLevel: the bytes of each word become GPT-2 characters
+    int byte_level;          // recipe 2; else recipe 1 (SentencePiece-style), spelled with
+    int normalizer;          // the normalizer, else with Metaspace, whose prepend_scheme is
+    int prepend_first;       // "first" (else "always")
+    int pattern, digits;     // recipe 2's split: PATTERN_*, after Digits (1 individual, 2 runs)
     unsigned byte_char[256]; // GPT-2's bytes_to_unicode: byte -> code point
     short char_byte[324];    // its inverse, -1 for code points that stand for no byte
-    char meta_rep[8];        // Metaspace pre-tokenizer: the replacement character (UTF-8)
-    int meta_rep_len, meta_prepend;
     int prefix[MAX_TEMPLATE], n_prefix, suffix[MAX_TEMPLATE], n_suffix; // the template around $A
-    int decoder;             // DEC_*
-    char dec_rep[8];         // the character decoded as a space (SentencePiece, Metaspace)
-    int dec_rep_len, dec_prepend, dec_byte_fallback, dec_strip;
 };
 
 // An open-addressing table for n entries: *cap slots (a power of two, at most half full) of elem
@@ -3519,30 +3499,15 @@ static int merge_rank(const Tokenizer *t, int left, int right) {
 
 int tokenizer_vocab_size(const Tokenizer *t) { return t->vocab_size; }
 
-// p (np bytes) then s (n bytes), in a new buffer
-static char *concat(const char *p, size_t np, const char *s, size_t n, size_t *out_len) {
-    char *out = (char *)malloc_check(np + n);
-    memcpy(out, p, np);
-    memcpy(out + np, s, n);
-    *out_len = np + n;
-    return out;
-}
-
-// s with every non-overlapping `from` (leftmost first) replaced by `to`, in a new buffer
-static char *replace_all(const char *s, size_t n, const char *from, size_t nf, const char *to,
-                         size_t nt, size_t *out_len) {
-    size_t count = 0, o = 0;
-    for (size_t i = 0; i + nf <= n; i += memcmp(s + i, from, nf) == 0 ? (count++, nf) : 1) {}
-    char *out = (char *)malloc_check(add_size(n - count * nf, mul_size(count, nt)));
-    for (size_t i = 0; i < n;) {
-        if (starts_with(s + i, n - i, from, nf)) {
-            memcpy(out + o, to, nt);
-            o += nt, i += nf;
-        } else {
-            out[o++] = s[i++];
-        }
+// SentencePiece's spelling of s (n bytes), in a new buffer: "▁" for every space, and one in front
+// when front (recipe 1's normalizer, and Metaspace).
+static char *with_space_marks(const char *s, size_t n, int front, size_t *out_len) {
+    char *out = (char *)malloc_check(mul_size(add_size(n, 1), 3)), *o = out;
+    if (front) { memcpy(o, SPACE_MARK, 3); o += 3; }
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ' ') { memcpy(o, SPACE_MARK, 3); o += 3; } else { *o++ = s[i]; }
     }
-    *out_len = o;
+    *out_len = (size_t)(o - out);
     return out;
 }
 
@@ -3555,16 +3520,12 @@ typedef struct {
     char *err;
 } Encoder;
 
-// Whether k more ids fit in the output; the first time they do not, the encoding fails.
-static int room_for(Encoder *e, size_t k) {
-    if (!e->failed && k > (size_t)(e->max - e->n)) {
+// Appends id to the output; the first id that does not fit fails the encoding.
+static void push_id(Encoder *e, int id) {
+    if (!e->failed && e->n == e->max) {
         e->failed = fail(e->err, "encode: the text needs more than %d tokens", e->max);
     }
-    return !e->failed;
-}
-
-static void push_id(Encoder *e, int id) {
-    if (room_for(e, 1)) { e->ids[e->n++] = id; }
+    if (!e->failed) { e->ids[e->n++] = id; }
 }
 
 // bpe_word's min-heap of candidate merges, each rank << 32 | pos: the merge of the symbol at pos
@@ -3617,16 +3578,9 @@ static void bpe_word(Encoder *e, const char *w, size_t len) {
         }
     }
     if (unk) { sym[n++] = t->unk_id; }
-    // Every merge joins two symbols' texts into one vocab text (at most max_len bytes), so the
-    // word ends as at least (its symbols' bytes) / max_len tokens: refuse before merging what
-    // cannot fit. (unk may be an added token longer than max_len.)
-    int unk_len = t->unk_id >= 0 ? t->tok[t->unk_id].len : 0;
-    size_t bytes = 0, longest = (size_t)(unk_len > t->max_len ? unk_len : t->max_len);
-    for (size_t i = 0; i < n; i++) { bytes += (size_t)t->tok[sym[i]].len; }
-    room_for(e, longest > 0 ? (bytes + longest - 1) / longest : 0);
     uint64_t *heap = (uint64_t *)malloc_check(mul_size(3 * sizeof(*heap), n)); // n + 2 per merge
     size_t n_heap = 0;
-    for (size_t i = 0; i < n && !e->failed; i++) {
+    for (size_t i = 0; i < n; i++) {
         next[i] = i + 1 < n ? (int)i + 1 : -1;
         prev[i] = (int)i - 1;
         pair_push(heap, &n_heap, i + 1 < n ? merge_rank(t, sym[i], sym[i + 1]) : INT_MAX, (int)i);
@@ -3642,41 +3596,34 @@ static void bpe_word(Encoder *e, const char *w, size_t len) {
         if (left >= 0) { pair_push(heap, &n_heap, merge_rank(t, sym[left], sym[i]), left); }
         if (right >= 0) { pair_push(heap, &n_heap, merge_rank(t, sym[i], sym[right]), i); }
     }
-    for (int i = n > 0 && !e->failed ? 0 : -1; i >= 0; i = next[i]) { push_id(e, sym[i]); }
+    for (int i = n > 0 ? 0 : -1; i >= 0; i = next[i]) { push_id(e, sym[i]); }
     free(heap);
     free(sym);
 }
 
-// Runs the pre-tokenizer steps stage.. on a piece, then BPE on each word. at_start: the piece
-// begins the text (Metaspace's prepend_scheme "first" looks at that).
-static void pre_tokenize(Encoder *e, int stage, const char *s, size_t len, int at_start) {
+// A piece of normalized text between added tokens, split into words by the pre-tokenizer, then
+// BPE on each word. Recipe 1 with the normalizer has no pre-tokenizer: the piece is one word.
+// Metaspace (split false) writes the "▁"s, one in front unless the piece starts with one (or a
+// space) or prepend_scheme is "first" and the piece does not begin the text (at_start). Recipe 2
+// splits by Digits, then by the pattern, and writes each byte of a word as GPT-2's character.
+static void encode_piece(Encoder *e, const char *s, size_t len, int at_start) {
     const Tokenizer *t = e->t;
-    size_t n = 0, nr = (size_t)t->meta_rep_len;
-    if (len == 0 || e->failed) { return; }
-    if (stage == t->n_pre && !t->byte_level) { bpe_word(e, s, len); return; }
-    int kind = stage < t->n_pre ? t->pre[stage] : -1;
-    char *w = NULL;
-    if (kind < 0) { // ByteLevel: every byte becomes one GPT-2 character
-        w = (char *)malloc_check(mul_size(len, 2));
-        for (size_t i = 0; i < len; i++) { put_utf8(t->byte_char[(unsigned char)s[i]], w, &n); }
-        bpe_word(e, w, n);
-    } else if (kind == PRE_PREFIX_SPACE) { // ByteLevel add_prefix_space, on every piece
-        w = concat(" ", s[0] == ' ' ? 0 : 1, s, len, &n);
-        pre_tokenize(e, stage + 1, w, n, at_start);
-    } else if (kind == PRE_METASPACE) { // spaces become the replacement, which may also go first
-        char *r = replace_all(s, len, " ", 1, t->meta_rep, nr, &n);
-        int front = t->meta_prepend == PREPEND_ALWAYS ||
-                    (t->meta_prepend == PREPEND_FIRST && at_start);
-        w = concat(t->meta_rep, front && !starts_with(r, n, t->meta_rep, nr) ? nr : 0, r, n, &n);
-        free(r);
-        pre_tokenize(e, stage + 1, w, n, at_start);
-    } else {
-        for (size_t i = 0, end; i < len; i = end) {
-            end = kind == PRE_LLAMA3            ? piece_llama3(s, len, i)
-                  : kind == PRE_GPT2            ? piece_gpt2(s, len, i)
-                  : kind == PRE_METASPACE_SPLIT ? piece_metaspace(s, len, i, t->meta_rep, nr)
-                                                : piece_digits(s, len, i, kind == PRE_DIGITS);
-            pre_tokenize(e, stage + 1, s + i, end - i, at_start && i == 0);
+    size_t n = 0;
+    if (!t->byte_level) {
+        int front = (at_start || !t->prepend_first) && s[0] != ' ' &&
+                    !starts_with(s, len, SPACE_MARK, 3);
+        char *w = t->normalizer ? NULL : with_space_marks(s, len, front, &n);
+        bpe_word(e, w != NULL ? w : s, w != NULL ? n : len);
+        free(w);
+        return;
+    }
+    char *w = (char *)malloc_check(mul_size(len, 2)); // a character of 1 or 2 bytes per byte
+    for (size_t i = 0, end; i < len && !e->failed; i = end) { // Digits' pieces, or the whole
+        end = t->digits ? piece_digits(s, len, i, t->digits == 1) : len;
+        for (size_t k = i, word; k < end && !e->failed; k = word, n = 0) {
+            word = t->pattern == PATTERN_LLAMA3 ? piece_llama3(s, end, k) : piece_gpt2(s, end, k);
+            for (size_t b = k; b < word; b++) { put_utf8(t->byte_char[s[b] & 0xFF], w, &n); }
+            bpe_word(e, w, n);
         }
     }
     free(w);
@@ -3719,26 +3666,19 @@ static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from
 }
 
 // HF's AddedVocabulary::extract_and_normalize: pass 0 cuts the added tokens out of the raw text,
-// normalizes each piece between them and runs pass 1 on it, which cuts out the normalized added
-// tokens and pre-tokenizes what is left.
+// normalizes each piece between them (recipe 1's normalizer: Prepend("▁"), Replace(" ", "▁"))
+// and runs pass 1 on it, which cuts out the normalized added tokens and pre-tokenizes what is
+// left. at_start: s begins the text.
 static void split_added(Encoder *e, const char *s, size_t len, int pass, int at_start) {
-    size_t from = 0, at, n;
+    size_t from = 0, at, n = 0;
     for (int id = 0; id >= 0 && !e->failed; from = at) {
         id = find_added(e->t, s, len, from, pass, &at);
         at = id >= 0 ? at : len;
         int first = at_start && from == 0; // the piece begins the text
-        if (at > from && pass == 1) { pre_tokenize(e, 0, s + from, at - from, first); }
+        if (at > from && pass == 1) { encode_piece(e, s + from, at - from, first); }
         if (at > from && pass == 0) {
-            char *w = concat("", 0, s + from, at - from, &n);
-            for (int k = 0; k < e->t->n_norm; k++) { // Prepend leaves an empty piece empty
-                const NormStep *st = &e->t->norm[k];
-                char *next = st->from != NULL
-                                 ? replace_all(w, n, st->from, st->from_len, st->to, st->to_len, &n)
-                                 : concat(st->to, n > 0 ? st->to_len : 0, w, n, &n);
-                free(w);
-                w = next;
-            }
-            split_added(e, w, n, 1, first);
+            char *w = e->t->normalizer ? with_space_marks(s + from, at - from, 1, &n) : NULL;
+            split_added(e, w != NULL ? w : s + from, w != NULL ? n : at - from, 1, first);
             free(w);
         }
         if (id >= 0) { push_id(e, id); at += (size_t)e->t->tok[id].len; }
@@ -3758,8 +3698,9 @@ int encode(const Tokenizer *t, const char *text, size_t len, int add_special, in
 
 typedef struct { char *buf; size_t cap, n; } TextOut; // the caller's buffer, kept NUL-terminated
 
-static void text_emit(TextOut *o, DecodeState *st, int strip, const char *s, size_t n) {
-    if (strip && st->at_start && s[0] == ' ') { s++, n--; } // Strip(" ", 1, 0) on the whole text
+// sp: recipe 1's decoder, whose Strip(" ", 1, 0) after Fuse takes the text's first space
+static void text_emit(TextOut *o, DecodeState *st, int sp, const char *s, size_t n) {
+    if (sp && st->at_start && s[0] == ' ') { s++, n--; }
     st->at_start = 0;
     if (o->n + n < o->cap) { // a character that does not fit is dropped whole
         memcpy(o->buf + o->n, s, n);
@@ -3770,26 +3711,19 @@ static void text_emit(TextOut *o, DecodeState *st, int strip, const char *s, siz
 
 static const char fffd[] = "\xEF\xBF\xBD"; // U+FFFD
 
-// The bytes held of a character that cannot be completed become U+FFFD: once (from_utf8_lossy)
-// or once per byte (ByteFallback).
-static void text_flush(TextOut *o, DecodeState *st, int fffd_per_byte) {
-    if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
-    for (int bad = fffd_per_byte ? st->n_pending : st->n_pending > 0; bad > 0; bad--) {
-        text_emit(o, st, 0, fffd, 3); // (U+FFFD has no space for Strip to take)
+// Adds one byte of output text; a character goes out once its UTF-8 sequence is complete. The
+// bytes held of one that cannot be completed (end: the text ends) become U+FFFD: once (recipe 2,
+// from_utf8_lossy) or once per byte (recipe 1, ByteFallback).
+static void text_byte(TextOut *o, DecodeState *st, int b, int sp) {
+    if (st->n_pending > 0 && (b < 0 || !utf8_continues(st->pending, st->n_pending, b & 0xFF))) {
+        for (int bad = sp ? st->n_pending : 1; bad > 0; bad--) { text_emit(o, st, sp, fffd, 3); }
+        st->n_pending = 0;
     }
-    st->n_pending = 0;
-}
-
-// Adds one byte of output text; a character goes out once its UTF-8 sequence is complete.
-static void text_byte(TextOut *o, DecodeState *st, unsigned char b, int fffd_per_byte, int strip) {
-    if (st->n_pending < 0 || st->n_pending > 3) { st->n_pending = 0; } // not a state we leave
-    if (st->n_pending > 0 && !utf8_continues(st->pending, st->n_pending, b)) {
-        text_flush(o, st, fffd_per_byte);
-    }
-    if (st->n_pending == 0 && utf8_need(b) == 0) { text_emit(o, st, strip, fffd, 3); return; }
-    st->pending[st->n_pending++] = b;
+    if (b < 0) { return; }
+    if (st->n_pending == 0 && utf8_need(b & 0xFF) == 0) { text_emit(o, st, sp, fffd, 3); return; }
+    st->pending[st->n_pending++] = (unsigned char)b;
     if (st->n_pending == utf8_need(st->pending[0])) {
-        text_emit(o, st, strip, (const char *)st->pending, (size_t)st->n_pending);
+        text_emit(o, st, sp, (const char *)st->pending, (size_t)st->n_pending);
         st->n_pending = 0;
     }
 }
@@ -3807,31 +3741,27 @@ size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size
     }
     const char *s = t->tok[id].text;
     size_t len = (size_t)t->tok[id].len, i, cl = 1;
-    int cp, mapped = 1, strip = t->decoder == DEC_SENTENCEPIECE && t->dec_strip;
-    if (t->decoder == DEC_BYTELEVEL) { // each character stands for a byte, unless one cannot
+    int cp, mapped = 1;
+    if (t->byte_level) { // each character stands for a byte, unless one cannot
         for (i = 0; i < len; i += cl) { // (an added token): then the token is its own text
             cl = utf8_decode(s, len, i, &cp);
             mapped = mapped && cp >= 0 && cp < 324 && t->char_byte[cp] >= 0;
         }
         for (i = 0; i < len; i += cl) {
             cl = mapped ? utf8_decode(s, len, i, &cp) : 1;
-            text_byte(&o, st, mapped ? (unsigned char)t->char_byte[cp] : (unsigned char)s[i], 0, 0);
+            text_byte(&o, st, mapped ? t->char_byte[cp] : (unsigned char)s[i], 0);
         }
         return o.n;
     }
-    if (t->decoder == DEC_SENTENCEPIECE && t->dec_byte_fallback && len == 6 &&
-        memcmp(s, "<0x", 3) == 0 && s[5] == '>' && hex_value(s[3]) >= 0 && hex_value(s[4]) >= 0) {
-        text_byte(&o, st, (unsigned char)(hex_value(s[3]) * 16 + hex_value(s[4])), 1, strip);
+    if (len == 6 && memcmp(s, "<0x", 3) == 0 && s[5] == '>' && hex_value(s[3]) >= 0 &&
+        hex_value(s[4]) >= 0) { // ByteFallback
+        text_byte(&o, st, hex_value(s[3]) * 16 + hex_value(s[4]), 1);
         return o.n;
     }
-    // the replacement character decodes as a space; Metaspace drops all of them in the first
-    // token when its prepend_scheme put one there
-    int drop = t->decoder == DEC_METASPACE && st->at_start && t->dec_prepend != PREPEND_NEVER;
-    if (t->decoder == DEC_METASPACE) { st->at_start = 0; }
-    for (i = 0; i < len; i += cl) { // (the replacement is never empty)
-        int rep = starts_with(s + i, len - i, t->dec_rep, (size_t)t->dec_rep_len);
-        cl = rep ? (size_t)t->dec_rep_len : 1;
-        if (!rep || !drop) { text_byte(&o, st, rep ? ' ' : (unsigned char)s[i], 1, strip); }
+    for (i = 0; i < len; i += cl) { // Replace("▁", " ")
+        int mark = starts_with(s + i, len - i, SPACE_MARK, 3);
+        cl = mark ? 3 : 1;
+        text_byte(&o, st, mark ? ' ' : (unsigned char)s[i], 1);
     }
     return o.n;
 }
@@ -3840,7 +3770,7 @@ size_t decode_token(const Tokenizer *t, DecodeState *st, int id, char *out, size
 size_t decode_end(const Tokenizer *t, DecodeState *st, char *out, size_t cap) {
     TextOut o = {out, cap, 0};
     if (cap > 0) { out[0] = '\0'; }
-    text_flush(&o, st, t->decoder != DEC_BYTELEVEL);
+    text_byte(&o, st, -1, !t->byte_level);
     return o.n;
 }
 
@@ -3850,116 +3780,138 @@ static int type_is(JsonFile *f, int obj, const char *type) {
     return json_key_is(f, obj, "type", type);
 }
 
-static int unsupported(JsonFile *f, const char *what, int obj) {
-    size_t n;
-    char *type = json_key_string(f, obj, "type", &n);
-    json_fail(f, "unsupported %s type %.60s", what, type != NULL ? type : "(none)");
-    free(type);
-    return -1;
+// The steps of a component: the ones a Sequence lists under key, else the component itself (none
+// when it is null). The first max go into step[]; returns how many there are.
+static int steps_of(JsonFile *f, int obj, const char *key, int *step, int max) {
+    if (json_is_null(f->j, obj)) { return 0; }
+    if (key == NULL || !type_is(f, obj, "Sequence")) { step[0] = obj; return 1; }
+    int n, i = json_key_array(f, obj, key, &n);
+    for (int k = 0; k < n && k < max; k++, i = json_skip(f->j, i)) { step[k] = i; }
+    return n;
 }
 
-// One UTF-8 character at key of obj into c (8 bytes); returns its length, or 0.
-static int get_char(JsonFile *f, int obj, const char *key, char *c) {
-    size_t n;
-    char *s = json_key_string(f, obj, key, &n);
-    int cp, ok = s != NULL && n > 0 && utf8_decode(s, n, 0, &cp) == n && cp >= 0;
-    if (ok) { memcpy(c, s, n); }
-    free(s);
-    return ok ? (int)n : 0;
+// The refusal of what neither recipe holds: the component (listing its steps under key), their
+// types ("null": none), and what selfspec reads there.
+static int unsupported(JsonFile *f, const char *what, const char *key, int obj, const char *reads) {
+    char have[160] = "";
+    int s[6], n = steps_of(f, obj, key, s, 6), seq = n > 0 && type_is(f, obj, "Sequence");
+    for (int k = 0; k < n && k < 6; k++) {
+        size_t len, o = strlen(have);
+        char *type = json_key_string(f, s[k], "type", &len);
+        snprintf(have + o, sizeof(have) - o, "%s%.20s", k ? ", " : "", type ? type : "untyped");
+        free(type);
+    }
+    return json_fail(f, "unsupported %s %s%s%s (selfspec reads %s)", what, seq ? "Sequence[" : "",
+                     n > 0 ? have : "null", seq ? "]" : "", reads);
 }
 
-// Metaspace options, shared by the pre-tokenizer and the decoder
-static int load_metaspace(JsonFile *f, int obj, char *rep, int *rep_len, int *prepend) {
-    static const char *const schemes[] = {"never", "first", "always"}; // PREPEND_* order
-    *rep_len = get_char(f, obj, "replacement", rep);
-    *prepend = -1;
-    if (json_key(f, obj, "prepend_scheme") < 0) { // files from before tokenizers 0.19
-        *prepend = json_key_bool(f, obj, "add_prefix_space", 1) ? PREPEND_ALWAYS : PREPEND_NEVER;
-    }
-    for (int k = 0; k < 3; k++) {
-        *prepend = json_key_is(f, obj, "prepend_scheme", schemes[k]) ? k : *prepend;
-    }
-    int ok = *rep_len > 0 && *prepend >= 0;
-    return ok ? 0 : json_fail(f, "unsupported Metaspace replacement or prepend_scheme");
+// Whether step i is Replace(from, to) with a String pattern
+static int is_replace(JsonFile *f, int i, const char *from, const char *to) {
+    return type_is(f, i, "Replace") && json_key_is(f, json_key(f, i, "pattern"), "String", from) &&
+           json_key_is(f, i, "content", to);
 }
 
-static int add_pre(Tokenizer *t, JsonFile *f, int kind) {
-    if (t->byte_level || t->n_pre == MAX_PRE) {
-        return json_fail(f, "unsupported pre_tokenizer: a step after ByteLevel, or too many");
+// Recipe 1: its decoder, then either spelling of its "▁"s.
+// Decision: only what transformers writes for LLaMA with add_prefix_space (its default); a
+// tokenizer without the front "▁" (no Prepend, prepend_scheme never, no Strip) and Metaspace with
+// split true (ALBERT's, T5's) are refused, not approximated.
+static int load_sentencepiece(Tokenizer *t, JsonFile *f, int norm, int pre, int dec) {
+    const Json *j = f->j;
+    int s[4];
+    long long one, zero;
+    if (steps_of(f, dec, "decoders", s, 4) != 4 || !is_replace(f, s[0], SPACE_MARK, " ") ||
+        !type_is(f, s[1], "ByteFallback") || !type_is(f, s[2], "Fuse") ||
+        !type_is(f, s[3], "Strip") || !json_key_is(f, s[3], "content", " ") ||
+        json_int(j, json_key(f, s[3], "start"), 1, 1, &one) != 0 ||
+        json_int(j, json_key(f, s[3], "stop"), 0, 0, &zero) != 0) {
+        return unsupported(f, "decoder", "decoders", dec, "Sequence[Replace(\"▁\", \" \"), "
+                           "ByteFallback, Fuse, Strip(\" \", 1, 0)], or ByteLevel");
     }
-    t->pre[t->n_pre++] = (unsigned char)kind;
+    if (json_is_null(j, pre)) {
+        t->normalizer = steps_of(f, norm, "normalizers", s, 2) == 2 &&
+                        type_is(f, s[0], "Prepend") &&
+                        json_key_is(f, s[0], "prepend", SPACE_MARK) &&
+                        is_replace(f, s[1], " ", SPACE_MARK);
+        return t->normalizer ? 0 : unsupported(f, "normalizer", "normalizers", norm,
+                                               "Sequence[Prepend(\"▁\"), Replace(\" \", \"▁\")], "
+                                               "or Metaspace and none");
+    }
+    t->prepend_first = json_key_is(f, pre, "prepend_scheme", "first");
+    if (!type_is(f, pre, "Metaspace") || !json_key_is(f, pre, "replacement", SPACE_MARK) ||
+        !(t->prepend_first || json_key_is(f, pre, "prepend_scheme", "always")) ||
+        json_key_bool(f, pre, "split", 1)) {
+        return unsupported(f, "pre_tokenizer", "pretokenizers", pre, "Metaspace(\"▁\", "
+                           "prepend_scheme first or always, split false), or none");
+    }
+    return json_is_null(j, norm) ? 0 : unsupported(f, "normalizer", "normalizers", norm, "none");
+}
+
+// Recipe 2: [Digits,] Split(the Llama 3 or GPT-2 regex, Isolated), ByteLevel(use_regex false); or
+// [Digits,] ByteLevel(use_regex true), whose own regex is GPT-2's; add_prefix_space false, no
+// normalizer. Then GPT-2's bytes_to_unicode: printable bytes stand for themselves, the 68 others
+// for U+0100...
+static int load_byte_level(Tokenizer *t, JsonFile *f, int norm, int pre) {
+    int s[3], n = steps_of(f, pre, "pretokenizers", s, 3), k = 0, regex = -1;
+    if (n > 1 && type_is(f, s[0], "Digits")) {
+        t->digits = json_key_bool(f, s[k++], "individual_digits", 0) ? 1 : 2;
+    }
+    if (n - k == 2 && type_is(f, s[k], "Split") && json_key_is(f, s[k], "behavior", "Isolated") &&
+        !json_key_bool(f, s[k], "invert", 0)) {
+        int p = json_key(f, s[k++], "pattern");
+        t->pattern = json_key_is(f, p, "Regex", LLAMA3_PATTERN) ? PATTERN_LLAMA3
+                     : json_key_is(f, p, "Regex", GPT2_PATTERN) ? PATTERN_GPT2 : 0;
+    }
+    if (n - k == 1 && type_is(f, s[k], "ByteLevel") &&
+        !json_key_bool(f, s[k], "add_prefix_space", 1)) {
+        regex = json_key_bool(f, s[k], "use_regex", 1);
+    }
+    if (regex < 0 || regex == (t->pattern != 0)) {
+        return unsupported(f, "pre_tokenizer", "pretokenizers", pre, "[Digits,] Split(the Llama 3 "
+                           "or GPT-2 regex) and ByteLevel, or [Digits,] ByteLevel with its regex");
+    }
+    if (!json_is_null(f->j, norm)) {
+        return unsupported(f, "normalizer", "normalizers", norm, "none");
+    }
+    t->pattern = regex ? PATTERN_GPT2 : t->pattern;
+    t->byte_level = 1;
+    memset(t->char_byte, 0xFF, sizeof(t->char_byte)); // -1: stands for no byte
+    for (int b = 0, next = 256; b < 256; b++) {
+        int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+        t->byte_char[b] = (unsigned)(printable ? b : next++);
+        t->char_byte[t->byte_char[b]] = (short)b;
+    }
     return 0;
 }
 
-// One pre-tokenizer step; its errors leave f failed.
-static int load_pre_step(Tokenizer *t, JsonFile *f, int p) {
-    if (type_is(f, p, "ByteLevel")) { // HF's defaults: add_prefix_space and use_regex true
-        if (json_key_bool(f, p, "add_prefix_space", 1)) { add_pre(t, f, PRE_PREFIX_SPACE); }
-        if (json_key_bool(f, p, "use_regex", 1)) { add_pre(t, f, PRE_GPT2); }
-        t->byte_level = 1;
-    } else if (type_is(f, p, "Digits")) {
-        add_pre(t, f, json_key_bool(f, p, "individual_digits", 0) ? PRE_DIGITS : PRE_DIGIT_RUNS);
-    } else if (type_is(f, p, "Split")) { // the two patterns we have scanners for, and no other
-        int pattern = json_key(f, p, "pattern");
-        int kind = json_key_is(f, pattern, "Regex", LLAMA3_PATTERN) ? PRE_LLAMA3
-                   : json_key_is(f, pattern, "Regex", GPT2_PATTERN) ? PRE_GPT2 : -1;
-        if (kind < 0 || !json_key_is(f, p, "behavior", "Isolated") ||
-            json_key_bool(f, p, "invert", 0)) {
-            return json_fail(f, "unsupported pre_tokenizer Split (only the Llama 3 and GPT-2 "
-                                "regexes, Isolated)");
-        }
-        add_pre(t, f, kind);
-    } else if (type_is(f, p, "Metaspace") && t->meta_rep_len == 0) {
-        if (load_metaspace(f, p, t->meta_rep, &t->meta_rep_len, &t->meta_prepend) == 0) {
-            add_pre(t, f, PRE_METASPACE);
-        }
-        if (!f->failed && json_key_bool(f, p, "split", 1)) { add_pre(t, f, PRE_METASPACE_SPLIT); }
-    } else {
-        return unsupported(f, "pre_tokenizer", p);
-    }
-    return f->failed ? -1 : 0;
-}
-
-static int load_norm_step(Tokenizer *t, JsonFile *f, int o) {
-    int prepend = type_is(f, o, "Prepend");
-    if (!prepend && !type_is(f, o, "Replace")) { return unsupported(f, "normalizer", o); }
-    if (t->n_norm == MAX_NORM) {
-        return json_fail(f, "normalizer has more than %d steps", MAX_NORM);
-    }
-    NormStep *st = &t->norm[t->n_norm++];
-    st->to = json_key_string(f, o, prepend ? "prepend" : "content", &st->to_len);
-    if (!prepend) {
-        st->from = json_key_string(f, json_key(f, o, "pattern"), "String", &st->from_len);
-    }
-    int ok = st->to != NULL && (prepend || (st->from != NULL && st->from_len > 0));
-    return ok ? 0 : json_fail(f, "unsupported normalizer %s (only a String pattern)",
-                              prepend ? "Prepend" : "Replace");
-}
-
-// A post-processor: ByteLevel (it only adjusts offsets), or one TemplateProcessing: the special
-// tokens before and after $A in its "single" template
-static int load_post_step(Tokenizer *t, JsonFile *f, int p) {
+// The post-processor: TemplateProcessing (the special tokens before and after $A in its single
+// template), ByteLevel (it only adjusts offsets), the two in a Sequence (Llama 3), or none.
+static int load_post(Tokenizer *t, JsonFile *f, int post) {
     const Json *j = f->j;
-    if (type_is(f, p, "ByteLevel")) { return 0; }
-    if (!type_is(f, p, "TemplateProcessing") || t->n_prefix + t->n_suffix > 0) {
-        return unsupported(f, "post_processor", p);
+    int s[2], n = steps_of(f, post, "processors", s, 2), tp = -1, bad = n > 2;
+    for (int k = 0; k < n && k < 2; k++) {
+        if (type_is(f, s[k], "TemplateProcessing") && tp < 0) { tp = s[k]; }
+        else if (!type_is(f, s[k], "ByteLevel")) { bad = 1; }
     }
-    int n, i = json_key_array(f, p, "single", &n), specials = json_key(f, p, "special_tokens");
-    int n_a = 0; // 1 after the one $A (the ids after it are the suffix), 2 once that is broken
-    for (int k = 0; k < n && i >= 0 && n_a < 2; k++, i = json_skip(j, i)) {
-        int seq = json_key(f, i, "Sequence"), m = 0;
+    if (bad) {
+        return unsupported(f, "post_processor", "processors", post, "TemplateProcessing, "
+                           "ByteLevel, the two in a Sequence, or none");
+    }
+    if (tp < 0) { return 0; }
+    int m, i = json_key_array(f, tp, "single", &m), n_a = 0; // 1 after the one $A, 2 if not one
+    for (int k = 0; k < m && i >= 0 && n_a < 2; k++, i = json_skip(j, i)) {
+        int seq = json_key(f, i, "Sequence"), n_ids = 0;
         size_t len;
         if (seq >= 0) { n_a += n_a == 0 && json_key_is(f, seq, "id", "A") ? 1 : 2; continue; }
         char *name = json_key_string(f, json_key(f, i, "SpecialToken"), "id", &len);
-        int entry = name != NULL ? json_key(f, specials, name) : -1;
+        int entry = name != NULL ? json_key(f, json_key(f, tp, "special_tokens"), name) : -1;
         if (name != NULL && entry < 0) { // (json_fail keeps this message, not json_key_array's)
             json_fail(f, "post_processor: special_tokens has no \"%.64s\"", name);
         }
-        int e = name != NULL ? json_key_array(f, entry, "ids", &m) : -1;
+        int e = name != NULL ? json_key_array(f, entry, "ids", &n_ids) : -1;
         free(name);
         if (e < 0) { return json_fail(f, "post_processor: a template token without ids"); }
         int *count = n_a ? &t->n_suffix : &t->n_prefix, *ids = n_a ? t->suffix : t->prefix;
-        for (int q = 0; q < m; q++, e = json_skip(j, e)) {
+        for (int q = 0; q < n_ids; q++, e = json_skip(j, e)) {
             long long id;
             if (json_int(j, e, 0, t->vocab_size - 1, &id) != 0 || *count == MAX_TEMPLATE) {
                 return json_fail(f, "post_processor: bad special token id");
@@ -3969,46 +3921,6 @@ static int load_post_step(Tokenizer *t, JsonFile *f, int p) {
     }
     return i < 0 || n_a != 1 ? json_fail(f, "post_processor: the single template must hold $A once")
                              : 0;
-}
-
-// SentencePiece: Sequence[Replace("▁", " "), ByteFallback, Fuse, Strip(" ", 1, 0)], each step
-// after the Replace optional but in this order (Strip after Fuse cuts the text, not every token).
-// Also Metaspace and ByteLevel.
-static int load_decoder(Tokenizer *t, JsonFile *f, int d) {
-    const Json *j = f->j;
-    if (type_is(f, d, "ByteLevel")) { t->decoder = DEC_BYTELEVEL; return 0; }
-    if (type_is(f, d, "Metaspace")) {
-        t->decoder = DEC_METASPACE;
-        return load_metaspace(f, d, t->dec_rep, &t->dec_rep_len, &t->dec_prepend);
-    }
-    if (!type_is(f, d, "Sequence")) { return unsupported(f, "decoder", d); }
-    t->decoder = DEC_SENTENCEPIECE;
-    enum { REPLACE, BYTE_FALLBACK, FUSE, STRIP, OTHER };
-    static const char *const names[] = {"Replace", "ByteFallback", "Fuse", "Strip"};
-    int n, i = json_key_array(f, d, "decoders", &n), prev = -1;
-    for (int k = 0; k < n && i >= 0; k++, i = json_skip(j, i)) {
-        int step = REPLACE;
-        while (step < OTHER && !type_is(f, i, names[step])) { step++; }
-        long long start = 0, stop = 0;
-        int ok = step > prev && step < OTHER && (step == REPLACE) == (k == 0);
-        if (step == REPLACE) {
-            t->dec_rep_len = get_char(f, json_key(f, i, "pattern"), "String", t->dec_rep);
-            ok = ok && t->dec_rep_len > 0 && json_key_is(f, i, "content", " ");
-        }
-        if (step == STRIP) {
-            ok = ok && prev == FUSE && json_key_is(f, i, "content", " ") &&
-                 json_int(j, json_key(f, i, "start"), 0, 1, &start) == 0 &&
-                 json_int(j, json_key(f, i, "stop"), 0, 0, &stop) == 0;
-        }
-        if (!ok) {
-            return json_fail(f, "unsupported decoder Sequence (only Replace, ByteFallback, Fuse, "
-                                "Strip)");
-        }
-        t->dec_byte_fallback |= step == BYTE_FALLBACK;
-        t->dec_strip = (int)start;
-        prev = step;
-    }
-    return i < 0 || prev < 0 ? json_fail(f, "decoder Sequence is empty") : 0;
 }
 
 // Largest id in the vocab and the added tokens, each checked to be in [0, MAX_VOCAB).
@@ -4041,6 +3953,7 @@ static int set_text(Tokenizer *t, JsonFile *f, int id, const char *s, size_t n) 
     return 0;
 }
 
+// The vocab: a token given twice keeps its last id, as Python's json and HF's map read it.
 static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
     const Json *j = f->j;
     t->vocab_slots = (int *)table_alloc((size_t)j->tok[vocab].size, sizeof(int), &t->vocab_cap);
@@ -4049,10 +3962,12 @@ static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
         size_t len = 0, slot = 0;
         json_int(j, i + 1, 0, MAX_VOCAB - 1, &id); // checked by max_id
         char *s = json_string(j, i, &len);
-        int ok = s != NULL && t->vocab_slots[slot = vocab_slot(t, s, len)] < 0 &&
-                 set_text(t, f, (int)id, s, len) == 0;
+        if (s != NULL && t->vocab_slots[slot = vocab_slot(t, s, len)] >= 0) {
+            t->tok[t->vocab_slots[slot]].text = NULL; // the earlier id loses it
+        }
+        int ok = s != NULL && set_text(t, f, (int)id, s, len) == 0;
         free(s);
-        if (!ok) { return json_fail(f, "model.vocab entry %d: a bad or repeated token", k); }
+        if (!ok) { return json_fail(f, "model.vocab entry %d: a bad token, or its id taken", k); }
         t->vocab_slots[slot] = (int)id;
         t->max_len = (int)len > t->max_len ? (int)len : t->max_len;
     }
@@ -4060,31 +3975,36 @@ static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
 }
 
 // Merge k, "a b" or ["a", "b"], joins the tokens a and b into the token ab with rank k (lower
-// ranks merge first). A pair listed twice keeps its last rank, as in HF's HashMap.
+// ranks merge first); ab holds the two back to back, a its first cut bytes. A pair listed twice
+// keeps its last rank, as in HF's HashMap.
 static int load_merges(Tokenizer *t, JsonFile *f, int merges) {
     const Json *j = f->j;
     int n, i = json_key_array(f, merges, "merges", &n);
     t->merges = (Merge *)table_alloc((size_t)n, sizeof(Merge), &t->merge_cap);
     for (int k = 0; k < n; k++, i = json_skip(j, i)) {
-        size_t na = 0, nb = 0, nab;
-        char *a = NULL, *b = NULL, *b_own = NULL, *space;
-        if (j->tok[i].type == JSMN_STRING && (a = json_string(j, i, &na)) != NULL &&
-            (space = (char *)memchr(a, ' ', na)) != NULL &&
-            memchr(space + 1, ' ', na - (size_t)(space + 1 - a)) == NULL) { // exactly one space
-            b = space + 1, nb = na - (size_t)(b - a), na = (size_t)(space - a);
-        } else if (j->tok[i].type == JSMN_ARRAY && j->tok[i].size == 2) {
-            a = json_string(j, i + 1, &na);
-            b = b_own = json_string(j, json_skip(j, i + 1), &nb);
+        size_t len = 0, cut = 0, nb = 0;
+        char *ab = NULL, *space, *a = NULL, *b = NULL;
+        int ok = 0, left = -1, right = -1, joined = -1;
+        if (j->tok[i].type == JSMN_STRING && (ab = json_string(j, i, &len)) != NULL &&
+            (space = (char *)memchr(ab, ' ', len)) != NULL) {
+            cut = (size_t)(space - ab);
+            memmove(space, space + 1, len - cut - 1); // "a b" becomes ab
+            ok = memchr(ab, ' ', --len) == NULL;      // (exactly one space)
+        } else if (j->tok[i].type == JSMN_ARRAY && j->tok[i].size == 2 &&
+                   (a = json_string(j, i + 1, &cut)) != NULL &&
+                   (b = json_string(j, json_skip(j, i + 1), &nb)) != NULL) {
+            ab = (char *)malloc_check(add_size(cut, nb) + 1);
+            memcpy(ab, a, cut);
+            memcpy(ab + cut, b, nb);
+            len = cut + nb, ok = 1;
         }
-        int left = -1, right = -1, joined = -1;
-        if (a != NULL && b != NULL) {
-            char *ab = concat(a, na, b, nb, &nab);
-            left = vocab_find(t, a, na), right = vocab_find(t, b, nb);
-            joined = vocab_find(t, ab, nab);
-            free(ab);
+        if (ok) {
+            left = vocab_find(t, ab, cut), right = vocab_find(t, ab + cut, len - cut);
+            joined = vocab_find(t, ab, len);
         }
+        free(ab);
         free(a);
-        free(b_own);
+        free(b);
         if (left < 0 || right < 0 || joined < 0) {
             return json_fail(f, "model.merges[%d]: not two vocab tokens that join into one", k);
         }
@@ -4103,9 +4023,13 @@ static int compare_added(const void *a, const void *b) {
     return c != 0 ? c : (x > y) - (x < y);
 }
 
-// Added tokens with lstrip, rstrip or single_word, or normalized ones when there is a normalizer
-// (HF matches those in normalized text and decodes them as their normalized content) are refused.
+// Added tokens, matched in the raw text or (normalized) in normalized text; one whose id is in
+// the vocab must have the vocab's text. lstrip, rstrip and single_word are refused.
+// Decision: under recipe 1's normalizer a normalized token (transformers' add_tokens on a Llama 2
+// tokenizer) is its normalized content, as HF matches and decodes it (its id_to_token): "<x>" is
+// "▁<x>", cut out of "a <x>" ("▁a▁<x>") but not of "a<x>", and decodes as " <x>".
 static int load_added(Tokenizer *t, JsonFile *f, int arr) {
+    static const char *const flags[3] = {"lstrip", "rstrip", "single_word"};
     const Json *j = f->j;
     t->added = (const TokenText **)calloc_check(arr < 0 ? 0 : (size_t)j->tok[arr].size,
                                                 sizeof(*t->added));
@@ -4113,27 +4037,24 @@ static int load_added(Tokenizer *t, JsonFile *f, int arr) {
         long long id = 0;
         size_t len = 0;
         json_int(j, json_key(f, i, "id"), 0, MAX_VOCAB - 1, &id); // checked by max_id
-        char *s = json_key_string(f, i, "content", &len);
+        char *s = json_key_string(f, i, "content", &len), *w = s;
         TokenText *x = &t->tok[id];
-        int special = json_key_bool(f, i, "special", 0),
-            normalized = json_key_bool(f, i, "normalized", !special);
-        // each cause named: lstrip, rstrip and single_word change how HF matches the token
-        const char *flags[3] = {"lstrip", "rstrip", "single_word"}, *why = NULL;
-        for (int q = 0; q < 3; q++) {
-            if (json_key_bool(f, i, flags[q], 0)) { why = flags[q]; }
-        }
-        int no_text = s == NULL || len == 0;
-        int ok = !no_text && why == NULL && !(normalized && t->n_norm > 0) &&
-                 (x->text == NULL ? set_text(t, f, (int)id, s, len) == 0
-                                  : (size_t)x->len == len && memcmp(x->text, s, len) == 0);
+        int special = json_key_bool(f, i, "special", 0), no_text = s == NULL || len == 0, why = -1;
+        int normalized = json_key_bool(f, i, "normalized", !special);
+        for (int q = 0; q < 3; q++) { why = json_key_bool(f, i, flags[q], 0) ? q : why; }
+        int grown = !no_text && normalized && t->normalizer; // matched as its normalized content
+        if (grown) { w = with_space_marks(s, len, 1, &len); }
+        int ok = !no_text && why < 0 &&
+                 (x->text == NULL ? set_text(t, f, (int)id, w, len) == 0
+                                  : (size_t)x->len == len && memcmp(x->text, w, len) == 0);
+        if (grown) { free(w); }
         free(s);
-        if (!ok) {
-            return json_fail(f, "added_tokens[%d]: %s%s", k, why ? why : "",
-                             why ? "=true is not supported"
+        if (!ok) { // (each cause named: lstrip, rstrip and single_word change how HF matches)
+            return json_fail(f, "added_tokens[%d]: %s%s", k, why >= 0 ? flags[why] : "",
+                             why >= 0  ? "=true is not supported"
                              : no_text ? "no \"content\" text"
-                             : normalized && t->n_norm > 0
-                                 ? "normalized=true with a normalizer is not supported"
-                                 : "\"content\" is not the vocab's text for its id");
+                             : grown   ? "\"content\", normalized, is not the vocab's text for its id"
+                                       : "\"content\" is not the vocab's text for its id");
         }
         x->special |= (unsigned char)special;
         x->normalized = (unsigned char)normalized;
@@ -4143,46 +4064,40 @@ static int load_added(Tokenizer *t, JsonFile *f, int arr) {
     return 0;
 }
 
-typedef int (*LoadStep)(Tokenizer *t, JsonFile *f, int obj);
-
-// A component that is null, one step, or a Sequence of steps listed under list_key.
-static int load_steps(Tokenizer *t, JsonFile *f, int obj, const char *list_key, LoadStep step) {
-    if (json_is_null(f->j, obj)) { return 0; }
-    if (!type_is(f, obj, "Sequence")) { return step(t, f, obj); }
-    int n, i = json_key_array(f, obj, list_key, &n);
-    for (int k = 0; k < n && step(t, f, i) == 0; k++) { i = json_skip(f->j, i); }
-    return f->failed ? -1 : 0;
-}
-
+// The BPE model (without dropout, subword prefix or suffix: each changes what encode returns;
+// truncation and padding, which transformers turns off for one text, are not read), the recipe,
+// the post-processor, the vocab, merges and added tokens.
 static int load_tokenizer(Tokenizer *t, JsonFile *f, size_t file_len) {
+    static const char *const options[3] = {"dropout", "continuing_subword_prefix",
+                                           "end_of_word_suffix"};
     const Json *j = f->j;
-    int model = json_key(f, 0, "model"), vocab = json_key(f, model, "vocab");
-    int added = json_key(f, 0, "added_tokens"), dropout = json_key(f, model, "dropout");
-    int prefix = json_key(f, model, "continuing_subword_prefix");
-    int suffix = json_key(f, model, "end_of_word_suffix");
-    double p = 0;
+    int model = json_key(f, 0, "model"), vocab = json_key(f, model, "vocab"), s[1];
+    int added = json_key(f, 0, "added_tokens"), dec = json_key(f, 0, "decoder");
     added = json_is_null(j, added) ? -1 : added;
-    if (model < 0 || !type_is(f, model, "BPE")) { return unsupported(f, "model", model); }
+    if (!type_is(f, model, "BPE")) { return unsupported(f, "model", NULL, model, "BPE"); }
     if (vocab < 0 || j->tok[vocab].type != JSMN_OBJECT ||
         (added >= 0 && j->tok[added].type != JSMN_ARRAY)) {
         return json_fail(f, "model.vocab must be an object and added_tokens an array");
     }
-    if (!json_is_null(j, json_key(f, 0, "truncation")) ||
-        !json_is_null(j, json_key(f, 0, "padding"))) {
-        return json_fail(f, "unsupported truncation or padding (they change what encode returns)");
+    for (int k = 0; k < 3; k++) { // each null, or HF's default ("", 0)
+        int v = json_key(f, model, options[k]);
+        double p = 0;
+        if (!json_is_null(j, v) && !json_eq(j, v, "") && (json_number(j, v, &p) != 0 || p != 0)) {
+            return json_fail(f, "unsupported model.%s", options[k]);
+        }
     }
-    if (!json_is_null(j, dropout) && (json_number(j, dropout, &p) != 0 || p != 0)) {
-        return json_fail(f, "unsupported model.dropout");
-    }
-    if ((!json_is_null(j, prefix) && !json_eq(j, prefix, "")) ||
-        (!json_is_null(j, suffix) && !json_eq(j, suffix, ""))) {
-        return json_fail(f, "unsupported model.continuing_subword_prefix or end_of_word_suffix");
+    int norm = json_key(f, 0, "normalizer"), pre = json_key(f, 0, "pre_tokenizer");
+    int byte_level = steps_of(f, dec, "decoders", s, 1) == 1 && type_is(f, s[0], "ByteLevel");
+    if (byte_level ? load_byte_level(t, f, norm, pre) : load_sentencepiece(t, f, norm, pre, dec)) {
+        return -1;
     }
     t->vocab_size = max_id(f, vocab, added) + 1;
-    if (f->failed) { return -1; }
+    if (f->failed || load_post(t, f, json_key(f, 0, "post_processor")) != 0) { return -1; }
     t->tok = (TokenText *)calloc_check((size_t)t->vocab_size, sizeof(TokenText));
-    t->strings_cap = file_len; // the token texts are parts of the file, unescaped: never longer
-    t->strings = (char *)malloc_check(file_len);
+    // the token texts are parts of the file, unescaped, so never longer; a normalized added
+    // token's "▁"s make it at most 3 times the bytes it has in the file
+    t->strings_cap = t->normalizer ? mul_size(file_len, 3) : file_len;
+    t->strings = (char *)malloc_check(t->strings_cap);
     if (load_vocab(t, f, vocab) != 0 || load_merges(t, f, model) != 0) { return -1; }
     t->byte_fallback = json_key_bool(f, model, "byte_fallback", 0);
     t->fuse_unk = json_key_bool(f, model, "fuse_unk", 0);
@@ -4195,40 +4110,20 @@ static int load_tokenizer(Tokenizer *t, JsonFile *f, size_t file_len) {
     size_t n;
     char *unk = json_key_string(f, model, "unk_token", &n);
     t->unk_id = unk != NULL ? vocab_find(t, unk, n) : -1;
-    int unk_missing = unk != NULL && t->unk_id < 0, decoder = json_key(f, 0, "decoder");
+    int unk_missing = unk != NULL && t->unk_id < 0;
     free(unk);
-    if (unk_missing || json_is_null(j, decoder)) { // without one HF joins tokens with spaces
-        return json_fail(f, "unsupported: unk_token not in the vocab, or no decoder");
-    }
-    if (load_steps(t, f, json_key(f, 0, "normalizer"), "normalizers", load_norm_step) != 0 ||
-        load_added(t, f, added) != 0 ||
-        load_steps(t, f, json_key(f, 0, "pre_tokenizer"), "pretokenizers", load_pre_step) != 0 ||
-        load_steps(t, f, json_key(f, 0, "post_processor"), "processors", load_post_step) != 0 ||
-        load_decoder(t, f, decoder) != 0) {
-        return -1;
-    }
-    // GPT-2's bytes_to_unicode: printable bytes stand for themselves, the 68 others for U+0100..
-    memset(t->char_byte, 0xFF, sizeof(t->char_byte)); // -1: stands for no byte
-    for (int b = 0, next = 256; b < 256; b++) {
-        int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-        t->byte_char[b] = (unsigned)(printable ? b : next++);
-        t->char_byte[t->byte_char[b]] = (short)b;
-    }
-    return f->failed ? -1 : 0;
+    if (unk_missing) { return json_fail(f, "model.unk_token is not in the vocab"); }
+    return load_added(t, f, added) != 0 || f->failed ? -1 : 0;
 }
 
 Tokenizer *build_tokenizer(const char *path, char *err) {
     size_t len;
     Json j;
     char *js = read_file(path, &len, err);
-    if (js == NULL) { return NULL; }
-    if (json_parse(&j, js, len, path, err) != 0) { free(js); return NULL; }
+    if (js == NULL || json_parse(&j, js, len, path, err) != 0) { free(js); return NULL; }
     JsonFile f = {&j, path, err, 0};
     Tokenizer *t = (Tokenizer *)calloc_check(1, sizeof(Tokenizer));
-    if (load_tokenizer(t, &f, len) != 0) { // (every error goes through json_fail)
-        free_tokenizer(t);
-        t = NULL;
-    }
+    if (load_tokenizer(t, &f, len) != 0) { free_tokenizer(t), t = NULL; } // (f holds the error)
     json_free(&j);
     free(js);
     return t;
@@ -4236,10 +4131,6 @@ Tokenizer *build_tokenizer(const char *path, char *err) {
 
 void free_tokenizer(Tokenizer *t) {
     if (t == NULL) { return; }
-    for (int k = 0; k < t->n_norm; k++) {
-        free(t->norm[k].from);
-        free(t->norm[k].to);
-    }
     free(t->added);
     free(t->tok);
     free(t->strings);

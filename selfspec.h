@@ -135,7 +135,8 @@ void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
              const TokenTree *tree, Capture *capture);
 
 // ----------------------------------------------------------------------------
-// tokenizer: tokenizer.json (BPE with merges; SentencePiece-style or byte-level)
+// tokenizer: tokenizer.json, the two BPE recipes of LLaMA checkpoints (SentencePiece-style with
+// byte fallback, byte-level); any other is refused by name
 
 typedef struct Tokenizer Tokenizer; // defined in selfspec.cu
 

@@ -38,6 +38,8 @@ SEED = 0
 #   prompt_len:   allowed prompt length range in tokens, BOS included (default (12, 24))
 #   logit_prompts: how many prompts get a full-model logits case (default 2)
 #   tokens:       False = no tokens.txt (the tokenizer is another target's)
+#   make:         a function that writes the target's folder first (its tokenizer.json)
+#   extra:        strings encoded after CORPUS for this target only
 
 KJV_PROMPTS = [
     "In the beginning God created the heaven and the earth.",
@@ -57,7 +59,11 @@ TARGETS = {
                              tokens=False),
     "tok-metaspace": dict(model="tiny_models/tokenizers/metaspace", tokens_only=True),
     "tok-gpt2-digits": dict(model="tiny_models/tokenizers/gpt2-digits", tokens_only=True),
-    "tok-stories260k": dict(model="../shared/models/stories260K", tokens_only=True),
+    "tok-stories260k": dict(model="tiny_models/tokenizers/stories260k", tokens_only=True),
+    # llama2-tiny-random's tokenizer after transformers' add_tokens and add_special_tokens, as a
+    # fine-tune saves it (issue 48): normalized added tokens under the Prepend/Replace normalizer.
+    "tok-llama2-added": dict(model="tiny_models/tokenizers/llama2-added", tokens_only=True,
+                             make=lambda t: make_added_tokens(t), extra=lambda: ADDED_CORPUS),
     # The trained KJV model (tiny_models/train_kjv.py); the prompts open with "In the beginning
     # God", "And the LORD said unto Moses", "Blessed are the" (12-14 tokens with BOS).
     "kjv": dict(
@@ -376,7 +382,50 @@ CORPUS = [
     LONG_CODE,
 ]
 
+# What tok-llama2-added adds: tokens a fine-tune adds with add_tokens (normalized=True, special=False:
+# matched in normalized text, so after a space or at a piece's start) and one with
+# add_special_tokens (normalized=False); and the strings that reach them.
+ADDED_TOKENS = ["<|im_start|>", "<|im_end|>", "hello world", "ab", "abc", "\u2581x", "<tok>",
+                "\u65e5\u672c"]
+ADDED_SPECIAL = "<extra>"
+ADDED_CORPUS = [
+    "<|im_start|>user\nhi<|im_end|>",
+    "<|im_start|> user <|im_end|>",
+    "say hello world!",
+    "hello world",
+    "hello  world hello world",
+    "ab abc abcd cab ab",
+    "\u2581x x \u2581x",
+    "a <tok> b",
+    "a<tok>b",
+    "<tok>",
+    " <tok>",
+    "\u65e5\u672c \u8a9e \u65e5\u672c",
+    "<extra>x <extra> y",
+    "hello world<extra>hello world",
+]
+
 # ----------------------------------------------------------------------------------------------
+
+
+def make_added_tokens(t):
+    """tok-llama2-added's tokenizer.json: transformers' own add_tokens and save_pretrained, then the
+    ids of transformers' encode checked against those of tokenizers (which tokens.txt holds)."""
+    from transformers import AutoTokenizer
+    src, out = os.path.join(ROOT, "tiny_models", "llama2-tiny-random"), target_dir(t)
+    tok = AutoTokenizer.from_pretrained(src)
+    assert tok.add_tokens(ADDED_TOKENS) == len(ADDED_TOKENS)
+    assert tok.add_special_tokens({"additional_special_tokens": [ADDED_SPECIAL]}) == 1
+    tmp = out + ".tmp"
+    tok.save_pretrained(tmp)
+    os.makedirs(out, exist_ok=True)
+    shutil.copy(os.path.join(tmp, "tokenizer.json"), os.path.join(out, "tokenizer.json"))
+    shutil.rmtree(tmp)
+    back, plain = AutoTokenizer.from_pretrained(src), load_tokenizer(t)
+    back.add_tokens(ADDED_TOKENS)
+    back.add_special_tokens({"additional_special_tokens": [ADDED_SPECIAL]})
+    for s in CORPUS + ADDED_CORPUS:
+        assert back.encode(s) == plain.encode(s, add_special_tokens=True).ids, s
 
 
 def target_dir(t):
@@ -389,12 +438,13 @@ def load_tokenizer(t):
 
 def write_tokens(name, t, out):
     tok = load_tokenizer(t)
+    corpus = CORPUS + (t["extra"]() if "extra" in t else [])
     with open(os.path.join(out, "tokens.txt"), "w", encoding="ascii", newline="\n") as f:
-        for s in CORPUS:
+        for s in corpus:
             ids = tok.encode(s, add_special_tokens=True).ids
             dec = tok.decode(ids, skip_special_tokens=True)
             f.write(f"{s.encode('utf-8').hex()}\t{' '.join(map(str, ids))}\t{dec.encode('utf-8').hex()}\n")
-    print(f"  {name}: tokens.txt ({len(CORPUS)} strings)")
+    print(f"  {name}: tokens.txt ({len(corpus)} strings)")
 
 
 def parse_skip(spec):
@@ -556,12 +606,14 @@ def write_model_refs(name, t, out):
 def main(argv):
     torch.set_num_threads(1)
     names = argv or [n for n, t in TARGETS.items()
-                     if os.path.isfile(os.path.join(target_dir(t), "tokenizer.json"))]
+                     if "make" in t or os.path.isfile(os.path.join(target_dir(t), "tokenizer.json"))]
     for n in names:
         if n not in TARGETS:
             sys.exit(f"unknown target {n!r}; known: {' '.join(TARGETS)}")
     for name in names:
         t = TARGETS[name]
+        if "make" in t:
+            t["make"](t)
         out = os.path.join(REFS, name)
         if os.path.isdir(out):
             shutil.rmtree(out)

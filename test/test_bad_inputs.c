@@ -766,7 +766,7 @@ static void new_classes(void) {
         text_case(configs[k][1], "config.json", configs[k][0], configs[k][1], "config.json", configs[k][2]);
     }
     static const char *const tokenizers[][3] = { // tokenizer.json: from, to, the problem
-        {"\"type\": \"BPE\"", "\"type\": null", "unsupported model type"},
+        {"\"type\": \"BPE\"", "\"type\": null", "unsupported model untyped"},
         {"\"added_tokens\": [", "\"added_tokens\": {\"a\": 1}, \"unused\": [", "added_tokens an array"},
         {"\"id\": 0,", "\"id\": -1,", "added_tokens[0]: id not in"},
         {"\"id\": 0,", "\"id\": 0.5,", "added_tokens[0]: id not in"},
@@ -928,7 +928,7 @@ static void rounds_one_to_three(void) {
     // ---- tokenizer.json
     swapped_file_case("tokenizer.json missing", "tokenizer.json", GONE, "tokenizer.json", "cannot open");
     text_case("unsupported tokenizer model", "tokenizer.json", "\"type\": \"BPE\"", "\"type\": \"WordPiece\"",
-              "tokenizer.json", "unsupported model type WordPiece");
+              "tokenizer.json", "unsupported model WordPiece");
     text_case("tokenizer vocab larger than the config's", "tokenizer.json", "\"id\": 2,", "\"id\": 600,",
               "tokenizer.json", "vocab_size 512");
     truncated_case("tokenizer.json truncated", "tokenizer.json", 5000, "tokenizer.json", "not valid JSON");

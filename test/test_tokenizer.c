@@ -231,50 +231,79 @@ static void test_robust(const Tokenizer *t, const char *name, int *ids, char *bu
     }
 }
 
+// text with its first `from` replaced by `to` (unchanged when from is NULL or absent), in a new
+// buffer
+static char *edited(const char *text, const char *from, const char *to) {
+    const char *at = from != NULL ? strstr(text, from) : NULL;
+    size_t head = at != NULL ? (size_t)(at - text) : strlen(text), nt = at != NULL ? strlen(to) : 0;
+    const char *tail = at != NULL ? at + strlen(from) : "";
+    to = at != NULL ? to : ""; // (memcpy of 0 bytes still wants a pointer)
+    char *out = (char *)malloc_check(head + nt + strlen(tail) + 1);
+    memcpy(out, text, head);
+    memcpy(out + head, to, nt);
+    strcpy(out + head + nt, tail);
+    return out;
+}
+
 // Writes text with the first `from` replaced by `to` to a file, and loads it.
 static Tokenizer *load_edited(const char *text, const char *from, const char *to, char *err) {
     const char *path = "test/test_tokenizer_tmp.json";
-    const char *at = from != NULL ? strstr(text, from) : NULL;
+    char *s = edited(text, from, to);
     FILE *f = fopen(path, "wb");
-    if (f == NULL) { return NULL; }
-    if (at == NULL) {
-        fputs(text, f);
-    } else {
-        fwrite(text, 1, (size_t)(at - text), f);
-        fputs(to, f);
-        fputs(at + strlen(from), f);
+    if (f != NULL) {
+        fputs(s, f);
+        fclose(f);
     }
-    fclose(f);
-    Tokenizer *t = build_tokenizer(path, err);
+    free(s);
+    Tokenizer *t = f != NULL ? build_tokenizer(path, err) : NULL;
     remove(path);
     return t;
 }
 
-// Unsupported options are refused by name; truncated or corrupted files never crash the loader.
+// What neither recipe holds is refused by name (the component, its type, a Sequence's steps);
+// truncated or corrupted files never crash the loader.
+static const char *const LOADER_FILES[] = {"tiny_models/llama2-tiny-random/tokenizer.json",
+                                           "tiny_models/llama3-tiny-random/tokenizer.json",
+                                           "tiny_models/tokenizers/metaspace/tokenizer.json",
+                                           "tiny_models/tokenizers/gpt2-digits/tokenizer.json"};
+enum { N_LOADER_FILES = 4 };
+
 static void test_loader(int *ids, char *text) {
-    static const char *const files[] = {"tiny_models/llama2-tiny-random/tokenizer.json",
-                                        "tiny_models/llama3-tiny-random/tokenizer.json"};
-    static const struct { int file; const char *from, *to, *want; } cases[] = { // file: index in files
+    static const struct { int file; const char *from, *to, *want; } cases[] = { // file: LOADER_FILES
         {0, "\"pre_tokenizer\": null", "\"pre_tokenizer\": {\"type\": \"Whitespace\"}",
-         "unsupported pre_tokenizer type Whitespace"},
-        {0, "\"type\": \"BPE\"", "\"type\": \"WordPiece\"", "unsupported model type WordPiece"},
-        {0, "\"type\": \"Prepend\"", "\"type\": \"NFKC\"", "unsupported normalizer type NFKC"},
-        {0, "\"type\": \"Fuse\"", "\"type\": \"CTC\"", "unsupported decoder Sequence"},
+         "unsupported pre_tokenizer Whitespace"},
+        {0, "\"type\": \"BPE\"", "\"type\": \"WordPiece\"", "unsupported model WordPiece"},
+        {0, "\"type\": \"Prepend\"", "\"type\": \"NFKC\"", "unsupported normalizer Sequence[NFKC, Replace]"},
+        {0, "\"prepend\": \"\xE2\x96\x81\"", "\"prepend\": \"_\"", "unsupported normalizer Sequence[Prepend, Replace]"},
+        {0, "\"type\": \"Fuse\"", "\"type\": \"CTC\"", "unsupported decoder Sequence[Replace, ByteFallback, CTC, Strip]"},
+        {0, "\"start\": 1", "\"start\": 2", "unsupported decoder Sequence[Replace, ByteFallback, Fuse, Strip]"},
+        {0, "\"decoder\": {", "\"decoder\": null, \"unused\": {", "unsupported decoder null"},
+        {0, "\"type\": \"TemplateProcessing\"", "\"type\": \"BertProcessing\"", "unsupported post_processor BertProcessing"},
         {0, "\"dropout\": null", "\"dropout\": 0.1", "unsupported model.dropout"},
-        {0, "\"end_of_word_suffix\": null", "\"end_of_word_suffix\": \"</w>\"",
-         "unsupported model.continuing"},
+        {0, "\"end_of_word_suffix\": null", "\"end_of_word_suffix\": \"</w>\"", "unsupported model.end_of_word_suffix"},
+        {0, "\"unk_token\": \"<unk>\"", "\"unk_token\": \"<unq>\"", "model.unk_token is not in the vocab"},
         {0, "\"single_word\": false", "\"single_word\": true", "added_tokens[0]: single_word=true is not supported"},
         {0, "\"rstrip\": false", "\"rstrip\": true", "added_tokens[0]: rstrip=true is not supported"},
-        {1, "\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"", "unsupported pre_tokenizer Split"},
-        {1, "(?i:'s|", "(?i:'S|", "unsupported pre_tokenizer Split"},
+        {0, "\"normalized\": false", "\"normalized\": true", // "\u2581<unk>", where the vocab has "<unk>"
+         "added_tokens[0]: \"content\", normalized, is not the vocab's text for its id"},
+        {1, "\"behavior\": \"Isolated\"", "\"behavior\": \"Removed\"", "unsupported pre_tokenizer Sequence[Split, ByteLevel]"},
+        {1, "(?i:'s|", "(?i:'S|", "unsupported pre_tokenizer Sequence[Split, ByteLevel]"},
         {1, "\"use_regex\": false\n      }", "\"use_regex\": false}, {\"type\": \"Digits\"}",
-         "a step after ByteLevel"},
+         "unsupported pre_tokenizer Sequence[Split, ByteLevel, Digits]"},
+        {1, "\"add_prefix_space\": false", "\"add_prefix_space\": true", "unsupported pre_tokenizer Sequence[Split, ByteLevel]"},
+        {1, "\"normalizer\": null", "\"normalizer\": {\"type\": \"NFC\"}", "unsupported normalizer NFC"},
+        {2, "\"prepend_scheme\": \"first\"", "\"prepend_scheme\": \"never\"", "unsupported pre_tokenizer Metaspace"},
+        {2, "\"split\": false", "\"split\": true", "unsupported pre_tokenizer Metaspace"},
+        {2, "\"normalizer\": null", "\"normalizer\": {\"type\": \"NFKC\"}", "unsupported normalizer NFKC"},
+        {2, "\"decoder\": {", "\"decoder\": {\"type\": \"Metaspace\", \"replacement\": \"\xE2\x96\x81\"}, \"unused\": {",
+         "unsupported decoder Metaspace"},
+        {3, "\"use_regex\": true", "\"use_regex\": false", "unsupported pre_tokenizer Sequence[Digits, ByteLevel]"},
     };
     char err[SS_ERR_LEN];
     size_t len;
-    char *json[2];
-    for (int f = 0; f < 2; f++) {
-        json[f] = read_file(files[f], &len, err);
+    char *json[N_LOADER_FILES];
+    for (int f = 0; f < N_LOADER_FILES; f++) {
+        json[f] = read_file(LOADER_FILES[f], &len, err);
         if (!check(json[f] != NULL, "%s", err)) { return; }
     }
     for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
@@ -300,8 +329,62 @@ static void test_loader(int *ids, char *text) {
         free_tokenizer(t);
         free(copy);
     }
-    free(json[0]);
-    free(json[1]);
+    for (int f = 0; f < N_LOADER_FILES; f++) { free(json[f]); }
+}
+
+// Files the recipes hold beyond the bundled ones, each against the unedited file: truncation and
+// padding are not read (transformers turns them off to encode one text); Llama 3's
+// post-processor Sequence[ByteLevel, TemplateProcessing] adds BOS as its template alone does; a
+// vocab token given twice keeps its last id (Python's json, HF's map); Metaspace's prepend_scheme
+// "always" puts a "\u2581" before the text after an added token where "first" does not (the
+// transformers documentation of add_tokens).
+static void test_recipe_loads(int *ids, int *want) {
+    static const struct { int file; const char *from, *to, *from2, *to2, *text; } cases[] = {
+        {0, "\"truncation\": null", "\"truncation\": {\"max_length\": 3, \"strategy\": \"LongestFirst\"}",
+         "\"padding\": null", "\"padding\": {\"strategy\": {\"Fixed\": 20}, \"pad_id\": 0}", "hello world how are you"},
+        {1, "\"post_processor\": {", "\"post_processor\": {\"type\": \"Sequence\", \"processors\": [{\"type\": "
+         "\"ByteLevel\", \"add_prefix_space\": true, \"trim_offsets\": false, \"use_regex\": true}, {",
+         "  },\n  \"decoder\"", "}]},\n  \"decoder\"", "Hello, world"},
+        {0, "\"<unk>\": 0,", "\"a\": 600, \"<unk>\": 0,", NULL, NULL, "a b a"},
+        {2, "\"prepend_scheme\": \"first\"", "\"prepend_scheme\": \"always\"", NULL, NULL, "a<s>b"},
+    };
+    char err[SS_ERR_LEN];
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        size_t len, n_text = strlen(cases[k].text);
+        char *base = read_file(LOADER_FILES[cases[k].file], &len, err), *once = NULL;
+        Tokenizer *t0 = base != NULL ? build_tokenizer(LOADER_FILES[cases[k].file], err) : NULL;
+        if (!check(t0 != NULL && strstr(base, cases[k].from) != NULL, "recipe case %zu: %s", k, err)) {
+            free(base);
+            continue;
+        }
+        once = edited(base, cases[k].from, cases[k].to);
+        check(cases[k].from2 == NULL || strstr(once, cases[k].from2) != NULL, "recipe case %zu: no %s", k, cases[k].from2);
+        Tokenizer *t = load_edited(once, cases[k].from2, cases[k].to2, err);
+        int n0 = encode(t0, cases[k].text, n_text, 1, want, MAX_IDS, err), n = -1, same = 1;
+        if (check(t != NULL, "recipe case %zu (%s) refused: %s", k, cases[k].to, err)) {
+            n = encode(t, cases[k].text, n_text, 1, ids, MAX_IDS, err);
+        }
+        if (k == 3) { // "always": "\u2581b" after <s>, where "first" has "b"
+            same = n == n0 && n > 0 && want[n - 1] == vocab_find(t0, "b", 1) &&
+                   ids[n - 1] == vocab_find(t, "\xE2\x96\x81" "b", 4);
+            n--;
+        }
+        for (int i = 0; i < n && same; i++) { same = ids[i] == want[i]; }
+        check(n >= 0 && (k == 3 || n == n0) && same, "recipe case %zu: \"%s\" encodes to %d ids, %d unedited (first "
+              "ids %d %d)", k, cases[k].text, n, n0, n > 0 ? ids[0] : -1, n0 > 0 ? want[0] : -1);
+        if (k == 1) { check(n > 0 && ids[0] == 766, "recipe case 1: no BOS"); }
+        if (k == 2) { // the first "a" (id 600) lost its text to the second
+            char piece[8];
+            DecodeState st;
+            decode_begin(&st);
+            check(tokenizer_vocab_size(t) == 601 && decode_token(t, &st, 600, piece, sizeof(piece)) == 0,
+                  "recipe case 2: id 600 kept the text \"a\"");
+        }
+        free_tokenizer(t);
+        free_tokenizer(t0);
+        free(once);
+        free(base);
+    }
 }
 
 // Added tokens that share prefixes ("<a", "<ab", "<abc", "<abc" listed twice, "b<"), matched in
@@ -409,6 +492,7 @@ int main(void) {
     }
     closedir(refs);
     test_loader(ids, text);
+    test_recipe_loads(ids, (int *)buf);
     test_added_prefixes(ids);
     test_incomplete_end();
     free(ids);

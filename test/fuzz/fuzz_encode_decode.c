@@ -62,8 +62,8 @@ static int encode_decode_one(const uint8_t *data, size_t size) {
     // round trip on valid text that has no added token in it (nor, for SentencePiece, a "▁",
     // which decodes as a space)
     int has_added = 0;
-    for (size_t i = 0; !t->byte_level && t->dec_rep_len > 0 && i < len && !has_added; i++) {
-        has_added = starts_with(text + i, len - i, t->dec_rep, (size_t)t->dec_rep_len);
+    for (size_t i = 0; !t->byte_level && i < len && !has_added; i++) {
+        has_added = starts_with(text + i, len - i, SPACE_MARK, 3);
     }
     for (int a = 0; a < t->n_added; a++) {
         const TokenText *x = t->added[a];

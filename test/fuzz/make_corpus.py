@@ -84,7 +84,7 @@ with open("test/fuzz/fuzz_util.h") as f:
     src = f.read()
 micro = src[src.index("MICRO_CONFIG[] =") + len("MICRO_CONFIG[] ="):src.index(";", src.index("MICRO_CONFIG[] ="))]
 write("config", "micro.json", "".join(json.loads(part) for part in micro.split("\n") if part.strip()))
-for tok in ("tokenizers/gpt2-digits", "tokenizers/metaspace", "kjv-12l"):
+for tok in ("tokenizers/gpt2-digits", "tokenizers/metaspace", "tokenizers/llama2-added", "kjv-12l"):
     path = os.path.join(ROOT, tok, "tokenizer.json")
     if os.path.exists(path):
         with open(path) as f:
