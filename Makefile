@@ -74,8 +74,8 @@ test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
 
 # the whole suite on the CPU build: also compiles every test once as C++, so nothing that
 # nvcc rejects creeps in, and builds the bench tools, so a path they include cannot rot unseen;
-# ends with one line "N passed, M failed". Each program streams its output and picks its threads
-# as ./selfspec does: the cores no other process is running on.
+# ends with one line "N passed, M failed". Each program streams its output and runs on one thread
+# unless OMP_NUM_THREADS says otherwise (test/testing.h).
 test: selfspec $(TESTS) $(BENCH)
 	@for t in $(TESTS); do $(CXX) -x c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Wno-unused-function -I. $$t.c || exit 1; done
 	@$(if $(HAVE_PYTHON3),true,echo "make test: python3 not found, test/test_draw_trace.py and test/test_trace_diff.py skipped")

@@ -5166,56 +5166,16 @@ static void watch_candidate(void *ctx, const Candidate *c) {
 // threads: how many the CPU build runs on
 
 #ifndef __CUDACC__
-// The default thread count. libgomp's threads wait for each other between kernels by spinning,
-// the fastest wait on an idle machine; but a thread spinning for a sibling that the OS has
-// descheduled (another process holds its core) burns its time slice, and decoding slows down
-// several times, while sleeping costs a wake-up per kernel (README, Threads). So the default
-// spins, on the cores nobody else is using right now: the runnable processes, ourselves
-// included, are the 4th field of /proc/loadavg ("0.52 0.30 0.20 3/250 1234").
-static int runnable_others(const char *loadavg_line) {
-    int running, total;
-    if (sscanf(loadavg_line, "%*f %*f %*f %d/%d", &running, &total) != 2) { return 0; }
-    return running > 1 ? running - 1 : 0;
-}
-
-// A thread also has to pay for itself: each kernel ends at a barrier, and a token's kernels read
-// every weight once, so a thread given less than THREAD_MIN_BYTES of weights per token waits at
-// the barriers longer than it computes. Decision: 4 MiB, between the 1 MiB model that decodes
-// slower on two threads and the 20 MiB one that decodes faster (test/bench/README.md, Threads).
-#define THREAD_MIN_BYTES ((size_t)4 << 20)
-static int default_threads(int n_cores, int busy_others, size_t weight_bytes) {
-    int free_cores = n_cores - busy_others > 1 ? n_cores - busy_others : 1;
-    size_t by_work = weight_bytes / THREAD_MIN_BYTES;
-    return by_work < 1 ? 1 : by_work < (size_t)free_cores ? (int)by_work : free_cores;
-}
-
-// Sets the thread count unless --threads chose one (threads_flag > 0; returns NULL), else
-// returns a few words on the choice. weight_bytes: SIZE_MAX when not known (the cores decide).
-static const char *choose_threads(int threads_flag, size_t weight_bytes) {
+// --threads N, else OMP_NUM_THREADS (libgomp read it before main), else libgomp's default, one
+// per core. Between kernels the threads wait for each other by spinning, the fastest wait on an
+// idle machine; on a busy one a thread spinning for a sibling the OS has descheduled burns its
+// time slice, and decoding slows down several times: there, give fewer threads than the cores, or
+// 1 (README, Threads). Returns the reason, which the reports name beside the count.
+static const char *choose_threads(int threads_flag) {
 #ifdef _OPENMP
-    if (threads_flag > 0) { omp_set_num_threads(threads_flag); return NULL; }
-    if (getenv("OMP_NUM_THREADS") != NULL) { return "OMP_NUM_THREADS"; }
-    // the fewest over 5 samples 1 ms apart: a process that is only starting up (the other end of
-    // a pipe) is runnable for a moment, a busy one every time
-    int busy = INT_MAX;
-    for (int k = 0; k < 5 && busy > 0; k++) {
-        char line[128] = "";
-        FILE *f = fopen("/proc/loadavg", "r");
-        if (f == NULL) { return "one per core"; }
-        if (fgets(line, sizeof(line), f) == NULL) { line[0] = '\0'; }
-        fclose(f);
-        int others = runnable_others(line);
-        busy = others < busy ? others : busy;
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-    }
-    int n_cores = omp_get_num_procs(), n = default_threads(n_cores, busy, weight_bytes);
-    omp_set_num_threads(n);
-    if (n < default_threads(n_cores, busy, SIZE_MAX)) {
-        return "one per 4 MiB of weights; --threads N to choose";
-    }
-    return busy > 0 ? "the cores other processes leave free; --threads N to choose"
-                    : "one per core";
+    if (threads_flag > 0) { omp_set_num_threads(threads_flag); }
+    return threads_flag > 0 ? "--threads" : getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS"
+                                                                       : "one per core";
 #else
     (void)threads_flag;
     return "no OpenMP";
@@ -5575,8 +5535,8 @@ static const Flag FLAGS[] = {
      "oracle: score at most N skip sets, all when there are fewer, else N\n"
      "random ones (default %g; each costs a few decoding runs)"},
     {"--threads", "N", ARG_INT, offsetof(Options, threads), 1, 1024, 0, 0, NULL,
-     "CPU threads (default: OMP_NUM_THREADS, else the cores other processes\n"
-     "leave free, one per 4 MiB of weights at most); see README"},
+     "CPU threads (default: OMP_NUM_THREADS, else one per core); on a busy\n"
+     "machine give fewer (README, Threads)"},
     {"--compare", NULL, ARG_SWITCH, offsetof(Options, compare), 0, 0, 0, 0, NULL,
      "also run plain decoding in this process: speeds, ratio, identity\n"
      "(needs a method other than none)"},
@@ -6620,9 +6580,7 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     }
     const Config *c = &r->m.config;
 #ifndef __CUDACC__
-    Weights sizes;
-    threads_reason = choose_threads(o->threads, layout_weights(&sizes, NULL, c) * sizeof(float));
-    if (threads_reason == NULL) { threads_reason = flag_name(o, &o->threads); }
+    threads_reason = choose_threads(o->threads);
 #endif
     // positions past it were never trained (and RoPE scaling assumes them)
     if (o->ctx > c->max_pos) {
