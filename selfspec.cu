@@ -1735,18 +1735,16 @@ static int is_eos(const Config *c, int token) {
 // Keeps one generated token, which came from the logits row `logits`. Returns 1 when generation
 // is over: after an EOS, or at max_new tokens. A row that is not finite, or all one value (weights
 // whose products overflow float32: a matmul, or RMSNorm's sum of squares, whose scale is then 0
-// and every later state 0) would give argmax's token 0 without a word: the run stops, and the
-// callback (token -2) may first name the layer where it happened.
+// and every later state 0) would give argmax's token 0 without a word: the run stops.
 static int emit(const Config *c, Output *out, int token, const float *logits) {
-    int bad = -1, equal = c->vocab_size > 1;
+    int finite = 1, equal = c->vocab_size > 1;
     for (int i = 0; i < c->vocab_size; i++) {
-        bad = bad < 0 && !isfinite(logits[i]) ? i : bad;
+        finite &= isfinite(logits[i]) != 0;
         equal &= logits[i] == logits[0];
     }
-    if (bad >= 0 || equal) {
-        if (out->cb) { out->cb(out->ctx, -2, logits); }
+    if (!finite || equal) {
         die(__FILE__, __LINE__, "the logits of generated token %d are %s: the model's weights "
-            "overflow float32 arithmetic", out->n + 1, bad >= 0 ? "not finite" : "all equal");
+            "overflow float32 arithmetic", out->n + 1, finite ? "all equal" : "not finite");
     }
     out->tokens[out->n++] = token;
     if (out->cb) { out->cb(out->ctx, token, logits); }
@@ -5580,6 +5578,7 @@ static int given(const Options *o, const void *field) {
 static Options options_default(void) {
     Options o;
     memset(&o, 0, sizeof(o));
+    o.model_dir = "tiny_models/kjv-12l"; // (relative to the working folder)
     o.prompt = "In the beginning God created";
     o.n_new = 64;
     o.top_p = 1.0f;
@@ -5745,7 +5744,7 @@ static int check_flags(const Options *o, char *err) {
         return flag_fail(err, flag_name(o, &o->prompt), NULL, "give -p or -f, not both");
     }
     struct stat st;
-    if (o->model_dir && stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    if (stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
         return flag_fail(err, flag_name(o, &o->model_dir), o->model_dir,
                          "a file, not a folder: give the folder that holds "
                          "config.json, model.safetensors and tokenizer.json");
@@ -5757,19 +5756,6 @@ static int check_flags(const Options *o, char *err) {
         fprintf(stderr, "selfspec: warning: -p %s: the prompt is a number; -p is the prompt here "
                         "(llama2.c's top-p is --top-p)\n", o->prompt);
     }
-#ifdef _OPENMP
-    // libgomp read OMP_NUM_THREADS before main and makes that many threads at the first kernel:
-    // 99999999999 aborted inside it with no word from selfspec (a list "4,2": its first number;
-    // 0, words and numbers past LONG_MAX libgomp itself reports and ignores)
-    const char *omp = getenv("OMP_NUM_THREADS");
-    long n_omp = omp ? strtol(omp, &end, 10) : 1;
-    double max_threads = FLAGS[flag_index(o, &o->threads)].hi;
-    while (omp && end != omp && isspace((unsigned char)*end)) { end++; } // libgomp skips them
-    if (omp && end != omp && (*end == '\0' || *end == ',') && n_omp > max_threads) {
-        return fail(err, "OMP_NUM_THREADS=%s: must be in [1, %g] threads (unset it, or give "
-                    "--threads N)", omp, max_threads);
-    }
-#endif
     if (method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
         return flag_fail(err, flag_name(o, &o->method), "static", "needs --skip or --skip-file");
     }
@@ -6068,59 +6054,11 @@ typedef struct {
     char *text;
     size_t len, cap;
     int echo;
-    Model *m;                // the model, prompt and tokens so far, for die_degenerate
-    const int *prompt;
-    int n_prompt;
-    const Output *out;
 } TextSink;
-
-// A logits row that is not finite or all one value (emit): runs the full model again on the
-// context it came from, the last token's state captured at every sublayer boundary, and dies
-// naming the first sublayer whose output is not finite, or the first norm whose input's sum of
-// squares overflows float32 (its scale 1/sqrt(inf) is 0, and every later state 0), else lm_head.
-static void die_degenerate(const TextSink *ts, const float *logits) {
-    const Config *c = &ts->m->config;
-    int n = ts->n_prompt + ts->out->n, L = c->n_layers, row = 0, zero = 0, finite = 1;
-    for (int i = 0; i < c->vocab_size; i++) { finite &= isfinite(logits[i]) != 0; }
-    int *ctx = (int *)malloc_check((size_t)n * sizeof(int));
-    memcpy(ctx, ts->prompt, (size_t)ts->n_prompt * sizeof(int));
-    memcpy(ctx + ts->n_prompt, ts->out->tokens, (size_t)ts->out->n * sizeof(int));
-    float *states = (float *)malloc_check((size_t)(2 * L + 1) * c->dim * sizeof(float));
-    Capture cap = {1, &zero, states};
-    if (n > 1) { prefill(ts->m, ctx, n - 1, NULL, NULL, &row); }
-    forward(ts->m, ctx + n - 1, 1, n - 1, NULL, NULL, &cap);
-    char what[160] = "lm_head (the last matmul)";
-    for (int b = 0, found = 0; b <= 2 * L && !found; b++) { // b: 0 the embedding, 2l+1 after
-        const float *x = states + (size_t)b * c->dim;    // layer l's attention, 2l+2 its MLP
-        float ss = 0.0f;
-        int ok = 1;
-        for (int d = 0; d < c->dim; d++) { ok &= isfinite(x[d]) != 0, ss += x[d] * x[d]; }
-        const char *sub = b == 0 ? "embed_tokens" : b % 2 ? "self_attn" : "mlp";
-        const char *norm = b % 2 ? "post_attention_layernorm" : "input_layernorm";
-        int l = b == 0 ? 0 : b % 2 ? b / 2 : b / 2 - 1, next = b == 2 * L ? -1 : b / 2;
-        if ((found = !ok) != 0 && b == 0) {
-            snprintf(what, sizeof(what), "the output of model.embed_tokens is not finite");
-        } else if (found) {
-            snprintf(what, sizeof(what), "layer %d: the output of model.layers.%d.%s is not finite",
-                     l, l, sub);
-        } else if ((found = !isfinite(ss)) != 0 && next < 0) {
-            snprintf(what, sizeof(what), "the final norm: the sum of squares entering model.norm "
-                     "overflows float32, so its scale is 0");
-        } else if (found) {
-            snprintf(what, sizeof(what), "layer %d: the sum of squares entering model.layers.%d.%s "
-                     "overflows float32, so its scale is 0", next, next, norm);
-        }
-    }
-    free(ctx);
-    free(states);
-    die(__FILE__, __LINE__, "the logits of generated token %d are %s, first wrong at %s: the "
-        "model's weights overflow float32 arithmetic", ts->out->n + 1,
-        finite ? "all equal" : "not finite", what);
-}
 
 static void on_token(void *ctx, int token, const float *logits) {
     TextSink *ts = (TextSink *)ctx;
-    if (token == -2) { die_degenerate(ts, logits); } // (emit: a degenerate row)
+    (void)logits;
     const Tokenizer *t = ts->tok;
     // a token decodes to at most 3 bytes per byte of its text (U+FFFD for one that is not
     // UTF-8), plus the bytes held back from the token before
@@ -6133,18 +6071,6 @@ static void on_token(void *ctx, int token, const float *logits) {
                            : decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
     if (ts->echo) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
     ts->len += n;
-}
-
-static const char *default_model_dir(const char *argv0) {
-    static char *path; // (allocated once, for the run)
-    struct stat sb;
-    if (stat("tiny_models/kjv-12l/config.json", &sb) == 0) { return "tiny_models/kjv-12l"; }
-    const char *slash = strrchr(argv0, '/');
-    size_t n = strlen(argv0) + 32;
-    path = (char *)malloc_check(n);
-    snprintf(path, n, "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1,
-             slash ? argv0 : ".");
-    return path;
 }
 
 // The lines of file (flag: -f or --dev-prompts), or text alone when file is NULL (flag then
@@ -6510,7 +6436,6 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     memset(&sink, 0, sizeof(sink));
     sink.tok = r->tok;
     sink.echo = !o->json;
-    sink.m = &r->m, sink.prompt = prompt, sink.n_prompt = n_prompt;
     // The continuation follows the prompt's text and keeps its leading space; after a prompt of
     // special tokens only (-p "": BOS) it starts the text, whose leading space the decoder strips,
     // as Hugging Face's decode and llama2.c's run.c do.
@@ -6520,7 +6445,6 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     rng_seed(&smp.rng, (uint64_t)o->seed);
     Output tokens = plain ? output(r->plain_out, o->n_new, NULL, NULL)
                           : output(r->out, o->n_new, on_token, &sink);
-    sink.out = &tokens;
     memset(st, 0, sizeof(*st));
     if (plain || o->method == METHOD_NONE) {
         n = generate_plain(&r->m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);
@@ -6537,39 +6461,22 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     return n;
 }
 
-// A descriptor 0-2 the caller closed would go to the first file opened, and the text or the
-// report would be written into it. A closed stdout or stderr becomes /dev/full: writes to it
-// fail, and the check of stdout at the end reports it.
-static void open_std_descriptors(void) {
-    for (int fd = 0; fd < 3; fd++) {
-        if (fcntl(fd, F_GETFD) < 0 &&
-            open(fd ? "/dev/full" : "/dev/null", fd ? O_WRONLY : O_RDONLY) < 0) {
-            open("/dev/null", O_RDWR);
-        }
-    }
-}
-
-// A model folder that is missing but has a script beside it that makes it (tiny_models/
-// smollm2-135m: tiny_models/get_smollm2.sh, get_ and the name up to its first '-') gets the
-// script named after the error in err.
+// A missing model folder with a script beside it that makes it (tiny_models/smollm2-135m:
+// tiny_models/get_smollm2.sh, get_ and the name up to its first '-') gets the script named in err.
 static void getter_hint(const char *dir, char *err) {
-    struct stat sb;
-    const char *slash = strrchr(dir, '/'), *base = slash ? slash + 1 : dir;
-    size_t cap = strlen(dir) + 8;
-    char *script = (char *)malloc_check(cap);
-    snprintf(script, cap, "%.*sget_%.*s.sh", (int)(base - dir), dir, (int)strcspn(base, "-"),
-             base);
-    if (stat(dir, &sb) != 0 && stat(script, &sb) == 0) {
-        size_t n = strlen(err);
+    const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    char script[SS_ERR_LEN];
+    size_t n = strlen(err);
+    snprintf(script, sizeof(script), "%.*sget_%.*s.sh", (int)(base - dir), dir,
+             (int)strcspn(base, "-"), base);
+    if (access(dir, F_OK) != 0 && access(script, F_OK) == 0) {
         snprintf(err + n, SS_ERR_LEN - n, " (the folder is made by %s: run it first)", script);
     }
-    free(script);
 }
 
 // Loads the model, tokenizer, skip set and prompts the options name: 0, or -1 with err set.
-static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
+static int load_run(CliRun *r, Options *o, char *err) {
     char why[SS_ERR_LEN], extra[64];
-    if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
     const char *const *outputs[] = {&o->save_skip, &o->trace}; // the flags that name an output
     for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++) {
         if (*outputs[k] && add_output(r->outs, &r->n_outs, o, outputs[k], err)) { return -1; }
@@ -6700,15 +6607,13 @@ static void free_run(CliRun *r) {
 }
 
 int main(int argc, char **argv) {
-    open_std_descriptors();
-    signal(SIGXFSZ, SIG_IGN); // ulimit -f: a write past it fails (EFBIG) and is reported
     Options o;
     CliRun r;
     memset(&r, 0, sizeof(r));
     char err[SS_ERR_LEN];
     if (parse_options(argc, argv, &o, err)) { return print_error(err); }
     int failed = 0;
-    if (load_run(&r, &o, argv[0], err)) {
+    if (load_run(&r, &o, err)) {
         failed = print_error(err);
     } else {
         for (int pi = 0; pi < r.prompts.n; pi++) {
