@@ -34,7 +34,7 @@
 //   make test
 
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE // fopencookie, for the output files' memory streams (plumbing)
+#define _GNU_SOURCE // M_PI, realpath and mkstemp under any -std (llama3 RoPE; the output files)
 #endif
 #include <ctype.h>
 #include <errno.h>
@@ -5223,202 +5223,133 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
     return 0;
 }
 
-// ----- output files: --save-skip, --trace, committed together at the end
-// Each is built in memory (memory_stream) while the run goes, and is written only when the run
-// succeeded. The rules (README "Output files"; test/bench/draw_trace.py -o follows them too):
-// 1. A path is known by what it is: its target is the path with links and folder resolved (a
-//    symlink is written through, as a shell's > does), compared by device and inode when it
-//    exists, and by that resolved name whether or not it exists.
-// 2. It is refused before the run when a shell's > would refuse it (open(O_WRONLY) on an existing
-//    file: a 0444 file, or another user's, is refused unless root; access(W_OK) for the rest), when
-//    its folder takes no new file, or when it names an input, a file the model's loaders read
-//    (config.json, generation_config.json, tokenizer.json, model.safetensors.index.json, any
-//    *.safetensors in the -m folder: whether or not it exists yet), a regular file stdout or
-//    stderr goes to, or another output.
-// 3. A regular file is written whole to a short temporary name beside its target (.ss.XXXXXX: a
-//    255-byte name still works), then renamed over it (keeping its mode, and as root its owner).
-//    A target that is not a regular file (/dev/null, a FIFO, a terminal) is written in place,
-//    after every rename, and never renamed onto.
-// 4. All or none: before the renames, an existing target gets a hard-link backup when more than
-//    one file is renamed; when a rename or an in-place write fails, the renamed targets are put
-//    back. A failed or killed run leaves every old file as it was.
+// ----- output files: --save-skip and --trace (README "Scope and limits", item 4)
+// A regular file is written to a temporary file beside the file its path names (through a
+// symlink: beside the file the link names), open from before the run, and renamed over that
+// file when the run succeeds: it is either the old file or the whole new one. Anything else
+// (/dev/null, a FIFO, /dev/stdout, a link to one) is written in place. After a failed run no
+// temporary file is left: free_outputs removes them, exit does after die(), and on_stop after
+// Ctrl-C or SIGTERM.
 typedef struct {
-    const char *flag, *path; // the flag, and the path as given
-    char *target;            // the file replaced: links and folder resolved (in place: the path)
-    struct stat st;          // the target's, when it exists
-    int exists, in_place;    // in_place: exists and is not a regular file
-    int renamed, fd;         // commit_outputs renamed it over its target; in place: open
-    char *link_dir;          // the target's folder when the path is a symbolic link, else NULL
-    FILE *mem;               // the content, in memory until commit_outputs (memory_stream)
-    char *buf;
-    size_t len, cap;
-    int failed;              // a write to mem found no memory: the content is cut
-    char *tmp, *backup;      // commit_outputs' temporary file and backup beside target
+    const char *flag, *path; // the flag and the path as given
+    char *target, *tmp;      // the file replaced and its temporary file; NULL: written in place
+    FILE *f;                 // the output, open from before the run
 } OutputFile;
-enum { MAX_OUTPUTS = 4 };
+enum { MAX_OUTPUTS = 2 };
+static char *volatile temporaries[MAX_OUTPUTS]; // each output's temporary file until renamed
 
-static int same_file(const struct stat *a, const struct stat *b) {
-    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+static void remove_temporaries(void) {
+    for (int k = 0; k < MAX_OUTPUTS; k++) {
+        if (temporaries[k]) { unlink(temporaries[k]); }
+    }
 }
 
+// Ctrl-C or SIGTERM: the temporary files go, then the signal ends the process as it would have.
+static void on_stop(int sig) {
+    remove_temporaries();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+// A name the model's loaders read in its folder: config, generation config, tokenizer, index,
+// and any .safetensors (model.safetensors, or a shard the index names).
+static int model_file_name(const char *name) {
+    size_t n = strlen(name);
+    return (n >= 12 && strcmp(name + n - 12, ".safetensors") == 0) ||
+           strcmp(name, "config.json") == 0 || strcmp(name, "tokenizer.json") == 0 ||
+           strcmp(name, "generation_config.json") == 0 ||
+           strcmp(name, "model.safetensors.index.json") == 0;
+}
+
+static int same_file(const char *path, const struct stat *st) {
+    struct stat sb;
+    return path && stat(path, &sb) == 0 && sb.st_dev == st->st_dev && sb.st_ino == st->st_ino;
+}
+
+// Whether the existing file st is one of the run's inputs: one of inputs[n] (NULL: not given)
+// or a file the model's loaders read in model_dir, known by its inode however it is reached.
+static int is_input(const struct stat *st, const char *const *inputs, int n,
+                    const char *model_dir) {
+    int found = 0;
+    for (int k = 0; k < n; k++) { found |= same_file(inputs[k], st); }
+    DIR *dir = opendir(model_dir);
+    for (struct dirent *e; dir && !found && (e = readdir(dir)) != NULL;) {
+        char *path = join_path(model_dir, e->d_name);
+        found = model_file_name(e->d_name) && same_file(path, st);
+        free(path);
+    }
+    if (dir) { closedir(dir); }
+    return found;
+}
+
+// Opens the output flag names at path before the run, into slot k of the temporaries, refusing
+// one of the run's inputs (is_input). Returns 0, or -1 with err set.
+static int open_output(OutputFile *o, int k, const char *flag, const char *path,
+                       const char *const *inputs, int n_inputs, const char *model_dir, char *err) {
+    struct stat st;
+    o->flag = flag, o->path = path;
+    int exists = stat(path, &st) == 0, in_place = exists && !S_ISREG(st.st_mode);
+    if ((!exists && errno != ENOENT) || in_place) { // (a name too long; a device, a folder)
+        o->f = in_place ? fopen(path, "w") : NULL;
+        return o->f ? 0 : fail(err, "%s %s: cannot write: %s", flag, path, strerror(errno));
+    }
+    if (!exists && lstat(path, &st) == 0) { // writing through it would replace the link
+        return fail(err, "%s %s: a symbolic link to nothing (give its target)", flag, path);
+    }
+    if (exists && is_input(&st, inputs, n_inputs, model_dir)) {
+        return fail(err, "%s %s: is one of the run's input files; writing it would replace it",
+                    flag, path);
+    }
+    o->target = exists ? realpath(path, NULL) : NULL; // (links resolved)
+    if (o->target == NULL) { o->target = strcpy((char *)malloc_check(strlen(path) + 1), path); }
+    const char *slash = strrchr(o->target, '/');
+    int dir = slash ? (int)(slash - o->target) + 1 : 0;
+    o->tmp = temporaries[k] = (char *)malloc_check((size_t)dir + 17);
+    snprintf(o->tmp, (size_t)dir + 17, "%.*s.selfspec-XXXXXX", dir, o->target);
+    int fd = mkstemp(o->tmp);
+    mode_t mask = umask(0); // the mode a new file gets from a shell's >
+    umask(mask);
+    if (fd < 0) { temporaries[k] = NULL, free(o->tmp), o->tmp = NULL; }
+    if (fd < 0 || fchmod(fd, 0666 & ~mask) != 0 || (o->f = fdopen(fd, "w")) == NULL) {
+        return fail(err, "%s %s: cannot create a file beside %s: %s", flag, path, o->target,
+                    strerror(errno));
+    }
+    return 0;
+}
+
+// After a run that succeeded: each output closed, a write error reported, then each temporary
+// file renamed over its target (not atomic across two outputs). 0, or -1 with err set.
+static int commit_outputs(OutputFile *outs, int n, char *err) {
+    for (int k = 0; k < n; k++) {
+        int failed = ferror(outs[k].f) != 0;
+        failed |= fclose(outs[k].f) != 0;
+        outs[k].f = NULL;
+        if (failed) {
+            return fail(err, "%s %s: cannot write: %s", outs[k].flag, outs[k].path,
+                        strerror(errno));
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        if (outs[k].tmp && rename(outs[k].tmp, outs[k].target) != 0) {
+            return fail(err, "%s %s: cannot replace it: %s", outs[k].flag, outs[k].path,
+                        strerror(errno));
+        }
+        temporaries[k] = NULL;
+        free(outs[k].tmp), outs[k].tmp = NULL;
+        fprintf(stderr, "wrote %s\n", outs[k].path);
+    }
+    return 0;
+}
+
+// Closes what a run left open, and removes the temporary files a failed one left.
 static void free_outputs(OutputFile *outs, int n) {
     for (int k = 0; k < n; k++) {
-        if (outs[k].mem) { fclose(outs[k].mem); }
-        free(outs[k].buf);
-        free(outs[k].target);
-        free(outs[k].link_dir);
+        if (outs[k].f) { fclose(outs[k].f); }
+        if (outs[k].tmp) { unlink(outs[k].tmp); }
+        temporaries[k] = NULL;
         free(outs[k].tmp);
-        free(outs[k].backup);
+        free(outs[k].target);
     }
-}
-
-// mem's writes: open_memstream's stream drops a write it finds no memory for without setting
-// its error flag (fflush and fclose then succeed), so the outputs keep their own buffer.
-static ssize_t memory_write(void *cookie, const char *data, size_t n) {
-    OutputFile *f = (OutputFile *)cookie;
-    if (n > f->cap - f->len) {
-        size_t cap = f->len + n < SIZE_MAX / 2 ? 2 * (f->len + n) : 0;
-        char *p = cap ? (char *)realloc(f->buf, cap) : NULL;
-        if (p == NULL) { f->failed = 1, errno = ENOMEM; return -1; }
-        f->buf = p, f->cap = cap;
-    }
-    memcpy(f->buf + f->len, data, n);
-    f->len += n;
-    return (ssize_t)n;
-}
-
-static FILE *memory_stream(OutputFile *f) {
-    cookie_io_functions_t io;
-    memset(&io, 0, sizeof(io));
-    io.write = memory_write;
-    return fopencookie(f, "w", io);
-}
-
-// A new file beside target (in its folder), named .ss.XXXXXX: *name is set (freed by the
-// caller) and the open descriptor returned, or -1 with errno set.
-static int create_beside(const char *target, char **name) {
-    const char *slash = strrchr(target, '/');
-    size_t dir = slash ? (size_t)(slash - target) + 1 : 0;
-    *name = (char *)malloc_check(dir + 11);
-    memcpy(*name, target, dir);
-    strcpy(*name + dir, ".ss.XXXXXX");
-    return mkstemp(*name);
-}
-
-// Fails naming f: its flag and path, and for a symbolic link the folder it leads into.
-static int output_fail(char *err, const OutputFile *f, const char *why) {
-    return fail(err, "%s %s%s%s%s: %s", f->flag, f->path, f->link_dir ? " (a link into " : "",
-                f->link_dir ? f->link_dir : "", f->link_dir ? ")" : "", why);
-}
-
-// Closes f's memory stream: 0, or -1 with errno ENOMEM when a write to it failed (out of memory).
-static int close_memory(OutputFile *f) {
-    int ok = !ferror(f->mem);
-    ok = fclose(f->mem) == 0 && ok && !f->failed;
-    f->mem = NULL;
-    if (!ok) { errno = ENOMEM; }
-    return ok ? 0 : -1;
-}
-
-// Writes buf whole to fd and closes it: 0, or -1 with errno set.
-static int write_whole(int fd, const OutputFile *f) {
-    FILE *w = fdopen(fd, "wb");
-    if (w == NULL) { close(fd); return -1; }
-    if (fwrite(f->buf, 1, f->len, w) != f->len) {
-        int e = errno;
-        fclose(w);
-        errno = e;
-        return -1;
-    }
-    return fclose(w) == 0 ? 0 : -1;
-}
-
-// Writes f's content whole to a new temporary file beside its target, with the old file's mode
-// (and owner, where allowed). 0, or -1 with errno set.
-static int write_temporary(OutputFile *f, mode_t mask) {
-    if (close_memory(f) != 0) { return -1; }
-    int fd = create_beside(f->target, &f->tmp);
-    if (fd < 0) { free(f->tmp), f->tmp = NULL; return -1; }
-    mode_t mode = f->exists ? f->st.st_mode & 07777 : 0666 & ~mask; // mkstemp made it 0600
-    if (fchmod(fd, mode) != 0) { close(fd); return -1; }
-    if (f->exists && (f->st.st_uid != geteuid() || f->st.st_gid != getegid()) &&
-        fchown(fd, f->st.st_uid, f->st.st_gid) != 0) {
-        // Decision: the owner is kept where the system allows it (root); a file of another user
-        // that the user may write (0666) is otherwise replaced by one of the user's
-    }
-    return write_whole(fd, f);
-}
-
-// Renames outs' temporary files over their targets, after a hard-link backup of each existing
-// target when there are several outputs. Returns the output that failed (why set), or -1.
-static int rename_outputs(OutputFile *outs, int n, const char **why) {
-    for (int k = 0; k < n && n > 1; k++) {
-        OutputFile *f = &outs[k];
-        if (f->in_place || !f->exists) { continue; }
-        int fd = create_beside(f->target, &f->backup);
-        if (fd < 0 || close(fd) != 0 || unlink(f->backup) != 0 || link(f->target, f->backup) != 0) {
-            free(f->backup), f->backup = NULL;
-            *why = "cannot keep a backup of it beside it";
-            return k;
-        }
-    }
-    for (int k = 0; k < n; k++) {
-        if (outs[k].in_place) { continue; }
-        if (rename(outs[k].tmp, outs[k].target) != 0) { return k; }
-        free(outs[k].tmp), outs[k].tmp = NULL, outs[k].renamed = 1;
-    }
-    return -1;
-}
-
-// Writes every output, or none (see above). A full disk or ulimit -f (SIGXFSZ is ignored, so the
-// write fails with EFBIG) is reported, naming the output.
-static int commit_outputs(OutputFile *outs, int n, char *err) {
-    int bad = -1, k; // the output that failed
-    const char *why = "cannot write";
-    for (k = 0; k < n; k++) { outs[k].fd = -1; }
-    for (k = 0; k < n && bad < 0; k++) { // opened first, as > does (a FIFO waits for its reader)
-        OutputFile *f = &outs[k];
-        if (f->in_place && (close_memory(f) != 0 ||
-                            (f->fd = open(f->path, O_WRONLY | O_TRUNC | O_NOCTTY)) < 0)) {
-            bad = k;
-        }
-    }
-    sigset_t block, old; // a kill between creating a temporary file and its rename would leave it
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigprocmask(SIG_BLOCK, &block, &old);
-    void (*pipe_was)(int) = signal(SIGPIPE, SIG_IGN); // a reader gone: EPIPE, put back
-    mode_t mask = umask(0);
-    umask(mask);
-    for (k = 0; k < n && bad < 0; k++) {
-        if (!outs[k].in_place && write_temporary(&outs[k], mask) != 0) { bad = k; }
-    }
-    bad = bad < 0 ? rename_outputs(outs, n, &why) : bad;
-    for (k = 0; k < n && bad < 0; k++) {
-        if (outs[k].in_place && write_whole(outs[k].fd, &outs[k]) != 0) { bad = k; }
-        outs[k].fd = -1; // (closed by write_whole)
-    }
-    if (bad >= 0) {
-        char line[SS_ERR_LEN];
-        snprintf(line, sizeof(line), "%s: %s", why, strerror(errno));
-        output_fail(err, &outs[bad], line);
-    }
-    for (k = 0; k < n; k++) { // when one failed, the renamed are put back; what is left goes
-        OutputFile *f = &outs[k];
-        if (bad >= 0 && f->renamed) { // (a backup that cannot be put back stays beside it)
-            (void)(f->backup ? rename(f->backup, f->target) : unlink(f->target));
-            free(f->backup), f->backup = NULL;
-        }
-        if (f->tmp) { unlink(f->tmp); }
-        if (f->backup) { unlink(f->backup); }
-        if (f->fd >= 0) { close(f->fd); }
-    }
-    signal(SIGPIPE, pipe_was);
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    for (k = 0; k < n && bad < 0; k++) { fprintf(stderr, "wrote %s\n", outs[k].path); }
-    return bad < 0 ? 0 : -1;
 }
 
 #ifndef TESTING
@@ -5673,7 +5604,11 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
     char *p = (char *)o + fl->offset, fixed[32];
     long x;
     switch (fl->kind) {
-    case ARG_TEXT: case ARG_PATH: *(const char **)p = v; return 0;
+    case ARG_PATH:
+        if (*v == '\0') { return flag_fail(err, fl->name, NULL, "the path is empty"); }
+        *(const char **)p = v;
+        return 0;
+    case ARG_TEXT: *(const char **)p = v; return 0;
     case ARG_FLOAT: case ARG_DOUBLE:
         return parse_number(fl->name, v, fl->lo, fl->hi, fl->lo_open,
                             fl->kind == ARG_FLOAT ? (float *)p : NULL, (double *)p, err);
@@ -5850,158 +5785,6 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     return f.failed ? -1 : 0;
 }
 
-// A name the model's loaders read in its folder: config, generation config, tokenizer, index,
-// and any .safetensors (model.safetensors, or a shard the index names).
-static int model_file_name(const char *name) {
-    size_t n = strlen(name);
-    return (n >= 12 && strcmp(name + n - 12, ".safetensors") == 0) || is(name, "config.json") ||
-           is(name, "tokenizer.json") || is(name, "generation_config.json") ||
-           is(name, "model.safetensors.index.json");
-}
-
-// What output f names that it must not: one of the run's inputs (-f, --skip-file,
-// --dev-prompts), a regular file stdout or stderr goes to (> FILE), or a file the model's loaders
-// read (by name, whether or not it exists yet, or by inode). NULL when none.
-static const char *input_named(const Options *o, const OutputFile *f) {
-    const char *files[3] = {o->prompt_file, o->skip_file, o->dev_prompts}, *why = NULL;
-    const char *model = "one of the run's input files (the model's)";
-    struct stat sb;
-    for (int k = 0; k < 3; k++) {
-        if (f->exists && files[k] && stat(files[k], &sb) == 0 && same_file(&sb, &f->st)) {
-            why = "one of the run's input files";
-        }
-    }
-    for (int fd = 1; fd <= 2; fd++) { // (a device such as /dev/null may be both)
-        if (f->exists && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && same_file(&sb, &f->st)) {
-            why = "the file stdout or stderr goes to";
-        }
-    }
-    char *real = realpath(o->model_dir, NULL);
-    const char *slash = strrchr(f->target, '/');
-    size_t n = slash == NULL ? 0 : slash == f->target ? 1 : (size_t)(slash - f->target);
-    if (!why && real && !f->in_place && slash && strlen(real) == n &&
-        strncmp(real, f->target, n) == 0 && model_file_name(slash + 1)) {
-        why = model;
-    }
-    free(real);
-    DIR *dir = f->exists ? opendir(o->model_dir) : NULL; // a hard link to one of them
-    for (struct dirent *e; dir && !why && (e = readdir(dir)) != NULL;) {
-        char *path = join_path(o->model_dir, e->d_name);
-        if (model_file_name(e->d_name) && stat(path, &sb) == 0 && same_file(&sb, &f->st)) {
-            why = model;
-        }
-        free(path);
-    }
-    if (dir) { closedir(dir); }
-    return why;
-}
-
-// Sets f's target: the existing file resolved, or (a new file) its folder resolved and its name;
-// a file that is not a regular one is written in place, by its path as given. -1: no folder.
-static int resolve_output(OutputFile *f) {
-    const char *path = f->path, *slash = strrchr(path, '/');
-    struct stat sb;
-    if (f->in_place) {
-        f->target = strcpy((char *)malloc_check(strlen(path) + 1), path);
-        return 0;
-    }
-    char *dir = slash ? (char *)memcpy(malloc_check((size_t)(slash - path) + 2), path,
-                                       (size_t)(slash - path) + 1) : NULL;
-    if (dir) { dir[slash == path ? 1 : slash - path] = '\0'; }
-    char *real = realpath(f->exists ? path : dir ? dir : ".", NULL);
-    free(dir);
-    if (real == NULL || (!f->exists && (stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode)))) {
-        free(real);
-        return -1;
-    }
-    f->target = f->exists ? real : join_path(real, slash ? slash + 1 : path);
-    if (!f->exists) { free(real); }
-    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) { // named in messages
-        const char *end = strrchr(f->target, '/');
-        size_t n = end == f->target ? 1 : (size_t)(end - f->target);
-        f->link_dir = (char *)memcpy(malloc_check(n + 1), f->target, n);
-        f->link_dir[n] = '\0';
-    }
-    return 0;
-}
-
-// Asks for f's permission as a shell's > asks it, before the run: open(O_WRONLY) on an existing
-// regular file (without truncating it), access(W_OK) on a device or FIFO; and, for a file
-// replaced by rename, a temporary file made and removed beside it. 0, or -1 with err set.
-static int check_writable(const OutputFile *f, char *err) {
-    char why[SS_ERR_LEN], *tmp;
-    struct stat sb;
-    int fd = f->in_place ? access(f->path, W_OK)
-             : f->exists ? open(f->target, O_WRONLY | O_NOCTTY) : 0;
-    if (fd < 0) {
-        snprintf(why, sizeof(why), "cannot write: %s", strerror(errno));
-        return output_fail(err, f, why);
-    }
-    if (f->in_place) { return 0; }
-    if (f->exists) { close(fd); }
-    fd = create_beside(f->target, &tmp); // (access() says yes to root on a read-only file system)
-    if (fd >= 0) { close(fd), unlink(tmp); }
-    snprintf(why, sizeof(why), "cannot create a file %s: %s",
-             f->link_dir ? "there" : "in its folder", strerror(errno));
-    tmp[strlen(tmp) - 10] = '\0'; // its folder, or "" for the current one
-    int sticky = stat(tmp[0] ? tmp : ".", &sb) == 0 && (sb.st_mode & S_ISVTX) && geteuid() != 0 &&
-                 sb.st_uid != geteuid() && f->exists && f->st.st_uid != geteuid();
-    long name_max = pathconf(tmp[0] ? tmp : ".", _PC_NAME_MAX);
-    free(tmp);
-    if (fd >= 0 && name_max > 0 && strlen(strrchr(f->target, '/') + 1) > (size_t)name_max) {
-        return output_fail(err, f, "cannot create it: File name too long");
-    }
-    if (sticky) { // Decision: refused, where > would write into it: rename cannot replace it
-        return output_fail(err, f, "another user's file in a sticky folder: cannot be replaced");
-    }
-    return fd < 0 ? output_fail(err, f, why) : 0;
-}
-
-// Checks an output's path before the run (which can take minutes) and adds it to outs (the
-// rules above commit_outputs). Returns 0, or -1 with err set.
-static int add_output(OutputFile *outs, int *n, const Options *o, const char *const *field,
-                      char *err) {
-    OutputFile *f = &outs[*n];
-    memset(f, 0, sizeof(*f));
-    f->flag = flag_name(o, field), f->path = *field;
-    const char *path = f->path, *why;
-    struct stat sb;
-    if (path[0] == '\0') { return flag_fail(err, f->flag, NULL, "the file name is empty"); }
-    f->exists = stat(path, &f->st) == 0;
-    if (!f->exists && lstat(path, &sb) == 0) {
-        return flag_fail(err, f->flag, path, "a symbolic link to nothing (give its target)");
-    }
-    if (f->exists && S_ISDIR(f->st.st_mode)) {
-        return flag_fail(err, f->flag, path, "names a folder, not a file");
-    }
-    f->in_place = f->exists && !S_ISREG(f->st.st_mode);
-    if (resolve_output(f) != 0) {
-        return flag_fail(err, f->flag, path, "its folder does not exist");
-    }
-    (*n)++; // (free_outputs frees target from here on)
-    if ((why = input_named(o, f)) != NULL) {
-        return flag_fail(err, f->flag, path, "names %s; writing it would replace it", why);
-    }
-    for (int k = 0; k < *n - 1; k++) {
-        if ((f->exists && outs[k].exists && same_file(&f->st, &outs[k].st)) ||
-            strcmp(f->target, outs[k].target) == 0) {
-            return flag_fail(err, f->flag, path, "names the file %s names (the other output file)",
-                             outs[k].flag);
-        }
-    }
-    if (check_writable(f, err) != 0) { return -1; }
-    f->mem = memory_stream(f);
-    return f->mem ? 0 : output_fail(err, f, "cannot hold it in memory: out of memory");
-}
-
-// The in-memory stream of the output whose flag stores its path at field, or NULL (not given).
-static FILE *output_stream(OutputFile *outs, int n, const Options *o, const char *const *field) {
-    for (int k = 0; k < n; k++) {
-        if (outs[k].flag == flag_name(o, field)) { return outs[k].mem; }
-    }
-    return NULL;
-}
-
 // Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).
 typedef struct {
     char **text; // (n) each prompt's text
@@ -6125,7 +5908,7 @@ static void free_prompts(Prompts *p) {
 // reported, saved with --save-skip and used); the handler then steps aside, so a second one quits.
 static void on_interrupt(int sig) {
     search_interrupted = 1;
-    signal(sig, SIG_DFL);
+    signal(sig, on_stop);
 }
 
 // Everything one run of the CLI holds; zeroed first, so free_run frees whatever was built.
@@ -6140,6 +5923,7 @@ typedef struct {
     Observer watch;          // the engine's hooks into trace
     OutputFile outs[MAX_OUTPUTS]; // the output files given, n_outs of them
     int n_outs;
+    FILE *save_skip;         // --save-skip's output (NULL: none)
 } CliRun;
 
 // Self-SD's search or the oracle's, before the first prompt decodes, on r->dev into r->skip,
@@ -6162,7 +5946,7 @@ static double search_skip_set(CliRun *r, const Options *o) {
                 "there are at most that many)\n", op->max_sets, count);
         r->skip = select_oracle(&r->m, &obj, count, op->max_sets, (uint64_t)o->seed, &tried);
     }
-    signal(SIGINT, SIG_DFL);
+    signal(SIGINT, on_stop);
     if (search_interrupted) {
         fprintf(stderr, "selfspec: search stopped by Ctrl-C: %s the best set so far, skipping %d "
                 "of %d sublayers (Ctrl-C again quits)\n",
@@ -6477,10 +6261,18 @@ static void getter_hint(const char *dir, char *err) {
 // Loads the model, tokenizer, skip set and prompts the options name: 0, or -1 with err set.
 static int load_run(CliRun *r, Options *o, char *err) {
     char why[SS_ERR_LEN], extra[64];
-    const char *const *outputs[] = {&o->save_skip, &o->trace}; // the flags that name an output
-    for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++) {
-        if (*outputs[k] && add_output(r->outs, &r->n_outs, o, outputs[k], err)) { return -1; }
+    // the outputs first, before the run's minutes (README "Scope and limits", item 4)
+    const char *const inputs[] = {o->prompt_file, o->skip_file, o->dev_prompts};
+    const char *const *outputs[] = {&o->save_skip, &o->trace};
+    for (int k = 0; k < 2; k++) {
+        int n = r->n_outs; // (free_outputs frees what a failed open made)
+        if (*outputs[k] && open_output(&r->outs[r->n_outs++], n, flag_name(o, outputs[k]),
+                                       *outputs[k], inputs, 3, o->model_dir, err)) {
+            return -1;
+        }
     }
+    r->save_skip = o->save_skip ? r->outs[0].f : NULL;
+    r->trace.f = o->trace ? r->outs[r->n_outs - 1].f : NULL;
     if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) {
         getter_hint(o->model_dir, err);
         return -1;
@@ -6529,7 +6321,6 @@ static int load_run(CliRun *r, Options *o, char *err) {
     selector_init(&r->sel, o->method, &o->params, c->n_layers, (uint64_t)o->seed);
     r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
-    r->trace.f = output_stream(r->outs, r->n_outs, o, &o->trace);
     r->trace.n_layers = c->n_layers;
     r->trace.exit_none = o->exit.mode == EXIT_NONE;
     r->trace.verbose = !o->json;
@@ -6579,17 +6370,17 @@ static int print_error(const char *err) {
     return 1;
 }
 
-// After the last prompt: stdout checked, then the output files written whole, only when every
-// step before succeeded (a failed run leaves the old files as they were). Returns 1 on failure.
-static int finish_run(CliRun *r, const Options *o, int failed) {
+// After the last prompt: stdout checked, then the outputs renamed over their files, only when
+// every step before succeeded (a failed run leaves the old files as they were). Returns 1 on
+// failure.
+static int finish_run(CliRun *r, int failed) {
     char err[SS_ERR_LEN];
     if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
         failed = print_error("writing to stdout failed");
     }
-    FILE *skip = output_stream(r->outs, r->n_outs, o, &o->save_skip);
-    if (skip) {
-        write_skip(skip, "", &r->searched, r->m.config.n_layers);
-        fputc('\n', skip);
+    if (r->save_skip) {
+        write_skip(r->save_skip, "", &r->searched, r->m.config.n_layers);
+        fputc('\n', r->save_skip);
     }
     if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }
     return failed;
@@ -6607,6 +6398,9 @@ static void free_run(CliRun *r) {
 }
 
 int main(int argc, char **argv) {
+    signal(SIGINT, on_stop); // a stopped run leaves no temporary file (README, Scope and limits)
+    signal(SIGTERM, on_stop);
+    atexit(remove_temporaries); // nor one that dies
     Options o;
     CliRun r;
     memset(&r, 0, sizeof(r));
@@ -6623,7 +6417,7 @@ int main(int argc, char **argv) {
                 failed = print_error(err);
             }
         }
-        failed = finish_run(&r, &o, failed);
+        failed = finish_run(&r, failed);
     }
     free_run(&r);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
