@@ -772,7 +772,7 @@ def outputs(tmp):
     if os.path.exists("/dev/full"):
         with open("/dev/full", "w") as full:
             p = subprocess.run([sys.executable, SCRIPT, trace, "-o", "-"], stdout=full, stderr=subprocess.PIPE,
-                               text=True, timeout=60)
+                               text=True, timeout=60, cwd=d)
         check(p.returncode == 1 and re.fullmatch(r"draw_trace\.py: error: -o -: cannot write: No space left on "
                                                  r"device\n", p.stderr) is not None, "-o - into /dev/full: exit %d: %s"
               % (p.returncode, p.stderr))
