@@ -6254,25 +6254,32 @@ static void getter_hint(const char *dir, char *err) {
     snprintf(script, sizeof(script), "%.*sget_%.*s.sh", (int)(base - dir), dir,
              (int)strcspn(base, "-"), base);
     if (access(dir, F_OK) != 0 && access(script, F_OK) == 0) {
-        snprintf(err + n, SS_ERR_LEN - n, " (the folder is made by %s: run it first)", script);
+        snprintf(err + n, SS_ERR_LEN - n, " (the folder is made by %.*s: run it first)",
+                 SS_ERR_LEN / 2, script);
     }
+}
+
+// --save-skip's and --trace's files, opened before the model loads (and the run's minutes),
+// refusing one of the run's inputs (README "Scope and limits", item 4). 0, or -1 with err set.
+static int open_outputs(CliRun *r, const Options *o, char *err) {
+    const char *const inputs[] = {o->prompt_file, o->skip_file, o->dev_prompts};
+    const char *const *paths[] = {&o->save_skip, &o->trace};
+    for (int k = 0; k < 2; k++) {
+        if (*paths[k] == NULL) { continue; }
+        OutputFile *f = &r->outs[r->n_outs]; // (free_outputs frees what a failed open made)
+        if (open_output(f, r->n_outs++, flag_name(o, paths[k]), *paths[k], inputs, 3,
+                        o->model_dir, err)) {
+            return -1;
+        }
+        if (k == 0) { r->save_skip = f->f; } else { r->trace.f = f->f; }
+    }
+    return 0;
 }
 
 // Loads the model, tokenizer, skip set and prompts the options name: 0, or -1 with err set.
 static int load_run(CliRun *r, Options *o, char *err) {
     char why[SS_ERR_LEN], extra[64];
-    // the outputs first, before the run's minutes (README "Scope and limits", item 4)
-    const char *const inputs[] = {o->prompt_file, o->skip_file, o->dev_prompts};
-    const char *const *outputs[] = {&o->save_skip, &o->trace};
-    for (int k = 0; k < 2; k++) {
-        int n = r->n_outs; // (free_outputs frees what a failed open made)
-        if (*outputs[k] && open_output(&r->outs[r->n_outs++], n, flag_name(o, outputs[k]),
-                                       *outputs[k], inputs, 3, o->model_dir, err)) {
-            return -1;
-        }
-    }
-    r->save_skip = o->save_skip ? r->outs[0].f : NULL;
-    r->trace.f = o->trace ? r->outs[r->n_outs - 1].f : NULL;
+    if (open_outputs(r, o, err)) { return -1; }
     if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) {
         getter_hint(o->model_dir, err);
         return -1;
