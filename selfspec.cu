@@ -24,7 +24,7 @@
 // ASD, CLaSp, SWIFT, the selector hooks) -> decoding (plain; self-speculative: the exit rule,
 // speculative sampling, draft, verify, generate_spec) -> Self-SD's search before decoding. Then
 // the plumbing, which a reader of the papers may skip: reading files, JSON, config.json,
-// safetensors -> tokenizer -> the oracle (a baseline search) -> statistics -> threads -> CLI.
+// safetensors -> tokenizer -> statistics -> threads -> CLI.
 //
 // Build and run (the Makefile's flags matter: -ffp-contract=off and nvcc's -fmad=false keep
 // every build's arithmetic the one the bit-exactness argument assumes):
@@ -883,8 +883,7 @@ static int sample_probs(const float *probs, int n, float u) {
 //   swift   SWIFT Sec. 4: random search + Bayesian optimization on the fly, during decoding
 //   asd     ASD Algorithm 1: a cosine-similarity rule on the prompt, once per prompt
 //   clasp   CLaSp Algorithm 1: dynamic programming after verifications, whole layers
-//   oracle  the best of N random sets of SWIFT's size (every set when there are at most N), to
-//           see how far the others land: in no paper, so with the plumbing (select_oracle)
+// (test/bench/oracle.c scores every set of one size, or N random ones: a baseline in no paper.)
 // Symbols follow each paper, and they collide: Self-SD's gamma is the exit threshold, alpha the
 // target acceptance rate, eps the step of Eq. 3; SWIFT's gamma is the context window, epsilon
 // the exit threshold, alpha the measured acceptance rate, r the skip ratio, N_D the most draft
@@ -897,12 +896,10 @@ static int sample_probs(const float *probs, int n, float u) {
 // them through the selector hooks; Self-SD's search, which scores a set by decoding with it,
 // comes after it.
 
-enum {
-    METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE
-};
+enum { METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP };
 static const char *method_name(int method) {
-    static const char *names[] = {"none", "static", "selfsd", "swift", "asd", "clasp", "oracle"};
-    return method >= 0 && method <= METHOD_ORACLE ? names[method] : "?";
+    static const char *names[] = {"none", "static", "selfsd", "swift", "asd", "clasp"};
+    return method >= 0 && method <= METHOD_CLASP ? names[method] : "?";
 }
 
 // Each method's settings, in one place: method_params_default() fills them with the papers'
@@ -950,16 +947,10 @@ typedef struct {
 } ClaspParams;
 
 typedef struct {
-    float skip_ratio;     // sets of round(skip_ratio * 2L) skipped sublayers are scored
-    long max_sets;        // all of them when there are at most this many, else this many at random
-} OracleParams;
-
-typedef struct {
     SelfSdParams selfsd;
     SwiftParams swift;
     AsdParams asd;
     ClaspParams clasp;
-    OracleParams oracle;
 } MethodParams;
 
 static MethodParams method_params_default(void) {
@@ -1002,10 +993,6 @@ static MethodParams method_params_default(void) {
     // Decision: M = L / 2, the "half of the layers" of Sec. 5.1 and the low end of Sec. 4.1's
     // 50-60% (Sec. 5.3.1 finds 44 of 80 best on LLaMA3-70B).
     p.clasp.skip_ratio = 0.5f;
-    // SWIFT's r; 400 random sets take about half a minute on kjv-12l (2 cores). The best of them is
-    // a bound on what a set of that size can do only when it scored every set (2L <= ~10 here)
-    p.oracle.skip_ratio = 0.45f;
-    p.oracle.max_sets = 400;
     return p;
 }
 
@@ -1840,7 +1827,7 @@ typedef struct {
     double draft_ms;   // time in draft forwards
     double verify_ms;  // time in verification forwards
     double select_ms;  // time choosing layers (layer-selection methods), search_ms included
-    double search_ms;  // of which an offline search before decoding (selfsd, oracle)
+    double search_ms;  // of which an offline search before decoding (selfsd)
     int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
     float threshold_first, threshold_last; // the draft-exit threshold (gamma) before and after
     double threshold_sum;                  // over rounds, after each update, for the mean
@@ -1947,15 +1934,15 @@ static int speculative_accept(const float *p, const float *q, int n, int d, Rng 
     return 0;
 }
 
-// One skip set a search scored (Self-SD's iterations, the oracle's sets), as the observer sees it.
+// One skip set a search scored (Self-SD's iterations; test/bench/oracle.c's sets), as the
+// observer sees it.
 typedef struct {
-    int method;            // METHOD_SELFSD or METHOD_ORACLE
+    int method;            // METHOD_SELFSD (test/bench/oracle.c: -1)
     int i, of;             // the set's index (Self-SD: 0 is the empty set, i the iteration) of `of`
     SkipSet skip, best;    // the set scored (done: the set chosen), and the best set so far
     double objective, best_objective; // their scores, lower is better
     int done;              // 1: the search is over, i the sets scored; 2: Self-SD's re-check,
                            // objective the winner's median and best_objective the empty set's
-    int every_set;         // the oracle scores every set of its size
 } Candidate;
 
 // Who watches the decoding loop and the searches (a NULL member: nobody): the CLI's --trace
@@ -2226,8 +2213,8 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
 // ----------------------------------------------------------------------------
 // layer selection before decoding: Self-SD's Bayesian optimization
 //
-// It scores a skip set by decoding with it (generate_spec above), so it comes after the loop; so
-// does the oracle's search, which shares its objective (with the plumbing: select_oracle).
+// It scores a skip set by decoding with it (generate_spec above), so it comes after the loop
+// (test/bench/oracle.c's baseline search shares its objective).
 
 // --- the objective: time per verified token ----------------------------------
 
@@ -2340,7 +2327,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     float v[GP_MAX_DIM];
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
-    Candidate c = {METHOD_SELFSD, 0, iters, best, best, best_cost, best_cost, 0, 0};
+    Candidate c = {METHOD_SELFSD, 0, iters, best, best, best_cost, best_cost, 0};
     observe(obj, &c);
     int it;
     for (it = 1; it <= iters && !search_interrupted; it++) {
@@ -2377,7 +2364,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
 
 // ----------------------------------------------------------------------------
 // plumbing below: reading Hugging Face files (JSON, config.json, safetensors), the tokenizer,
-// the oracle, reports, threads and the CLI. A reader of the papers may stop here.
+// reports, threads and the CLI. A reader of the papers may stop here.
 
 // ----------------------------------------------------------------------------
 // utilities of the plumbing: error lines for the user, paths, checked growth
@@ -4713,56 +4700,6 @@ static int class_at(const char *s, size_t len, size_t i, size_t *n) {
 }
 
 // ----------------------------------------------------------------------------
-// the oracle: a baseline search, in none of the papers, so it sits with the plumbing
-//
-// Every skip set with exactly `count` skipped sublayers when there are at most max_sets of them,
-// else max_sets random ones, scored by the objective. Slow by design: it stops early on Ctrl-C
-// (search_interrupted), and the observer shows its progress.
-static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets,
-                             uint64_t seed, long *n_tried) {
-    int L = m->config.n_layers, slots = 2 * L;
-    double total = 1; // C(2L, count)
-    for (int k = 0; k < count; k++) { total = total * (slots - k) / (k + 1); }
-    SkipSet best, cand;
-    memset(&best, 0, sizeof(best));
-    double best_cost = INFINITY;
-    Rng r;
-    rng_seed(&r, seed);
-    int idx[GP_MAX_DIM];
-    for (int k = 0; k < count; k++) { idx[k] = k; }
-    long tried = 0;
-    int exhaustive = total <= (double)max_sets;
-    long n_sets = exhaustive ? (long)total : max_sets;
-    Candidate c = {METHOD_ORACLE, 0, (int)n_sets, best, best, 0, 0, 0, exhaustive};
-    while (tried < n_sets && !search_interrupted) {
-        if (exhaustive) {
-            memset(&cand, 0, sizeof(cand));
-            for (int k = 0; k < count; k++) {
-                if (idx[k] < L) { cand.attn[idx[k]] = 1; } else { cand.mlp[idx[k] - L] = 1; }
-            }
-            int k = count - 1; // next combination in lexicographic order
-            while (k >= 0 && idx[k] == slots - count + k) { k--; }
-            if (k >= 0) {
-                idx[k]++;
-                for (int q = k + 1; q < count; q++) { idx[q] = idx[q - 1] + 1; }
-            }
-        } else {
-            random_skip_set(&r, 0, count, 0, L - 1, &cand);
-        }
-        double cost = measure_objective(m, obj, &cand);
-        if (search_interrupted) { break; } // a cost over part of the dev set is not a score
-        if (cost < best_cost) { best_cost = cost; best = cand; }
-        c.i = (int)tried++, c.skip = cand, c.objective = cost, c.best = best;
-        c.best_objective = best_cost;
-        observe(obj, &c);
-    }
-    c.done = 1, c.i = (int)tried, c.skip = c.best = best, c.objective = best_cost;
-    observe(obj, &c);
-    *n_tried = tried;
-    return best;
-}
-
-// ----------------------------------------------------------------------------
 // statistics and reporting
 
 // The device a run used, as the reports name it.
@@ -4873,7 +4810,7 @@ static const char *method_note(int method, int cost_model, const SkipSet *skip, 
                                const SpecStats *st, int n, const Selector *sel, char *buf,
                                size_t cap) {
     const Swift *w = &sel->swift;
-    if ((method == METHOD_SELFSD || method == METHOD_ORACLE) && !skip_count(skip, L)) {
+    if (method == METHOD_SELFSD && !skip_count(skip, L)) {
         snprintf(buf, cap, "no skip set it scored cost less per token than plain decoding on the "
                  "%s objective, so it drafts nothing (try --objective %s)",
                  cost_model ? "cost" : "time", cost_model ? "time" : "cost");
@@ -4959,8 +4896,7 @@ typedef struct {
     FILE *f;                 // --trace: in memory until the run ends (commit_outputs); NULL: none
     int prompt;              // the prompt being decoded (0-based)
     int n_layers, exit_none; // the model's layers; --exit none (no threshold: gamma null)
-    int verbose, cost_model; // Self-SD's progress lines; the searches' objective (its unit)
-    int count;               // the oracle's set size
+    int verbose, cost_model; // Self-SD's progress lines; the search's objective (its unit)
     double t0, shown;        // the search's first set, and its last progress line
     DraftStats ds;           // this prompt's drafts (reset by each prefill)
 } Trace;
@@ -5106,7 +5042,7 @@ static void trace_round(void *ctx, const Round *r, const Selector *sel) {
     fprintf(f, "}\n");
 }
 
-// The searches' progress on stderr: Self-SD's iterations (unless --json), the oracle's every 10 s.
+// The search's progress on stderr: Self-SD's iterations (unless --json).
 static void search_progress(Trace *t, const Candidate *c) {
     const char *unit = t->cost_model ? "sublayers/token" : "ms/token";
     int L = t->n_layers, skips = skip_count(&c->best, L);
@@ -5127,20 +5063,6 @@ static void search_progress(Trace *t, const Candidate *c) {
             fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, "
                     "~%.0f s left\n", c->i, c->of, c->objective, unit, c->best_objective, skips,
                     2 * L, (now - t->t0) / c->i * (c->of - c->i) / 1e3);
-        }
-    } else if (c->method == METHOD_ORACLE) {
-        if (c->done && search_interrupted) {
-            fprintf(stderr, "oracle: interrupted after %d of %d sets: best so far costs %.4f\n",
-                    c->i, c->of, c->objective);
-        } else if (c->done) {
-            fprintf(stderr, "oracle: the best of %d %ssets of %d sublayers costs %.4f%s\n", c->i,
-                    c->every_set ? "" : "random ", t->count, c->objective,
-                    c->every_set ? " (every set there is: a bound for that size)" : "");
-        } else if (now - t->shown > 10e3) {
-            t->shown = now;
-            fprintf(stderr, "oracle: %d of %d sets scored, best cost %.4f, ~%.0f s left\n",
-                    c->i + 1, c->of, c->best_objective,
-                    (now - t->t0) / (c->i + 1) * (c->of - c->i - 1) / 1e3);
         }
     }
 }
@@ -5367,7 +5289,7 @@ typedef struct {
 // How a flag's value is read: text as given, a path (which may not start with -), a number
 // checked against the flag's range, or a word of its own (--method, --objective, --exit, on/off).
 typedef enum {
-    ARG_SWITCH, ARG_TEXT, ARG_PATH, ARG_INT, ARG_LONG, ARG_FLOAT, ARG_DOUBLE, ARG_ONOFF,
+    ARG_SWITCH, ARG_TEXT, ARG_PATH, ARG_INT, ARG_FLOAT, ARG_DOUBLE, ARG_ONOFF,
     ARG_METHOD, ARG_OBJECTIVE, ARG_EXIT
 } ArgKind;
 
@@ -5385,10 +5307,7 @@ typedef struct {
     const char *only, *help;
 } Flag;
 
-enum { // the methods that draft, and those that search before decoding
-    DRAFTING = (1 << (METHOD_ORACLE + 1)) - 2,
-    SEARCHING = 1 << METHOD_SELFSD | 1 << METHOD_ORACLE,
-};
+enum { DRAFTING = (1 << (METHOD_CLASP + 1)) - 2 }; // the methods that draft: all but none
 
 // --help lists them in this order.
 static const Flag FLAGS[] = {
@@ -5410,8 +5329,8 @@ static const Flag FLAGS[] = {
     {"-c", "CTX", ARG_INT, offsetof(Options, ctx), 2, 1 << 24, 0, 0, NULL,
      "context length to allocate, at most max_position_embeddings\n(default: that, at most 4096)"},
     {"--method", "M", ARG_METHOD, offsetof(Options, method), 0, 0, 0, 0, NULL,
-     "none (plain decoding), static (--skip), selfsd, swift, asd, clasp,\n"
-     "oracle; default: static when --skip/--skip-file is given, else none"},
+     "none (plain decoding), static (--skip), selfsd, swift, asd, clasp;\n"
+     "default: static when --skip/--skip-file is given, else none"},
     {"--skip", "SPEC", ARG_TEXT, offsetof(Options, skip_spec), 0, 0, 0, 1 << METHOD_STATIC,
      "only --method static drafts with a given skip set",
      "draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\"\n(0-based)"},
@@ -5429,16 +5348,13 @@ static const Flag FLAGS[] = {
     {"--iters", "N", ARG_INT, offsetof(Options, params.selfsd.iters), 1, 100000, 0,
      1 << METHOD_SELFSD, "only --method selfsd iterates",
      "selfsd: Bayesian-optimization iterations (default %g)"},
-    {"--dev-prompts", "F", ARG_PATH, offsetof(Options, dev_prompts), 0, 0, 0, SEARCHING,
-     "only --method selfsd or oracle searches on dev prompts",
-     "selfsd/oracle: search on these prompts instead of the prompt itself"},
-    {"--objective", "O", ARG_OBJECTIVE, offsetof(Options, cost_model), 0, 0, 0, SEARCHING,
-     "only --method selfsd or oracle has an objective",
-     "selfsd/oracle: time (wall clock, default for selfsd) or cost\n"
-     "(sublayers run per token, deterministic; default for oracle)"},
-    {"--save-skip", "F", ARG_PATH, offsetof(Options, save_skip), 0, 0, 0, SEARCHING,
-     "only --method selfsd or oracle chooses a skip set to save",
-     "selfsd/oracle: write the chosen skip set as JSON for --skip-file"},
+    {"--dev-prompts", "F", ARG_PATH, offsetof(Options, dev_prompts), 0, 0, 0, 1 << METHOD_SELFSD,
+     NULL, "selfsd: search on these prompts instead of the prompt itself"},
+    {"--objective", "O", ARG_OBJECTIVE, offsetof(Options, cost_model), 0, 0, 0, 1 << METHOD_SELFSD,
+     NULL, "selfsd: time (wall clock, default) or cost (sublayers run per\n"
+     "token, deterministic)"},
+    {"--save-skip", "F", ARG_PATH, offsetof(Options, save_skip), 0, 0, 0, 1 << METHOD_SELFSD,
+     NULL, "selfsd: write the chosen skip set as JSON for --skip-file"},
     {"--loi", "N", ARG_INT, offsetof(Options, params.clasp.interval), 1, 1 << 20, 0,
      1 << METHOD_CLASP, NULL, "clasp: run the DP every N verifications (default %g)"},
     {"--skip-ratio", "R", ARG_FLOAT, offsetof(Options, params.swift.skip_ratio), 0, 1, 1,
@@ -5459,10 +5375,6 @@ static const Flag FLAGS[] = {
      1 << METHOD_ASD, NULL, "asd: never skip in the last N layers (default %g)"},
     {"--clasp-ratio", "R", ARG_FLOAT, offsetof(Options, params.clasp.skip_ratio), 0, 1, 1,
      1 << METHOD_CLASP, NULL, "clasp: each DP skips M = round(R L) of the L layers (default %g)"},
-    {"--oracle-sets", "N", ARG_LONG, offsetof(Options, params.oracle.max_sets), 1, 1L << 40, 0,
-     1 << METHOD_ORACLE, NULL,
-     "oracle: score at most N skip sets, all when there are fewer, else N\n"
-     "random ones (default %g; each costs a few decoding runs)"},
     {"--threads", "N", ARG_INT, offsetof(Options, threads), 1, 1024, 0, 0, NULL,
      "CPU threads (default: OMP_NUM_THREADS, else one per core); on a busy\n"
      "machine give fewer (README, Threads)"},
@@ -5516,7 +5428,6 @@ static Options options_default(void) {
     o.seed = 42;
     o.method = -1;
     o.params = method_params_default();
-    o.cost_model = -1;
     method_drafting(METHOD_SELFSD, &o.max_draft, &o.exit);
     return o;
 }
@@ -5526,7 +5437,6 @@ static double default_value(const Options *d, const Flag *fl) {
     const char *p = (const char *)d + fl->offset;
     if (fl->kind == ARG_FLOAT) { return *(const float *)p; }
     if (fl->kind == ARG_DOUBLE) { return *(const double *)p; }
-    if (fl->kind == ARG_LONG) { return (double)*(const long *)p; }
     return fl->kind == ARG_INT ? *(const int *)p : 0;
 }
 
@@ -5558,7 +5468,7 @@ static void usage(FILE *f) {
         fputc('\n', f);
     }
     fprintf(f, "  %-16s this help, on stdout\n", "-h, --help");
-    fprintf(f, "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set "
+    fprintf(f, "Ctrl-C during a selfsd search stops it and goes on with the best set "
                "so far.\n");
 }
 
@@ -5623,20 +5533,20 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
         }
         snprintf(fixed, sizeof(fixed), "%s fixed:", fl->name);
         return parse_number(fixed, v + 6, 0, 1, 0, &o->exit.threshold, NULL, err);
-    case ARG_INT: case ARG_LONG:
+    case ARG_INT:
         if (parse_long(fl->name, v, fl->lo, fl->hi, &x, err)) { return -1; }
-        if (fl->kind == ARG_INT) { *(int *)p = (int)x; } else { *(long *)p = x; }
+        *(int *)p = (int)x;
         return 0;
     case ARG_OBJECTIVE:
         o->cost_model = is(v, "cost");
         if (is(v, "time") || is(v, "cost")) { return 0; }
         return flag_fail(err, fl->name, v, "expected time or cost");
     case ARG_METHOD:
-        for (int k = 0; k <= METHOD_ORACLE; k++) {
+        for (int k = 0; k <= METHOD_CLASP; k++) {
             if (is(v, method_name(k))) { o->method = k; }
         }
         return o->method >= 0 ? 0 : flag_fail(err, fl->name, v, "unknown method (none, static, "
-                                              "selfsd, swift, asd, clasp, oracle)");
+                                              "selfsd, swift, asd, clasp)");
     default:
         *(int *)p = 1;
         return 0; // a switch
@@ -5740,7 +5650,6 @@ static int parse_options(int argc, char **argv, Options *o, char *err) {
         o->exit.threshold = rule.threshold;
     }
     if (check_flags(o, err)) { return -1; }
-    if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
     return 0;
 }
 
@@ -5916,7 +5825,7 @@ typedef struct {
     Model m;
     Tokenizer *tok;
     SkipSet skip, searched;  // the set decoding uses; the one the search chose (--save-skip)
-    Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd, oracle)
+    Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd)
     int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
     Selector sel;
     Trace trace;             // watches decoding and the searches; --trace's stream (f NULL: none)
@@ -5926,8 +5835,8 @@ typedef struct {
     FILE *save_skip;         // --save-skip's output (NULL: none)
 } CliRun;
 
-// Self-SD's search or the oracle's, before the first prompt decodes, on r->dev into r->skip,
-// with SIGINT caught: the first Ctrl-C stops it with the best set so far. Returns its time.
+// Self-SD's search, before the first prompt decodes, on r->dev into r->skip, with SIGINT caught:
+// the first Ctrl-C stops it with the best set so far. Returns its time.
 static double search_skip_set(CliRun *r, const Options *o) {
     int n_layers = r->m.config.n_layers;
     Objective obj = {(const int *const *)r->dev.ids, r->dev.len, r->dev.n,
@@ -5936,16 +5845,7 @@ static double search_skip_set(CliRun *r, const Options *o) {
     rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
     double t0 = time_ms();
     signal(SIGINT, on_interrupt);
-    if (o->method == METHOD_SELFSD) {
-        r->skip = select_selfsd(&r->m, &obj, &o->params.selfsd, (uint64_t)o->seed);
-    } else {
-        const OracleParams *op = &o->params.oracle;
-        long tried;
-        int count = r->trace.count = (int)lround(op->skip_ratio * 2 * n_layers);
-        fprintf(stderr, "oracle: scoring %ld random skip sets of %d sublayers (every one when "
-                "there are at most that many)\n", op->max_sets, count);
-        r->skip = select_oracle(&r->m, &obj, count, op->max_sets, (uint64_t)o->seed, &tried);
-    }
+    r->skip = select_selfsd(&r->m, &obj, &o->params.selfsd, (uint64_t)o->seed);
     signal(SIGINT, on_stop);
     if (search_interrupted) {
         fprintf(stderr, "selfspec: search stopped by Ctrl-C: %s the best set so far, skipping %d "
@@ -6010,7 +5910,7 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
                     : method == METHOD_CLASP ? alternate_layers(L) : r->skip;
     write_skip(f, ", \"skip\": ", &start, L);
     fprintf(f, ", \"params\": {");
-    if (method == METHOD_SELFSD || method == METHOD_ORACLE) {
+    if (method == METHOD_SELFSD) {
         fprintf(f, "\"objective\": \"%s\", \"search_on\": \"%s\", \"dev_tokens\": %d, ",
                 o->cost_model ? "cost" : "time", o->dev_prompts ? "dev-prompts" : "prompt",
                 p->selfsd.dev_tokens);
@@ -6018,10 +5918,6 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
     if (method == METHOD_SELFSD) {
         fprintf(f, "\"iters\": %d, \"n_candidates\": %d", p->selfsd.iters, p->selfsd.n_candidates);
         trace_float(f, ", \"kappa\": ", p->selfsd.kappa);
-    } else if (method == METHOD_ORACLE) {
-        fprintf(f, "\"max_sets\": %ld, \"count\": %d", p->oracle.max_sets,
-                (int)lround(p->oracle.skip_ratio * 2 * L));
-        trace_float(f, ", \"skip_ratio\": ", p->oracle.skip_ratio);
     } else if (method == METHOD_SWIFT) {
         const SwiftParams *w = &p->swift;
         fprintf(f, "\"window\": %d, \"max_steps\": %d, \"patience\": %d, \"bo_every\": %d, "
@@ -6099,7 +5995,7 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
         fprintf(f, ", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
                 st->threshold_first, st->threshold_last, threshold_mean(st));
     }
-    if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
+    if (o->method == METHOD_SELFSD) {
         fprintf(f, ", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
     }
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
@@ -6234,7 +6130,7 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
         n = generate_plain(&r->m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);
         if (!plain) { trace_prefill(&r->trace, prompt, n_prompt, NULL, NULL); }
     } else {
-        // (the selector's hooks do nothing for static, selfsd and oracle: they chose before)
+        // (the selector's hooks do nothing for static and selfsd: they chose before)
         SpecParams sp = {r->skip, o->max_draft, o->exit, &r->watch};
         n = generate_spec(&r->m, prompt, n_prompt, &sp, &r->sel, &smp, &tokens, st);
         o->exit = sp.exit; // the adaptive threshold carries over to the next prompt
@@ -6316,7 +6212,7 @@ static int load_run(CliRun *r, Options *o, char *err) {
                      err)) {
         return -1;
     }
-    if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
+    if (o->method == METHOD_SELFSD) {
         int n_dev = o->params.selfsd.dev_tokens;
         snprintf(extra, sizeof(extra), "the %d tokens the search scores", n_dev);
         flag = o->dev_prompts ? flag_name(o, &o->dev_prompts) : "the prompt the search runs on";
@@ -6338,9 +6234,9 @@ static int load_run(CliRun *r, Options *o, char *err) {
     return 0;
 }
 
-// One prompt: the search before decoding (the first prompt, selfsd and oracle: r->dev is empty
-// for the others), decoding, the report, and --compare's plain run. Returns 1 when greedy output
-// differs from plain decoding, else 0.
+// One prompt: the search before decoding (the first prompt, selfsd: r->dev is empty for the
+// others), decoding, the report, and --compare's plain run. Returns 1 when greedy output differs
+// from plain decoding, else 0.
 static int run_prompt(CliRun *r, Options *o, int pi) {
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
     SpecStats st, plain;

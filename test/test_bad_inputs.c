@@ -607,7 +607,7 @@ static void new_classes(void) {
         {"--skip attn:1 --exit bogus", "--exit bogus", "expected adaptive, fixed:GAMMA or none"},
         {"--method selfsd --iters 0", "--iters 0", "must be in [1, 100000]"},
         {"--method clasp --loi 0", "--loi 0", "must be in [1, 1048576]"},
-        {"--method oracle --oracle-sets 0", "--oracle-sets 0", "must be in [1, 1099511627776]"},
+        {"--method oracle", "--method oracle", "unknown method"}, // (test/bench/oracle now)
         {"--threads 0", "--threads 0", "must be in [1, 1024]"},
         {"--threads 2000", "--threads 2000", "must be in [1, 1024]"},
         {"-c 0x10", "-c 0x10", "not an integer"},
@@ -856,12 +856,10 @@ static void rounds_one_to_three(void) {
         flag_case("--dev-prompts line + 32 tokens past -c", "dev-short.txt line 1", "32 tokens the search scores",
                   "-c 24 -n 4 -p hi --method selfsd --iters 1 --dev-prompts %s/dev-short.txt", tmp);
         // with no --dev-prompts the search runs on the prompt itself, under the same check (at
-        // -c 3 it scored 1 of its 32 tokens, exit 0); oracle searches the same way
+        // -c 3 it scored 1 of its 32 tokens, exit 0)
         flag_case("selfsd on the prompt + 32 tokens past -c", "the prompt the search runs on",
                   "2 prompt tokens + the 32 tokens the search scores exceed the context of 3",
                   "-c 3 -n 1 -p a --method selfsd --iters 1");
-        flag_case("oracle on the prompt + 32 tokens past -c", "the prompt the search runs on", "context of 32",
-                  "-c 32 -n 1 -p a --method oracle");
         snprintf(buf, sizeof(buf), "-m %s -c 33 -n 1 -p a --method selfsd --iters 1", SRC); // 2 + 32 - 1 = 33
         run_ok_case("selfsd on the prompt + 32 tokens filling -c", buf);
     }
@@ -870,10 +868,10 @@ static void rounds_one_to_three(void) {
             {"--method none --skip attn:1", "--skip", "only --method static"},
             {"--method selfsd --skip-file F.json", "--skip-file", "only --method static"},
             {"--skip attn:1 --skip-file F.json", "--skip-file", "not both"},
-            {"--skip attn:1 --save-skip F.json", "--save-skip", "only --method selfsd or oracle"},
-            {"--method swift --dev-prompts F.txt", "--dev-prompts", "only --method selfsd or oracle"},
-            {"--method asd --objective cost", "--objective", "only --method selfsd or oracle"},
-            {"--method oracle --iters 3", "--iters", "only --method selfsd"},
+            {"--skip attn:1 --save-skip F.json", "--save-skip", "only --method selfsd reads it"},
+            {"--method swift --dev-prompts F.txt", "--dev-prompts", "only --method selfsd reads it"},
+            {"--method asd --objective cost", "--objective", "only --method selfsd reads it"},
+            {"--method clasp --iters 3", "--iters", "only --method selfsd iterates"},
             {"--method swift --loi 2", "--loi", "only --method clasp"},
             {"--method clasp --skip-ratio 0.3", "--skip-ratio", "only --method swift"},
             {"--method asd --swift-budget 0.5", "--swift-budget", "only --method swift"},
@@ -1004,7 +1002,7 @@ static void rounds_one_to_three(void) {
     flag_case("-K 64", "-K 64", "must be in [1, 63]", "--skip attn:1 -K 64");
     flag_case("--iters 100001", "--iters 100001", "must be in", "--method selfsd --iters 100001");
     flag_case("--top-p 1 with -t 0", "--top-p", "greedy decoding", "-t 0 --top-p 1");
-    flag_case("--objective with --method none", "--objective", "only --method selfsd or oracle", "--objective cost");
+    flag_case("--objective with --method none", "--objective", "only --method selfsd reads it", "--objective cost");
     { // -n at the context's edge: prompt + n - 1 tokens fit exactly, one more does not
         char err[SS_ERR_LEN];
         int ids[64];

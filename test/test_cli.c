@@ -2,7 +2,7 @@
 // ./selfspec): the thread count it reports (--threads, OMP_NUM_THREADS, one per core), --help on
 // stdout, --compare without a method, --json with -f as JSON Lines, Eq. 6 when nothing is accepted, Self-SD's progress lines
 // and its search under a noisy objective, and Ctrl-C (SIGINT sent by the test) during a Self-SD
-// and an oracle search: the summary, the saved --save-skip file, a normal exit.
+// search and test/bench/oracle's: the summary, the saved --save-skip file, a normal exit.
 #define TESTING
 #include "../selfspec.cu"
 #include "testing.h"
@@ -82,7 +82,7 @@ static void test_help_and_compare(void) {
     check(rc == 0 && strstr(err, "selfspec: warning: -p 0.9: the prompt is a number") != NULL,
           "-p 0.9: exit %d, want a warning that -p is the prompt, stderr:\n%s", rc, err);
     free(out); free(err);
-    bad_flag("--oracle-sets 5", "--oracle-sets: only --method oracle reads it");
+    bad_flag("--method oracle -n 2", "--method oracle: unknown method"); // (test/bench/oracle now)
 }
 
 // --json with -f: one object per prompt, one per line, each valid JSON; "text" has no prompt.
@@ -210,13 +210,13 @@ static void test_selfsd_progress(void) {
 
 // Starts `bin args`, waits until its stderr holds `ready`, sends SIGINT, and returns the exit
 // status; *err gets its stderr.
-static int interrupt_run(const char *args, const char *ready, char **err) {
+static int interrupt_run(const char *bin, const char *args, const char *ready, char **err) {
     char e[128], o[128], cmd[1024];
     snprintf(e, sizeof(e), "%s/int_stderr.txt", tmp);
     snprintf(o, sizeof(o), "%s/int_stdout.txt", tmp);
     pid_t pid = fork();
     if (pid == 0) {
-        snprintf(cmd, sizeof(cmd), "exec %s %s >%s 2>%s", selfspec_bin(), args, o, e);
+        snprintf(cmd, sizeof(cmd), "exec %s %s >%s 2>%s", bin, args, o, e);
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
@@ -259,7 +259,7 @@ static void test_ctrl_c(void) {
     char args[512], saved[128], *err;
     snprintf(saved, sizeof(saved), "%s/best.json", tmp);
     snprintf(args, sizeof(args), "-m %s -n 4 --method selfsd --iters 100000 --save-skip %s", RANDOM_MODEL, saved);
-    int rc = interrupt_run(args, "selfsd iter  20", &err);
+    int rc = interrupt_run(selfspec_bin(), args, "selfsd iter  20", &err);
     check(rc == 0, "selfsd, Ctrl-C: exit %d, want 0 (stop the search, decode with the best so far):\n%s", rc, err);
     check(strstr(err, "selfsd: interrupted after ") != NULL && strstr(err, "best so far skips") != NULL,
           "selfsd, Ctrl-C: no summary of the best set so far:\n%s", err);
@@ -268,11 +268,10 @@ static void test_ctrl_c(void) {
     free(err);
     remove(saved);
     // the oracle prints its progress every 10 s; wait for its first line instead
-    snprintf(args, sizeof(args), "-m %s -n 4 --method oracle --oracle-sets 100000 --save-skip %s", RANDOM_MODEL,
-             saved);
-    rc = interrupt_run(args, "oracle: scoring 100000 random", &err);
-    check(rc == 0 && strstr(err, "oracle: interrupted after ") != NULL && strstr(err, "tokens/s") != NULL,
-          "oracle, Ctrl-C: exit %d, want 0, a summary and a report:\n%s", rc, err);
+    snprintf(args, sizeof(args), "-m %s --sets 100000 --save-skip %s", RANDOM_MODEL, saved);
+    rc = interrupt_run("test/bench/oracle", args, "oracle: scoring 100000 random", &err);
+    check(rc == 0 && strstr(err, "oracle: interrupted after ") != NULL && strstr(err, "wrote ") != NULL,
+          "test/bench/oracle, Ctrl-C: exit %d, want 0, a summary and the set saved:\n%s", rc, err);
     check_saved(saved, "oracle, Ctrl-C");
     free(err);
 }
