@@ -75,11 +75,13 @@ typedef struct {
 static void watch_set(void *ctx, const Candidate *c) {
     Watch *w = (Watch *)ctx;
     double now = time_ms();
+    if (w->trace && c->done) {
+        fprintf(w->trace, "{\"type\": \"search_done\", \"method\": \"oracle\", \"scored\": %d, "
+                "\"interrupted\": %s", c->i, search_interrupted ? "true" : "false");
+    } else if (w->trace) {
+        fprintf(w->trace, "{\"type\": \"search\", \"method\": \"oracle\", \"i\": %d", c->i);
+    }
     if (w->trace) {
-        fprintf(w->trace, c->done ? "{\"type\": \"search_done\", \"method\": \"oracle\", "
-                                    "\"scored\": %d, \"interrupted\": %s"
-                                  : "{\"type\": \"search\", \"method\": \"oracle\", \"i\": %d%s",
-                c->i, c->done ? (search_interrupted ? "true" : "false") : "");
         write_skip(w->trace, ", \"skip\": ", &c->skip, w->L);
         trace_float(w->trace, ", \"objective\": ", c->objective);
         fprintf(w->trace, "}\n");
@@ -116,7 +118,7 @@ static void fail_exit(const char *why, int show_usage) {
 
 // The search prompts: -p's text, or -f's non-empty lines (a two-character \\n in one stands for
 // a newline, as ./selfspec reads them), each encoded and checked against the context with the
-// n_new tokens each scoring decodes, into ids and lens. Returns how many.
+// n_new tokens each scoring decodes, into ids and lens (the first max). Returns how many.
 static int load_search_prompts(const Tokenizer *tok, const Config *c, const char *text,
                                const char *file, int n_new, int **ids, int *lens, int max) {
     size_t len = 0;
@@ -155,73 +157,87 @@ static void oracle_header(FILE *f, const char *dir, const Objective *obj, int L,
     fprintf(f, "}}\n");
 }
 
-int main(int argc, char **argv) {
-    const char *dir = "tiny_models/kjv-12l", *prompt = "In the beginning God created";
-    const char *file = NULL, *paths[2] = {NULL, NULL}; // --save-skip, --trace
-    long sets = 400;
-    double ratio = 0.45;
-    int seed = 42, cost_model = 1, max_draft = 12, n_new = 32;
-    DraftExit exit_rule = draft_exit_default();
+// The program's settings: its flags, with ./selfspec's defaults (kjv-12l, its default prompt).
+typedef struct {
+    const char *dir, *prompt, *file;  // -m, -p, -f
+    const char *paths[2];             // --save-skip, --trace (NULL: not given)
+    long sets;                        // --sets
+    double ratio;                     // --ratio
+    int seed, cost_model, max_draft;  // -s, --objective, -K
+    int exit_none;                    // --exit none (else adaptive)
+} Flags;
+
+static Flags parse_flags(int argc, char **argv) {
+    Flags f = {"tiny_models/kjv-12l", "In the beginning God created", NULL, {NULL, NULL}, 400,
+               0.45, 42, 1, 12, 0};
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v == NULL) { fail_exit("a flag without its value", 1); }
-        if (!strcmp(a, "-m")) { dir = v; }
-        else if (!strcmp(a, "-p")) { prompt = v; }
-        else if (!strcmp(a, "-f")) { file = v; }
-        else if (!strcmp(a, "--sets")) { sets = atol(v); }
-        else if (!strcmp(a, "--ratio")) { ratio = atof(v); }
-        else if (!strcmp(a, "-s")) { seed = atoi(v); }
-        else if (!strcmp(a, "--objective")) { cost_model = strcmp(v, "time") != 0; }
-        else if (!strcmp(a, "-K")) { max_draft = atoi(v); }
-        else if (!strcmp(a, "--exit")) { exit_rule.mode = strcmp(v, "none") ? EXIT_ADAPTIVE : EXIT_NONE; }
-        else if (!strcmp(a, "--save-skip")) { paths[0] = v; }
-        else if (!strcmp(a, "--trace")) { paths[1] = v; }
-        else { fail_exit(a, 1); }
+        if (!strcmp(a, "-m")) { f.dir = v; }
+        else if (!strcmp(a, "-p")) { f.prompt = v; }
+        else if (!strcmp(a, "-f")) { f.file = v; }
+        else if (!strcmp(a, "--sets")) { f.sets = atol(v); }
+        else if (!strcmp(a, "--ratio")) { f.ratio = atof(v); }
+        else if (!strcmp(a, "-s")) { f.seed = atoi(v); }
+        else if (!strcmp(a, "--objective")) { f.cost_model = strcmp(v, "time") != 0; }
+        else if (!strcmp(a, "-K")) { f.max_draft = atoi(v); }
+        else if (!strcmp(a, "--exit")) { f.exit_none = !strcmp(v, "none"); }
+        else if (!strcmp(a, "--save-skip")) { f.paths[0] = v; }
+        else if (!strcmp(a, "--trace")) { f.paths[1] = v; }
+        else { fail_exit("an unknown flag", 1); }
     }
-    if (sets < 1 || ratio <= 0 || ratio > 1 || max_draft < 1 || max_draft > MAX_DRAFT) {
+    if (f.sets < 1 || f.ratio <= 0 || f.ratio > 1 || f.max_draft < 1 || f.max_draft > MAX_DRAFT) {
         fail_exit("--sets must be at least 1, --ratio in (0, 1], -K in [1, MAX_DRAFT]", 1);
     }
+    return f;
+}
+
+int main(int argc, char **argv) {
+    Flags f = parse_flags(argc, argv);
     signal(SIGINT, on_stop); // the outputs as selfspec writes them (README "Scope and limits")
     signal(SIGTERM, on_stop);
     atexit(remove_temporaries);
     char err[SS_ERR_LEN];
     OutputFile outs[MAX_OUTPUTS];
     memset(outs, 0, sizeof(outs));
-    const char *inputs[1] = {file}, *flags[2] = {"--save-skip", "--trace"};
+    const char *inputs[1] = {f.file}, *names[2] = {"--save-skip", "--trace"};
     int n_outs = 0;
     for (int k = 0; k < 2; k++) {
         int slot = n_outs;
-        if (paths[k] && open_output(&outs[n_outs++], slot, flags[k], paths[k], inputs, 1, dir, err)) {
+        if (f.paths[k] && open_output(&outs[n_outs++], slot, names[k], f.paths[k], inputs, 1,
+                                      f.dir, err)) {
             fail_exit(err, 0);
         }
     }
     Model m;
     Tokenizer *tok = NULL;
-    char *path = join_path(dir, "tokenizer.json");
-    if (build_model(&m, dir, 4096, err) || (tok = build_tokenizer(path, err)) == NULL) {
+    char *path = join_path(f.dir, "tokenizer.json");
+    if (build_model(&m, f.dir, 4096, err) || (tok = build_tokenizer(path, err)) == NULL) {
         fail_exit(err, 0);
     }
     free(path);
-    int L = m.config.n_layers, count = (int)lround(ratio * 2 * L), *ids[64], lens[64];
-    int n = load_search_prompts(tok, &m.config, prompt, file, n_new, ids, lens, 64);
+    int L = m.config.n_layers, count = (int)lround(f.ratio * 2 * L), n_new = 32, *ids[64], lens[64];
+    int n = load_search_prompts(tok, &m.config, f.prompt, f.file, n_new, ids, lens, 64);
     double total = 1; // C(2L, count): every set is scored when there are at most --sets
     for (int k = 0; k < count; k++) { total = total * (2 * L - k) / (k + 1); }
-    Watch w = {paths[1] ? outs[n_outs - 1].f : NULL, L, count, total <= (double)sets,
-               cost_model ? "sublayers/token" : "ms/token", time_ms(), time_ms()};
+    Watch w = {f.paths[1] ? outs[n_outs - 1].f : NULL, L, count, total <= (double)f.sets,
+               f.cost_model ? "sublayers/token" : "ms/token", time_ms(), time_ms()};
     Observer watch = {&w, NULL, NULL, watch_set};
-    Objective obj = {(const int *const *)ids, lens, n, n_new, max_draft, cost_model, exit_rule,
-                     {0.0f, 1.0f, {0}}, &watch, NULL, NULL};
-    if (w.trace) { oracle_header(w.trace, dir, &obj, L, sets, count, ratio, file != NULL); }
+    DraftExit exit_rule = draft_exit_default(); // ./selfspec's, which --skip-file's set gets
+    if (f.exit_none) { exit_rule.mode = EXIT_NONE; }
+    Objective obj = {(const int *const *)ids, lens, n, n_new, f.max_draft, f.cost_model,
+                     exit_rule, {0.0f, 1.0f, {0}}, &watch, NULL, NULL};
+    if (w.trace) { oracle_header(w.trace, f.dir, &obj, L, f.sets, count, f.ratio, f.file != NULL); }
     signal(SIGINT, on_interrupt); // (before the line that says the search started)
     fprintf(stderr, "oracle: scoring %ld random skip sets of %d sublayers (every one when there "
-            "are at most that many) on %s\n", sets, count, file ? file : "the prompt");
+            "are at most that many) on %s\n", f.sets, count, f.file ? f.file : "the prompt");
     long tried;
-    SkipSet best = select_oracle(&m, &obj, count, sets, (uint64_t)seed, &tried);
+    SkipSet best = select_oracle(&m, &obj, count, f.sets, (uint64_t)f.seed, &tried);
     signal(SIGINT, on_stop);
     char attn[SS_MAX_LAYERS + 1], mlp[SS_MAX_LAYERS + 1];
     layer_map(&best, L, attn, mlp);
     fprintf(stderr, "  attn %s\n  mlp  %s\n", attn, mlp);
-    if (paths[0]) {
+    if (f.paths[0]) {
         write_skip(outs[0].f, "", &best, L);
         fputc('\n', outs[0].f);
     }
