@@ -5844,9 +5844,9 @@ static double search_skip_set(CliRun *r, const Options *o) {
                      {o->temperature, o->top_p, {0}}, &r->watch, NULL, NULL};
     rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
     double t0 = time_ms();
-    signal(SIGINT, on_interrupt);
+    void (*was)(int) = signal(SIGINT, on_interrupt);
     r->skip = select_selfsd(&r->m, &obj, &o->params.selfsd, (uint64_t)o->seed);
-    signal(SIGINT, on_stop);
+    signal(SIGINT, search_interrupted ? on_stop : was); // (after a Ctrl-C, a second one quits)
     if (search_interrupted) {
         fprintf(stderr, "selfspec: search stopped by Ctrl-C: %s the best set so far, skipping %d "
                 "of %d sublayers (Ctrl-C again quits)\n",
@@ -6301,9 +6301,11 @@ static void free_run(CliRun *r) {
 }
 
 int main(int argc, char **argv) {
-    signal(SIGINT, on_stop); // a stopped run leaves no temporary file (README, Scope and limits)
-    signal(SIGTERM, on_stop);
-    atexit(remove_temporaries); // nor one that dies
+    // a stopped run leaves no temporary file (README, Scope and limits), nor one that dies; a
+    // signal ignored when the run began (in a script's background job) stays ignored
+    if (signal(SIGINT, on_stop) == SIG_IGN) { signal(SIGINT, SIG_IGN); }
+    if (signal(SIGTERM, on_stop) == SIG_IGN) { signal(SIGTERM, SIG_IGN); }
+    atexit(remove_temporaries);
     Options o;
     CliRun r;
     memset(&r, 0, sizeof(r));

@@ -9,6 +9,7 @@
 #include "testing.h"
 
 #include <dirent.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmp[64];          // the test's folder, removed at the end
@@ -292,6 +293,15 @@ static void check_output_kept(const char *name) {
     }
     if (dir) { closedir(dir); }
     check(n == 1, "%s: %d files in %s, want only old.txt (a temporary file left behind?)", name, n, out_dir);
+}
+
+// The temporary files (.selfspec-XXXXXX) in dir.
+static int temporaries_in(const char *dir_path) {
+    DIR *dir = opendir(dir_path);
+    int n = 0;
+    for (struct dirent *e; dir != NULL && (e = readdir(dir)) != NULL;) { n += strncmp(e->d_name, ".selfspec-", 10) == 0; }
+    if (dir) { closedir(dir); }
+    return n;
 }
 
 // A flag_case whose flags name the output file with %s (once or twice): it must fail with the
@@ -1328,34 +1338,35 @@ static void rounds_one_to_three(void) {
     }
     { // stopped, after the temporary files exist: SIGTERM in a search, Ctrl-C while decoding. The
       // old file is kept, no temporary file is left, and the signal ends the run (128 + its number)
-        static const struct { const char *sig, *model, *flags; int temporaries, status; } kills[] = {
-            {"TERM", "tiny_models/llama2-tiny-random", "-n 4 --method selfsd --iters 100000 --save-skip %s --trace %s/t.jsonl", 2, 143},
-            {"INT", "tiny_models/kjv-12l", "-c 512 -n 500 -p a --trace %s", 1, 130}};
-        // the child gets the signals' default action whatever this test inherited: under nohup or
-        // in a background job one is ignored, and an ignored signal stays ignored across exec
-        void (*was_term)(int) = signal(SIGTERM, SIG_DFL), (*was_int)(int) = signal(SIGINT, SIG_DFL);
+        static const struct { int sig; const char *name, *model, *flags; int temporaries; } kills[] = {
+            {SIGTERM, "SIGTERM", "tiny_models/llama2-tiny-random",
+             "-n 4 --method selfsd --iters 100000 --save-skip %s --trace %s/t.jsonl", 2},
+            {SIGINT, "SIGINT", "tiny_models/kjv-12l", "-c 512 -n 500 -p a --trace %s", 1}};
         for (int k = 0; k < 2; k++) {
-            char name[64], flags[512], path[256];
-            snprintf(name, sizeof(name), "SIG%s while the outputs are open", kills[k].sig);
+            char name[64], flags[512];
+            snprintf(name, sizeof(name), "%s while the outputs are open", kills[k].name);
             snprintf(flags, sizeof(flags), kills[k].flags, out_file, out_dir);
             reset_output();
-            snprintf(buf, sizeof(buf), "%s -m %s %s >/dev/null 2>&1 & i=0; until [ $(ls -a %s | grep -c "
-                     "'^.selfspec-') -ge %d ] || [ $i -ge 600 ]; do sleep 0.1; i=$((i+1)); done; kill -%s $!; "
-                     "wait $! 2>/dev/null; echo $? $i > %s/status", selfspec_bin(), kills[k].model, flags, out_dir,
-                     kills[k].temporaries, kills[k].sig, tmp);
-            check(system(buf) != -1, "%s: system failed", name);
-            path_in(path, sizeof(path), tmp, "status");
-            char *status = read_or_exit(path, NULL);
-            int rc = -1, polls = 600;
+            pid_t pid = fork();
+            if (pid == 0) { // the signals at their default, whatever this test inherited (nohup)
+                signal(SIGINT, SIG_DFL);
+                signal(SIGTERM, SIG_DFL);
+                snprintf(buf, sizeof(buf), "exec %s -m %s %s >/dev/null 2>&1", selfspec_bin(), kills[k].model,
+                         flags);
+                execl("/bin/sh", "sh", "-c", buf, (char *)NULL);
+                _exit(127);
+            }
+            int polls = 0, status = 0;
+            while (polls < 600 && temporaries_in(out_dir) < kills[k].temporaries) { usleep(100000), polls++; }
+            kill(pid, kills[k].sig);
+            waitpid(pid, &status, 0);
             n_cases++;
-            check(sscanf(status, "%d %d", &rc, &polls) == 2 && polls < 600, "%s: %d temporary files never "
-                  "appeared beside %s (the outputs are streamed into them)", name, kills[k].temporaries, out_file);
-            check(rc == kills[k].status, "%s: exit status %d, want %d", name, rc, kills[k].status);
-            free(status);
+            check(polls < 600, "%s: %d temporary files never appeared beside %s (the outputs stream into them)",
+                  name, kills[k].temporaries, out_file);
+            check(WIFSIGNALED(status) && WTERMSIG(status) == kills[k].sig, "%s: status %d, want the run ended by it",
+                  name, status);
             check_output_kept(name);
         }
-        signal(SIGTERM, was_term);
-        signal(SIGINT, was_int);
     }
     { // stdout into a full disk: the lost text is an error line and exit 1
         for (int json = 0; json < 2; json++) {
