@@ -21,7 +21,8 @@ LDLIBS = -lm
 # (PERFORMANCE_NOTES.md: the warp-per-row GEMV ran as fast with -fmad=false).
 CUDA_ARCH ?= sm_80
 NVCCFLAGS ?= -O3 -arch=$(CUDA_ARCH) -fmad=false -I. -Xcompiler -Wall,-Wno-unused-function
-BENCH = test/bench/verify_cost
+# the bench tools: a pass's cost by its token count; the oracle, a baseline search in no paper
+BENCH = test/bench/verify_cost test/bench/oracle
 TESTS = test/test_forward test/test_tokenizer test/test_decode test/test_select
 # hardening: the fuzzers' crash inputs and seeds, and bad files and flags given to ./selfspec
 TESTS += test/test_fuzz_regressions test/test_bad_inputs
@@ -74,8 +75,8 @@ test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
 
 # the whole suite on the CPU build: also compiles every test once as C++, so nothing that
 # nvcc rejects creeps in, and builds the bench tools, so a path they include cannot rot unseen;
-# ends with one line "N passed, M failed". Each program streams its output and picks its threads
-# as ./selfspec does: the cores no other process is running on.
+# ends with one line "N passed, M failed". Each program streams its output and runs on one thread
+# unless OMP_NUM_THREADS says otherwise (test/testing.h).
 test: selfspec $(TESTS) $(BENCH)
 	@for t in $(TESTS); do $(CXX) -x c++ -std=c++17 -fopenmp -fsyntax-only -Wall -Wno-unused-function -I. $$t.c || exit 1; done
 	@$(if $(HAVE_PYTHON3),true,echo "make test: python3 not found, test/test_draw_trace.py and test/test_trace_diff.py skipped")
@@ -88,7 +89,8 @@ test-draw:
 	@python3 test/test_draw_trace.py
 
 # the whole suite again with AddressSanitizer and UBSan: the binary and the tests are built in
-# build/asan/ and the tests run the sanitized ./selfspec through SELFSPEC_BIN. Slow (the kernels'
+# build/asan/ and the tests run the sanitized ./selfspec through SELFSPEC_BIN (test/bench/oracle,
+# which test_cli and test_readme run, is the normal build). Slow (the kernels'
 # every load is checked; the programs run one at a time, on one core most of the time): at
 # cc31654 on the idle 2-core machine, the build included, 55 min 42 s wall, 3,331 CPU-s, every
 # program green (35,851 passed, 0 failed); test_decode about 25 minutes of it, test_readme about
@@ -103,22 +105,23 @@ build/asan/test/test_%: test/test_%.c selfspec.cu selfspec.h test/testing.h
 	@mkdir -p build/asan/test
 	$(CC) $(ASAN_CFLAGS) -x c $< -o $@ $(LDLIBS)
 test/test_fuzz_regressions build/asan/test/test_fuzz_regressions: test/fuzz/fuzz_*.c test/fuzz/fuzz_util.h
+test/test_select build/asan/test/test_select test/test_select_cuda: test/bench/oracle.c
 ASAN_RUN = SELFSPEC_BIN=build/asan/selfspec ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	    UBSAN_OPTIONS=print_stacktrace=1 sh test/run_tests.sh $(TESTS:test/%=build/asan/test/%)
-test-asan: build/asan/selfspec $(TESTS:test/%=build/asan/test/%)
+test-asan: build/asan/selfspec $(TESTS:test/%=build/asan/test/%) test/bench/oracle
 	@$(ASAN_RUN)
 
 # every test program once more under AddressSanitizer, UBSan and LeakSanitizer, on the reduced
 # workload (SELFSPEC_TEST_QUICK=1, testing.h's quick(): fewer prompts, seeds and tokens, every
 # test and path still reached); .ci/run runs it beside make test. Its time is in .ci/run.
-test-asan-quick: build/asan/selfspec $(TESTS:test/%=build/asan/test/%)
+test-asan-quick: build/asan/selfspec $(TESTS:test/%=build/asan/test/%) test/bench/oracle
 	@SELFSPEC_TEST_QUICK=1 $(ASAN_RUN)
 
 # what make test and the sanitized suites build, and nothing run: .ci/run builds both at once on
 # every core (make -j2 test-build asan-build), then runs the suites side by side; print-tests
 # lists the test programs (TESTS), so that .ci/run's sanitizer pass runs each of them
 test-build: selfspec $(TESTS) $(BENCH)
-asan-build: build/asan/selfspec $(TESTS:test/%=build/asan/test/%)
+asan-build: build/asan/selfspec $(TESTS:test/%=build/asan/test/%) test/bench/oracle
 print-tests:
 	@echo $(TESTS)
 

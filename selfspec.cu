@@ -24,7 +24,7 @@
 // ASD, CLaSp, SWIFT, the selector hooks) -> decoding (plain; self-speculative: the exit rule,
 // speculative sampling, draft, verify, generate_spec) -> Self-SD's search before decoding. Then
 // the plumbing, which a reader of the papers may skip: reading files, JSON, config.json,
-// safetensors -> tokenizer -> the oracle (a baseline search) -> statistics -> threads -> CLI.
+// safetensors -> tokenizer -> statistics -> threads -> CLI.
 //
 // Build and run (the Makefile's flags matter: -ffp-contract=off and nvcc's -fmad=false keep
 // every build's arithmetic the one the bit-exactness argument assumes):
@@ -34,7 +34,7 @@
 //   make test
 
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE // fopencookie, for the output files' memory streams (plumbing)
+#define _GNU_SOURCE // M_PI, realpath and mkstemp under any -std (llama3 RoPE; the output files)
 #endif
 #include <ctype.h>
 #include <errno.h>
@@ -883,8 +883,7 @@ static int sample_probs(const float *probs, int n, float u) {
 //   swift   SWIFT Sec. 4: random search + Bayesian optimization on the fly, during decoding
 //   asd     ASD Algorithm 1: a cosine-similarity rule on the prompt, once per prompt
 //   clasp   CLaSp Algorithm 1: dynamic programming after verifications, whole layers
-//   oracle  the best of N random sets of SWIFT's size (every set when there are at most N), to
-//           see how far the others land: in no paper, so with the plumbing (select_oracle)
+// (test/bench/oracle.c scores every set of one size, or N random ones: a baseline in no paper.)
 // Symbols follow each paper, and they collide: Self-SD's gamma is the exit threshold, alpha the
 // target acceptance rate, eps the step of Eq. 3; SWIFT's gamma is the context window, epsilon
 // the exit threshold, alpha the measured acceptance rate, r the skip ratio, N_D the most draft
@@ -897,12 +896,10 @@ static int sample_probs(const float *probs, int n, float u) {
 // them through the selector hooks; Self-SD's search, which scores a set by decoding with it,
 // comes after it.
 
-enum {
-    METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP, METHOD_ORACLE
-};
+enum { METHOD_NONE, METHOD_STATIC, METHOD_SELFSD, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP };
 static const char *method_name(int method) {
-    static const char *names[] = {"none", "static", "selfsd", "swift", "asd", "clasp", "oracle"};
-    return method >= 0 && method <= METHOD_ORACLE ? names[method] : "?";
+    static const char *names[] = {"none", "static", "selfsd", "swift", "asd", "clasp"};
+    return method >= 0 && method <= METHOD_CLASP ? names[method] : "?";
 }
 
 // Each method's settings, in one place: method_params_default() fills them with the papers'
@@ -950,16 +947,10 @@ typedef struct {
 } ClaspParams;
 
 typedef struct {
-    float skip_ratio;     // sets of round(skip_ratio * 2L) skipped sublayers are scored
-    long max_sets;        // all of them when there are at most this many, else this many at random
-} OracleParams;
-
-typedef struct {
     SelfSdParams selfsd;
     SwiftParams swift;
     AsdParams asd;
     ClaspParams clasp;
-    OracleParams oracle;
 } MethodParams;
 
 static MethodParams method_params_default(void) {
@@ -1002,10 +993,6 @@ static MethodParams method_params_default(void) {
     // Decision: M = L / 2, the "half of the layers" of Sec. 5.1 and the low end of Sec. 4.1's
     // 50-60% (Sec. 5.3.1 finds 44 of 80 best on LLaMA3-70B).
     p.clasp.skip_ratio = 0.5f;
-    // SWIFT's r; 400 random sets take about half a minute on kjv-12l (2 cores). The best of them is
-    // a bound on what a set of that size can do only when it scored every set (2L <= ~10 here)
-    p.oracle.skip_ratio = 0.45f;
-    p.oracle.max_sets = 400;
     return p;
 }
 
@@ -1735,18 +1722,16 @@ static int is_eos(const Config *c, int token) {
 // Keeps one generated token, which came from the logits row `logits`. Returns 1 when generation
 // is over: after an EOS, or at max_new tokens. A row that is not finite, or all one value (weights
 // whose products overflow float32: a matmul, or RMSNorm's sum of squares, whose scale is then 0
-// and every later state 0) would give argmax's token 0 without a word: the run stops, and the
-// callback (token -2) may first name the layer where it happened.
+// and every later state 0) would give argmax's token 0 without a word: the run stops.
 static int emit(const Config *c, Output *out, int token, const float *logits) {
-    int bad = -1, equal = c->vocab_size > 1;
+    int finite = 1, equal = c->vocab_size > 1;
     for (int i = 0; i < c->vocab_size; i++) {
-        bad = bad < 0 && !isfinite(logits[i]) ? i : bad;
+        finite &= isfinite(logits[i]) != 0;
         equal &= logits[i] == logits[0];
     }
-    if (bad >= 0 || equal) {
-        if (out->cb) { out->cb(out->ctx, -2, logits); }
+    if (!finite || equal) {
         die(__FILE__, __LINE__, "the logits of generated token %d are %s: the model's weights "
-            "overflow float32 arithmetic", out->n + 1, bad >= 0 ? "not finite" : "all equal");
+            "overflow float32 arithmetic", out->n + 1, finite ? "all equal" : "not finite");
     }
     out->tokens[out->n++] = token;
     if (out->cb) { out->cb(out->ctx, token, logits); }
@@ -1842,7 +1827,7 @@ typedef struct {
     double draft_ms;   // time in draft forwards
     double verify_ms;  // time in verification forwards
     double select_ms;  // time choosing layers (layer-selection methods), search_ms included
-    double search_ms;  // of which an offline search before decoding (selfsd, oracle)
+    double search_ms;  // of which an offline search before decoding (selfsd)
     int selections;    // layer-selection calls during decoding (SWIFT steps, CLaSp DPs)
     float threshold_first, threshold_last; // the draft-exit threshold (gamma) before and after
     double threshold_sum;                  // over rounds, after each update, for the mean
@@ -1949,15 +1934,15 @@ static int speculative_accept(const float *p, const float *q, int n, int d, Rng 
     return 0;
 }
 
-// One skip set a search scored (Self-SD's iterations, the oracle's sets), as the observer sees it.
+// One skip set a search scored (Self-SD's iterations; test/bench/oracle.c's sets), as the
+// observer sees it.
 typedef struct {
-    int method;            // METHOD_SELFSD or METHOD_ORACLE
+    int method;            // METHOD_SELFSD (test/bench/oracle.c: -1)
     int i, of;             // the set's index (Self-SD: 0 is the empty set, i the iteration) of `of`
     SkipSet skip, best;    // the set scored (done: the set chosen), and the best set so far
     double objective, best_objective; // their scores, lower is better
     int done;              // 1: the search is over, i the sets scored; 2: Self-SD's re-check,
                            // objective the winner's median and best_objective the empty set's
-    int every_set;         // the oracle scores every set of its size
 } Candidate;
 
 // Who watches the decoding loop and the searches (a NULL member: nobody): the CLI's --trace
@@ -2228,8 +2213,8 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
 // ----------------------------------------------------------------------------
 // layer selection before decoding: Self-SD's Bayesian optimization
 //
-// It scores a skip set by decoding with it (generate_spec above), so it comes after the loop; so
-// does the oracle's search, which shares its objective (with the plumbing: select_oracle).
+// It scores a skip set by decoding with it (generate_spec above), so it comes after the loop
+// (test/bench/oracle.c's baseline search shares its objective).
 
 // --- the objective: time per verified token ----------------------------------
 
@@ -2342,7 +2327,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     float v[GP_MAX_DIM];
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
-    Candidate c = {METHOD_SELFSD, 0, iters, best, best, best_cost, best_cost, 0, 0};
+    Candidate c = {METHOD_SELFSD, 0, iters, best, best, best_cost, best_cost, 0};
     observe(obj, &c);
     int it;
     for (it = 1; it <= iters && !search_interrupted; it++) {
@@ -2379,7 +2364,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
 
 // ----------------------------------------------------------------------------
 // plumbing below: reading Hugging Face files (JSON, config.json, safetensors), the tokenizer,
-// the oracle, reports, threads and the CLI. A reader of the papers may stop here.
+// reports, threads and the CLI. A reader of the papers may stop here.
 
 // ----------------------------------------------------------------------------
 // utilities of the plumbing: error lines for the user, paths, checked growth
@@ -4323,56 +4308,6 @@ static int class_at(const char *s, size_t len, size_t i, size_t *n) {
 }
 
 // ----------------------------------------------------------------------------
-// the oracle: a baseline search, in none of the papers, so it sits with the plumbing
-//
-// Every skip set with exactly `count` skipped sublayers when there are at most max_sets of them,
-// else max_sets random ones, scored by the objective. Slow by design: it stops early on Ctrl-C
-// (search_interrupted), and the observer shows its progress.
-static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max_sets,
-                             uint64_t seed, long *n_tried) {
-    int L = m->config.n_layers, slots = 2 * L;
-    double total = 1; // C(2L, count)
-    for (int k = 0; k < count; k++) { total = total * (slots - k) / (k + 1); }
-    SkipSet best, cand;
-    memset(&best, 0, sizeof(best));
-    double best_cost = INFINITY;
-    Rng r;
-    rng_seed(&r, seed);
-    int idx[GP_MAX_DIM];
-    for (int k = 0; k < count; k++) { idx[k] = k; }
-    long tried = 0;
-    int exhaustive = total <= (double)max_sets;
-    long n_sets = exhaustive ? (long)total : max_sets;
-    Candidate c = {METHOD_ORACLE, 0, (int)n_sets, best, best, 0, 0, 0, exhaustive};
-    while (tried < n_sets && !search_interrupted) {
-        if (exhaustive) {
-            memset(&cand, 0, sizeof(cand));
-            for (int k = 0; k < count; k++) {
-                if (idx[k] < L) { cand.attn[idx[k]] = 1; } else { cand.mlp[idx[k] - L] = 1; }
-            }
-            int k = count - 1; // next combination in lexicographic order
-            while (k >= 0 && idx[k] == slots - count + k) { k--; }
-            if (k >= 0) {
-                idx[k]++;
-                for (int q = k + 1; q < count; q++) { idx[q] = idx[q - 1] + 1; }
-            }
-        } else {
-            random_skip_set(&r, 0, count, 0, L - 1, &cand);
-        }
-        double cost = measure_objective(m, obj, &cand);
-        if (search_interrupted) { break; } // a cost over part of the dev set is not a score
-        if (cost < best_cost) { best_cost = cost; best = cand; }
-        c.i = (int)tried++, c.skip = cand, c.objective = cost, c.best = best;
-        c.best_objective = best_cost;
-        observe(obj, &c);
-    }
-    c.done = 1, c.i = (int)tried, c.skip = c.best = best, c.objective = best_cost;
-    observe(obj, &c);
-    *n_tried = tried;
-    return best;
-}
-
-// ----------------------------------------------------------------------------
 // statistics and reporting
 
 // The device a run used, as the reports name it.
@@ -4483,7 +4418,7 @@ static const char *method_note(int method, int cost_model, const SkipSet *skip, 
                                const SpecStats *st, int n, const Selector *sel, char *buf,
                                size_t cap) {
     const Swift *w = &sel->swift;
-    if ((method == METHOD_SELFSD || method == METHOD_ORACLE) && !skip_count(skip, L)) {
+    if (method == METHOD_SELFSD && !skip_count(skip, L)) {
         snprintf(buf, cap, "no skip set it scored cost less per token than plain decoding on the "
                  "%s objective, so it drafts nothing (try --objective %s)",
                  cost_model ? "cost" : "time", cost_model ? "time" : "cost");
@@ -4569,8 +4504,7 @@ typedef struct {
     FILE *f;                 // --trace: in memory until the run ends (commit_outputs); NULL: none
     int prompt;              // the prompt being decoded (0-based)
     int n_layers, exit_none; // the model's layers; --exit none (no threshold: gamma null)
-    int verbose, cost_model; // Self-SD's progress lines; the searches' objective (its unit)
-    int count;               // the oracle's set size
+    int verbose, cost_model; // Self-SD's progress lines; the search's objective (its unit)
     double t0, shown;        // the search's first set, and its last progress line
     DraftStats ds;           // this prompt's drafts (reset by each prefill)
 } Trace;
@@ -4716,7 +4650,7 @@ static void trace_round(void *ctx, const Round *r, const Selector *sel) {
     fprintf(f, "}\n");
 }
 
-// The searches' progress on stderr: Self-SD's iterations (unless --json), the oracle's every 10 s.
+// The search's progress on stderr: Self-SD's iterations (unless --json).
 static void search_progress(Trace *t, const Candidate *c) {
     const char *unit = t->cost_model ? "sublayers/token" : "ms/token";
     int L = t->n_layers, skips = skip_count(&c->best, L);
@@ -4737,20 +4671,6 @@ static void search_progress(Trace *t, const Candidate *c) {
             fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, "
                     "~%.0f s left\n", c->i, c->of, c->objective, unit, c->best_objective, skips,
                     2 * L, (now - t->t0) / c->i * (c->of - c->i) / 1e3);
-        }
-    } else if (c->method == METHOD_ORACLE) {
-        if (c->done && search_interrupted) {
-            fprintf(stderr, "oracle: interrupted after %d of %d sets: best so far costs %.4f\n",
-                    c->i, c->of, c->objective);
-        } else if (c->done) {
-            fprintf(stderr, "oracle: the best of %d %ssets of %d sublayers costs %.4f%s\n", c->i,
-                    c->every_set ? "" : "random ", t->count, c->objective,
-                    c->every_set ? " (every set there is: a bound for that size)" : "");
-        } else if (now - t->shown > 10e3) {
-            t->shown = now;
-            fprintf(stderr, "oracle: %d of %d sets scored, best cost %.4f, ~%.0f s left\n",
-                    c->i + 1, c->of, c->best_objective,
-                    (now - t->t0) / (c->i + 1) * (c->of - c->i - 1) / 1e3);
         }
     }
 }
@@ -4774,56 +4694,16 @@ static void watch_candidate(void *ctx, const Candidate *c) {
 // threads: how many the CPU build runs on
 
 #ifndef __CUDACC__
-// The default thread count. libgomp's threads wait for each other between kernels by spinning,
-// the fastest wait on an idle machine; but a thread spinning for a sibling that the OS has
-// descheduled (another process holds its core) burns its time slice, and decoding slows down
-// several times, while sleeping costs a wake-up per kernel (README, Threads). So the default
-// spins, on the cores nobody else is using right now: the runnable processes, ourselves
-// included, are the 4th field of /proc/loadavg ("0.52 0.30 0.20 3/250 1234").
-static int runnable_others(const char *loadavg_line) {
-    int running, total;
-    if (sscanf(loadavg_line, "%*f %*f %*f %d/%d", &running, &total) != 2) { return 0; }
-    return running > 1 ? running - 1 : 0;
-}
-
-// A thread also has to pay for itself: each kernel ends at a barrier, and a token's kernels read
-// every weight once, so a thread given less than THREAD_MIN_BYTES of weights per token waits at
-// the barriers longer than it computes. Decision: 4 MiB, between the 1 MiB model that decodes
-// slower on two threads and the 20 MiB one that decodes faster (test/bench/README.md, Threads).
-#define THREAD_MIN_BYTES ((size_t)4 << 20)
-static int default_threads(int n_cores, int busy_others, size_t weight_bytes) {
-    int free_cores = n_cores - busy_others > 1 ? n_cores - busy_others : 1;
-    size_t by_work = weight_bytes / THREAD_MIN_BYTES;
-    return by_work < 1 ? 1 : by_work < (size_t)free_cores ? (int)by_work : free_cores;
-}
-
-// Sets the thread count unless --threads chose one (threads_flag > 0; returns NULL), else
-// returns a few words on the choice. weight_bytes: SIZE_MAX when not known (the cores decide).
-static const char *choose_threads(int threads_flag, size_t weight_bytes) {
+// --threads N, else OMP_NUM_THREADS (libgomp read it before main), else libgomp's default, one
+// per core. Between kernels the threads wait for each other by spinning, the fastest wait on an
+// idle machine; on a busy one a thread spinning for a sibling the OS has descheduled burns its
+// time slice, and decoding slows down several times: there, give fewer threads than the cores, or
+// 1 (README, Threads). Returns the reason, which the reports name beside the count.
+static const char *choose_threads(int threads_flag) {
 #ifdef _OPENMP
-    if (threads_flag > 0) { omp_set_num_threads(threads_flag); return NULL; }
-    if (getenv("OMP_NUM_THREADS") != NULL) { return "OMP_NUM_THREADS"; }
-    // the fewest over 5 samples 1 ms apart: a process that is only starting up (the other end of
-    // a pipe) is runnable for a moment, a busy one every time
-    int busy = INT_MAX;
-    for (int k = 0; k < 5 && busy > 0; k++) {
-        char line[128] = "";
-        FILE *f = fopen("/proc/loadavg", "r");
-        if (f == NULL) { return "one per core"; }
-        if (fgets(line, sizeof(line), f) == NULL) { line[0] = '\0'; }
-        fclose(f);
-        int others = runnable_others(line);
-        busy = others < busy ? others : busy;
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
-    }
-    int n_cores = omp_get_num_procs(), n = default_threads(n_cores, busy, weight_bytes);
-    omp_set_num_threads(n);
-    if (n < default_threads(n_cores, busy, SIZE_MAX)) {
-        return "one per 4 MiB of weights; --threads N to choose";
-    }
-    return busy > 0 ? "the cores other processes leave free; --threads N to choose"
-                    : "one per core";
+    if (threads_flag > 0) { omp_set_num_threads(threads_flag); }
+    return threads_flag > 0 ? "--threads" : getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS"
+                                                                       : "one per core";
 #else
     (void)threads_flag;
     return "no OpenMP";
@@ -4873,202 +4753,133 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
     return 0;
 }
 
-// ----- output files: --save-skip, --trace, committed together at the end
-// Each is built in memory (memory_stream) while the run goes, and is written only when the run
-// succeeded. The rules (README "Output files"; test/bench/draw_trace.py -o follows them too):
-// 1. A path is known by what it is: its target is the path with links and folder resolved (a
-//    symlink is written through, as a shell's > does), compared by device and inode when it
-//    exists, and by that resolved name whether or not it exists.
-// 2. It is refused before the run when a shell's > would refuse it (open(O_WRONLY) on an existing
-//    file: a 0444 file, or another user's, is refused unless root; access(W_OK) for the rest), when
-//    its folder takes no new file, or when it names an input, a file the model's loaders read
-//    (config.json, generation_config.json, tokenizer.json, model.safetensors.index.json, any
-//    *.safetensors in the -m folder: whether or not it exists yet), a regular file stdout or
-//    stderr goes to, or another output.
-// 3. A regular file is written whole to a short temporary name beside its target (.ss.XXXXXX: a
-//    255-byte name still works), then renamed over it (keeping its mode, and as root its owner).
-//    A target that is not a regular file (/dev/null, a FIFO, a terminal) is written in place,
-//    after every rename, and never renamed onto.
-// 4. All or none: before the renames, an existing target gets a hard-link backup when more than
-//    one file is renamed; when a rename or an in-place write fails, the renamed targets are put
-//    back. A failed or killed run leaves every old file as it was.
+// ----- output files: --save-skip and --trace (README "Scope and limits", item 4)
+// A regular file is written to a temporary file beside the file its path names (through a
+// symlink: beside the file the link names), open from before the run, and renamed over that
+// file when the run succeeds: it is either the old file or the whole new one. Anything else
+// (/dev/null, a FIFO, /dev/stdout, a link to one) is written in place. After a failed run no
+// temporary file is left: free_outputs removes them, exit does after die(), and on_stop after
+// Ctrl-C or SIGTERM.
 typedef struct {
-    const char *flag, *path; // the flag, and the path as given
-    char *target;            // the file replaced: links and folder resolved (in place: the path)
-    struct stat st;          // the target's, when it exists
-    int exists, in_place;    // in_place: exists and is not a regular file
-    int renamed, fd;         // commit_outputs renamed it over its target; in place: open
-    char *link_dir;          // the target's folder when the path is a symbolic link, else NULL
-    FILE *mem;               // the content, in memory until commit_outputs (memory_stream)
-    char *buf;
-    size_t len, cap;
-    int failed;              // a write to mem found no memory: the content is cut
-    char *tmp, *backup;      // commit_outputs' temporary file and backup beside target
+    const char *flag, *path; // the flag and the path as given
+    char *target, *tmp;      // the file replaced and its temporary file; NULL: written in place
+    FILE *f;                 // the output, open from before the run
 } OutputFile;
-enum { MAX_OUTPUTS = 4 };
+enum { MAX_OUTPUTS = 2 };
+static char *volatile temporaries[MAX_OUTPUTS]; // each output's temporary file until renamed
 
-static int same_file(const struct stat *a, const struct stat *b) {
-    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+static void remove_temporaries(void) {
+    for (int k = 0; k < MAX_OUTPUTS; k++) {
+        if (temporaries[k]) { unlink(temporaries[k]); }
+    }
 }
 
+// Ctrl-C or SIGTERM: the temporary files go, then the signal ends the process as it would have.
+static void on_stop(int sig) {
+    remove_temporaries();
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+// A name the model's loaders read in its folder: config, generation config, tokenizer, index,
+// and any .safetensors (model.safetensors, or a shard the index names).
+static int model_file_name(const char *name) {
+    size_t n = strlen(name);
+    return (n >= 12 && strcmp(name + n - 12, ".safetensors") == 0) ||
+           strcmp(name, "config.json") == 0 || strcmp(name, "tokenizer.json") == 0 ||
+           strcmp(name, "generation_config.json") == 0 ||
+           strcmp(name, "model.safetensors.index.json") == 0;
+}
+
+static int same_file(const char *path, const struct stat *st) {
+    struct stat sb;
+    return path && stat(path, &sb) == 0 && sb.st_dev == st->st_dev && sb.st_ino == st->st_ino;
+}
+
+// Whether the existing file st is one of the run's inputs: one of inputs[n] (NULL: not given)
+// or a file the model's loaders read in model_dir, known by its inode however it is reached.
+static int is_input(const struct stat *st, const char *const *inputs, int n,
+                    const char *model_dir) {
+    int found = 0;
+    for (int k = 0; k < n; k++) { found |= same_file(inputs[k], st); }
+    DIR *dir = opendir(model_dir);
+    for (struct dirent *e; dir && !found && (e = readdir(dir)) != NULL;) {
+        char *path = join_path(model_dir, e->d_name);
+        found = model_file_name(e->d_name) && same_file(path, st);
+        free(path);
+    }
+    if (dir) { closedir(dir); }
+    return found;
+}
+
+// Opens the output flag names at path before the run, into slot k of the temporaries, refusing
+// one of the run's inputs (is_input). Returns 0, or -1 with err set.
+static int open_output(OutputFile *o, int k, const char *flag, const char *path,
+                       const char *const *inputs, int n_inputs, const char *model_dir, char *err) {
+    struct stat st;
+    o->flag = flag, o->path = path;
+    int exists = stat(path, &st) == 0, in_place = exists && !S_ISREG(st.st_mode);
+    if ((!exists && errno != ENOENT) || in_place) { // (a name too long; a device, a folder)
+        o->f = in_place ? fopen(path, "w") : NULL;
+        return o->f ? 0 : fail(err, "%s %s: cannot write: %s", flag, path, strerror(errno));
+    }
+    if (!exists && lstat(path, &st) == 0) { // writing through it would replace the link
+        return fail(err, "%s %s: a symbolic link to nothing (give its target)", flag, path);
+    }
+    if (exists && is_input(&st, inputs, n_inputs, model_dir)) {
+        return fail(err, "%s %s: is one of the run's input files; writing it would replace it",
+                    flag, path);
+    }
+    o->target = exists ? realpath(path, NULL) : NULL; // (links resolved)
+    if (o->target == NULL) { o->target = strcpy((char *)malloc_check(strlen(path) + 1), path); }
+    const char *slash = strrchr(o->target, '/');
+    int dir = slash ? (int)(slash - o->target) + 1 : 0;
+    o->tmp = temporaries[k] = (char *)malloc_check((size_t)dir + 17);
+    snprintf(o->tmp, (size_t)dir + 17, "%.*s.selfspec-XXXXXX", dir, o->target);
+    int fd = mkstemp(o->tmp);
+    mode_t mask = umask(0); // the mode a new file gets from a shell's >
+    umask(mask);
+    if (fd < 0) { temporaries[k] = NULL, free(o->tmp), o->tmp = NULL; }
+    if (fd < 0 || fchmod(fd, 0666 & ~mask) != 0 || (o->f = fdopen(fd, "w")) == NULL) {
+        return fail(err, "%s %s: cannot create a file beside %s: %s", flag, path, o->target,
+                    strerror(errno));
+    }
+    return 0;
+}
+
+// After a run that succeeded: each output closed, a write error reported, then each temporary
+// file renamed over its target (not atomic across two outputs). 0, or -1 with err set.
+static int commit_outputs(OutputFile *outs, int n, char *err) {
+    for (int k = 0; k < n; k++) {
+        int failed = ferror(outs[k].f) != 0;
+        failed |= fclose(outs[k].f) != 0;
+        outs[k].f = NULL;
+        if (failed) {
+            return fail(err, "%s %s: cannot write: %s", outs[k].flag, outs[k].path,
+                        strerror(errno));
+        }
+    }
+    for (int k = 0; k < n; k++) {
+        if (outs[k].tmp && rename(outs[k].tmp, outs[k].target) != 0) {
+            return fail(err, "%s %s: cannot replace it: %s", outs[k].flag, outs[k].path,
+                        strerror(errno));
+        }
+        temporaries[k] = NULL;
+        free(outs[k].tmp), outs[k].tmp = NULL;
+        fprintf(stderr, "wrote %s\n", outs[k].path);
+    }
+    return 0;
+}
+
+// Closes what a run left open, and removes the temporary files a failed one left.
 static void free_outputs(OutputFile *outs, int n) {
     for (int k = 0; k < n; k++) {
-        if (outs[k].mem) { fclose(outs[k].mem); }
-        free(outs[k].buf);
-        free(outs[k].target);
-        free(outs[k].link_dir);
+        if (outs[k].f) { fclose(outs[k].f); }
+        if (outs[k].tmp) { unlink(outs[k].tmp); }
+        temporaries[k] = NULL;
         free(outs[k].tmp);
-        free(outs[k].backup);
+        free(outs[k].target);
     }
-}
-
-// mem's writes: open_memstream's stream drops a write it finds no memory for without setting
-// its error flag (fflush and fclose then succeed), so the outputs keep their own buffer.
-static ssize_t memory_write(void *cookie, const char *data, size_t n) {
-    OutputFile *f = (OutputFile *)cookie;
-    if (n > f->cap - f->len) {
-        size_t cap = f->len + n < SIZE_MAX / 2 ? 2 * (f->len + n) : 0;
-        char *p = cap ? (char *)realloc(f->buf, cap) : NULL;
-        if (p == NULL) { f->failed = 1, errno = ENOMEM; return -1; }
-        f->buf = p, f->cap = cap;
-    }
-    memcpy(f->buf + f->len, data, n);
-    f->len += n;
-    return (ssize_t)n;
-}
-
-static FILE *memory_stream(OutputFile *f) {
-    cookie_io_functions_t io;
-    memset(&io, 0, sizeof(io));
-    io.write = memory_write;
-    return fopencookie(f, "w", io);
-}
-
-// A new file beside target (in its folder), named .ss.XXXXXX: *name is set (freed by the
-// caller) and the open descriptor returned, or -1 with errno set.
-static int create_beside(const char *target, char **name) {
-    const char *slash = strrchr(target, '/');
-    size_t dir = slash ? (size_t)(slash - target) + 1 : 0;
-    *name = (char *)malloc_check(dir + 11);
-    memcpy(*name, target, dir);
-    strcpy(*name + dir, ".ss.XXXXXX");
-    return mkstemp(*name);
-}
-
-// Fails naming f: its flag and path, and for a symbolic link the folder it leads into.
-static int output_fail(char *err, const OutputFile *f, const char *why) {
-    return fail(err, "%s %s%s%s%s: %s", f->flag, f->path, f->link_dir ? " (a link into " : "",
-                f->link_dir ? f->link_dir : "", f->link_dir ? ")" : "", why);
-}
-
-// Closes f's memory stream: 0, or -1 with errno ENOMEM when a write to it failed (out of memory).
-static int close_memory(OutputFile *f) {
-    int ok = !ferror(f->mem);
-    ok = fclose(f->mem) == 0 && ok && !f->failed;
-    f->mem = NULL;
-    if (!ok) { errno = ENOMEM; }
-    return ok ? 0 : -1;
-}
-
-// Writes buf whole to fd and closes it: 0, or -1 with errno set.
-static int write_whole(int fd, const OutputFile *f) {
-    FILE *w = fdopen(fd, "wb");
-    if (w == NULL) { close(fd); return -1; }
-    if (fwrite(f->buf, 1, f->len, w) != f->len) {
-        int e = errno;
-        fclose(w);
-        errno = e;
-        return -1;
-    }
-    return fclose(w) == 0 ? 0 : -1;
-}
-
-// Writes f's content whole to a new temporary file beside its target, with the old file's mode
-// (and owner, where allowed). 0, or -1 with errno set.
-static int write_temporary(OutputFile *f, mode_t mask) {
-    if (close_memory(f) != 0) { return -1; }
-    int fd = create_beside(f->target, &f->tmp);
-    if (fd < 0) { free(f->tmp), f->tmp = NULL; return -1; }
-    mode_t mode = f->exists ? f->st.st_mode & 07777 : 0666 & ~mask; // mkstemp made it 0600
-    if (fchmod(fd, mode) != 0) { close(fd); return -1; }
-    if (f->exists && (f->st.st_uid != geteuid() || f->st.st_gid != getegid()) &&
-        fchown(fd, f->st.st_uid, f->st.st_gid) != 0) {
-        // Decision: the owner is kept where the system allows it (root); a file of another user
-        // that the user may write (0666) is otherwise replaced by one of the user's
-    }
-    return write_whole(fd, f);
-}
-
-// Renames outs' temporary files over their targets, after a hard-link backup of each existing
-// target when there are several outputs. Returns the output that failed (why set), or -1.
-static int rename_outputs(OutputFile *outs, int n, const char **why) {
-    for (int k = 0; k < n && n > 1; k++) {
-        OutputFile *f = &outs[k];
-        if (f->in_place || !f->exists) { continue; }
-        int fd = create_beside(f->target, &f->backup);
-        if (fd < 0 || close(fd) != 0 || unlink(f->backup) != 0 || link(f->target, f->backup) != 0) {
-            free(f->backup), f->backup = NULL;
-            *why = "cannot keep a backup of it beside it";
-            return k;
-        }
-    }
-    for (int k = 0; k < n; k++) {
-        if (outs[k].in_place) { continue; }
-        if (rename(outs[k].tmp, outs[k].target) != 0) { return k; }
-        free(outs[k].tmp), outs[k].tmp = NULL, outs[k].renamed = 1;
-    }
-    return -1;
-}
-
-// Writes every output, or none (see above). A full disk or ulimit -f (SIGXFSZ is ignored, so the
-// write fails with EFBIG) is reported, naming the output.
-static int commit_outputs(OutputFile *outs, int n, char *err) {
-    int bad = -1, k; // the output that failed
-    const char *why = "cannot write";
-    for (k = 0; k < n; k++) { outs[k].fd = -1; }
-    for (k = 0; k < n && bad < 0; k++) { // opened first, as > does (a FIFO waits for its reader)
-        OutputFile *f = &outs[k];
-        if (f->in_place && (close_memory(f) != 0 ||
-                            (f->fd = open(f->path, O_WRONLY | O_TRUNC | O_NOCTTY)) < 0)) {
-            bad = k;
-        }
-    }
-    sigset_t block, old; // a kill between creating a temporary file and its rename would leave it
-    sigemptyset(&block);
-    sigaddset(&block, SIGINT);
-    sigaddset(&block, SIGTERM);
-    sigaddset(&block, SIGHUP);
-    sigprocmask(SIG_BLOCK, &block, &old);
-    void (*pipe_was)(int) = signal(SIGPIPE, SIG_IGN); // a reader gone: EPIPE, put back
-    mode_t mask = umask(0);
-    umask(mask);
-    for (k = 0; k < n && bad < 0; k++) {
-        if (!outs[k].in_place && write_temporary(&outs[k], mask) != 0) { bad = k; }
-    }
-    bad = bad < 0 ? rename_outputs(outs, n, &why) : bad;
-    for (k = 0; k < n && bad < 0; k++) {
-        if (outs[k].in_place && write_whole(outs[k].fd, &outs[k]) != 0) { bad = k; }
-        outs[k].fd = -1; // (closed by write_whole)
-    }
-    if (bad >= 0) {
-        char line[SS_ERR_LEN];
-        snprintf(line, sizeof(line), "%s: %s", why, strerror(errno));
-        output_fail(err, &outs[bad], line);
-    }
-    for (k = 0; k < n; k++) { // when one failed, the renamed are put back; what is left goes
-        OutputFile *f = &outs[k];
-        if (bad >= 0 && f->renamed) { // (a backup that cannot be put back stays beside it)
-            (void)(f->backup ? rename(f->backup, f->target) : unlink(f->target));
-            free(f->backup), f->backup = NULL;
-        }
-        if (f->tmp) { unlink(f->tmp); }
-        if (f->backup) { unlink(f->backup); }
-        if (f->fd >= 0) { close(f->fd); }
-    }
-    signal(SIGPIPE, pipe_was);
-    sigprocmask(SIG_SETMASK, &old, NULL);
-    for (k = 0; k < n && bad < 0; k++) { fprintf(stderr, "wrote %s\n", outs[k].path); }
-    return bad < 0 ? 0 : -1;
 }
 
 #ifndef TESTING
@@ -5086,7 +4897,7 @@ typedef struct {
 // How a flag's value is read: text as given, a path (which may not start with -), a number
 // checked against the flag's range, or a word of its own (--method, --objective, --exit, on/off).
 typedef enum {
-    ARG_SWITCH, ARG_TEXT, ARG_PATH, ARG_INT, ARG_LONG, ARG_FLOAT, ARG_DOUBLE, ARG_ONOFF,
+    ARG_SWITCH, ARG_TEXT, ARG_PATH, ARG_INT, ARG_FLOAT, ARG_DOUBLE, ARG_ONOFF,
     ARG_METHOD, ARG_OBJECTIVE, ARG_EXIT
 } ArgKind;
 
@@ -5104,10 +4915,7 @@ typedef struct {
     const char *only, *help;
 } Flag;
 
-enum { // the methods that draft, and those that search before decoding
-    DRAFTING = (1 << (METHOD_ORACLE + 1)) - 2,
-    SEARCHING = 1 << METHOD_SELFSD | 1 << METHOD_ORACLE,
-};
+enum { DRAFTING = (1 << (METHOD_CLASP + 1)) - 2 }; // the methods that draft: all but none
 
 // --help lists them in this order.
 static const Flag FLAGS[] = {
@@ -5129,8 +4937,8 @@ static const Flag FLAGS[] = {
     {"-c", "CTX", ARG_INT, offsetof(Options, ctx), 2, 1 << 24, 0, 0, NULL,
      "context length to allocate, at most max_position_embeddings\n(default: that, at most 4096)"},
     {"--method", "M", ARG_METHOD, offsetof(Options, method), 0, 0, 0, 0, NULL,
-     "none (plain decoding), static (--skip), selfsd, swift, asd, clasp,\n"
-     "oracle; default: static when --skip/--skip-file is given, else none"},
+     "none (plain decoding), static (--skip), selfsd, swift, asd, clasp;\n"
+     "default: static when --skip/--skip-file is given, else none"},
     {"--skip", "SPEC", ARG_TEXT, offsetof(Options, skip_spec), 0, 0, 0, 1 << METHOD_STATIC,
      "only --method static drafts with a given skip set",
      "draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\"\n(0-based)"},
@@ -5148,16 +4956,13 @@ static const Flag FLAGS[] = {
     {"--iters", "N", ARG_INT, offsetof(Options, params.selfsd.iters), 1, 100000, 0,
      1 << METHOD_SELFSD, "only --method selfsd iterates",
      "selfsd: Bayesian-optimization iterations (default %g)"},
-    {"--dev-prompts", "F", ARG_PATH, offsetof(Options, dev_prompts), 0, 0, 0, SEARCHING,
-     "only --method selfsd or oracle searches on dev prompts",
-     "selfsd/oracle: search on these prompts instead of the prompt itself"},
-    {"--objective", "O", ARG_OBJECTIVE, offsetof(Options, cost_model), 0, 0, 0, SEARCHING,
-     "only --method selfsd or oracle has an objective",
-     "selfsd/oracle: time (wall clock, default for selfsd) or cost\n"
-     "(sublayers run per token, deterministic; default for oracle)"},
-    {"--save-skip", "F", ARG_PATH, offsetof(Options, save_skip), 0, 0, 0, SEARCHING,
-     "only --method selfsd or oracle chooses a skip set to save",
-     "selfsd/oracle: write the chosen skip set as JSON for --skip-file"},
+    {"--dev-prompts", "F", ARG_PATH, offsetof(Options, dev_prompts), 0, 0, 0, 1 << METHOD_SELFSD,
+     NULL, "selfsd: search on these prompts instead of the prompt itself"},
+    {"--objective", "O", ARG_OBJECTIVE, offsetof(Options, cost_model), 0, 0, 0, 1 << METHOD_SELFSD,
+     NULL, "selfsd: time (wall clock, default) or cost (sublayers run per\n"
+     "token, deterministic)"},
+    {"--save-skip", "F", ARG_PATH, offsetof(Options, save_skip), 0, 0, 0, 1 << METHOD_SELFSD,
+     NULL, "selfsd: write the chosen skip set as JSON for --skip-file"},
     {"--loi", "N", ARG_INT, offsetof(Options, params.clasp.interval), 1, 1 << 20, 0,
      1 << METHOD_CLASP, NULL, "clasp: run the DP every N verifications (default %g)"},
     {"--skip-ratio", "R", ARG_FLOAT, offsetof(Options, params.swift.skip_ratio), 0, 1, 1,
@@ -5178,13 +4983,9 @@ static const Flag FLAGS[] = {
      1 << METHOD_ASD, NULL, "asd: never skip in the last N layers (default %g)"},
     {"--clasp-ratio", "R", ARG_FLOAT, offsetof(Options, params.clasp.skip_ratio), 0, 1, 1,
      1 << METHOD_CLASP, NULL, "clasp: each DP skips M = round(R L) of the L layers (default %g)"},
-    {"--oracle-sets", "N", ARG_LONG, offsetof(Options, params.oracle.max_sets), 1, 1L << 40, 0,
-     1 << METHOD_ORACLE, NULL,
-     "oracle: score at most N skip sets, all when there are fewer, else N\n"
-     "random ones (default %g; each costs a few decoding runs)"},
     {"--threads", "N", ARG_INT, offsetof(Options, threads), 1, 1024, 0, 0, NULL,
-     "CPU threads (default: OMP_NUM_THREADS, else the cores other processes\n"
-     "leave free, one per 4 MiB of weights at most); see README"},
+     "CPU threads (default: OMP_NUM_THREADS, else one per core); on a busy\n"
+     "machine give fewer (README, Threads)"},
     {"--compare", NULL, ARG_SWITCH, offsetof(Options, compare), 0, 0, 0, 0, NULL,
      "also run plain decoding in this process: speeds, ratio, identity\n"
      "(needs a method other than none)"},
@@ -5228,13 +5029,13 @@ static int given(const Options *o, const void *field) {
 static Options options_default(void) {
     Options o;
     memset(&o, 0, sizeof(o));
+    o.model_dir = "tiny_models/kjv-12l"; // (relative to the working folder)
     o.prompt = "In the beginning God created";
     o.n_new = 64;
     o.top_p = 1.0f;
     o.seed = 42;
     o.method = -1;
     o.params = method_params_default();
-    o.cost_model = -1;
     method_drafting(METHOD_SELFSD, &o.max_draft, &o.exit);
     return o;
 }
@@ -5244,7 +5045,6 @@ static double default_value(const Options *d, const Flag *fl) {
     const char *p = (const char *)d + fl->offset;
     if (fl->kind == ARG_FLOAT) { return *(const float *)p; }
     if (fl->kind == ARG_DOUBLE) { return *(const double *)p; }
-    if (fl->kind == ARG_LONG) { return (double)*(const long *)p; }
     return fl->kind == ARG_INT ? *(const int *)p : 0;
 }
 
@@ -5276,7 +5076,7 @@ static void usage(FILE *f) {
         fputc('\n', f);
     }
     fprintf(f, "  %-16s this help, on stdout\n", "-h, --help");
-    fprintf(f, "Ctrl-C during a selfsd or oracle search stops it and goes on with the best set "
+    fprintf(f, "Ctrl-C during a selfsd search stops it and goes on with the best set "
                "so far.\n");
 }
 
@@ -5322,7 +5122,11 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
     char *p = (char *)o + fl->offset, fixed[32];
     long x;
     switch (fl->kind) {
-    case ARG_TEXT: case ARG_PATH: *(const char **)p = v; return 0;
+    case ARG_PATH:
+        if (*v == '\0') { return flag_fail(err, fl->name, NULL, "the path is empty"); }
+        *(const char **)p = v;
+        return 0;
+    case ARG_TEXT: *(const char **)p = v; return 0;
     case ARG_FLOAT: case ARG_DOUBLE:
         return parse_number(fl->name, v, fl->lo, fl->hi, fl->lo_open,
                             fl->kind == ARG_FLOAT ? (float *)p : NULL, (double *)p, err);
@@ -5337,20 +5141,20 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
         }
         snprintf(fixed, sizeof(fixed), "%s fixed:", fl->name);
         return parse_number(fixed, v + 6, 0, 1, 0, &o->exit.threshold, NULL, err);
-    case ARG_INT: case ARG_LONG:
+    case ARG_INT:
         if (parse_long(fl->name, v, fl->lo, fl->hi, &x, err)) { return -1; }
-        if (fl->kind == ARG_INT) { *(int *)p = (int)x; } else { *(long *)p = x; }
+        *(int *)p = (int)x;
         return 0;
     case ARG_OBJECTIVE:
         o->cost_model = is(v, "cost");
         if (is(v, "time") || is(v, "cost")) { return 0; }
         return flag_fail(err, fl->name, v, "expected time or cost");
     case ARG_METHOD:
-        for (int k = 0; k <= METHOD_ORACLE; k++) {
+        for (int k = 0; k <= METHOD_CLASP; k++) {
             if (is(v, method_name(k))) { o->method = k; }
         }
         return o->method >= 0 ? 0 : flag_fail(err, fl->name, v, "unknown method (none, static, "
-                                              "selfsd, swift, asd, clasp, oracle)");
+                                              "selfsd, swift, asd, clasp)");
     default:
         *(int *)p = 1;
         return 0; // a switch
@@ -5393,7 +5197,7 @@ static int check_flags(const Options *o, char *err) {
         return flag_fail(err, flag_name(o, &o->prompt), NULL, "give -p or -f, not both");
     }
     struct stat st;
-    if (o->model_dir && stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    if (stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
         return flag_fail(err, flag_name(o, &o->model_dir), o->model_dir,
                          "a file, not a folder: give the folder that holds "
                          "config.json, model.safetensors and tokenizer.json");
@@ -5405,19 +5209,6 @@ static int check_flags(const Options *o, char *err) {
         fprintf(stderr, "selfspec: warning: -p %s: the prompt is a number; -p is the prompt here "
                         "(llama2.c's top-p is --top-p)\n", o->prompt);
     }
-#ifdef _OPENMP
-    // libgomp read OMP_NUM_THREADS before main and makes that many threads at the first kernel:
-    // 99999999999 aborted inside it with no word from selfspec (a list "4,2": its first number;
-    // 0, words and numbers past LONG_MAX libgomp itself reports and ignores)
-    const char *omp = getenv("OMP_NUM_THREADS");
-    long n_omp = omp ? strtol(omp, &end, 10) : 1;
-    double max_threads = FLAGS[flag_index(o, &o->threads)].hi;
-    while (omp && end != omp && isspace((unsigned char)*end)) { end++; } // libgomp skips them
-    if (omp && end != omp && (*end == '\0' || *end == ',') && n_omp > max_threads) {
-        return fail(err, "OMP_NUM_THREADS=%s: must be in [1, %g] threads (unset it, or give "
-                    "--threads N)", omp, max_threads);
-    }
-#endif
     if (method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
         return flag_fail(err, flag_name(o, &o->method), "static", "needs --skip or --skip-file");
     }
@@ -5467,7 +5258,6 @@ static int parse_options(int argc, char **argv, Options *o, char *err) {
         o->exit.threshold = rule.threshold;
     }
     if (check_flags(o, err)) { return -1; }
-    if (o->cost_model < 0) { o->cost_model = o->method == METHOD_ORACLE; }
     return 0;
 }
 
@@ -5504,158 +5294,6 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     json_free(&j);
     free(text);
     return f.failed ? -1 : 0;
-}
-
-// A name the model's loaders read in its folder: config, generation config, tokenizer, index,
-// and any .safetensors (model.safetensors, or a shard the index names).
-static int model_file_name(const char *name) {
-    size_t n = strlen(name);
-    return (n >= 12 && strcmp(name + n - 12, ".safetensors") == 0) || is(name, "config.json") ||
-           is(name, "tokenizer.json") || is(name, "generation_config.json") ||
-           is(name, "model.safetensors.index.json");
-}
-
-// What output f names that it must not: one of the run's inputs (-f, --skip-file,
-// --dev-prompts), a regular file stdout or stderr goes to (> FILE), or a file the model's loaders
-// read (by name, whether or not it exists yet, or by inode). NULL when none.
-static const char *input_named(const Options *o, const OutputFile *f) {
-    const char *files[3] = {o->prompt_file, o->skip_file, o->dev_prompts}, *why = NULL;
-    const char *model = "one of the run's input files (the model's)";
-    struct stat sb;
-    for (int k = 0; k < 3; k++) {
-        if (f->exists && files[k] && stat(files[k], &sb) == 0 && same_file(&sb, &f->st)) {
-            why = "one of the run's input files";
-        }
-    }
-    for (int fd = 1; fd <= 2; fd++) { // (a device such as /dev/null may be both)
-        if (f->exists && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && same_file(&sb, &f->st)) {
-            why = "the file stdout or stderr goes to";
-        }
-    }
-    char *real = realpath(o->model_dir, NULL);
-    const char *slash = strrchr(f->target, '/');
-    size_t n = slash == NULL ? 0 : slash == f->target ? 1 : (size_t)(slash - f->target);
-    if (!why && real && !f->in_place && slash && strlen(real) == n &&
-        strncmp(real, f->target, n) == 0 && model_file_name(slash + 1)) {
-        why = model;
-    }
-    free(real);
-    DIR *dir = f->exists ? opendir(o->model_dir) : NULL; // a hard link to one of them
-    for (struct dirent *e; dir && !why && (e = readdir(dir)) != NULL;) {
-        char *path = join_path(o->model_dir, e->d_name);
-        if (model_file_name(e->d_name) && stat(path, &sb) == 0 && same_file(&sb, &f->st)) {
-            why = model;
-        }
-        free(path);
-    }
-    if (dir) { closedir(dir); }
-    return why;
-}
-
-// Sets f's target: the existing file resolved, or (a new file) its folder resolved and its name;
-// a file that is not a regular one is written in place, by its path as given. -1: no folder.
-static int resolve_output(OutputFile *f) {
-    const char *path = f->path, *slash = strrchr(path, '/');
-    struct stat sb;
-    if (f->in_place) {
-        f->target = strcpy((char *)malloc_check(strlen(path) + 1), path);
-        return 0;
-    }
-    char *dir = slash ? (char *)memcpy(malloc_check((size_t)(slash - path) + 2), path,
-                                       (size_t)(slash - path) + 1) : NULL;
-    if (dir) { dir[slash == path ? 1 : slash - path] = '\0'; }
-    char *real = realpath(f->exists ? path : dir ? dir : ".", NULL);
-    free(dir);
-    if (real == NULL || (!f->exists && (stat(real, &sb) != 0 || !S_ISDIR(sb.st_mode)))) {
-        free(real);
-        return -1;
-    }
-    f->target = f->exists ? real : join_path(real, slash ? slash + 1 : path);
-    if (!f->exists) { free(real); }
-    if (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)) { // named in messages
-        const char *end = strrchr(f->target, '/');
-        size_t n = end == f->target ? 1 : (size_t)(end - f->target);
-        f->link_dir = (char *)memcpy(malloc_check(n + 1), f->target, n);
-        f->link_dir[n] = '\0';
-    }
-    return 0;
-}
-
-// Asks for f's permission as a shell's > asks it, before the run: open(O_WRONLY) on an existing
-// regular file (without truncating it), access(W_OK) on a device or FIFO; and, for a file
-// replaced by rename, a temporary file made and removed beside it. 0, or -1 with err set.
-static int check_writable(const OutputFile *f, char *err) {
-    char why[SS_ERR_LEN], *tmp;
-    struct stat sb;
-    int fd = f->in_place ? access(f->path, W_OK)
-             : f->exists ? open(f->target, O_WRONLY | O_NOCTTY) : 0;
-    if (fd < 0) {
-        snprintf(why, sizeof(why), "cannot write: %s", strerror(errno));
-        return output_fail(err, f, why);
-    }
-    if (f->in_place) { return 0; }
-    if (f->exists) { close(fd); }
-    fd = create_beside(f->target, &tmp); // (access() says yes to root on a read-only file system)
-    if (fd >= 0) { close(fd), unlink(tmp); }
-    snprintf(why, sizeof(why), "cannot create a file %s: %s",
-             f->link_dir ? "there" : "in its folder", strerror(errno));
-    tmp[strlen(tmp) - 10] = '\0'; // its folder, or "" for the current one
-    int sticky = stat(tmp[0] ? tmp : ".", &sb) == 0 && (sb.st_mode & S_ISVTX) && geteuid() != 0 &&
-                 sb.st_uid != geteuid() && f->exists && f->st.st_uid != geteuid();
-    long name_max = pathconf(tmp[0] ? tmp : ".", _PC_NAME_MAX);
-    free(tmp);
-    if (fd >= 0 && name_max > 0 && strlen(strrchr(f->target, '/') + 1) > (size_t)name_max) {
-        return output_fail(err, f, "cannot create it: File name too long");
-    }
-    if (sticky) { // Decision: refused, where > would write into it: rename cannot replace it
-        return output_fail(err, f, "another user's file in a sticky folder: cannot be replaced");
-    }
-    return fd < 0 ? output_fail(err, f, why) : 0;
-}
-
-// Checks an output's path before the run (which can take minutes) and adds it to outs (the
-// rules above commit_outputs). Returns 0, or -1 with err set.
-static int add_output(OutputFile *outs, int *n, const Options *o, const char *const *field,
-                      char *err) {
-    OutputFile *f = &outs[*n];
-    memset(f, 0, sizeof(*f));
-    f->flag = flag_name(o, field), f->path = *field;
-    const char *path = f->path, *why;
-    struct stat sb;
-    if (path[0] == '\0') { return flag_fail(err, f->flag, NULL, "the file name is empty"); }
-    f->exists = stat(path, &f->st) == 0;
-    if (!f->exists && lstat(path, &sb) == 0) {
-        return flag_fail(err, f->flag, path, "a symbolic link to nothing (give its target)");
-    }
-    if (f->exists && S_ISDIR(f->st.st_mode)) {
-        return flag_fail(err, f->flag, path, "names a folder, not a file");
-    }
-    f->in_place = f->exists && !S_ISREG(f->st.st_mode);
-    if (resolve_output(f) != 0) {
-        return flag_fail(err, f->flag, path, "its folder does not exist");
-    }
-    (*n)++; // (free_outputs frees target from here on)
-    if ((why = input_named(o, f)) != NULL) {
-        return flag_fail(err, f->flag, path, "names %s; writing it would replace it", why);
-    }
-    for (int k = 0; k < *n - 1; k++) {
-        if ((f->exists && outs[k].exists && same_file(&f->st, &outs[k].st)) ||
-            strcmp(f->target, outs[k].target) == 0) {
-            return flag_fail(err, f->flag, path, "names the file %s names (the other output file)",
-                             outs[k].flag);
-        }
-    }
-    if (check_writable(f, err) != 0) { return -1; }
-    f->mem = memory_stream(f);
-    return f->mem ? 0 : output_fail(err, f, "cannot hold it in memory: out of memory");
-}
-
-// The in-memory stream of the output whose flag stores its path at field, or NULL (not given).
-static FILE *output_stream(OutputFile *outs, int n, const Options *o, const char *const *field) {
-    for (int k = 0; k < n; k++) {
-        if (outs[k].flag == flag_name(o, field)) { return outs[k].mem; }
-    }
-    return NULL;
 }
 
 // Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).
@@ -5710,59 +5348,11 @@ typedef struct {
     char *text;
     size_t len, cap;
     int echo;
-    Model *m;                // the model, prompt and tokens so far, for die_degenerate
-    const int *prompt;
-    int n_prompt;
-    const Output *out;
 } TextSink;
-
-// A logits row that is not finite or all one value (emit): runs the full model again on the
-// context it came from, the last token's state captured at every sublayer boundary, and dies
-// naming the first sublayer whose output is not finite, or the first norm whose input's sum of
-// squares overflows float32 (its scale 1/sqrt(inf) is 0, and every later state 0), else lm_head.
-static void die_degenerate(const TextSink *ts, const float *logits) {
-    const Config *c = &ts->m->config;
-    int n = ts->n_prompt + ts->out->n, L = c->n_layers, row = 0, zero = 0, finite = 1;
-    for (int i = 0; i < c->vocab_size; i++) { finite &= isfinite(logits[i]) != 0; }
-    int *ctx = (int *)malloc_check((size_t)n * sizeof(int));
-    memcpy(ctx, ts->prompt, (size_t)ts->n_prompt * sizeof(int));
-    memcpy(ctx + ts->n_prompt, ts->out->tokens, (size_t)ts->out->n * sizeof(int));
-    float *states = (float *)malloc_check((size_t)(2 * L + 1) * c->dim * sizeof(float));
-    Capture cap = {1, &zero, states};
-    if (n > 1) { prefill(ts->m, ctx, n - 1, NULL, NULL, &row); }
-    forward(ts->m, ctx + n - 1, 1, n - 1, NULL, NULL, &cap);
-    char what[160] = "lm_head (the last matmul)";
-    for (int b = 0, found = 0; b <= 2 * L && !found; b++) { // b: 0 the embedding, 2l+1 after
-        const float *x = states + (size_t)b * c->dim;    // layer l's attention, 2l+2 its MLP
-        float ss = 0.0f;
-        int ok = 1;
-        for (int d = 0; d < c->dim; d++) { ok &= isfinite(x[d]) != 0, ss += x[d] * x[d]; }
-        const char *sub = b == 0 ? "embed_tokens" : b % 2 ? "self_attn" : "mlp";
-        const char *norm = b % 2 ? "post_attention_layernorm" : "input_layernorm";
-        int l = b == 0 ? 0 : b % 2 ? b / 2 : b / 2 - 1, next = b == 2 * L ? -1 : b / 2;
-        if ((found = !ok) != 0 && b == 0) {
-            snprintf(what, sizeof(what), "the output of model.embed_tokens is not finite");
-        } else if (found) {
-            snprintf(what, sizeof(what), "layer %d: the output of model.layers.%d.%s is not finite",
-                     l, l, sub);
-        } else if ((found = !isfinite(ss)) != 0 && next < 0) {
-            snprintf(what, sizeof(what), "the final norm: the sum of squares entering model.norm "
-                     "overflows float32, so its scale is 0");
-        } else if (found) {
-            snprintf(what, sizeof(what), "layer %d: the sum of squares entering model.layers.%d.%s "
-                     "overflows float32, so its scale is 0", next, next, norm);
-        }
-    }
-    free(ctx);
-    free(states);
-    die(__FILE__, __LINE__, "the logits of generated token %d are %s, first wrong at %s: the "
-        "model's weights overflow float32 arithmetic", ts->out->n + 1,
-        finite ? "all equal" : "not finite", what);
-}
 
 static void on_token(void *ctx, int token, const float *logits) {
     TextSink *ts = (TextSink *)ctx;
-    if (token == -2) { die_degenerate(ts, logits); } // (emit: a degenerate row)
+    (void)logits;
     const Tokenizer *t = ts->tok;
     // a token decodes to at most 3 bytes per byte of its text (U+FFFD for one that is not
     // UTF-8), plus the bytes held back from the token before
@@ -5775,18 +5365,6 @@ static void on_token(void *ctx, int token, const float *logits) {
                            : decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
     if (ts->echo) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
     ts->len += n;
-}
-
-static const char *default_model_dir(const char *argv0) {
-    static char *path; // (allocated once, for the run)
-    struct stat sb;
-    if (stat("tiny_models/kjv-12l/config.json", &sb) == 0) { return "tiny_models/kjv-12l"; }
-    const char *slash = strrchr(argv0, '/');
-    size_t n = strlen(argv0) + 32;
-    path = (char *)malloc_check(n);
-    snprintf(path, n, "%.*s/tiny_models/kjv-12l", slash ? (int)(slash - argv0) : 1,
-             slash ? argv0 : ".");
-    return path;
 }
 
 // The lines of file (flag: -f or --dev-prompts), or text alone when file is NULL (flag then
@@ -5841,7 +5419,7 @@ static void free_prompts(Prompts *p) {
 // reported, saved with --save-skip and used); the handler then steps aside, so a second one quits.
 static void on_interrupt(int sig) {
     search_interrupted = 1;
-    signal(sig, SIG_DFL);
+    signal(sig, on_stop);
 }
 
 // Everything one run of the CLI holds; zeroed first, so free_run frees whatever was built.
@@ -5849,17 +5427,18 @@ typedef struct {
     Model m;
     Tokenizer *tok;
     SkipSet skip, searched;  // the set decoding uses; the one the search chose (--save-skip)
-    Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd, oracle)
+    Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd)
     int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
     Selector sel;
     Trace trace;             // watches decoding and the searches; --trace's stream (f NULL: none)
     Observer watch;          // the engine's hooks into trace
     OutputFile outs[MAX_OUTPUTS]; // the output files given, n_outs of them
     int n_outs;
+    FILE *save_skip;         // --save-skip's output (NULL: none)
 } CliRun;
 
-// Self-SD's search or the oracle's, before the first prompt decodes, on r->dev into r->skip,
-// with SIGINT caught: the first Ctrl-C stops it with the best set so far. Returns its time.
+// Self-SD's search, before the first prompt decodes, on r->dev into r->skip, with SIGINT caught:
+// the first Ctrl-C stops it with the best set so far. Returns its time.
 static double search_skip_set(CliRun *r, const Options *o) {
     int n_layers = r->m.config.n_layers;
     Objective obj = {(const int *const *)r->dev.ids, r->dev.len, r->dev.n,
@@ -5867,18 +5446,9 @@ static double search_skip_set(CliRun *r, const Options *o) {
                      {o->temperature, o->top_p, {0}}, &r->watch, NULL, NULL};
     rng_seed(&obj.sampler.rng, (uint64_t)o->seed);
     double t0 = time_ms();
-    signal(SIGINT, on_interrupt);
-    if (o->method == METHOD_SELFSD) {
-        r->skip = select_selfsd(&r->m, &obj, &o->params.selfsd, (uint64_t)o->seed);
-    } else {
-        const OracleParams *op = &o->params.oracle;
-        long tried;
-        int count = r->trace.count = (int)lround(op->skip_ratio * 2 * n_layers);
-        fprintf(stderr, "oracle: scoring %ld random skip sets of %d sublayers (every one when "
-                "there are at most that many)\n", op->max_sets, count);
-        r->skip = select_oracle(&r->m, &obj, count, op->max_sets, (uint64_t)o->seed, &tried);
-    }
-    signal(SIGINT, SIG_DFL);
+    void (*was)(int) = signal(SIGINT, on_interrupt);
+    r->skip = select_selfsd(&r->m, &obj, &o->params.selfsd, (uint64_t)o->seed);
+    signal(SIGINT, search_interrupted ? on_stop : was); // (after a Ctrl-C, a second one quits)
     if (search_interrupted) {
         fprintf(stderr, "selfspec: search stopped by Ctrl-C: %s the best set so far, skipping %d "
                 "of %d sublayers (Ctrl-C again quits)\n",
@@ -5942,7 +5512,7 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
                     : method == METHOD_CLASP ? alternate_layers(L) : r->skip;
     write_skip(f, ", \"skip\": ", &start, L);
     fprintf(f, ", \"params\": {");
-    if (method == METHOD_SELFSD || method == METHOD_ORACLE) {
+    if (method == METHOD_SELFSD) {
         fprintf(f, "\"objective\": \"%s\", \"search_on\": \"%s\", \"dev_tokens\": %d, ",
                 o->cost_model ? "cost" : "time", o->dev_prompts ? "dev-prompts" : "prompt",
                 p->selfsd.dev_tokens);
@@ -5950,10 +5520,6 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
     if (method == METHOD_SELFSD) {
         fprintf(f, "\"iters\": %d, \"n_candidates\": %d", p->selfsd.iters, p->selfsd.n_candidates);
         trace_float(f, ", \"kappa\": ", p->selfsd.kappa);
-    } else if (method == METHOD_ORACLE) {
-        fprintf(f, "\"max_sets\": %ld, \"count\": %d", p->oracle.max_sets,
-                (int)lround(p->oracle.skip_ratio * 2 * L));
-        trace_float(f, ", \"skip_ratio\": ", p->oracle.skip_ratio);
     } else if (method == METHOD_SWIFT) {
         const SwiftParams *w = &p->swift;
         fprintf(f, "\"window\": %d, \"max_steps\": %d, \"patience\": %d, \"bo_every\": %d, "
@@ -6031,7 +5597,7 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
         fprintf(f, ", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
                 st->threshold_first, st->threshold_last, threshold_mean(st));
     }
-    if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
+    if (o->method == METHOD_SELFSD) {
         fprintf(f, ", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
     }
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
@@ -6152,7 +5718,6 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     memset(&sink, 0, sizeof(sink));
     sink.tok = r->tok;
     sink.echo = !o->json;
-    sink.m = &r->m, sink.prompt = prompt, sink.n_prompt = n_prompt;
     // The continuation follows the prompt's text and keeps its leading space; after a prompt of
     // special tokens only (-p "": BOS) it starts the text, whose leading space the decoder strips,
     // as Hugging Face's decode and llama2.c's run.c do.
@@ -6162,13 +5727,12 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     rng_seed(&smp.rng, (uint64_t)o->seed);
     Output tokens = plain ? output(r->plain_out, o->n_new, NULL, NULL)
                           : output(r->out, o->n_new, on_token, &sink);
-    sink.out = &tokens;
     memset(st, 0, sizeof(*st));
     if (plain || o->method == METHOD_NONE) {
         n = generate_plain(&r->m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);
         if (!plain) { trace_prefill(&r->trace, prompt, n_prompt, NULL, NULL); }
     } else {
-        // (the selector's hooks do nothing for static, selfsd and oracle: they chose before)
+        // (the selector's hooks do nothing for static and selfsd: they chose before)
         SpecParams sp = {r->skip, o->max_draft, o->exit, &r->watch};
         n = generate_spec(&r->m, prompt, n_prompt, &sp, &r->sel, &smp, &tokens, st);
         o->exit = sp.exit; // the adaptive threshold carries over to the next prompt
@@ -6179,52 +5743,48 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     return n;
 }
 
-// A descriptor 0-2 the caller closed would go to the first file opened, and the text or the
-// report would be written into it. A closed stdout or stderr becomes /dev/full: writes to it
-// fail, and the check of stdout at the end reports it.
-static void open_std_descriptors(void) {
-    for (int fd = 0; fd < 3; fd++) {
-        if (fcntl(fd, F_GETFD) < 0 &&
-            open(fd ? "/dev/full" : "/dev/null", fd ? O_WRONLY : O_RDONLY) < 0) {
-            open("/dev/null", O_RDWR);
-        }
+// A missing model folder with a script beside it that makes it (tiny_models/smollm2-135m:
+// tiny_models/get_smollm2.sh, get_ and the name up to its first '-') gets the script named in err.
+static void getter_hint(const char *dir, char *err) {
+    const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+    char script[SS_ERR_LEN];
+    size_t n = strlen(err);
+    snprintf(script, sizeof(script), "%.*sget_%.*s.sh", (int)(base - dir), dir,
+             (int)strcspn(base, "-"), base);
+    if (access(dir, F_OK) != 0 && access(script, F_OK) == 0) {
+        snprintf(err + n, SS_ERR_LEN - n, " (the folder is made by %.*s: run it first)",
+                 SS_ERR_LEN / 2, script);
     }
 }
 
-// A model folder that is missing but has a script beside it that makes it (tiny_models/
-// smollm2-135m: tiny_models/get_smollm2.sh, get_ and the name up to its first '-') gets the
-// script named after the error in err.
-static void getter_hint(const char *dir, char *err) {
-    struct stat sb;
-    const char *slash = strrchr(dir, '/'), *base = slash ? slash + 1 : dir;
-    size_t cap = strlen(dir) + 8;
-    char *script = (char *)malloc_check(cap);
-    snprintf(script, cap, "%.*sget_%.*s.sh", (int)(base - dir), dir, (int)strcspn(base, "-"),
-             base);
-    if (stat(dir, &sb) != 0 && stat(script, &sb) == 0) {
-        size_t n = strlen(err);
-        snprintf(err + n, SS_ERR_LEN - n, " (the folder is made by %s: run it first)", script);
+// --save-skip's and --trace's files, opened before the model loads (and the run's minutes),
+// refusing one of the run's inputs (README "Scope and limits", item 4). 0, or -1 with err set.
+static int open_outputs(CliRun *r, const Options *o, char *err) {
+    const char *const inputs[] = {o->prompt_file, o->skip_file, o->dev_prompts};
+    const char *const *paths[] = {&o->save_skip, &o->trace};
+    for (int k = 0; k < 2; k++) {
+        if (*paths[k] == NULL) { continue; }
+        OutputFile *f = &r->outs[r->n_outs]; // (free_outputs frees what a failed open made)
+        if (open_output(f, r->n_outs++, flag_name(o, paths[k]), *paths[k], inputs, 3,
+                        o->model_dir, err)) {
+            return -1;
+        }
+        if (k == 0) { r->save_skip = f->f; } else { r->trace.f = f->f; }
     }
-    free(script);
+    return 0;
 }
 
 // Loads the model, tokenizer, skip set and prompts the options name: 0, or -1 with err set.
-static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
+static int load_run(CliRun *r, Options *o, char *err) {
     char why[SS_ERR_LEN], extra[64];
-    if (o->model_dir == NULL) { o->model_dir = default_model_dir(argv0); }
-    const char *const *outputs[] = {&o->save_skip, &o->trace}; // the flags that name an output
-    for (size_t k = 0; k < sizeof(outputs) / sizeof(outputs[0]); k++) {
-        if (*outputs[k] && add_output(r->outs, &r->n_outs, o, outputs[k], err)) { return -1; }
-    }
+    if (open_outputs(r, o, err)) { return -1; }
     if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) {
         getter_hint(o->model_dir, err);
         return -1;
     }
     const Config *c = &r->m.config;
 #ifndef __CUDACC__
-    Weights sizes;
-    threads_reason = choose_threads(o->threads, layout_weights(&sizes, NULL, c) * sizeof(float));
-    if (threads_reason == NULL) { threads_reason = flag_name(o, &o->threads); }
+    threads_reason = choose_threads(o->threads);
 #endif
     // positions past it were never trained (and RoPE scaling assumes them)
     if (o->ctx > c->max_pos) {
@@ -6254,7 +5814,7 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
                      err)) {
         return -1;
     }
-    if (o->method == METHOD_SELFSD || o->method == METHOD_ORACLE) {
+    if (o->method == METHOD_SELFSD) {
         int n_dev = o->params.selfsd.dev_tokens;
         snprintf(extra, sizeof(extra), "the %d tokens the search scores", n_dev);
         flag = o->dev_prompts ? flag_name(o, &o->dev_prompts) : "the prompt the search runs on";
@@ -6266,7 +5826,6 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     selector_init(&r->sel, o->method, &o->params, c->n_layers, (uint64_t)o->seed);
     r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
     r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
-    r->trace.f = output_stream(r->outs, r->n_outs, o, &o->trace);
     r->trace.n_layers = c->n_layers;
     r->trace.exit_none = o->exit.mode == EXIT_NONE;
     r->trace.verbose = !o->json;
@@ -6277,9 +5836,9 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     return 0;
 }
 
-// One prompt: the search before decoding (the first prompt, selfsd and oracle: r->dev is empty
-// for the others), decoding, the report, and --compare's plain run. Returns 1 when greedy output
-// differs from plain decoding, else 0.
+// One prompt: the search before decoding (the first prompt, selfsd: r->dev is empty for the
+// others), decoding, the report, and --compare's plain run. Returns 1 when greedy output differs
+// from plain decoding, else 0.
 static int run_prompt(CliRun *r, Options *o, int pi) {
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
     SpecStats st, plain;
@@ -6316,17 +5875,17 @@ static int print_error(const char *err) {
     return 1;
 }
 
-// After the last prompt: stdout checked, then the output files written whole, only when every
-// step before succeeded (a failed run leaves the old files as they were). Returns 1 on failure.
-static int finish_run(CliRun *r, const Options *o, int failed) {
+// After the last prompt: stdout checked, then the outputs renamed over their files, only when
+// every step before succeeded (a failed run leaves the old files as they were). Returns 1 on
+// failure.
+static int finish_run(CliRun *r, int failed) {
     char err[SS_ERR_LEN];
     if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
         failed = print_error("writing to stdout failed");
     }
-    FILE *skip = output_stream(r->outs, r->n_outs, o, &o->save_skip);
-    if (skip) {
-        write_skip(skip, "", &r->searched, r->m.config.n_layers);
-        fputc('\n', skip);
+    if (r->save_skip) {
+        write_skip(r->save_skip, "", &r->searched, r->m.config.n_layers);
+        fputc('\n', r->save_skip);
     }
     if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }
     return failed;
@@ -6344,15 +5903,18 @@ static void free_run(CliRun *r) {
 }
 
 int main(int argc, char **argv) {
-    open_std_descriptors();
-    signal(SIGXFSZ, SIG_IGN); // ulimit -f: a write past it fails (EFBIG) and is reported
+    // a stopped run leaves no temporary file (README, Scope and limits), nor one that dies; a
+    // signal ignored when the run began (in a script's background job) stays ignored
+    if (signal(SIGINT, on_stop) == SIG_IGN) { signal(SIGINT, SIG_IGN); }
+    if (signal(SIGTERM, on_stop) == SIG_IGN) { signal(SIGTERM, SIG_IGN); }
+    atexit(remove_temporaries);
     Options o;
     CliRun r;
     memset(&r, 0, sizeof(r));
     char err[SS_ERR_LEN];
     if (parse_options(argc, argv, &o, err)) { return print_error(err); }
     int failed = 0;
-    if (load_run(&r, &o, argv[0], err)) {
+    if (load_run(&r, &o, err)) {
         failed = print_error(err);
     } else {
         for (int pi = 0; pi < r.prompts.n; pi++) {
@@ -6362,7 +5924,7 @@ int main(int argc, char **argv) {
                 failed = print_error(err);
             }
         }
-        failed = finish_run(&r, &o, failed);
+        failed = finish_run(&r, failed);
     }
     free_run(&r);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;

@@ -20,8 +20,7 @@ run() {
     printf '=== %s\n' "$*" >>"$raw"
     ./selfspec "$@" >>"$raw" 2>&1 && echo "rc 0" >>"$raw" || echo "rc $?" >>"$raw"
 }
-for m in "none" "swift --swift-budget 1" "asd" "clasp" "selfsd --objective cost --iters 8" \
-         "oracle --oracle-sets 20"; do
+for m in "none" "swift --swift-budget 1" "asd" "clasp" "selfsd --objective cost --iters 8"; do
     for s in "" "-t 0.8 -s 7" "-t 0.7 --top-p 0.9 -s 3"; do
         run -n 24 --method $m $s
         run -n 24 --method $m $s --json --compare

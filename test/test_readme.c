@@ -3,8 +3,9 @@
 // the numbers the prose quotes about a block must be numbers that block prints (code spans aside).
 //
 // An example is an output block (a fence with no language) whose first line is the command
-// ("./selfspec ...", or "python3 test/bench/...": a script that runs ./selfspec, checked when
-// python3 is installed), or one right after a ```sh block holding only that command. A line "..."
+// ("./selfspec ...", "test/bench/oracle ...", or "python3 test/bench/...": a script that runs
+// ./selfspec, checked when python3 is installed), or one right after a ```sh block holding only
+// that command. A line "..."
 // in the block stands for any run of lines. Timings differ from run to run and machine to
 // machine, so on a line that reports one (tokens/s, ms, pass costs, the thread count) every
 // number is masked, and a search's progress lines ("~6 s left") are left out; everything else (the text, the layer map, rounds, acceptance,
@@ -13,9 +14,9 @@
 // in that block.
 //
 // Quick (SELFSPEC_TEST_QUICK, make test-asan-quick): under the sanitizers the README's workloads
-// take too long (the oracle's 400 sets alone over 520 s), so every example still runs, each
-// selfspec command on a smaller workload (quick_command: -n 40, selfsd --iters 11, oracle
-// --oracle-sets 2), and its output is checked for what a smaller workload keeps: the exit
+// take too long, so every example still runs, each selfspec or oracle command on a smaller
+// workload (quick_command: -n 40, selfsd --iters 11, the oracle --sets 2), and its output is
+// checked for what a smaller workload keeps: the exit
 // status, the shape of every line (quick_shape: the same text with any numbers and layer maps),
 // the continuation a prefix of README's (greedy decoding), and the paths README's run reached
 // (reached_paths: drafts, a skip set, the method's selections). The exact text is checked by make
@@ -178,10 +179,12 @@ static int kept_lines(char **l, int n) {
     return k;
 }
 
-// 1: a selfspec command; 2: a bench script's (run only when python3 is installed); else 0.
+// 1: a selfspec command; 2: a bench script's (run only when python3 is installed); 3: the
+// oracle's (test/bench/oracle, which make test builds); else 0.
 static int is_command(const char *line) {
     static int python = -1;
     if (strncmp(line, "./selfspec ", 11) == 0) { return 1; }
+    if (strncmp(line, "test/bench/oracle", 17) == 0) { return 3; }
     if (strncmp(line, "python3 test/bench/", 19) != 0) { return 0; }
     if (python < 0) { python = system("command -v python3 >/dev/null 2>&1") == 0; }
     return python ? 2 : 0;
@@ -189,8 +192,12 @@ static int is_command(const char *line) {
 
 // Quick mode's command: README's with -n 40 (SWIFT's first step waits for its 32-token window),
 // and a search cut to the fewest candidates that still give a set that drafts on README's prompt
-// and seed: selfsd --iters 11 (10 keep the empty set), oracle --oracle-sets 2 (a best of two).
+// and seed: selfsd --iters 11 (10 keep the empty set); the oracle's, to --sets 2 (a best of two).
 static void quick_command(const char *cmd, char *out, size_t cap) {
+    if (is_command(cmd) == 3) {
+        snprintf(out, cap, "%s --sets 2", cmd);
+        return;
+    }
     const char *n = strstr(cmd, " -n ");
     if (n != NULL) {
         const char *rest = n + 4;
@@ -201,7 +208,6 @@ static void quick_command(const char *cmd, char *out, size_t cap) {
     }
     size_t o = strlen(out);
     if (strstr(cmd, "--method selfsd") != NULL) { snprintf(out + o, cap - o, " --iters 11"); }
-    if (strstr(cmd, "--method oracle") != NULL) { snprintf(out + o, cap - o, " --oracle-sets 2"); }
 }
 
 // The prompt of a selfspec command line: its -p "..." (README's quoting has no escapes), else
@@ -243,7 +249,7 @@ static void check_paths(char **want, int nw, char **got, int ng, int fence_line,
 static void check_example(const char *readme_cmd, char **want, int nw, int fence_line, const char *dir) {
     char out[256], sh[8192], cmd[4096], prompt[512];
     snprintf(out, sizeof(out), "%s/out.txt", dir);
-    int smaller = is_command(readme_cmd) == 1 && quick(0, 1);
+    int kind = is_command(readme_cmd), smaller = (kind == 1 || kind == 3) && quick(0, 1);
     snprintf(cmd, sizeof(cmd), "%s", readme_cmd);
     if (smaller) {
         quick_command(readme_cmd, cmd, sizeof(cmd));
@@ -254,7 +260,7 @@ static void check_example(const char *readme_cmd, char **want, int nw, int fence
     // as test/bench/figures/make.sh records them
     if (is_command(cmd) == 1) {
         snprintf(sh, sizeof(sh), "%s%s >%s 2>&1 </dev/null", selfspec_bin(), cmd + strlen("./selfspec"), out);
-    } else { // a bench script: it finds the binary through $SELFSPEC_BIN, as selfspec_bin() does
+    } else { // the oracle, or a bench script that finds selfspec through $SELFSPEC_BIN
         snprintf(sh, sizeof(sh), "%s >%s 2>&1 </dev/null", cmd, out);
     }
     int status = system(sh);

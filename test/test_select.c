@@ -1,6 +1,7 @@
 // test_select.c: the layer-selection methods.
 //   - planted redundancy: with o_proj / down_proj zeroed in memory, those sublayers are exactly
-//     the identity; ASD, CLaSp, SWIFT, Self-SD and the oracle must all find them;
+//     the identity; ASD, CLaSp, SWIFT, Self-SD and the oracle (test/bench/oracle.c, its
+//     exhaustive path) must all find them;
 //   - every method is lossless: greedy output equals plain greedy decoding;
 //   - the per-paper details: ASD's C_l per prompt, SWIFT's context window and kappa, CLaSp's
 //     default exit threshold, Self-SD saying where it searched;
@@ -9,6 +10,7 @@
 #define TESTING
 #include "../selfspec.cu"
 #include "testing.h"
+#include "bench/oracle.c" // select_oracle, the baseline search (its program's main is left out)
 
 // Loads dir's model at its full context; a failure is a failed check that says why.
 static int load_model(Model *m, const char *dir) {
@@ -237,9 +239,20 @@ static void test_planted(const char *dir) {
     check(contains(&bo, &planted, L), "Self-SD BO (cost model, %d iters) chose attn %s mlp %s, missing planted sublayers",
           mp_bo.selfsd.iters, a_map, m_map);
 
-    // the oracle: among all sets of 5 sublayers, the planted one costs least
+    // the oracle (test/bench/oracle.c's exhaustive path): each of the C(12, 5) = 792 sets of 5
+    // sublayers once, and the planted one costs least
     long tried;
-    SkipSet best = select_oracle(&m, &obj, 5, 100000, 3, &tried);
+    Objective every = obj;
+    every.observer = &engine_watcher;
+    EngineLog *g = watch_engine();
+    SkipSet best = select_oracle(&m, &every, 5, 100000, 3, &tried);
+    int each_once = g->candidates == 792;
+    for (int a = 0; a < g->candidates && each_once; a++) {
+        each_once = skip_count(&g->cand[a], L) == 5;
+        for (int b = 0; b < a && each_once; b++) { each_once = !same_set(&g->cand[a], &g->cand[b], L); }
+    }
+    check(each_once, "oracle: %d sets scored, want each of the 792 sets of 5 sublayers once", g->candidates);
+    unwatch_engine();
     layer_map(&best, L, a_map, m_map);
     check(tried == 792 && same_set(&best, &planted, L), "oracle tried %ld sets and chose attn %s mlp %s", tried, a_map, m_map);
     printf("  planted redundancy: ASD, CLaSp, SWIFT, Self-SD and the oracle (%ld sets) find it\n", tried);

@@ -480,14 +480,14 @@ int main(void) {
                   "--exit none: %d of %d drafts ended at K", seen.ends[END_K], seen.rounds);
         } else if (strcmp(name, "asd") == 0) {
             check(seen.asd == n_prompts, "asd: %d prefills with C_l, want %d", seen.asd, n_prompts);
-        } else if (strcmp(name, "selfsd") == 0 || strcmp(name, "oracle") == 0) {
+        } else if (strcmp(name, "selfsd") == 0) {
             check(seen.search > 3 && seen.search_done == 1, "%s: %d candidates, %d chosen sets",
                   name, seen.search, seen.search_done);
         }
         check(seen.swift + seen.clasp == 0 || strcmp(name, "swift") == 0 || strcmp(name, "clasp") == 0,
               "%s: SWIFT or CLaSp events in another method's trace", name);
     }
-    check(ran >= 8, "%d of the reference traces ran, want 8", ran);
+    check(ran >= 7, "%d of the reference traces ran, want 7", ran);
     // SWIFT App. C.2 on a model whose drafts stay under 0.7 acceptance: r steps down by 0.05, each
     // restart is recorded, and every step's ratio is the r it ran under (check_consistency)
     char *err = NULL, got[512];

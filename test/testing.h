@@ -32,18 +32,15 @@ static int check(int ok, const char *fmt, ...) {
 }
 
 #ifndef __CUDACC__
-// Every test program picks its threads by ./selfspec's rule (choose_threads): OMP_NUM_THREADS if
-// set, else the free cores, at most one per 4 MiB of weights. The tests' models are a few MiB
-// (kjv-12l's 20 MiB run short prompts), so the work, given here as 0 bytes, makes it one thread:
-// no spinning against another process, and no barriers that cost more than a tiny model's work.
-// The ./selfspec runs a test starts (run_selfspec) inherit the count through OMP_NUM_THREADS,
-// unless their prefix unsets it.
-__attribute__((constructor)) static void test_choose_threads(void) {
-    choose_threads(0, 0);
+// Every test program runs on one thread unless OMP_NUM_THREADS says otherwise: the tests' models
+// are tiny, and on a shared machine spinning threads cost more than they bring (README, Threads).
+// libgomp read the variable before this runs, so the count is also set here; the ./selfspec runs
+// a test starts (run_selfspec) inherit it, unless their prefix unsets it.
+__attribute__((constructor)) static void one_thread_unless_told(void) {
+    if (getenv("OMP_NUM_THREADS") != NULL) { return; }
+    setenv("OMP_NUM_THREADS", "1", 1);
 #ifdef _OPENMP
-    char n[16];
-    snprintf(n, sizeof(n), "%d", omp_get_max_threads());
-    setenv("OMP_NUM_THREADS", n, 0);
+    omp_set_num_threads(1);
 #endif
 }
 #endif

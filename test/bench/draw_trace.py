@@ -20,8 +20,8 @@ of more than MAX_ROWS sets, MAX_ROWS are drawn (rows_drawn: the first, a search'
 best, the last).
 
 Python 3 standard library only. A missing, malformed or out-of-limits trace (LIMITS below) is
-one error line (with the line number) and exit status 1; -o follows the engine's output rules
-(OUTPUT_RULES below, README "Outputs").
+one error line (with the line number) and exit status 1; -o follows selfspec's rule for its
+outputs (OUTPUT_RULES below, README "Scope and limits"), and -o - writes to stdout.
 """
 import argparse
 import json
@@ -805,6 +805,14 @@ def drafts_panel(svg, y, rounds, summary, where):
     return y0 + ph + 12 + 10 - y
 
 
+def search_panel(svg, y, search, method, L, unit):
+    """A search's candidates, one row each with its objective (Self-SD's, or test/bench/oracle's)."""
+    rows = [("it %d" % s["i"], skip_of(s["skip"], L), s["objective"]) for s in search]
+    name = "Self-SD's search (Sec. 3.3)" if method == "selfsd" else "the oracle's search"
+    return set_rows(svg, y, "%s: one row per candidate set, top to bottom; its objective at the right"
+                    % name, rows, True, unit)
+
+
 def draw(records):
     head = records[0]
     L, method = head["n_layers"], head["method"]
@@ -815,7 +823,8 @@ def draw(records):
     search = [r for r in records if r["type"] == "search"]
     svg = Svg(L)
     y = 0.0
-    for no, p in enumerate(prompts_of(records), 1):
+    prompts = prompts_of(records)
+    for no, p in enumerate(prompts, 1):
         rounds = p["rounds"]
         svg.add('<g class="prompt">')
         y += header(svg, y, no, method, model, p, rounds)
@@ -824,10 +833,7 @@ def draw(records):
         if isinstance((p["prefill"] or {}).get("asd_cos"), list):
             y += asd_panel(svg, y, p["prefill"], params, L)
         if search and no == 1:
-            rows = [("it %d" % s["i"], skip_of(s["skip"], L), s["objective"]) for s in search]
-            name = "Self-SD's search (Sec. 3.3)" if method == "selfsd" else "the oracle's search"
-            y += set_rows(svg, y, "%s: one row per candidate set, top to bottom; its objective at the right"
-                          % name, rows, True, unit)
+            y += search_panel(svg, y, search, method, L, unit)
         elif method in CHANGING and rounds:
             rows, last = [], None
             for i, r in enumerate(rounds):
@@ -843,6 +849,8 @@ def draw(records):
         y += clasp_panel(svg, y, rounds, L)
         y += drafts_panel(svg, y, rounds, p["summary"], "prompt %d" % (no - 1))
         svg.add("</g></g>")
+    if search and not prompts:  # a search alone (test/bench/oracle --trace)
+        y += search_panel(svg, y, search, method, L, unit)
     if y == 0:  # a header alone: no prompt ran
         svg.text(12, 24, "%s | method %s: the trace holds no prompt" % (model, method))
         y = 40
@@ -858,114 +866,56 @@ def draw(records):
 
 
 # ----------------------------------------------------------------------------
-# the output, by the engine's rules for its own outputs (README "Outputs")
+# the output, by selfspec's rule for its outputs (README "Scope and limits", item 4)
 
-class Output:
-    """-o resolved and checked before anything is read (README's output rules): a symlink is
-    written through, a non-regular target (/dev/null, a FIFO, /dev/stdout) is written in place,
-    an existing file must open for writing as a shell's > asks, a new one's folder must take a
-    file; the trace itself and stdout's or stderr's file are refused, however named."""
+def check_output(path, trace):
+    """-o before anything is read: the input trace itself is refused, however it is reached."""
+    try:
+        if path != "-" and os.path.samefile(path, trace):
+            raise TraceError("-o %s: is the input trace; writing it would replace it" % path)
+    except OSError:
+        pass  # -o does not exist yet (or the trace does not: read_trace says so)
 
-    def __init__(self, path, trace):
-        self.path, self.st = path, None
-        self.name = "-o %s" % path
-        if os.path.islink(path):
-            self.name += " (a link into %s)" % os.path.dirname(os.path.realpath(path))
-        try:
-            self.st = os.stat(path)
-        except FileNotFoundError:
-            if os.path.islink(path):
-                self.fail("a symbolic link to nothing")
-        except OSError as e:
-            self.fail(e.strerror or str(e))
-        folder, base = os.path.split(path)
-        if self.st is None and not base:
-            self.fail("names no file (an empty name, or one ending in /)")
-        if self.st is not None:
-            self.target = os.path.realpath(path)
-        else:
-            self.target = os.path.join(os.path.realpath(folder or "."), base)
-        self.refuse_inputs(trace)
-        if self.st is None:
-            self.probe_folder()
-        elif stat.S_ISDIR(self.st.st_mode):
-            self.fail("is a folder")
-        elif not stat.S_ISREG(self.st.st_mode):
-            if not os.access(path, os.W_OK):
-                self.fail("Permission denied")
-        else:
-            try:
-                os.close(os.open(self.target, os.O_WRONLY))  # as > asks; nothing truncated
-            except OSError as e:
-                self.fail(e.strerror or str(e))
 
-    def fail(self, why):
-        raise TraceError("%s: %s" % (self.name, why))
+def write_all(fd, data):
+    while data:
+        data = data[os.write(fd, data):]
 
-    def refuse_inputs(self, trace):
-        """The trace, or stdout's or stderr's file when a regular file, by inode and by name."""
-        named = [(trace, "the input trace")] + [("/dev/fd/%d" % fd, "the %s's file" % what)
-                                                for fd, what in ((1, "standard output"), (2, "standard error"))]
-        for path, what in named:
-            try:
-                st = os.stat(path) if not path.startswith("/dev/fd/") else os.fstat(int(path[8:]))
-            except OSError:
-                continue
-            if path.startswith("/dev/fd/") and not stat.S_ISREG(st.st_mode):
-                continue  # a terminal, a pipe, /dev/null: shared with -o is fine
-            same = self.st is not None and (st.st_dev, st.st_ino) == (self.st.st_dev, self.st.st_ino)
-            if same or (not path.startswith("/dev/fd/") and os.path.realpath(path) == self.target):
-                self.fail("names %s; choose another name" % what)
 
-    def probe_folder(self):
-        """A new file's folder must exist and take a file: one is created and removed now."""
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".ss.", dir=os.path.dirname(self.target))
-            os.close(fd)
-            os.unlink(tmp)
-        except OSError as e:
-            self.fail("cannot create a file in %s: %s" % (os.path.dirname(self.target), e.strerror or e))
-
-    def commit(self, text):
-        """In place when not a regular file; else whole, into a temporary file beside the target,
-        renamed over it with the old file's mode (and, as root, owner), signals held meanwhile."""
-        data = text.encode("utf-8")
-        if self.st is not None and not stat.S_ISREG(self.st.st_mode):
-            try:
-                with open(self.path, "wb") as f:
-                    f.write(data)
-            except OSError as e:
-                self.fail("cannot write: %s" % (e.strerror or e))
+def write_output(path, text):
+    """-o -: stdout. A device or FIFO (/dev/null, a link to /dev/stdout): in place. Else a temporary
+    file beside the file the path names (through a symlink: beside its target), renamed over it, so
+    it is the old file or the whole new one; Ctrl-C or SIGTERM (main) leaves no temporary file."""
+    data = text.encode("utf-8")
+    try:
+        if path == "-" or (os.path.exists(path) and not stat.S_ISREG(os.stat(path).st_mode)):
+            fd = 1 if path == "-" else os.open(path, os.O_WRONLY | os.O_TRUNC)
+            write_all(fd, data)
+            if fd != 1:
+                os.close(fd)
             return
-        folder = os.path.dirname(self.target)
-        held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        if os.path.islink(path) and not os.path.exists(path):
+            raise TraceError("-o %s: a symbolic link to nothing (give its target)" % path)
+        target = os.path.realpath(path) if os.path.exists(path) else path
+        fd, tmp = tempfile.mkstemp(prefix=".selfspec-", dir=os.path.dirname(target) or ".")
+    except OSError as e:
+        raise TraceError("-o %s: cannot write: %s" % (path, e.strerror or e))
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.fchmod(fd, 0o666 & ~mask)  # the mode a new file gets from a shell's >
+        write_all(fd, data)
+        os.close(fd)
+        fd = None
+        os.replace(tmp, target)
         tmp = None
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=".ss.", dir=folder)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            if self.st is not None:
-                os.chmod(tmp, stat.S_IMODE(self.st.st_mode))
-                try:
-                    os.chown(tmp, self.st.st_uid, self.st.st_gid)
-                except OSError:
-                    pass  # only root may give a file away; as with >, the mode is what counts
-            else:
-                mask = os.umask(0)
-                os.umask(mask)
-                os.chmod(tmp, 0o666 & ~mask)
-            os.replace(tmp, self.target)
-            tmp = None
-        except OSError as e:
-            self.fail("cannot write a file in %s: %s" % (folder, e.strerror or e))
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
-            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+    except OSError as e:
+        raise TraceError("-o %s: cannot write: %s" % (path, e.strerror or e))
+    finally:
+        if fd is not None:
+            os.close(fd)
+        if tmp is not None:
+            os.unlink(tmp)
 
 
 LIMITS = ("Limits: a trace is a file of at most %d MiB (one that never ends, such as /dev/zero, is "
@@ -973,29 +923,30 @@ LIMITS = ("Limits: a trace is a file of at most %d MiB (one that never ends, suc
           "drafted per round, with integers of at most %d digits and no NaN or Infinity; the drawing holds "
           "at most %d elements. Each is one error line and exit status 1."
           % (MAX_BYTES >> 20, MAX_LAYERS, MAX_PROMPTS, MAX_ROUNDS, MAX_SEARCH, MAX_DRAFT, MAX_DIGITS, MAX_ELEMENTS))
-OUTPUT_RULES = ("-o follows the engine's rules for its outputs (README \"Outputs\"): a symbolic link is written "
-                "through; a target that is not a regular file (/dev/null, a FIFO, /dev/stdout) is written in "
-                "place; an existing file must be one a shell's > could write, and is replaced whole (a temporary "
-                "file beside it, renamed over it, with its mode); -o naming the trace itself, or the file standard "
-                "output or error goes to, is refused, however reached.")
+OUTPUT_RULES = ("-o - writes to stdout; a device or FIFO (/dev/null, a link to /dev/stdout) is written in place; "
+                "any other file is written whole to a temporary file beside it (through a symlink: beside its target) "
+                "and renamed over it, so it is the old file or the new one, also on Ctrl-C or SIGTERM; -o naming the "
+                "trace itself is refused (README \"Scope and limits\").")
 
 
 def main(argv):
     ap = argparse.ArgumentParser(description="Draw a selfspec --trace file as SVG (a panel per prompt).",
                                  epilog=LIMITS + " " + OUTPUT_RULES)
     ap.add_argument("trace", help="the JSON Lines file selfspec --trace wrote")
-    ap.add_argument("-o", "--output", required=True, help="the SVG to write")
+    ap.add_argument("-o", "--output", required=True, help="the SVG to write (-: stdout)")
     a = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda sig, frame: sys.exit(128 + sig))  # (write_output's finally)
     try:
-        out = Output(a.output, a.trace)  # checked before anything is read
-        out.commit(draw(read_trace(a.trace)))
+        check_output(a.output, a.trace)  # before anything is read
+        write_output(a.output, draw(read_trace(a.trace)))
     except TraceError as e:
         print("draw_trace.py: error: %s" % e, file=sys.stderr)
         return 1
-    except KeyboardInterrupt:  # Ctrl-C: -o as it was (a commit under way holds the signal off)
+    except KeyboardInterrupt:  # Ctrl-C: -o as it was, no temporary file left
         print("draw_trace.py: interrupted; %s left as it was" % a.output, file=sys.stderr)
         return 130
-    print("wrote %s" % a.output, file=sys.stderr)
+    if a.output != "-":
+        print("wrote %s" % a.output, file=sys.stderr)
     return 0
 
 

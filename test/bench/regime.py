@@ -11,7 +11,7 @@ with a note), on the first P prompts of FILE, N tokens each, greedy:
   1. the draft's top-1 confidence (median, and the share above 0.6, Self-SD's gamma_0), over
      every draft token of a run that drafts one token per round (-K 1 --exit none, so no exit
      rule chooses which tokens are seen) with the best of S random sets of 45% of the sublayers
-     (the oracle at SWIFT's r = 0.45; its search runs on the first prompt);
+     (test/bench/oracle at SWIFT's r = 0.45, searching on the first prompt with the same K and exit);
   2. that run's greedy acceptance: the share of positions where the draft's top-1 token is the
      full model's;
   3. ASD's C_l (the mean cosine between attention's input and output over a prompt), per layer
@@ -23,7 +23,8 @@ with a note), on the first P prompts of FILE, N tokens each, greedy:
      add time), and the H200 figures of test/bench/README.md.
 
 Prints a markdown table beside the papers' own figures. Standard library only; needs
-./selfspec and test/bench/verify_cost (make selfspec test/bench/verify_cost). Items 1-4 are
+./selfspec, test/bench/oracle and test/bench/verify_cost (make selfspec test/bench/oracle
+test/bench/verify_cost). Items 1-4 are
 counts, exact for a given build; item 5 is a timing, and depends on the machine and its load.
 """
 import argparse
@@ -51,9 +52,10 @@ PAPERS = {
 }
 
 
-def selfspec(args, what):
-    """Runs ./selfspec with args on one thread; returns stdout, or exits naming what failed."""
-    binary = os.environ.get("SELFSPEC_BIN", os.path.join(ROOT, "selfspec"))
+def selfspec(args, what, binary=None):
+    """Runs ./selfspec (or binary) with args on one thread; returns stdout, or exits naming what
+    failed."""
+    binary = binary or os.environ.get("SELFSPEC_BIN", os.path.join(ROOT, "selfspec"))
     env = dict(os.environ, OMP_NUM_THREADS="1")
     try:
         r = subprocess.run([binary] + args, cwd=ROOT, env=env, capture_output=True, text=True,
@@ -74,13 +76,15 @@ def read_trace(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def measure(model, prompts, n, oracle_sets, repeats, tmp):
+def measure(model, prompts, first, n, oracle_sets, repeats, tmp):
     base = ["-m", model, "-f", prompts, "-n", str(n)]
     row = {}
     # 1-2: the best 45% set's drafts, one token a round
-    trace = os.path.join(tmp, "oracle.jsonl")
-    out = selfspec(base + ["--method", "oracle", "--oracle-sets", str(oracle_sets), "-K", "1",
-                           "--exit", "none", "--json", "--trace", trace], f"{model} oracle")
+    trace, best = os.path.join(tmp, "oracle.jsonl"), os.path.join(tmp, "best.json")
+    one = ["-K", "1", "--exit", "none"]
+    selfspec(["-m", model, "-p", first, "--sets", str(oracle_sets), "--save-skip", best] + one,
+             f"{model} oracle", os.path.join(ROOT, "test", "bench", "oracle"))
+    out = selfspec(base + ["--skip-file", best] + one + ["--json", "--trace", trace], f"{model} best set")
     runs = json_lines(out)
     conf = [c for r in read_trace(trace) if r.get("type") == "round" for c in r["conf"]]
     drafted = sum(r["drafted"] for r in runs)
@@ -163,7 +167,7 @@ def main():
                                 if "smollm2" in model else ""))
                 continue
             print(f"regime: measuring {model}", file=sys.stderr)
-            rows[model] = measure(model, prompts, o.n, o.oracle_sets, o.repeats, tmp)
+            rows[model] = measure(model, prompts, lines[0].rstrip("\r\n"), o.n, o.oracle_sets, o.repeats, tmp)
     names = list(rows)
     labels = [("conf", "draft's top-1 confidence, median"),
               ("share", "draft tokens with confidence above 0.6"),

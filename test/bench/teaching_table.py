@@ -6,7 +6,8 @@ sublayer dropout), on prompts from the books held out of both models' training.
                                          [--prompts test/bench/prompts/kjv-heldout.txt] [-n 64]
 
 Standard library only; runs ./selfspec --json --compare once per (model, method) over every
-prompt, and prints a markdown table: the sublayers skipped, acceptance alpha (accepted /
+prompt (the oracle's row: test/bench/oracle's best set on test/bench/prompts/dev.txt, then
+./selfspec --skip-file with it), and prints a markdown table: the sublayers skipped, acceptance alpha (accepted /
 drafted over all prompts), M (tokens per verification), SWIFT Eq. 6's expected speedup (mean
 over prompts) and the measured speedup (plain decoding time / self-speculative decoding time,
 summed over prompts, both measured in the same process). Timings depend on the machine and its
@@ -17,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -28,13 +30,28 @@ RUNS = [
     ("selfsd (time)", ["--method", "selfsd", "--dev-prompts", "test/bench/prompts/dev.txt"]),
     ("selfsd (cost)", ["--method", "selfsd", "--objective", "cost",
                        "--dev-prompts", "test/bench/prompts/dev.txt"]),
-    ("oracle (cost)", ["--method", "oracle", "--dev-prompts", "test/bench/prompts/dev.txt"]),
+    ("oracle (cost)", ["--skip-file", "ORACLE"]),  # test/bench/oracle's best set on dev.txt
     ("swift", ["--method", "swift"]),
     ("clasp", ["--method", "clasp"]),
 ]
 
 
+def oracle_set(model, threads, path):
+    """test/bench/oracle's best set on the dev prompts (cost objective), saved to path."""
+    cmd = [os.path.join(ROOT, "test", "bench", "oracle"), "-m", model, "-f", "test/bench/prompts/dev.txt",
+           "--save-skip", path]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                         env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+    if out.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed: {out.stderr.strip().splitlines()[-1:]}")
+    return path
+
+
 def run(model, args, prompts, n, threads):
+    if "ORACLE" in args:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = oracle_set(model, threads, os.path.join(tmp, "best.json"))
+            return run(model, [path if a == "ORACLE" else a for a in args], prompts, n, threads)
     cmd = [os.path.join(ROOT, "selfspec"), "-m", model, "-f", prompts, "-n", str(n),
            "--threads", str(threads), "--json", "--compare"] + args
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)

@@ -14,7 +14,7 @@ case "${1:-}" in
     *) echo "make.sh: unknown argument $1 (usage: sh test/bench/figures/make.sh [--draw])" >&2; exit 1 ;;
 esac
 command -v rsvg-convert >/dev/null || { echo "make.sh: rsvg-convert not found (apt-get install librsvg2-bin)" >&2; exit 1; }
-[ $draw_only = 1 ] || make -s selfspec
+[ $draw_only = 1 ] || make -s selfspec test/bench/oracle
 fig() { # NAME 'COMMAND': the command as the README prints it
     if [ $draw_only = 0 ]; then
         echo "$2" >test/bench/figures/$1.txt
@@ -29,6 +29,6 @@ fig selfsd './selfspec --method selfsd --objective cost --compare'
 fig swift './selfspec --method swift --swift-budget 1 --compare'
 fig clasp './selfspec --method clasp --loi 2 --compare'
 fig asd './selfspec -m tiny_models/kjv-12l-skip --method asd --compare'
-fig oracle './selfspec --method oracle --compare'
+fig oracle 'test/bench/oracle --save-skip best.json'
 # each .txt into README.md's block for the same command (test/test_readme checks they agree)
 [ $draw_only = 1 ] || python3 test/bench/figures/splice_readme.py
