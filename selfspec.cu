@@ -996,8 +996,8 @@ static MethodParams method_params_default(void) {
     p.asd.every_m = 3;
     p.asd.keep_last_n = 2;
     // CLaSp: the paper finds the speedup rising then falling with the LOI (Fig. 4b); its DP costs
-    // about one verification on a GPU (Sec. 5.1), on the CPU about two (test/bench/README.md),
-    // so a DP every 4th verification keeps it near a third of the verify time. Decision: 4.
+    // about one verification on a GPU (Sec. 5.1), 1.1 on kjv-12l and 1.9-2.3 on SmolLM2-135M on
+    // the CPU (test/bench/README.md): one every 4th adds 0.3-0.6 verification a round. Decision: 4.
     p.clasp.interval = 4;
     // Decision: M = L / 2, the "half of the layers" of Sec. 5.1 and the low end of Sec. 4.1's
     // 50-60% (Sec. 5.3.1 finds 44 of 80 best on LLaMA3-70B).
@@ -1591,6 +1591,9 @@ typedef struct {
     int emitted;           // emitted: tokens output, accepted + 1, fewer when the output ended
     int verify_rows;       // verify: rows the verification pass ran, k + 1 or SWIFT's tree size
     int leaf;              // leaf: SWIFT's tree verification kept a next-best token (a leaf)
+    int ids[MAX_DRAFT];    // ids: d1..dk, the first `accepted` kept (a kept leaf in its place)
+    int rejected;          // rejected: the first draft token not kept (-1: none, or cut at an EOS)
+    int token;             // token: the full model's own, the correction or the bonus (or the EOS)
     float gamma_before;    // gamma_before: the exit threshold the draft ran under
     float gamma_after;     // gamma_after: the threshold after Eq. 2-4 (the same when fixed)
     int stepped;           // event.swift: SWIFT's optimization step ran before the round
@@ -1958,6 +1961,7 @@ typedef struct {
     int done;              // 1: the search is over, i the sets scored; 2: Self-SD's re-check,
                            // objective the winner's median and best_objective the empty set's
     int every_set;         // the oracle scores every set of its size
+    int gp;                // Self-SD: the GP's UCB proposed the set (0: random warm-up, or empty)
 } Candidate;
 
 // Who watches the decoding loop and the searches (a NULL member: nobody): the CLI's --trace
@@ -2161,6 +2165,10 @@ static int spec_round(Model *m, SpecParams *sp, Selector *sel, Sampler *smp, Out
     if (r->emitted <= accepted) { k = accepted = r->emitted - 1; r->end = END_EOS; }
     r->drafted = k;
     r->accepted = accepted;
+    for (int i = 0; i < k; i++) { r->ids[i] = i < accepted ? s->kept[i] : s->draft[i + 1]; }
+    int miss = accepted + !r->leaf; // d_miss, the chain token not kept: the next one, or a leaf's
+    r->rejected = r->end != END_EOS && miss <= k ? s->draft[miss] : -1;
+    r->token = s->seq[r->pos + r->emitted];
     // the method may change the draft (CLaSp: a DP on the states of the last accepted token,
     // but not after the prompt's last round, whose set would never draft; SWIFT: its ratio)
     selector_after_verify(sel, m, capture && !done ? s->states : NULL, s->rows[accepted], r,
@@ -2342,7 +2350,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     float v[GP_MAX_DIM];
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
-    Candidate c = {METHOD_SELFSD, 0, iters, best, best, best_cost, best_cost, 0, 0};
+    Candidate c = {METHOD_SELFSD, 0, iters, best, best, best_cost, best_cost, 0, 0, 0};
     observe(obj, &c);
     int it;
     for (it = 1; it <= iters && !search_interrupted; it++) {
@@ -2360,6 +2368,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
         gp_add(&gp, v, -cost);
         if (cost < best_cost) { best_cost = cost; best = cand; }
         c.i = it, c.skip = cand, c.objective = cost, c.best = best, c.best_objective = best_cost;
+        c.gp = it > iters / 5;
         observe(obj, &c);
     }
     // the re-check against plain decoding
@@ -4735,7 +4744,7 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
     long tried = 0;
     int exhaustive = total <= (double)max_sets;
     long n_sets = exhaustive ? (long)total : max_sets;
-    Candidate c = {METHOD_ORACLE, 0, (int)n_sets, best, best, 0, 0, 0, exhaustive};
+    Candidate c = {METHOD_ORACLE, 0, (int)n_sets, best, best, 0, 0, 0, exhaustive, 0};
     while (tried < n_sets && !search_interrupted) {
         if (exhaustive) {
             memset(&cand, 0, sizeof(cand));
@@ -5102,8 +5111,11 @@ static void trace_round(void *ctx, const Round *r, const Selector *sel) {
             r->accepted, r->emitted);
     trace_float(f, ", \"gamma_before\": ", t->exit_none ? NAN : r->gamma_before);
     trace_float(f, ", \"gamma_after\": ", t->exit_none ? NAN : r->gamma_after);
-    fprintf(f, ", \"verify\": %d, \"leaf\": %s, \"event\": ", r->verify_rows,
+    fprintf(f, ", \"verify\": %d, \"leaf\": %s, \"ids\": [", r->verify_rows,
             r->leaf ? "true" : "false");
+    for (int j = 0; j < r->drafted; j++) { fprintf(f, j ? ", %d" : "%d", r->ids[j]); }
+    fprintf(f, r->rejected < 0 ? "], \"rejected\": null" : "], \"rejected\": %d", r->rejected);
+    fprintf(f, ", \"token\": %d, \"event\": ", r->token);
     trace_event(f, r, sel, L);
     fprintf(f, "}\n");
 }
@@ -5155,6 +5167,9 @@ static void watch_candidate(void *ctx, const Candidate *c) {
                               : "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d",
                 method_name(c->method), c->i);
         if (c->done) { fprintf(t->f, ", \"interrupted\": %s", search_interrupted ? "true" : "false"); }
+        const char *phase = c->method == METHOD_ORACLE ? (c->every_set ? "every" : "random")
+                            : c->i == 0 ? "empty" : c->gp ? "gp" : "random"; // how it was proposed
+        if (!c->done) { fprintf(t->f, ", \"phase\": \"%s\"", phase); }
         write_skip(t->f, ", \"skip\": ", &c->skip, t->n_layers);
         trace_float(t->f, ", \"objective\": ", c->objective);
         fprintf(t->f, "}\n");

@@ -183,6 +183,8 @@ static int check_keys_documented(const Json *j, int obj, const char *type, const
 // What the method's records must show, counted over a trace.
 typedef struct {
     int swift, clasp, asd, search, search_done, rounds, drafted, prompts, restarts, ends[4];
+    int rejected, leaves, tokens; // rounds with a rejected draft token, a kept leaf; tokens checked
+    int gp;                       // search records the GP proposed
 } Seen;
 
 // A summary's array `key` (numbers) against want[0..n-1], to tol.
@@ -200,6 +202,7 @@ static Seen check_consistency(const char *name, const char *path) {
     char **lines;
     int n = split_lines(text, &lines), L = 0, rounds = 0, drafted = 0, accepted = 0, emitted = 0;
     int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0, K = 0;
+    int selfsd = 0, iters = 0;
     // this prompt's rounds by draft length, and by draft position: reached, and kept
     int lengths[MAX_DRAFT + 1], reached[MAX_DRAFT], kept[MAX_DRAFT], longest = 0;
     double last_ratio = NAN; // SWIFT's r at its last step or restart
@@ -208,6 +211,8 @@ static Seen check_consistency(const char *name, const char *path) {
     double conf_sum = 0, overlap_sum = 0;
     SkipSet last_dp;
     double gamma = NAN, cos_threshold = NAN;
+    enum { MAX_OUT = 4096 };
+    int out_ids[MAX_OUT], n_out = 0; // this prompt's tokens from its rounds (after the prefill's)
     int every_m = 0, keep_last_n = 0;
     // the set each round must draft with: ASD's for the whole prompt, a DP's from the next round,
     // a SWIFT candidate from its own round when it replaced the kept set, else the last round's
@@ -231,7 +236,9 @@ static Seen check_consistency(const char *name, const char *path) {
             none = json_eq(&j, mode, "none");
             fixed_gamma = json_eq(&j, mode, "fixed");
             swift = json_eq(&j, json_get(&j, 0, "method"), "swift");
+            selfsd = json_eq(&j, json_get(&j, 0, "method"), "selfsd");
             int params = json_get(&j, 0, "params");
+            iters = (int)num(&j, params, "iters");
             cos_threshold = num(&j, params, "cos_threshold");
             every_m = (int)num(&j, params, "every_m");
             keep_last_n = (int)num(&j, params, "keep_last_n");
@@ -244,6 +251,14 @@ static Seen check_consistency(const char *name, const char *path) {
                           seen.search);
             bad |= !check(json_get(&j, 0, "skip") > 0 && isfinite(num(&j, 0, "objective")),
                           "%s: a search record without its set or objective", where);
+            // how the set was proposed (issue 47): Self-SD's empty set at 0, random for the first
+            // iters / 5, then the GP's; the oracle's at random (6 of C(24, 11) sets here)
+            if (record_is(&j, "search")) {
+                int i = (int)num(&j, 0, "i"), ph = json_get(&j, 0, "phase");
+                const char *want = !selfsd ? "random" : i == 0 ? "empty" : i <= iters / 5 ? "random" : "gp";
+                bad |= !check(ph > 0 && json_eq(&j, ph, want), "%s: search %d's phase is not %s", where, i, want);
+                seen.gp += ph > 0 && json_eq(&j, ph, "gp");
+            }
         } else if (record_is(&j, "prefill")) {
             prompt = (int)num(&j, 0, "prompt");
             pos = (int)num(&j, 0, "tokens");
@@ -252,7 +267,7 @@ static Seen check_consistency(const char *name, const char *path) {
             memset(reached, 0, sizeof(reached));
             memset(kept, 0, sizeof(kept));
             memset(by_end, 0, sizeof(by_end));
-            n_conf = dps = 0;
+            n_conf = dps = n_out = 0;
             conf_sum = overlap_sum = 0;
             int ids = json_get(&j, 0, "ids");
             bad |= !check(ids > 0 && j.tok[ids].size == pos, "%s: %d prompt ids, want tokens %d", where,
@@ -294,6 +309,25 @@ static Seen check_consistency(const char *name, const char *path) {
                           end > 0 ? j.tok[end].end - j.tok[end].start : 1, end > 0 ? j.js + j.tok[end].start : "?",
                           k, K, last_conf);
             bad |= !check(json_get(&j, 0, "leaf") > 0, "%s: no leaf key", where);
+            // the round's tokens (issue 47): the draft's ids, the first `accepted` of them kept
+            // (a kept leaf in the slot of the chain token it beat, which is `rejected`), else
+            // `rejected` the first one not kept (null when all were, or the round was cut at an
+            // EOS); the kept ones and `token` are what the round emitted
+            int ids = json_get(&j, 0, "ids"), leaf = j.js[j.tok[json_get(&j, 0, "leaf")].start] == 't';
+            int rej = is_null(&j, 0, "rejected") ? -1 : (int)num(&j, 0, "rejected");
+            int id_at_a = ids > 0 && a < k ? (int)strtol(j.js + j.tok[ids + 1 + a].start, NULL, 10) : -1;
+            int leaf_id = ids > 0 && a > 0 ? (int)strtol(j.js + j.tok[ids + a].start, NULL, 10) : -1;
+            bad |= !check(ids > 0 && j.tok[ids].size == k && isfinite(num(&j, 0, "token")) &&
+                          (why == END_EOS ? rej < 0 : leaf ? leaf_id >= 0 && rej >= 0 && rej != leaf_id
+                                                    : a < k ? rej == id_at_a : rej < 0),
+                          "%s: ids of %d for %d drafted, rejected %d (the first unkept id %d), leaf %d", where,
+                          ids > 0 ? j.tok[ids].size : -1, k, rej, id_at_a, leaf);
+            for (int q = 0; q < a && ids > 0 && n_out < MAX_OUT; q++) {
+                out_ids[n_out++] = (int)strtol(j.js + j.tok[ids + 1 + q].start, NULL, 10);
+            }
+            if (n_out < MAX_OUT) { out_ids[n_out++] = (int)num(&j, 0, "token"); }
+            seen.rejected += rej >= 0;
+            seen.leaves += leaf;
             if (why >= 0) { seen.ends[why]++; }
             lengths[k < MAX_DRAFT ? k : MAX_DRAFT]++;
             if (why >= 0) { by_end[why]++; }
@@ -385,6 +419,14 @@ static Seen check_consistency(const char *name, const char *path) {
             seen.drafted += k;
         } else if (record_is(&j, "summary")) {
             seen.prompts++;
+            // the rounds' tokens are the output's, after the first (the prefill's, plain decoding's)
+            int toks = json_get(&j, 0, "tokens"), same = toks > 0 && j.tok[toks].size == n_out + (rounds > 0);
+            for (int q = 0; same && q < n_out; q++) {
+                same = strtol(j.js + j.tok[toks + 2 + q].start, NULL, 10) == out_ids[q];
+            }
+            bad |= !check(rounds == 0 || same, "%s: the rounds' kept ids and tokens (%d) are not the "
+                          "summary's tokens after the first (%d)", where, n_out, toks > 0 ? j.tok[toks].size - 1 : -1);
+            seen.tokens += rounds > 0 ? n_out : 0;
             // Issue 38's statistics: draft_lengths[i], the rounds that drafted i tokens;
             // accept_by_position[i], the share of the rounds reaching position i + 1 that kept it
             double want_len[MAX_DRAFT + 1], want_acc[MAX_DRAFT];
@@ -469,12 +511,15 @@ int main(void) {
         int drafts = strcmp(name, "plain") != 0;
         check(!drafts || seen.drafted > 0, "%s: drafted %d tokens: the round records went untested",
               name, seen.drafted);
+        check(!drafts || seen.tokens > 0, "%s: %d tokens: the rounds' ids went untested", name, seen.tokens);
         if (strcmp(name, "swift") == 0) {
-            check(seen.swift > 2, "swift: %d optimization steps in the trace", seen.swift);
+            check(seen.swift > 2 && seen.leaves > 0, "swift: %d optimization steps, %d kept leaves in the trace",
+                  seen.swift, seen.leaves);
         } else if (strcmp(name, "clasp") == 0) {
             check(seen.clasp > 2, "clasp: %d DPs in the trace", seen.clasp);
         } else if (strcmp(name, "static") == 0) {
-            check(seen.ends[END_EXIT] > 0, "static: no draft ended at the exit threshold");
+            check(seen.ends[END_EXIT] > 0 && seen.rejected > 0, "static: %d drafts ended at the exit "
+                  "threshold, %d rounds rejected a draft token", seen.ends[END_EXIT], seen.rejected);
         } else if (strcmp(name, "static-exit-none") == 0) {
             check(seen.ends[END_K] == seen.rounds - seen.ends[END_ROOM] && seen.ends[END_K] > 0,
                   "--exit none: %d of %d drafts ended at K", seen.ends[END_K], seen.rounds);
@@ -483,6 +528,7 @@ int main(void) {
         } else if (strcmp(name, "selfsd") == 0 || strcmp(name, "oracle") == 0) {
             check(seen.search > 3 && seen.search_done == 1, "%s: %d candidates, %d chosen sets",
                   name, seen.search, seen.search_done);
+            check((seen.gp > 0) == (strcmp(name, "selfsd") == 0), "%s: %d GP proposals", name, seen.gp);
         }
         check(seen.swift + seen.clasp == 0 || strcmp(name, "swift") == 0 || strcmp(name, "clasp") == 0,
               "%s: SWIFT or CLaSp events in another method's trace", name);
