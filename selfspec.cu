@@ -4914,15 +4914,17 @@ static const char *method_note(int method, int cost_model, const SkipSet *skip, 
 // very run, and the speedup those costs predict: tokens per round over the round's cost,
 // (accepted + 1) / (drafted * draft + verify), per round. SWIFT Eq. 6 prices a verify pass as
 // one step, true where verifying k tokens costs what one does (a GPU); on a CPU it costs more.
-typedef struct { double draft, verify, predicted; } PassCosts;
+// The break-even is the M (tokens a round) at which that prediction is 1: a round's cost,
+// drafts per round * draft + verify, beside the M the run had and the drafts' most, n_d + 1.
+typedef struct { double draft, verify, predicted, break_even; } PassCosts;
 static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
-    PassCosts c = {0, 0, 0};
+    PassCosts c = {0, 0, 0, 0};
     if (plain_tps <= 0 || st->rounds == 0) { return c; }
     double step_ms = 1e3 / plain_tps;
     c.draft = st->drafted > 0 ? st->draft_ms / st->drafted / step_ms : 0;
     c.verify = st->verify_ms / st->rounds / step_ms;
-    c.predicted =
-        (double)(st->accepted + st->rounds) / (st->drafted * c.draft + st->rounds * c.verify);
+    c.break_even = ((double)st->drafted * c.draft + st->rounds * c.verify) / st->rounds;
+    c.predicted = (double)(st->accepted + st->rounds) / st->rounds / c.break_even;
     return c;
 }
 
@@ -4959,6 +4961,7 @@ typedef struct {
     int kept[MAX_DRAFT];        // of those, the rounds that kept it
     int ends[4];                // rounds by why drafting stopped (END_*)
     int longest;                // the most tokens a round drafted
+    long attn_skipped, mlp_skipped; // over the draft tokens, the sublayers each one's set skipped
     double conf_sum;            // over the draft tokens, their confidence (Round.conf)
     int confident;              // the draft tokens whose confidence was at least gamma_before
     int dps;                    // CLaSp's DPs
@@ -5043,6 +5046,10 @@ static void trace_prefill(void *ctx, const int *ids, int n, const Selector *sel,
 static void count_round(DraftStats *d, const Round *r, int L) {
     d->lengths[r->drafted]++;
     d->longest = r->drafted > d->longest ? r->drafted : d->longest;
+    for (int l = 0; l < L; l++) {
+        d->attn_skipped += (long)r->drafted * r->skip.attn[l];
+        d->mlp_skipped += (long)r->drafted * r->skip.mlp[l];
+    }
     for (int j = 0; j < r->drafted; j++) {
         d->reached[j]++;
         d->kept[j] += j < r->accepted;
@@ -5054,6 +5061,22 @@ static void count_round(DraftStats *d, const Round *r, int L) {
         d->overlap_sum += d->dps++ ? jaccard(&d->last_dp, &r->next, L) : 0;
         d->last_dp = r->next;
     }
+}
+
+// The share of the weights a draft pass reads, each sublayer weighted by its parameters
+// (attention: its norm, q, k, v, o; the MLP: its norm, gate, up, down), the final norm and the
+// head, which every pass reads, included (the embedding is one row a token: not counted). Mean
+// over the draft tokens (d), or the last set's when nothing was drafted. Eq. 6's c = 1 - r
+// counts every sublayer as one and leaves the head out.
+static double draft_weight_share(const DraftStats *d, int drafted, const SkipSet *last,
+                                 const Config *c) {
+    double q = (double)c->n_heads * c->head_dim, kv = (double)c->n_kv_heads * c->head_dim;
+    double attn = c->dim * (1 + 2 * q + 2 * kv), mlp = c->dim * (1 + 3.0 * c->hidden_dim);
+    double all = c->dim * (1.0 + c->vocab_size) + c->n_layers * (attn + mlp);
+    double a = 0, f = 0; // the attention and MLP sublayers a draft token's set skips
+    for (int l = 0; l < c->n_layers; l++) { a += last->attn[l], f += last->mlp[l]; }
+    if (drafted > 0) { a = (double)d->attn_skipped / drafted, f = (double)d->mlp_skipped / drafted; }
+    return 1 - (a * attn + f * mlp) / all;
 }
 
 // A round's event: SWIFT's step before it; CLaSp's DP, or SWIFT's App. C.2 restart, after it.
@@ -6450,6 +6473,8 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
                ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
                st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
+    fprintf(f, ", \"draft_weight_share\": %.4f", o->method == METHOD_NONE ? 1.0
+            : draft_weight_share(r->ds, st->drafted, r->skip, &m->config));
     print_draft_stats(f, r->ds, st->rounds, st->drafted);
     json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
                                                r->sel, note, sizeof(note)));
@@ -6459,7 +6484,8 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0,
                 o->temperature == 0.0f ? (r->identical ? "true" : "false") : "null");
         fprintf(f, ", \"measured_draft_pass_steps\": %.4f, \"measured_verify_pass_steps\": %.4f, "
-                "\"measured_predicted_speedup\": %.4f", pc.draft, pc.verify, pc.predicted);
+                "\"measured_predicted_speedup\": %.4f, \"measured_break_even\": %.4f", pc.draft,
+                pc.verify, pc.predicted, pc.break_even);
     }
     fprintf(f, "}\n");
 }
@@ -6542,15 +6568,24 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0, sum.expected_speedup,
                 o->temperature > 0 ? "" : r->identical ? ", output identical" : ", OUTPUT DIFFERS");
         if (st->rounds > 0) {
+            double passes_ms = st->draft_ms + st->verify_ms, n_d = (double)st->drafted / st->rounds;
             fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f "
-                    "(Eq. 6 takes %.2f and 1): these alone predict %.2fx",
-                    pc.draft, pc.verify, sum.draft_cost, pc.predicted);
+                    "(Eq. 6 takes %.2f and 1; the draft reads %.2f of the weights): these alone "
+                    "predict %.2fx", pc.draft, pc.verify, sum.draft_cost,
+                    draft_weight_share(r->ds, st->drafted, r->skip, &m->config), pc.predicted);
             if (st->selections > 0) { // SWIFT's steps, CLaSp's DPs: their time too
-                double passes_ms = st->draft_ms + st->verify_ms;
                 fprintf(stderr, ", %.2fx with the selection time",
                         pc.predicted * passes_ms / (passes_ms + own_select_ms));
             }
-            fputc('\n', stderr);
+            // the break-even: the M at which those costs pay for themselves
+            fprintf(stderr, "\nbreak-even at these costs: M %.2f (%.2f drafts a round x %.2f + %.2f",
+                    pc.break_even, n_d, pc.draft, pc.verify);
+            if (st->selections > 0) {
+                fprintf(stderr, "; %.2f with the selection time",
+                        pc.break_even * (passes_ms + own_select_ms) / passes_ms);
+            }
+            fprintf(stderr, "), this run's M %.2f; a round's drafts kept whole would give %.2f\n",
+                    sum.mean_accepted, n_d + 1);
         }
     }
 }

@@ -70,8 +70,8 @@ static int find_blocks(Block *b, int max) {
 
 // A line that reports a time, a speed or the machine's threads: its numbers are masked.
 static int is_timed(const char *s) {
-    const char *marks[] = {"tokens/s", " ms", "a draft pass", "OpenMP thread", "took"};
-    for (int i = 0; i < 5; i++) {
+    const char *marks[] = {"tokens/s", " ms", "a draft pass", "OpenMP thread", "took", "break-even"};
+    for (int i = 0; i < 6; i++) {
         if (strstr(s, marks[i]) != NULL) { return 1; }
     }
     return 0;

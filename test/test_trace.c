@@ -180,11 +180,57 @@ static int check_keys_documented(const Json *j, int obj, const char *type, const
     return ok;
 }
 
+// Issue 47: the parameters of each sublayer of tiny_models/kjv-12l, counted from the shapes in its
+// safetensors header, not from the engine's formula (draft_weight_share): attn[l] and mlp[l]
+// with their norms, and what every pass reads, the final norm and the head (the tied embedding).
+static double sub_attn[SS_MAX_LAYERS], sub_mlp[SS_MAX_LAYERS], sub_head;
+
+static void read_weight_counts(const char *path) {
+    size_t len;
+    char *bytes = read_or_exit(path, &len), err[SS_ERR_LEN], rest[128];
+    uint64_t n = 0;
+    memcpy(&n, bytes, 8); // the header's length, little-endian (as on the machines tested)
+    Json j;
+    if (n + 8 > len || json_parse(&j, bytes + 8, (size_t)n, path, err)) { die(__FILE__, __LINE__, "%s: %s", path, err); }
+    int lm_head = 0;
+    for (int k = 0, key = 1; k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
+        char name[160];
+        int l, shape = json_get(&j, key + 1, "shape");
+        double count = 1;
+        snprintf(name, sizeof(name), "%.*s", j.tok[key].end - j.tok[key].start, j.js + j.tok[key].start);
+        for (int d = 0; shape > 0 && d < j.tok[shape].size; d++) { count *= strtod(j.js + j.tok[shape + 1 + d].start, NULL); }
+        if (shape < 0) { continue; } // __metadata__
+        if (sscanf(name, "model.layers.%d.%127s", &l, rest) == 2 && l >= 0 && l < SS_MAX_LAYERS) {
+            int attn = strncmp(rest, "self_attn.", 10) == 0 || strcmp(rest, "input_layernorm.weight") == 0;
+            *(attn ? &sub_attn[l] : &sub_mlp[l]) += count;
+        } else if (strcmp(name, "model.norm.weight") == 0 || strcmp(name, "lm_head.weight") == 0) {
+            sub_head += count;
+            lm_head |= name[0] == 'l';
+        } else if (strcmp(name, "model.embed_tokens.weight") == 0) {
+            sub_head += count; // tied: the head (kjv-12l has no lm_head.weight)
+        }
+    }
+    check(!lm_head && sub_head > 0 && sub_attn[0] > 0 && sub_mlp[11] > 0, "%s: counts read", path);
+    json_free(&j);
+    free(bytes);
+}
+
+// The share of those weights a pass under s reads.
+static double weights_read(const SkipSet *s, int L) {
+    double all = sub_head, read = sub_head;
+    for (int l = 0; l < L; l++) {
+        all += sub_attn[l] + sub_mlp[l];
+        read += (s->attn[l] ? 0 : sub_attn[l]) + (s->mlp[l] ? 0 : sub_mlp[l]);
+    }
+    return read / all;
+}
+
 // What the method's records must show, counted over a trace.
 typedef struct {
     int swift, clasp, asd, search, search_done, rounds, drafted, prompts, restarts, ends[4];
     int rejected, leaves, tokens; // rounds with a rejected draft token, a kept leaf; tokens checked
     int gp;                       // search records the GP proposed
+    int shares, break_evens;      // summaries whose draft_weight_share, break-even were checked
 } Seen;
 
 // A summary's array `key` (numbers) against want[0..n-1], to tol.
@@ -202,13 +248,13 @@ static Seen check_consistency(const char *name, const char *path) {
     char **lines;
     int n = split_lines(text, &lines), L = 0, rounds = 0, drafted = 0, accepted = 0, emitted = 0;
     int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0, K = 0;
-    int selfsd = 0, iters = 0;
+    int selfsd = 0, iters = 0, kjv = 0;
     // this prompt's rounds by draft length, and by draft position: reached, and kept
     int lengths[MAX_DRAFT + 1], reached[MAX_DRAFT], kept[MAX_DRAFT], longest = 0;
     double last_ratio = NAN; // SWIFT's r at its last step or restart
     // this prompt's rounds by end, their draft confidences, and CLaSp's DP sets' overlaps
     int by_end[4] = {0, 0, 0, 0}, n_conf = 0, dps = 0;
-    double conf_sum = 0, overlap_sum = 0;
+    double conf_sum = 0, overlap_sum = 0, share_sum = 0; // and the weights each draft token read
     SkipSet last_dp;
     double gamma = NAN, cos_threshold = NAN;
     enum { MAX_OUT = 4096 };
@@ -237,6 +283,7 @@ static Seen check_consistency(const char *name, const char *path) {
             fixed_gamma = json_eq(&j, mode, "fixed");
             swift = json_eq(&j, json_get(&j, 0, "method"), "swift");
             selfsd = json_eq(&j, json_get(&j, 0, "method"), "selfsd");
+            kjv = json_eq(&j, json_get(&j, 0, "model"), "tiny_models/kjv-12l"); // read_weight_counts'
             int params = json_get(&j, 0, "params");
             iters = (int)num(&j, params, "iters");
             cos_threshold = num(&j, params, "cos_threshold");
@@ -268,7 +315,7 @@ static Seen check_consistency(const char *name, const char *path) {
             memset(kept, 0, sizeof(kept));
             memset(by_end, 0, sizeof(by_end));
             n_conf = dps = n_out = 0;
-            conf_sum = overlap_sum = 0;
+            conf_sum = overlap_sum = share_sum = 0;
             int ids = json_get(&j, 0, "ids");
             bad |= !check(ids > 0 && j.tok[ids].size == pos, "%s: %d prompt ids, want tokens %d", where,
                           ids > 0 ? j.tok[ids].size : -1, pos);
@@ -296,6 +343,7 @@ static Seen check_consistency(const char *name, const char *path) {
             int k = (int)num(&j, 0, "drafted"), a = (int)num(&j, 0, "accepted");
             int e = (int)num(&j, 0, "emitted"), conf = json_get(&j, 0, "conf");
             int event = json_get(&j, 0, "event"), end = json_get(&j, 0, "end");
+            SkipSet round_skip = skip_at(&j, json_get(&j, 0, "skip"));
             static const char *ends[] = {"exit", "K", "room", "eos"};
             int why = -1;
             for (int w = 0; w < 4; w++) { why = end > 0 && json_eq(&j, end, ends[w]) ? w : why; }
@@ -329,6 +377,7 @@ static Seen check_consistency(const char *name, const char *path) {
             seen.rejected += rej >= 0;
             seen.leaves += leaf;
             if (why >= 0) { seen.ends[why]++; }
+            share_sum += k * weights_read(&round_skip, L);
             lengths[k < MAX_DRAFT ? k : MAX_DRAFT]++;
             if (why >= 0) { by_end[why]++; }
             for (int q = 0; q < k; q++, n_conf++) { conf_sum += strtod(j.js + j.tok[conf + 1 + q].start, NULL); }
@@ -427,6 +476,26 @@ static Seen check_consistency(const char *name, const char *path) {
             bad |= !check(rounds == 0 || same, "%s: the rounds' kept ids and tokens (%d) are not the "
                           "summary's tokens after the first (%d)", where, n_out, toks > 0 ? j.tok[toks].size - 1 : -1);
             seen.tokens += rounds > 0 ? n_out : 0;
+            // the share of the weights the drafts read (each sublayer by its parameters, the head
+            // included), from the rounds' sets and the checkpoint's shapes; and --compare's
+            // break-even: the M at which the passes' prediction is 1, so M / predicted, and the
+            // drafts per round times the draft pass plus the verify pass
+            SkipSet last = skip_at(&j, json_get(&j, 0, "skip")); // nothing drafted: the last set's
+            double share = drafted > 0 ? share_sum / drafted : weights_read(&last, L);
+            bad |= !check(!kjv || fabs(num(&j, 0, "draft_weight_share") - share) <= 5.1e-5,
+                          "%s: draft_weight_share %g, the rounds' sets read %.6f of the weights", where,
+                          num(&j, 0, "draft_weight_share"), share);
+            seen.shares += kjv;
+            double be = num(&j, 0, "measured_break_even"), pred = num(&j, 0, "measured_predicted_speedup");
+            if (json_get(&j, 0, "measured_break_even") > 0 && rounds > 0) {
+                double cost = (double)drafted / rounds * num(&j, 0, "measured_draft_pass_steps") +
+                              num(&j, 0, "measured_verify_pass_steps");
+                bad |= !check(fabs(be - cost) <= 1e-4 * (2.0 + (double)drafted / rounds) &&
+                              fabs(be * pred - num(&j, 0, "mean_accepted")) <= 1e-4 * (1 + be + pred),
+                              "%s: break-even %g, predicted %g, M %g; a round costs %g", where, be, pred,
+                              num(&j, 0, "mean_accepted"), cost);
+                seen.break_evens++;
+            }
             // Issue 38's statistics: draft_lengths[i], the rounds that drafted i tokens;
             // accept_by_position[i], the share of the rounds reaching position i + 1 that kept it
             double want_len[MAX_DRAFT + 1], want_acc[MAX_DRAFT];
@@ -480,6 +549,7 @@ static void write_first_prompt(const char *path) {
 int main(void) {
     quick_mode = quick(0, 1);
     read_documented_keys();
+    read_weight_counts("tiny_models/kjv-12l/model.safetensors");
     check(n_doc > 100, "README's trace table: %d keys read", n_doc);
     snprintf(tmp, sizeof(tmp), "/tmp/test_trace.XXXXXX");
     if (mkdtemp(tmp) == NULL) { die(__FILE__, __LINE__, "mkdtemp failed"); }
@@ -511,7 +581,8 @@ int main(void) {
         int drafts = strcmp(name, "plain") != 0;
         check(!drafts || seen.drafted > 0, "%s: drafted %d tokens: the round records went untested",
               name, seen.drafted);
-        check(!drafts || seen.tokens > 0, "%s: %d tokens: the rounds' ids went untested", name, seen.tokens);
+        check((!drafts || seen.tokens > 0) && seen.shares == n_prompts, "%s: %d tokens, %d weight shares: "
+              "the rounds' ids or the summaries' shares went untested", name, seen.tokens, seen.shares);
         if (strcmp(name, "swift") == 0) {
             check(seen.swift > 2 && seen.leaves > 0, "swift: %d optimization steps, %d kept leaves in the trace",
                   seen.swift, seen.leaves);
@@ -520,6 +591,7 @@ int main(void) {
         } else if (strcmp(name, "static") == 0) {
             check(seen.ends[END_EXIT] > 0 && seen.rejected > 0, "static: %d drafts ended at the exit "
                   "threshold, %d rounds rejected a draft token", seen.ends[END_EXIT], seen.rejected);
+            check(seen.break_evens == n_prompts, "static --compare: %d break-evens checked", seen.break_evens);
         } else if (strcmp(name, "static-exit-none") == 0) {
             check(seen.ends[END_K] == seen.rounds - seen.ends[END_ROOM] && seen.ends[END_K] > 0,
                   "--exit none: %d of %d drafts ended at K", seen.ends[END_K], seen.rounds);
