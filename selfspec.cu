@@ -4967,7 +4967,12 @@ typedef struct {
     int dps;                    // CLaSp's DPs
     SkipSet last_dp;            // the last DP's set
     double overlap_sum;         // the Jaccard overlap of each DP's set with the one before
+    FILE *view;                 // --show-rounds: the prompt's rounds in words (view_round) into
+    char *view_text;            // view_text (open_memstream), NULL: not asked
+    size_t view_len;
 } DraftStats;
+
+static void free_draft_stats(DraftStats *d) { if (d->view) { fclose(d->view); } free(d->view_text); }
 
 typedef struct {
     FILE *f;                 // --trace: in memory until the run ends (commit_outputs); NULL: none
@@ -4977,6 +4982,9 @@ typedef struct {
     int count;               // the oracle's set size
     double t0, shown;        // the search's first set, and its last progress line
     DraftStats ds;           // this prompt's drafts (reset by each prefill)
+    const Tokenizer *tok;    // --show-rounds: put each round into words with it (NULL: not asked)
+    void (*show)(void *ctx, const Round *r); // the CLI's colours for a round's text (NULL: none)
+    void *show_ctx;
 } Trace;
 
 static void trace_float(FILE *f, const char *lead, double x) {
@@ -5028,7 +5036,11 @@ static double random_overlap(int m, int L) {
 static void trace_prefill(void *ctx, const int *ids, int n, const Selector *sel,
                           const SkipSet *skip) {
     Trace *t = (Trace *)ctx;
+    free_draft_stats(&t->ds);
     memset(&t->ds, 0, sizeof(t->ds));
+    if (t->tok && (t->ds.view = open_memstream(&t->ds.view_text, &t->ds.view_len)) == NULL) {
+        die(__FILE__, __LINE__, "out of host memory for --show-rounds");
+    }
     if (t->f == NULL) { return; }
     fprintf(t->f, "{\"type\": \"prefill\", \"prompt\": %d, \"tokens\": %d, \"ids\": [",
             t->prompt, n);
@@ -5063,10 +5075,9 @@ static void count_round(DraftStats *d, const Round *r, int L) {
     }
 }
 
-// The share of the weights a draft pass reads, each sublayer weighted by its parameters
-// (attention: its norm, q, k, v, o; the MLP: its norm, gate, up, down), the final norm and the
-// head, which every pass reads, included (the embedding is one row a token: not counted). Mean
-// over the draft tokens (d), or the last set's when nothing was drafted. Eq. 6's c = 1 - r
+// The share of the weights a draft pass reads (over the draft tokens; none: the last set's), each
+// sublayer by its parameters (attention: norm, q, k, v, o; MLP: norm, gate, up, down), with the
+// final norm and head every pass reads (not the embedding, a row a token). Eq. 6's c = 1 - r
 // counts every sublayer as one and leaves the head out.
 static double draft_weight_share(const DraftStats *d, int drafted, const SkipSet *last,
                                  const Config *c) {
@@ -5118,11 +5129,48 @@ static void trace_event(FILE *f, const Round *r, const Selector *sel, int L) {
     fputs(*lead == '{' ? "null" : "}", f);
 }
 
+// A token's text alone, as a JSON string (a byte that completes no character: U+FFFD; a special
+// token: its name), for the round view.
+static void quote_token(FILE *f, const Tokenizer *tok, int id) {
+    char text[256];
+    DecodeState st;
+    decode_begin(&st);
+    st.at_start = 0; // inside the text: its leading space kept
+    size_t n = decode_token(tok, &st, id, text, sizeof(text));
+    decode_end(tok, &st, text + n, sizeof(text) - n);
+    int named = !text[0] && id >= 0 && id < tok->vocab_size && tok->tok[id].special;
+    json_field(f, "", named ? tok->tok[id].text : text);
+}
+
+// --show-rounds: one line per round into f, which the report prints after the text: the draft's
+// chain with its confidences and why it stopped, how many tokens the full model kept (a kept
+// SWIFT leaf named), and its own token, in place of the first draft token it did not keep, or
+// the bonus after a draft it kept whole (or the EOS the round ended at). README: the first screen.
+static void view_round(FILE *f, const Round *r, const Tokenizer *tok, int exit_none) {
+    static const char *ends[] = {"exit", "K", "room", "EOS"};
+    fprintf(f, "round %d at %d: %s", r->round, r->pos, r->drafted ? "draft " : "no draft");
+    for (int j = 0; j < r->drafted; j++) { // (a kept leaf's slot: the chain token it beat)
+        quote_token(f, tok, r->leaf && j == r->accepted - 1 ? r->rejected : r->ids[j]);
+        fprintf(f, " %.2f%s", r->conf[j], j + 1 < r->drafted ? ", " : "");
+    }
+    fprintf(f, " (%s", ends[r->end]);
+    if (r->end == END_EXIT && !exit_none) { fprintf(f, ", gamma %.3f", r->gamma_before); }
+    if (r->drafted) { fprintf(f, ") | kept %d of %d", r->accepted, r->drafted); } else { fputc(')', f); }
+    if (r->leaf) { fputs(", the last a next-best leaf ", f), quote_token(f, tok, r->ids[r->accepted - 1]); }
+    fputs(r->end == END_EOS ? " | ends at " : " | full model ", f);
+    quote_token(f, tok, r->token);
+    int instead = r->end != END_EOS && r->rejected >= 0 && !r->leaf;
+    if (instead) { fputs(" for ", f), quote_token(f, tok, r->rejected); }
+    fputs(r->end == END_EOS || instead ? "\n" : " (the bonus)\n", f);
+}
+
 static void trace_round(void *ctx, const Round *r, const Selector *sel) {
     Trace *t = (Trace *)ctx;
     FILE *f = t->f;
     int L = t->n_layers;
     count_round(&t->ds, r, L);
+    if (t->ds.view) { view_round(t->ds.view, r, t->tok, t->exit_none); }
+    if (t->show) { t->show(t->show_ctx, r); }
     if (f == NULL) { return; }
     static const char *ends[] = {"exit", "K", "room", "eos"};
     fprintf(f, "{\"type\": \"round\", \"prompt\": %d, \"round\": %d, \"pos\": %d", t->prompt,
@@ -5505,7 +5553,7 @@ static int commit_outputs(OutputFile *outs, int n, char *err) {
 
 typedef struct {
     const char *model_dir, *prompt, *prompt_file, *skip_spec, *skip_file, *dev_prompts, *save_skip;
-    int method, n_new, seed, ctx, max_draft, json, compare, cost_model, threads;
+    int method, n_new, seed, ctx, max_draft, json, compare, cost_model, threads, show_rounds;
     float temperature, top_p;
     DraftExit exit;       // the draft-exit rule: the method's, or --exit and --alpha
     MethodParams params;  // each method's settings: the papers' defaults, changed by the flags
@@ -5618,6 +5666,9 @@ static const Flag FLAGS[] = {
     {"--compare", NULL, ARG_SWITCH, offsetof(Options, compare), 0, 0, 0, 0, NULL,
      "also run plain decoding in this process: speeds, ratio, identity\n"
      "(needs a method other than none)"},
+    {"--show-rounds", NULL, ARG_SWITCH, offsetof(Options, show_rounds), 0, 0, 0, DRAFTING,
+     "--method none drafts nothing", "after each prompt's text, one line per round on stderr: the\n"
+     "draft's tokens, what the full model kept, and its own token"},
     {"--trace", "FILE", ARG_PATH, offsetof(Options, trace), 0, 0, 0, 0, NULL,
      "write each round and each decision as JSON Lines (README: the trace)"},
     {"--json", NULL, ARG_SWITCH, offsetof(Options, json), 0, 0, 0, 0, NULL,
@@ -6146,6 +6197,8 @@ typedef struct {
     char *text;
     size_t len, cap;
     int echo;
+    int colour;              // on a terminal: kept draft tokens green (show_round_text)
+    size_t shown, last;      // colour: the text written so far; where the last token's begins
     Model *m;                // the model, prompt and tokens so far, for die_degenerate
     const int *prompt;
     int n_prompt;
@@ -6209,8 +6262,28 @@ static void on_token(void *ctx, int token, const float *logits) {
     }
     size_t n = token == -1 ? decode_end(t, &ts->ds, ts->text + ts->len, ts->cap - ts->len)
                            : decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
-    if (ts->echo) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
+    // in colour, the rounds write the text (show_round_text), but the prefill's token and the end
+    int now = ts->echo && (!ts->colour || token == -1 || ts->out->n == 1);
+    if (now) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
+    ts->last = ts->len;
     ts->len += n;
+    ts->shown = now ? ts->len : ts->shown;
+}
+
+// The colours (Trace.show, after each round): the round's tokens before its last are the kept
+// draft tokens, green; its last, the full model's own (the correction, or the bonus), plain, as
+// the prefill's token is. On a terminal only, and not for --json or plain decoding.
+static void show_round_text(void *ctx, const Round *r) {
+    TextSink *ts = (TextSink *)ctx;
+    (void)r; // (emitted = accepted + 1)
+    printf("\033[32m%.*s\033[0m%.*s", (int)(ts->last - ts->shown), ts->text + ts->shown,
+           (int)(ts->len - ts->last), ts->text + ts->last);
+    fflush(stdout);
+    ts->shown = ts->len;
+}
+
+static int use_colour(const Options *o) {
+    return !o->json && o->method != METHOD_NONE && isatty(STDOUT_FILENO);
 }
 
 static const char *default_model_dir(const char *argv0) {
@@ -6473,9 +6546,9 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
                ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
                st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
-    fprintf(f, ", \"draft_weight_share\": %.4f", o->method == METHOD_NONE ? 1.0
-            : draft_weight_share(r->ds, st->drafted, r->skip, &m->config));
+    fprintf(f, ", \"draft_weight_share\": %.4f", draft_weight_share(r->ds, st->drafted, r->skip, &m->config));
     print_draft_stats(f, r->ds, st->rounds, st->drafted);
+    if (f == stdout && r->ds->view) { fflush(r->ds->view), fputs(r->ds->view_text, stderr); }
     json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
                                                r->sel, note, sizeof(note)));
     if (r->n_plain >= 0) {
@@ -6525,6 +6598,9 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
     const char *name = method_name(o->method);
     char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[1024];
     layer_map(r->skip, L, attn_map, mlp_map);
+    if (r->ds->view) { fflush(r->ds->view), fprintf(stderr, "\n%s", r->ds->view_text); } // --show-rounds
+    if (use_colour(o)) { fprintf(stderr, "\ncolours: \033[32mgreen\033[0m, the draft tokens the "
+                                 "full model kept; plain, the full model's own tokens"); }
     fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n",
             m->dir, device_name(), r->n_prompt, r->n, st->gen.prefill_ms, tps);
     if (o->method != METHOD_NONE) {
@@ -6567,24 +6643,18 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
         fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n",
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0, sum.expected_speedup,
                 o->temperature > 0 ? "" : r->identical ? ", output identical" : ", OUTPUT DIFFERS");
-        if (st->rounds > 0) {
-            double passes_ms = st->draft_ms + st->verify_ms, n_d = (double)st->drafted / st->rounds;
-            fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f "
-                    "(Eq. 6 takes %.2f and 1; the draft reads %.2f of the weights): these alone "
-                    "predict %.2fx", pc.draft, pc.verify, sum.draft_cost,
+        if (st->rounds > 0) { // the passes alone, and with the selection time (SWIFT, CLaSp)
+            double n_d = (double)st->drafted / st->rounds, passes_ms = st->draft_ms + st->verify_ms;
+            double sel = (passes_ms + own_select_ms) / passes_ms;
+            fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f (Eq. 6 takes "
+                    "%.2f and 1; the draft reads %.2f of the weights): these alone predict %.2fx",
+                    pc.draft, pc.verify, sum.draft_cost,
                     draft_weight_share(r->ds, st->drafted, r->skip, &m->config), pc.predicted);
-            if (st->selections > 0) { // SWIFT's steps, CLaSp's DPs: their time too
-                fprintf(stderr, ", %.2fx with the selection time",
-                        pc.predicted * passes_ms / (passes_ms + own_select_ms));
-            }
-            // the break-even: the M at which those costs pay for themselves
+            if (st->selections > 0) { fprintf(stderr, ", %.2fx with the selection time", pc.predicted / sel); }
             fprintf(stderr, "\nbreak-even at these costs: M %.2f (%.2f drafts a round x %.2f + %.2f",
                     pc.break_even, n_d, pc.draft, pc.verify);
-            if (st->selections > 0) {
-                fprintf(stderr, "; %.2f with the selection time",
-                        pc.break_even * (passes_ms + own_select_ms) / passes_ms);
-            }
-            fprintf(stderr, "), this run's M %.2f; a round's drafts kept whole would give %.2f\n",
+            if (st->selections > 0) { fprintf(stderr, "; %.2f with the selection time", pc.break_even * sel); }
+            fprintf(stderr, "), this run's M %.2f; its drafts kept whole would give %.2f\n",
                     sum.mean_accepted, n_d + 1);
         }
     }
@@ -6600,6 +6670,8 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     memset(&sink, 0, sizeof(sink));
     sink.tok = r->tok;
     sink.echo = !o->json;
+    sink.colour = !plain && use_colour(o);
+    r->trace.show = sink.colour ? show_round_text : NULL, r->trace.show_ctx = &sink;
     sink.m = &r->m, sink.prompt = prompt, sink.n_prompt = n_prompt;
     // The continuation follows the prompt's text and keeps its leading space; after a prompt of
     // special tokens only (-p "": BOS) it starts the text, whose leading space the decoder strips,
@@ -6719,6 +6791,7 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     r->trace.exit_none = o->exit.mode == EXIT_NONE;
     r->trace.verbose = !o->json;
     r->trace.cost_model = o->cost_model;
+    r->trace.tok = o->show_rounds ? r->tok : NULL; // --show-rounds: the rounds in words
     Observer watch = {&r->trace, trace_prefill, trace_round, watch_candidate};
     r->watch = watch;
     if (r->trace.f) { trace_header(r->trace.f, o, r); }
@@ -6781,6 +6854,7 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
 }
 
 static void free_run(CliRun *r) {
+    free_draft_stats(&r->trace.ds);
     free_outputs(r->outs, r->n_outs);
     free_prompts(&r->prompts);
     free_prompts(&r->dev);

@@ -11,6 +11,7 @@
 #define TESTING
 #include "../selfspec.cu"
 #include "testing.h"
+#include <poll.h>
 
 static char tmp[64]; // the test's folder
 static const char *REFS = "test/refs/traces";
@@ -536,6 +537,193 @@ static Seen check_consistency(const char *name, const char *path) {
     return seen;
 }
 
+// --show-rounds' quoted token at *p (a JSON string) appended to out, unescaped;
+// *p moves past it. Returns 0 when *p holds no quoted token.
+static int read_quoted(const char **p, char *out, size_t cap) {
+    const char *s = *p;
+    size_t n = strlen(out);
+    if (*s++ != '"') { return 0; }
+    for (; *s && *s != '"' && n + 1 < cap; s++) {
+        if (*s != '\\') { out[n++] = *s; continue; }
+        s++;
+        if (*s == 'n') { out[n++] = '\n'; }
+        else if (*s == 'u' && strspn(s + 1, "0123456789abcdef") >= 4) { // json_field's: < 0x20, U+FFFD
+            char hex[5] = {s[1], s[2], s[3], s[4], 0};
+            long cp = strtol(hex, NULL, 16);
+            if (cp < 0x80) { out[n++] = (char)cp; } else if (n + 3 < cap) { memcpy(out + n, "\xEF\xBF\xBD", 3), n += 3; }
+            s += 4;
+        }
+        else { out[n++] = *s; }
+    }
+    out[n] = '\0';
+    *p = *s == '"' ? s + 1 : s;
+    return *s == '"';
+}
+
+// Reads `word` at *p and moves past it; 0 when *p does not start with it.
+static int skip_word(const char **p, const char *word) {
+    size_t n = strlen(word);
+    if (strncmp(*p, word, n) != 0) { return 0; }
+    *p += n;
+    return 1;
+}
+
+// One line of --show-rounds against its trace round record j: "round R at P: draft "t" 0.39,
+// ... (why) | kept A of K[, the last a next-best leaf "l"] | full model "u" for "t"" (or "(the
+// bonus)", or "| ends at "u"" when an EOS cut the round). The round's emitted text (its kept
+// tokens, then the full model's) is appended to text.
+static Tokenizer *kjv_tok; // tiny_models/kjv-12l's, for the view's tokens
+
+// The text of token id alone, as in the middle of a text (its leading space kept).
+static void piece_of(int id, char *buf, size_t cap) {
+    DecodeState st;
+    decode_begin(&st);
+    st.at_start = 0;
+    size_t n = decode_token(kjv_tok, &st, id, buf, cap);
+    decode_end(kjv_tok, &st, buf + n, cap - n);
+}
+
+static int view_line_matches(const char *p, const Json *j, char *text, size_t cap) {
+    int k = (int)num(j, 0, "drafted"), a = (int)num(j, 0, "accepted"), conf = json_get(j, 0, "conf");
+    int leaf = j->js[j->tok[json_get(j, 0, "leaf")].start] == 't', rejected = !is_null(j, 0, "rejected");
+    char head[64], kept[64], draft[64][256], piece[256] = "";
+    snprintf(head, sizeof(head), "round %d at %d: %s", (int)num(j, 0, "round"), (int)num(j, 0, "pos"),
+             k ? "draft" : "no draft");
+    snprintf(kept, sizeof(kept), ") | kept %d of %d", a, k);
+    int ok = skip_word(&p, head);
+    for (int q = 0; ok && q < k && q < 64; q++) { // each draft token of the chain, its confidence
+        char *end;
+        draft[q][0] = '\0';
+        ok = skip_word(&p, q ? ", " : " ") && read_quoted(&p, draft[q], sizeof(draft[q]));
+        ok = ok && fabs(strtod(p, &end) - strtod(j->js + j->tok[conf + 1 + q].start, NULL)) <= 0.0051;
+        p = end;
+        // the chain's token: ids[q], but where a leaf was kept, the one it beat (rejected)
+        int ids = json_get(j, 0, "ids");
+        int id = leaf && q == a - 1 ? (int)num(j, 0, "rejected") : (int)strtol(j->js + j->tok[ids + 1 + q].start, NULL, 10);
+        char want[256];
+        piece_of(id, want, sizeof(want));
+        ok = ok && strcmp(want, draft[q]) == 0;
+    }
+    p = ok ? strchr(p, ')') : NULL; // why drafting stopped
+    ok = p && (k ? skip_word(&p, kept) : skip_word(&p, ")"));
+    if (ok && leaf) { ok = skip_word(&p, ", the last a next-best leaf ") && read_quoted(&p, piece, sizeof(piece)); }
+    for (int q = 0; ok && q < a; q++) {
+        strncat(text, q == a - 1 && leaf ? piece : draft[q], cap - strlen(text) - 1);
+    }
+    int ends = ok && skip_word(&p, " | ends at ");
+    char own[256] = "", instead[256] = "";
+    ok = ok && (ends || skip_word(&p, " | full model ")) && read_quoted(&p, own, sizeof(own));
+    strncat(text, own, cap - strlen(text) - 1);
+    if (ok && !ends && rejected && !leaf) { // the full model's token in place of the draft's
+        ok = skip_word(&p, " for ") && read_quoted(&p, instead, sizeof(instead)) && strcmp(instead, draft[a]) == 0;
+    } else if (ok && !ends) {
+        ok = skip_word(&p, " (the bonus)");
+    }
+    return ok && (*p == '\n' || *p == '\0');
+}
+
+// Issue 47's view of the rounds, from one run and its trace: --show-rounds prints one line per
+// round after the text, each the trace's round in words (view_line_matches), and the rounds'
+// kept tokens and full-model tokens, after the prefill's token, end the text stdout streamed;
+// in a pipe the text has no colour. Returns the rounds checked; *leaves counts SWIFT's leaves.
+static int check_round_view(const char *name, const char *args, int *leaves) {
+    char cmd[2048], trace[512], *out = NULL, *err = NULL;
+    snprintf(trace, sizeof(trace), "%s/%s-view.jsonl", tmp, name);
+    snprintf(cmd, sizeof(cmd), "-m tiny_models/kjv-12l %s --show-rounds --trace %s", args, trace);
+    int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", cmd, &out, &err), n = 0;
+    check(rc == 0 && strstr(out, "\033[") == NULL && strstr(err, "colours:") == NULL,
+          "%s: exit %d, or colour in a pipe: %s", name, rc, err);
+    char *tr = read_or_exit(trace, NULL), **recs;
+    size_t cap = strlen(out) + 1;
+    char *text = (char *)calloc(1, cap);
+    int n_recs = split_lines(tr, &recs);
+    const char *line = strstr(err, "\nround 0 at ");
+    for (int i = 0; i < n_recs && line != NULL; i++) {
+        Json j;
+        char e[SS_ERR_LEN];
+        if (json_parse(&j, recs[i], strlen(recs[i]), trace, e)) { break; }
+        if (record_is(&j, "round")) {
+            check(view_line_matches(line + 1, &j, text, cap), "%s: the view's line is not trace line %d's round:"
+                  "\n  %.*s\n  %s", name, i + 1, (int)strcspn(line + 1, "\n"), line + 1, recs[i]);
+            *leaves += j.js[j.tok[json_get(&j, 0, "leaf")].start] == 't';
+            n++;
+            line = strchr(line + 1, '\n');
+        }
+        json_free(&j);
+    }
+    size_t lo = strlen(out), lt = strlen(text);
+    check(n > 0 && lo > lt && out[lo - 1] == '\n' && memcmp(out + lo - 1 - lt, text, lt) == 0,
+          "%s: the view's tokens (%d rounds) do not end the streamed text:\n  view:   %s\n  stdout: %s", name,
+          n, text, out);
+    free(recs); free(tr); free(text); free(out); free(err);
+    return n;
+}
+
+// On a terminal the streamed text is coloured by origin (issue 47), and in a pipe never: run
+// under a pseudo-terminal, the text without its escapes is the pipe's, the green spans are, in
+// order, each round's kept draft tokens (the trace's ids, decoded), and stderr has the legend.
+static void check_colours(const char *args) {
+    char cmd[4096], errs[600], trace[512], *pipe_out = NULL;
+    snprintf(trace, sizeof(trace), "%s/colour.jsonl", tmp);
+    snprintf(cmd, sizeof(cmd), "-m tiny_models/kjv-12l %s --trace %s", args, trace);
+    int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", cmd, &pipe_out, NULL);
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (rc != 0 || master < 0 || grantpt(master) || unlockpt(master)) {
+        check(0, "colours: exit %d, or no pseudo-terminal (posix_openpt)", rc);
+        return;
+    }
+    snprintf(errs, sizeof(errs), "%s/colour-err.txt", tmp);
+    snprintf(cmd, sizeof(cmd), "OMP_NUM_THREADS=1 %s -m tiny_models/kjv-12l %s >%s 2>%s </dev/null",
+             selfspec_bin(), args, ptsname(master), errs);
+    pid_t pid = fork();
+    if (pid == 0) { execl("/bin/sh", "sh", "-c", cmd, (char *)NULL); _exit(127); }
+    size_t n = 0, cap = 1 << 16;
+    char *tty = (char *)calloc(1, cap + 1);
+    for (int status, done = 0; !done;) { // read the terminal until the run is over and it is drained
+        struct pollfd pf = {master, POLLIN, 0};
+        ssize_t got = poll(&pf, 1, 100) > 0 ? read(master, tty + n, cap - n) : 0;
+        if (got > 0) { n += (size_t)got; continue; }
+        done = waitpid(pid, &status, WNOHANG) == pid || got < 0 || n == cap;
+    }
+    close(master);
+    // the terminal's text: \r\n back to \n, each green span noted, the escapes removed
+    char *plain = (char *)calloc(1, n + 1), spans[256][512];
+    int n_spans = 0, green = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(tty + i, "\033[32m", 5) == 0) { green = 1, i += 4; if (n_spans < 256) { spans[n_spans][0] = 0; } continue; }
+        if (strncmp(tty + i, "\033[0m", 4) == 0) { // (a round that kept nothing: an empty span)
+            green = 0, i += 3, n_spans += n_spans < 256 && spans[n_spans][0];
+            continue;
+        }
+        if (tty[i] == '\r') { continue; }
+        plain[k++] = tty[i];
+        if (green && n_spans < 256 && strlen(spans[n_spans]) < 500) { strncat(spans[n_spans], tty + i, 1); }
+    }
+    // the kept draft tokens of each round that kept any, from the pipe run's trace
+    char *tr = read_or_exit(trace, NULL), **recs, *legend = read_or_exit(errs, NULL);
+    int n_recs = split_lines(tr, &recs), r = 0, same = 1;
+    for (int i = 0; i < n_recs; i++) {
+        Json j;
+        char e[SS_ERR_LEN], kept[512] = "", piece[256];
+        if (json_parse(&j, recs[i], strlen(recs[i]), trace, e)) { break; }
+        int ids = json_get(&j, 0, "ids"), a = record_is(&j, "round") ? (int)num(&j, 0, "accepted") : 0;
+        for (int q = 0; q < a; q++) {
+            piece_of((int)strtol(j.js + j.tok[ids + 1 + q].start, NULL, 10), piece, sizeof(piece));
+            strncat(kept, piece, sizeof(kept) - strlen(kept) - 1);
+        }
+        if (a > 0) { same &= r < n_spans && strcmp(spans[r], kept) == 0, r++; }
+        json_free(&j);
+    }
+    check(strcmp(plain, pipe_out) == 0, "colours: the terminal's text without its colours differs from the pipe's:"
+          "\n  tty:  %s\n  pipe: %s", plain, pipe_out);
+    check(same && r == n_spans && r > 3, "colours: %d green spans, %d rounds that kept a draft token, "
+          "or a span that is not the round's kept tokens", n_spans, r);
+    check(strstr(legend, "colours: \033[32mgreen\033[0m, the draft tokens the full model kept") != NULL,
+          "colours: no legend on stderr: %s", legend);
+    free(recs); free(tr); free(legend); free(plain); free(tty); free(pipe_out);
+}
+
 // Quick mode's prompts file: the first line of the reference prompts, alone.
 static void write_first_prompt(const char *path) {
     char *all = read_or_exit("test/refs/traces/prompts.txt", NULL);
@@ -621,6 +809,16 @@ int main(void) {
         check(seen.restarts >= 2 && seen.swift > 50, "swift-restart: %d restarts, %d steps", seen.restarts,
               seen.swift);
     }
+    // --show-rounds: a static set (rejections and bonuses), and SWIFT's tree (kept leaves)
+    char terr[SS_ERR_LEN];
+    kjv_tok = build_tokenizer("tiny_models/kjv-12l/tokenizer.json", terr);
+    if (kjv_tok == NULL) { die(__FILE__, __LINE__, "%s", terr); }
+    int leaves = 0, viewed = check_round_view("view-static", "-p 'And the LORD said unto Moses,' -n 40 --skip "
+                                              "'attn:2,4,6,8,10 mlp:3,5,7,9'", &leaves);
+    viewed += check_round_view("view-swift", "--method swift --swift-budget 1 -n 40", &leaves);
+    check(viewed > 20 && leaves > 0, "--show-rounds: %d rounds viewed, %d leaves", viewed, leaves);
+    check_colours("-p 'And the LORD said unto Moses,' -n 40 --skip 'attn:2,4,6,8,10 mlp:3,5,7,9'");
+    free_tokenizer(kjv_tok);
     for (int d = 0; d < n_doc; d++) {
         check(doc[d].seen, "README's trace table lists the %s record's key %s, which no trace here holds", doc[d].type,
               doc[d].key);
