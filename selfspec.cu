@@ -5146,9 +5146,16 @@ static void quote_token(FILE *f, const Tokenizer *tok, int id) {
 // chain with its confidences and why it stopped, how many tokens the full model kept (a kept
 // SWIFT leaf named), and its own token, in place of the first draft token it did not keep, or
 // the bonus after a draft it kept whole (or the EOS the round ended at). README: the first screen.
-static void view_round(FILE *f, const Round *r, const Tokenizer *tok, int exit_none) {
-    static const char *ends[] = {"exit", "K", "room", "EOS"};
-    fprintf(f, "round %d at %d: %s", r->round, r->pos, r->drafted ? "draft " : "no draft");
+static void view_round(FILE *f, const Round *r, const Selector *sel, const Tokenizer *tok,
+                       int exit_none) {
+    static const char *ends[] = {"exit", "K", "room", "EOS"}, *phase[] = {"start", "random", "gp"};
+    fprintf(f, "round %d at %d: ", r->round, r->pos);
+    if (r->stepped) { // SWIFT's step before the round (Sec. 4.1.2; gp: Eq. 2)
+        fprintf(f, "SWIFT step (%s) matchness %.2f", phase[sel->swift.phase], sel->swift.cand_score);
+        if (sel->swift.kept_score >= 0) { fprintf(f, ", the kept set's %.2f", sel->swift.kept_score); }
+        fputs(" | ", f);
+    }
+    fputs(r->drafted ? "draft " : "no draft", f);
     for (int j = 0; j < r->drafted; j++) { // (a kept leaf's slot: the chain token it beat)
         quote_token(f, tok, r->leaf && j == r->accepted - 1 ? r->rejected : r->ids[j]);
         fprintf(f, " %.2f%s", r->conf[j], j + 1 < r->drafted ? ", " : "");
@@ -5161,7 +5168,10 @@ static void view_round(FILE *f, const Round *r, const Tokenizer *tok, int exit_n
     quote_token(f, tok, r->token);
     int instead = r->end != END_EOS && r->rejected >= 0 && !r->leaf;
     if (instead) { fputs(" for ", f), quote_token(f, tok, r->rejected); }
-    fputs(r->end == END_EOS || instead ? "\n" : " (the bonus)\n", f);
+    fputs(r->end == END_EOS || instead ? "" : " (the bonus)", f);
+    if (r->dp) { fprintf(f, " | DP: %s set", memcmp(&r->next, &r->skip, sizeof(SkipSet)) ? "a new" : "the same"); }
+    if (r->restarted) { fprintf(f, " | App. C.2 restart: r %.2f", sel->swift.ratio); }
+    fputc('\n', f);
 }
 
 static void trace_round(void *ctx, const Round *r, const Selector *sel) {
@@ -5169,7 +5179,7 @@ static void trace_round(void *ctx, const Round *r, const Selector *sel) {
     FILE *f = t->f;
     int L = t->n_layers;
     count_round(&t->ds, r, L);
-    if (t->ds.view) { view_round(t->ds.view, r, t->tok, t->exit_none); }
+    if (t->ds.view) { view_round(t->ds.view, r, sel, t->tok, t->exit_none); }
     if (t->show) { t->show(t->show_ctx, r); }
     if (f == NULL) { return; }
     static const char *ends[] = {"exit", "K", "room", "eos"};

@@ -583,14 +583,28 @@ static void piece_of(int id, char *buf, size_t cap) {
     decode_end(kjv_tok, &st, buf + n, cap - n);
 }
 
-static int view_line_matches(const char *p, const Json *j, char *text, size_t cap) {
+static int view_line_matches(const char *p, const Json *j, char *text, size_t cap, int *events) {
     int k = (int)num(j, 0, "drafted"), a = (int)num(j, 0, "accepted"), conf = json_get(j, 0, "conf");
     int leaf = j->js[j->tok[json_get(j, 0, "leaf")].start] == 't', rejected = !is_null(j, 0, "rejected");
     char head[64], kept[64], draft[64][256], piece[256] = "";
-    snprintf(head, sizeof(head), "round %d at %d: %s", (int)num(j, 0, "round"), (int)num(j, 0, "pos"),
-             k ? "draft" : "no draft");
     snprintf(kept, sizeof(kept), ") | kept %d of %d", a, k);
+    int event = json_get(j, 0, "event"), sw = event > 0 ? json_get(j, event, "swift") : -1;
+    int dp = event > 0 && json_get(j, event, "clasp") > 0, restart = event > 0 && json_get(j, event, "restart") > 0;
+    char step[128];
+    snprintf(head, sizeof(head), "round %d at %d: ", (int)num(j, 0, "round"), (int)num(j, 0, "pos"));
     int ok = skip_word(&p, head);
+    if (ok && sw > 0) { // SWIFT's step before the round: its proposal and matchness, the kept set's
+        int ph = json_get(j, sw, "phase");
+        snprintf(step, sizeof(step), "SWIFT step (%.*s) matchness %.2f", j->tok[ph].end - j->tok[ph].start,
+                 j->js + j->tok[ph].start, num(j, sw, "matchness"));
+        ok = skip_word(&p, step);
+        if (ok && !is_null(j, sw, "kept_matchness")) {
+            snprintf(step, sizeof(step), ", the kept set's %.2f", num(j, sw, "kept_matchness"));
+            ok = skip_word(&p, step);
+        }
+        ok = ok && skip_word(&p, " | ");
+    }
+    ok = ok && skip_word(&p, k ? "draft" : "no draft");
     for (int q = 0; ok && q < k && q < 64; q++) { // each draft token of the chain, its confidence
         char *end;
         draft[q][0] = '\0';
@@ -619,6 +633,14 @@ static int view_line_matches(const char *p, const Json *j, char *text, size_t ca
     } else if (ok && !ends) {
         ok = skip_word(&p, " (the bonus)");
     }
+    if (ok && dp) { ok = skip_word(&p, " | DP: a new set") || skip_word(&p, " | DP: the same set"); }
+    if (ok && restart) {
+        snprintf(step, sizeof(step), " | App. C.2 restart: r %.2f", num(j, json_get(j, event, "restart"), "ratio"));
+        ok = skip_word(&p, step);
+    }
+    events[0] += (sw > 0) + dp + restart;
+    events[1] += sw > 0 && json_eq(j, json_get(j, sw, "phase"), "gp");
+    events[2] += restart;
     return ok && (*p == '\n' || *p == '\0');
 }
 
@@ -626,7 +648,7 @@ static int view_line_matches(const char *p, const Json *j, char *text, size_t ca
 // round after the text, each the trace's round in words (view_line_matches), and the rounds'
 // kept tokens and full-model tokens, after the prefill's token, end the text stdout streamed;
 // in a pipe the text has no colour. Returns the rounds checked; *leaves counts SWIFT's leaves.
-static int check_round_view(const char *name, const char *args, int *leaves) {
+static int check_round_view(const char *name, const char *args, int *leaves, int *events) {
     char cmd[2048], trace[512], *out = NULL, *err = NULL;
     snprintf(trace, sizeof(trace), "%s/%s-view.jsonl", tmp, name);
     snprintf(cmd, sizeof(cmd), "-m tiny_models/kjv-12l %s --show-rounds --trace %s", args, trace);
@@ -643,7 +665,7 @@ static int check_round_view(const char *name, const char *args, int *leaves) {
         char e[SS_ERR_LEN];
         if (json_parse(&j, recs[i], strlen(recs[i]), trace, e)) { break; }
         if (record_is(&j, "round")) {
-            check(view_line_matches(line + 1, &j, text, cap), "%s: the view's line is not trace line %d's round:"
+            check(view_line_matches(line + 1, &j, text, cap, events), "%s: the view's line is not trace line %d's round:"
                   "\n  %.*s\n  %s", name, i + 1, (int)strcspn(line + 1, "\n"), line + 1, recs[i]);
             *leaves += j.js[j.tok[json_get(&j, 0, "leaf")].start] == 't';
             n++;
@@ -813,10 +835,15 @@ int main(void) {
     char terr[SS_ERR_LEN];
     kjv_tok = build_tokenizer("tiny_models/kjv-12l/tokenizer.json", terr);
     if (kjv_tok == NULL) { die(__FILE__, __LINE__, "%s", terr); }
-    int leaves = 0, viewed = check_round_view("view-static", "-p 'And the LORD said unto Moses,' -n 40 --skip "
-                                              "'attn:2,4,6,8,10 mlp:3,5,7,9'", &leaves);
-    viewed += check_round_view("view-swift", "--method swift --swift-budget 1 -n 40", &leaves);
-    check(viewed > 20 && leaves > 0, "--show-rounds: %d rounds viewed, %d leaves", viewed, leaves);
+    // (SWIFT's chain: a GP step at the 25th step, App. C.2 after 50 rounds of acceptance under 0.7)
+    int leaves = 0, events[3] = {0, 0, 0}, viewed = check_round_view("view-static", "-p 'And the LORD said unto Moses,' -n 40 "
+                                                           "--skip 'attn:2,4,6,8,10 mlp:3,5,7,9'", &leaves, events);
+    viewed += check_round_view("view-swift", "--method swift --swift-budget 1 -n 40", &leaves, events);
+    viewed += check_round_view("view-clasp", "--method clasp -n 24", &leaves, events);
+    if (!quick_mode) { viewed += check_round_view("view-swift-chain", "--method swift --swift-budget 1 --swift-tree off -n 100", &leaves, events); }
+    check(viewed > 20 && leaves > 0 && events[0] > 3 && (quick_mode || (events[1] > 0 && events[2] > 0)),
+          "--show-rounds: %d rounds viewed, %d leaves, %d events, %d GP steps, %d restarts", viewed, leaves, events[0],
+          events[1], events[2]);
     check_colours("-p 'And the LORD said unto Moses,' -n 40 --skip 'attn:2,4,6,8,10 mlp:3,5,7,9'");
     free_tokenizer(kjv_tok);
     for (int d = 0; d < n_doc; d++) {
