@@ -4914,8 +4914,7 @@ static const char *method_note(int method, int cost_model, const SkipSet *skip, 
 // very run, and the speedup those costs predict: tokens per round over the round's cost,
 // (accepted + 1) / (drafted * draft + verify), per round. SWIFT Eq. 6 prices a verify pass as
 // one step, true where verifying k tokens costs what one does (a GPU); on a CPU it costs more.
-// The break-even is the M (tokens a round) at which that prediction is 1: a round's cost,
-// drafts per round * draft + verify, beside the M the run had and the drafts' most, n_d + 1.
+// The break-even: the M (tokens a round) at which that prediction is 1, a round's cost.
 typedef struct { double draft, verify, predicted, break_even; } PassCosts;
 static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
     PassCosts c = {0, 0, 0, 0};
@@ -5038,9 +5037,8 @@ static void trace_prefill(void *ctx, const int *ids, int n, const Selector *sel,
     Trace *t = (Trace *)ctx;
     free_draft_stats(&t->ds);
     memset(&t->ds, 0, sizeof(t->ds));
-    if (t->tok && (t->ds.view = open_memstream(&t->ds.view_text, &t->ds.view_len)) == NULL) {
-        die(__FILE__, __LINE__, "out of host memory for --show-rounds");
-    }
+    t->ds.view = t->tok ? open_memstream(&t->ds.view_text, &t->ds.view_len) : NULL;
+    if (t->tok && t->ds.view == NULL) { die(__FILE__, __LINE__, "out of host memory for --show-rounds"); }
     if (t->f == NULL) { return; }
     fprintf(t->f, "{\"type\": \"prefill\", \"prompt\": %d, \"tokens\": %d, \"ids\": [",
             t->prompt, n);
@@ -5077,8 +5075,7 @@ static void count_round(DraftStats *d, const Round *r, int L) {
 
 // The share of the weights a draft pass reads (over the draft tokens; none: the last set's), each
 // sublayer by its parameters (attention: norm, q, k, v, o; MLP: norm, gate, up, down), with the
-// final norm and head every pass reads (not the embedding, a row a token). Eq. 6's c = 1 - r
-// counts every sublayer as one and leaves the head out.
+// final norm and head every pass reads (not the embedding): Eq. 6's c = 1 - r weighs them as one.
 static double draft_weight_share(const DraftStats *d, int drafted, const SkipSet *last,
                                  const Config *c) {
     double q = (double)c->n_heads * c->head_dim, kv = (double)c->n_kv_heads * c->head_dim;
@@ -5138,8 +5135,7 @@ static void quote_token(FILE *f, const Tokenizer *tok, int id) {
     st.at_start = 0; // inside the text: its leading space kept
     size_t n = decode_token(tok, &st, id, text, sizeof(text));
     decode_end(tok, &st, text + n, sizeof(text) - n);
-    int named = !text[0] && id >= 0 && id < tok->vocab_size && tok->tok[id].special;
-    json_field(f, "", named ? tok->tok[id].text : text);
+    json_field(f, "", !text[0] && id < tok->vocab_size && tok->tok[id].special ? tok->tok[id].text : text);
 }
 
 // --show-rounds: one line per round into f, which the report prints after the text: the draft's
@@ -6281,8 +6277,7 @@ static void on_token(void *ctx, int token, const float *logits) {
 }
 
 // The colours (Trace.show, after each round): the round's tokens before its last are the kept
-// draft tokens, green; its last, the full model's own (the correction, or the bonus), plain, as
-// the prefill's token is. On a terminal only, and not for --json or plain decoding.
+// draft tokens, green; its last, the full model's own, plain, as the prefill's token is.
 static void show_round_text(void *ctx, const Round *r) {
     TextSink *ts = (TextSink *)ctx;
     (void)r; // (emitted = accepted + 1)
@@ -6633,15 +6628,10 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                 st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms);
         fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", sum.expected_speedup);
         if (st->selections > 0 && st->rounds > 0) {
-            double per_call = own_select_ms / st->selections;
-            // the passes' predicted speedup is tokens / (draft + verify time) in plain steps;
-            // selection adds its time to the denominator and takes this share of that speedup
+            double per_call = own_select_ms / st->selections; // (--compare: what it costs the speedup)
             fprintf(stderr, "%s: %d selection call%s, %.2f ms each = %.2f verification passes; "
-                    "%.1f%% of decode time, taking %.0f%% of the speedup the draft and verify "
-                    "passes predict\n", name, st->selections, st->selections == 1 ? "" : "s",
-                    per_call, per_call / (st->verify_ms / st->rounds),
-                    100 * own_select_ms / st->gen.decode_ms,
-                    100 * own_select_ms / (st->draft_ms + st->verify_ms + own_select_ms));
+                    "%.1f%% of decode time\n", name, st->selections, st->selections == 1 ? "" : "s",
+                    per_call, per_call / (st->verify_ms / st->rounds), 100 * own_select_ms / st->gen.decode_ms);
         }
         if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->sel, note,
                         sizeof(note))) {
