@@ -381,6 +381,124 @@ def text_and_leaves(tmp):
     check(root is not None and not by_origin(root, "no ids"), "no ids: a text panel without ids")
 
 
+FIGURES = os.path.join(ROOT, "test", "bench", "figures")
+
+
+def figures_agree(tmp):
+    """Issue 47: every number a README figure prints is its run's summary's. Each committed run of
+    test/bench/figures/ (its trace, and the text the run printed beside it) is drawn again, and
+    the figure's numbers must be the text summary's: acceptance and M, the speedups, the passes'
+    costs with Eq. 6's c and the weight share, the break-even, CLaSp's overlap means; the papers'
+    Fig. 4's best set, the Self-SD search's best."""
+    ran = 0
+    for trace in sorted(glob.glob(os.path.join(FIGURES, "*.jsonl"))):
+        name = os.path.basename(trace)[:-6]
+        if not os.path.exists(os.path.join(FIGURES, name + ".svg")) or not os.path.exists(os.path.join(FIGURES, name + ".txt")):
+            continue
+        text = open(os.path.join(FIGURES, name + ".txt")).read()
+        rc, err, out = draw(trace, tmp, "fig-" + name + ".svg")
+        root = parse(out, name) if check(rc == 0, "figure %s: exit %d: %s" % (name, rc, err)) else None
+        if root is None:
+            continue
+        ran += 1
+        t = "\n".join(texts(prompts(root)[0]))
+        wants = []
+        m = re.search(r"acceptance (\S+), mean accepted length M (\S+)", text)
+        wants.append("acceptance \u03b1 %s | mean accepted length M %s" % m.groups())
+        m = re.search(r"speedup (\S+)x \(expected (\S+)x\)", text)
+        if m:
+            wants.append("speedup measured %sx" % m.group(1))
+            wants.append("SWIFT Eq. 6 expects %sx" % m.group(2))
+        m = re.search(r"a draft pass (\S+), a verify pass (\S+) \(Eq. 6 takes (\S+) and 1; the draft reads (\S+) of the "
+                      r"weights\): these alone predict (\S+)x", text)
+        if m:
+            wants.append("a draft pass %s, a verify pass %s (Eq. 6 takes %s and 1; the draft reads %s of the weights)"
+                         % m.groups()[:4])
+            wants.append("predict %sx" % m.group(5))
+        m = re.search(r"break-even at these costs: M (\S+) \(.*\), this run's M (\S+); its drafts kept whole would give (\S+)",
+                      text)
+        if m:
+            wants.append("break-even at these costs: M %s, this run's M %s; its drafts kept whole would give %s" % m.groups())
+        m = re.search(r"consecutive DP sets overlap (\S+) \(mean Jaccard of (\d+) pairs; two random sets of \d+ layers: "
+                      r"(\S+)\)", text)
+        if m:
+            wants.append("means %s and %s over %s pairs" % (m.group(1), m.group(3), m.group(2)))
+        for w in wants:
+            check(w in t, "figure %s: %r is in the run's summary, not in its figure" % (name, w))
+        check(len(wants) >= 6, "figure %s: %d numbers compared" % (name, len(wants)))
+    check(ran >= 6, "%d README figures compared with their runs' summaries, want 6" % ran)
+    # the papers' Fig. 4: its best set is the search's
+    log = os.path.join(FIGURES, "selfsd-fig4.log")
+    if check(os.path.exists(log), "no %s" % log):
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "test", "bench", "paper_figures.py"), "selfsd-fig4",
+                            os.path.join(FIGURES, "selfsd-fig4.jsonl"), "-o", os.path.join(tmp, "fig4.svg")],
+                           capture_output=True, text=True)
+        last = [l for l in open(log) if l.startswith("selfsd iter")][-1]
+        m = re.search(r"best (\S+) skipping (\d+) of", last)
+        root = parse(os.path.join(tmp, "fig4.svg"), "fig4") if check(p.returncode == 0, "fig4: %s" % p.stderr) else None
+        want = "skipping %s sublayers (the search's objective %s against plain" % (m.group(2), m.group(1))
+        check(root is not None and any(want in x for x in texts(root)), "fig4: %r is the search's, not the figure's" % want)
+
+
+def paper_figures(tmp):
+    """test/bench/paper_figures.py, on the committed traces: Self-SD Fig. 4 a dot per candidate
+    (filled the GP's) at the empty set's objective over its own, against its sublayer count, and
+    the dashed best-per-count line; CLaSp Fig. 3a a point per distance at the pairs' mean Jaccard;
+    SWIFT Fig. 6 a dot per optimization step at its matchness, a line per prompt boundary; a
+    trace of another method is one error line, exit 1."""
+    script = os.path.join(ROOT, "test", "bench", "paper_figures.py")
+
+    def run(fig, trace, out):
+        p = subprocess.run([sys.executable, script, fig, trace, "-o", out], capture_output=True, text=True)
+        return p.returncode, p.stderr
+
+    def ys(root, prefix):
+        return [float(c.get("cy")) for c in root.iter(NS + "circle") if cls(c).startswith(prefix)]
+
+    # Fig. 4: y = 56 + 240 - 240 * speedup / top; the dots' order is the records'
+    recs = [json.loads(l) for l in open(os.path.join(FIGURES, "selfsd-fig4.jsonl"))]
+    search = [r for r in recs if r["type"] == "search"]
+    rc, err = run("selfsd-fig4", os.path.join(FIGURES, "selfsd-fig4.jsonl"), os.path.join(tmp, "f4.svg"))
+    root = parse(os.path.join(tmp, "f4.svg"), "fig4") if check(rc == 0, "fig4: %s" % err) else None
+    if root is not None:
+        dots = [c for c in root.iter(NS + "circle") if cls(c).startswith("candidate-")]
+        sp = [search[0]["objective"] / r["objective"] for r in search]
+        top = max(float(t.text) for t in root.iter(NS + "text") if t.get("text-anchor") == "end" and t.text
+                  and re.fullmatch(r"[0-9.]+", t.text))
+        ok = len(dots) == len(search) and all(abs(float(d.get("cy")) - (296 - 240 * v / top)) < 0.01 for d, v in zip(dots, sp))
+        ok = ok and all((cls(d) == "candidate-gp") == (r["phase"] == "gp") and (d.get("fill") != "white") == (r["phase"] == "gp")
+                        for d, r in zip(dots, search))
+        counts = [len(r["skip"]["attn"]) + len(r["skip"]["mlp"]) for r in search]
+        ok = ok and all(abs(float(d.get("cx")) - (70 + 640 * n / 24)) < 0.01 for d, n in zip(dots, counts))
+        check(ok and len(find(root, "polyline", "best-per-count")) == 1, "fig4: %d dots for %d candidates, or "
+              "not at their speedup and count" % (len(dots), len(search)))
+    # Fig. 3a: one point per distance
+    recs = [json.loads(l) for l in open(os.path.join(FIGURES, "clasp-fig3a.jsonl"))]
+    rc, err = run("clasp-fig3a", os.path.join(FIGURES, "clasp-fig3a.jsonl"), os.path.join(tmp, "f3.svg"))
+    root = parse(os.path.join(tmp, "f3.svg"), "fig3a") if check(rc == 0, "fig3a: %s" % err) else None
+    if root is not None:
+        dist = set()
+        for p in sorted({r["prompt"] for r in recs if r["type"] == "round"}):
+            at = [r["pos"] + r["accepted"] for r in recs if r["type"] == "round" and r["prompt"] == p
+                  and (r["event"] or {}).get("clasp")]
+            dist |= {b - a for i, a in enumerate(at) for b in at[i + 1:] if 0 < b - a <= 32}
+        check(len(ys(root, "overlap-mean")) == len(dist) > 10, "fig3a: %d points for %d distances"
+              % (len(ys(root, "overlap-mean")), len(dist)))
+    # Fig. 6: a dot per step at 56 + 240 - 240 * matchness
+    recs = [json.loads(l) for l in open(os.path.join(FIGURES, "swift-fig6.jsonl"))]
+    steps = [r["event"]["swift"] for r in recs if r["type"] == "round" and (r["event"] or {}).get("swift")]
+    rc, err = run("swift-fig6", os.path.join(FIGURES, "swift-fig6.jsonl"), os.path.join(tmp, "f6.svg"))
+    root = parse(os.path.join(tmp, "f6.svg"), "fig6") if check(rc == 0, "fig6: %s" % err) else None
+    if root is not None:
+        got = ys(root, "candidate-")
+        check(len(got) == len(steps) and all(abs(y - (296 - 240 * s["matchness"])) < 0.01 for y, s in zip(got, steps))
+              and len(find(root, "line", "prompt-start")) == len({r["prompt"] for r in recs if r["type"] == "round"}),
+              "fig6: %d dots for %d steps" % (len(got), len(steps)))
+    rc, err = run("swift-fig6", os.path.join(FIGURES, "clasp-fig3a.jsonl"), os.path.join(tmp, "bad.svg"))
+    check(rc == 1 and err.count("\n") == 1 and "needs a swift trace" in err and not os.path.exists(os.path.join(tmp, "bad.svg")),
+          "fig6 of a clasp trace: exit %d: %s" % (rc, err))
+
+
 def errors(tmp):
     out_dir = os.path.join(tmp, "out")
     os.mkdir(out_dir)
@@ -919,6 +1037,8 @@ def main():
         test_sample(tmp)
         variants(tmp)
         text_and_leaves(tmp)
+        figures_agree(tmp)
+        paper_figures(tmp)
         errors(tmp)
         test_panels(tmp)
         bad_numbers(tmp)

@@ -883,7 +883,7 @@ def text_panel(svg, y, p, decoder):
                            esc(t, 10 ** 6)) for t, o in ln if t)
         svg.add('<text x="12" y="%.1f" font-family="DejaVu Sans Mono, monospace" font-size="11" xml:space="preserve">'
                 '%s</text>' % (y + 32 + n * lh, spans))
-    return 32 + len(lines) * lh + 4 - 14
+    return 32 + len(lines) * lh + 10 - 14
 
 
 def draft_stats(rounds, summary, where):
