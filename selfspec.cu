@@ -4966,12 +4966,7 @@ typedef struct {
     int dps;                    // CLaSp's DPs
     SkipSet last_dp;            // the last DP's set
     double overlap_sum;         // the Jaccard overlap of each DP's set with the one before
-    FILE *view;                 // --show-rounds: the prompt's rounds in words (view_round) into
-    char *view_text;            // view_text (open_memstream), NULL: not asked
-    size_t view_len;
 } DraftStats;
-
-static void free_draft_stats(DraftStats *d) { if (d->view) { fclose(d->view); } free(d->view_text); }
 
 typedef struct {
     FILE *f;                 // --trace: in memory until the run ends (commit_outputs); NULL: none
@@ -4981,9 +4976,8 @@ typedef struct {
     int count;               // the oracle's set size
     double t0, shown;        // the search's first set, and its last progress line
     DraftStats ds;           // this prompt's drafts (reset by each prefill)
-    const Tokenizer *tok;    // --show-rounds: put each round into words with it (NULL: not asked)
-    void (*show)(void *ctx, const Round *r); // the CLI's colours for a round's text (NULL: none)
-    void *show_ctx;
+    void (*show)(void *ctx, const Round *r, const Selector *sel); // the CLI's view of each round,
+    void *show_ctx;                                                // in words and colours, or NULL
 } Trace;
 
 static void trace_float(FILE *f, const char *lead, double x) {
@@ -5035,10 +5029,7 @@ static double random_overlap(int m, int L) {
 static void trace_prefill(void *ctx, const int *ids, int n, const Selector *sel,
                           const SkipSet *skip) {
     Trace *t = (Trace *)ctx;
-    free_draft_stats(&t->ds);
     memset(&t->ds, 0, sizeof(t->ds));
-    t->ds.view = t->tok ? open_memstream(&t->ds.view_text, &t->ds.view_len) : NULL;
-    if (t->tok && t->ds.view == NULL) { die(__FILE__, __LINE__, "out of host memory for --show-rounds"); }
     if (t->f == NULL) { return; }
     fprintf(t->f, "{\"type\": \"prefill\", \"prompt\": %d, \"tokens\": %d, \"ids\": [",
             t->prompt, n);
@@ -5056,10 +5047,8 @@ static void trace_prefill(void *ctx, const int *ids, int n, const Selector *sel,
 static void count_round(DraftStats *d, const Round *r, int L) {
     d->lengths[r->drafted]++;
     d->longest = r->drafted > d->longest ? r->drafted : d->longest;
-    for (int l = 0; l < L; l++) {
-        d->attn_skipped += (long)r->drafted * r->skip.attn[l];
-        d->mlp_skipped += (long)r->drafted * r->skip.mlp[l];
-    }
+    for (int l = 0; l < L; l++) { d->attn_skipped += (long)r->drafted * r->skip.attn[l]; }
+    for (int l = 0; l < L; l++) { d->mlp_skipped += (long)r->drafted * r->skip.mlp[l]; }
     for (int j = 0; j < r->drafted; j++) {
         d->reached[j]++;
         d->kept[j] += j < r->accepted;
@@ -5080,11 +5069,10 @@ static double draft_weight_share(const DraftStats *d, int drafted, const SkipSet
                                  const Config *c) {
     double q = (double)c->n_heads * c->head_dim, kv = (double)c->n_kv_heads * c->head_dim;
     double attn = c->dim * (1 + 2 * q + 2 * kv), mlp = c->dim * (1 + 3.0 * c->hidden_dim);
-    double all = c->dim * (1.0 + c->vocab_size) + c->n_layers * (attn + mlp);
     double a = 0, f = 0; // the attention and MLP sublayers a draft token's set skips
     for (int l = 0; l < c->n_layers; l++) { a += last->attn[l], f += last->mlp[l]; }
     if (drafted > 0) { a = (double)d->attn_skipped / drafted, f = (double)d->mlp_skipped / drafted; }
-    return 1 - (a * attn + f * mlp) / all;
+    return 1 - (a * attn + f * mlp) / (c->dim * (1.0 + c->vocab_size) + c->n_layers * (attn + mlp));
 }
 
 // A round's event: SWIFT's step before it; CLaSp's DP, or SWIFT's App. C.2 restart, after it.
@@ -5135,21 +5123,22 @@ static void quote_token(FILE *f, const Tokenizer *tok, int id) {
     st.at_start = 0; // inside the text: its leading space kept
     size_t n = decode_token(tok, &st, id, text, sizeof(text));
     decode_end(tok, &st, text + n, sizeof(text) - n);
-    json_field(f, "", !text[0] && id < tok->vocab_size && tok->tok[id].special ? tok->tok[id].text : text);
+    int named = !text[0] && id < tok->vocab_size && tok->tok[id].special;
+    json_field(f, "", named ? tok->tok[id].text : text);
 }
 
-// --show-rounds: one line per round into f, which the report prints after the text: the draft's
+// --show-rounds: one line per round into f, printed after the text (on_token): the draft's
 // chain with its confidences and why it stopped, how many tokens the full model kept (a kept
 // SWIFT leaf named), and its own token, in place of the first draft token it did not keep, or
 // the bonus after a draft it kept whole (or the EOS the round ended at). README: the first screen.
-static void view_round(FILE *f, const Round *r, const Selector *sel, const Tokenizer *tok,
-                       int exit_none) {
+static void view_round(FILE *f, const Round *r, const Selector *sel, const Tokenizer *tok) {
     static const char *ends[] = {"exit", "K", "room", "EOS"}, *phase[] = {"start", "random", "gp"};
     fprintf(f, "round %d at %d: ", r->round, r->pos);
-    if (r->stepped) { // SWIFT's step before the round (Sec. 4.1.2; gp: Eq. 2)
-        fprintf(f, "SWIFT step (%s) matchness %.2f", phase[sel->swift.phase], sel->swift.cand_score);
-        if (sel->swift.kept_score >= 0) { fprintf(f, ", the kept set's %.2f", sel->swift.kept_score); }
-        fputs(" | ", f);
+    if (r->stepped) { // SWIFT's step before the round (Sec. 4.1.2; gp: Eq. 2), and the kept set
+        const Swift *w = &sel->swift;
+        fprintf(f, w->kept_score < 0 ? "SWIFT step (%s) matchness %.2f | "
+                : "SWIFT step (%s) matchness %.2f, the kept set's %.2f | ", phase[w->phase],
+                w->cand_score, w->kept_score);
     }
     fputs(r->drafted ? "draft " : "no draft", f);
     for (int j = 0; j < r->drafted; j++) { // (a kept leaf's slot: the chain token it beat)
@@ -5157,15 +5146,20 @@ static void view_round(FILE *f, const Round *r, const Selector *sel, const Token
         fprintf(f, " %.2f%s", r->conf[j], j + 1 < r->drafted ? ", " : "");
     }
     fprintf(f, " (%s", ends[r->end]);
-    if (r->end == END_EXIT && !exit_none) { fprintf(f, ", gamma %.3f", r->gamma_before); }
-    if (r->drafted) { fprintf(f, ") | kept %d of %d", r->accepted, r->drafted); } else { fputc(')', f); }
-    if (r->leaf) { fputs(", the last a next-best leaf ", f), quote_token(f, tok, r->ids[r->accepted - 1]); }
+    if (r->end == END_EXIT) { fprintf(f, ", gamma %.3f", r->gamma_before); } // (never --exit none)
+    fputc(')', f);
+    if (r->drafted) { fprintf(f, " | kept %d of %d", r->accepted, r->drafted); }
+    if (r->leaf) { // SWIFT's tree kept one of the draft's next-best tokens, last
+        fputs(", the last a next-best leaf ", f);
+        quote_token(f, tok, r->ids[r->accepted - 1]);
+    }
     fputs(r->end == END_EOS ? " | ends at " : " | full model ", f);
     quote_token(f, tok, r->token);
     int instead = r->end != END_EOS && r->rejected >= 0 && !r->leaf;
     if (instead) { fputs(" for ", f), quote_token(f, tok, r->rejected); }
     fputs(r->end == END_EOS || instead ? "" : " (the bonus)", f);
-    if (r->dp) { fprintf(f, " | DP: %s set", memcmp(&r->next, &r->skip, sizeof(SkipSet)) ? "a new" : "the same"); }
+    int changed = memcmp(&r->next, &r->skip, sizeof(SkipSet)) != 0;
+    if (r->dp) { fprintf(f, " | DP: %s set", changed ? "a new" : "the same"); }
     if (r->restarted) { fprintf(f, " | App. C.2 restart: r %.2f", sel->swift.ratio); }
     fputc('\n', f);
 }
@@ -5175,8 +5169,7 @@ static void trace_round(void *ctx, const Round *r, const Selector *sel) {
     FILE *f = t->f;
     int L = t->n_layers;
     count_round(&t->ds, r, L);
-    if (t->ds.view) { view_round(t->ds.view, r, sel, t->tok, t->exit_none); }
-    if (t->show) { t->show(t->show_ctx, r); }
+    if (t->show) { t->show(t->show_ctx, r, sel); }
     if (f == NULL) { return; }
     static const char *ends[] = {"exit", "K", "room", "eos"};
     fprintf(f, "{\"type\": \"round\", \"prompt\": %d, \"round\": %d, \"pos\": %d", t->prompt,
@@ -6203,8 +6196,11 @@ typedef struct {
     char *text;
     size_t len, cap;
     int echo;
-    int colour;              // on a terminal: kept draft tokens green (show_round_text)
+    int colour, show_rounds; // on a terminal, kept draft tokens green; --show-rounds (show_round)
     size_t shown, last;      // colour: the text written so far; where the last token's begins
+    FILE *view;              // --show-rounds: the rounds in words until the end, into view_text
+    char *view_text;         // (open_memstream: view_len)
+    size_t view_len;
     Model *m;                // the model, prompt and tokens so far, for die_degenerate
     const int *prompt;
     int n_prompt;
@@ -6274,22 +6270,25 @@ static void on_token(void *ctx, int token, const float *logits) {
     ts->last = ts->len;
     ts->len += n;
     ts->shown = now ? ts->len : ts->shown;
+    if (token == -1 && ts->view) { fclose(ts->view), fprintf(stderr, "\n%s", ts->view_text); }
+    if (token == -1) { free(ts->view_text); } // (the rounds, after the text)
 }
 
-// The colours (Trace.show, after each round): the round's tokens before its last are the kept
-// draft tokens, green; its last, the full model's own, plain, as the prefill's token is.
-static void show_round_text(void *ctx, const Round *r) {
+// After each round (Trace.show): its line for --show-rounds, and the colours: the round's tokens
+// before its last are the kept draft tokens, green; its last, the full model's own, plain.
+static void show_round(void *ctx, const Round *r, const Selector *sel) {
     TextSink *ts = (TextSink *)ctx;
-    (void)r; // (emitted = accepted + 1)
+    if (ts->show_rounds && !ts->view && !(ts->view = open_memstream(&ts->view_text, &ts->view_len))) {
+        die(__FILE__, __LINE__, "out of host memory for --show-rounds");
+    }
+    if (ts->view) { view_round(ts->view, r, sel, ts->tok); }
+    if (!ts->colour) { return; } // (emitted = accepted + 1)
     printf("\033[32m%.*s\033[0m%.*s", (int)(ts->last - ts->shown), ts->text + ts->shown,
            (int)(ts->len - ts->last), ts->text + ts->last);
     fflush(stdout);
     ts->shown = ts->len;
 }
 
-static int use_colour(const Options *o) {
-    return !o->json && o->method != METHOD_NONE && isatty(STDOUT_FILENO);
-}
 
 static const char *default_model_dir(const char *argv0) {
     static char *path; // (allocated once, for the run)
@@ -6551,9 +6550,9 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
                ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
                st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
-    fprintf(f, ", \"draft_weight_share\": %.4f", draft_weight_share(r->ds, st->drafted, r->skip, &m->config));
+    fprintf(f, ", \"draft_weight_share\": %.4f",
+            draft_weight_share(r->ds, st->drafted, r->skip, &m->config));
     print_draft_stats(f, r->ds, st->rounds, st->drafted);
-    if (f == stdout && r->ds->view) { fflush(r->ds->view), fputs(r->ds->view_text, stderr); }
     json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
                                                r->sel, note, sizeof(note)));
     if (r->n_plain >= 0) {
@@ -6603,9 +6602,10 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
     const char *name = method_name(o->method);
     char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[1024];
     layer_map(r->skip, L, attn_map, mlp_map);
-    if (r->ds->view) { fflush(r->ds->view), fprintf(stderr, "\n%s", r->ds->view_text); } // --show-rounds
-    if (use_colour(o)) { fprintf(stderr, "\ncolours: \033[32mgreen\033[0m, the draft tokens the "
-                                 "full model kept; plain, the full model's own tokens"); }
+    if (o->method != METHOD_NONE && isatty(STDOUT_FILENO)) { // the colours' legend (show_round)
+        fprintf(stderr, "\ncolours: \033[32mgreen\033[0m, the draft tokens the full model kept; "
+                "plain, the full model's own tokens");
+    }
     fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n",
             m->dir, device_name(), r->n_prompt, r->n, st->gen.prefill_ms, tps);
     if (o->method != METHOD_NONE) {
@@ -6631,7 +6631,8 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
             double per_call = own_select_ms / st->selections; // (--compare: what it costs the speedup)
             fprintf(stderr, "%s: %d selection call%s, %.2f ms each = %.2f verification passes; "
                     "%.1f%% of decode time\n", name, st->selections, st->selections == 1 ? "" : "s",
-                    per_call, per_call / (st->verify_ms / st->rounds), 100 * own_select_ms / st->gen.decode_ms);
+                    per_call, per_call / (st->verify_ms / st->rounds),
+                    100 * own_select_ms / st->gen.decode_ms);
         }
         if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->sel, note,
                         sizeof(note))) {
@@ -6646,14 +6647,18 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
         if (st->rounds > 0) { // the passes alone, and with the selection time (SWIFT, CLaSp)
             double n_d = (double)st->drafted / st->rounds, passes_ms = st->draft_ms + st->verify_ms;
             double sel = (passes_ms + own_select_ms) / passes_ms;
-            fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f (Eq. 6 takes "
-                    "%.2f and 1; the draft reads %.2f of the weights): these alone predict %.2fx",
+            fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f (Eq. 6 "
+                    "takes %.2f and 1; the draft reads %.2f of the weights): these alone predict %.2fx",
                     pc.draft, pc.verify, sum.draft_cost,
                     draft_weight_share(r->ds, st->drafted, r->skip, &m->config), pc.predicted);
-            if (st->selections > 0) { fprintf(stderr, ", %.2fx with the selection time", pc.predicted / sel); }
+            if (st->selections > 0) {
+                fprintf(stderr, ", %.2fx with the selection time", pc.predicted / sel);
+            }
             fprintf(stderr, "\nbreak-even at these costs: M %.2f (%.2f drafts a round x %.2f + %.2f",
                     pc.break_even, n_d, pc.draft, pc.verify);
-            if (st->selections > 0) { fprintf(stderr, "; %.2f with the selection time", pc.break_even * sel); }
+            if (st->selections > 0) {
+                fprintf(stderr, "; %.2f with the selection time", pc.break_even * sel);
+            }
             fprintf(stderr, "), this run's M %.2f; its drafts kept whole would give %.2f\n",
                     sum.mean_accepted, n_d + 1);
         }
@@ -6670,8 +6675,9 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     memset(&sink, 0, sizeof(sink));
     sink.tok = r->tok;
     sink.echo = !o->json;
-    sink.colour = !plain && use_colour(o);
-    r->trace.show = sink.colour ? show_round_text : NULL, r->trace.show_ctx = &sink;
+    sink.colour = !plain && !o->json && o->method != METHOD_NONE && isatty(STDOUT_FILENO);
+    sink.show_rounds = !plain && o->show_rounds;
+    r->trace.show = sink.colour || sink.show_rounds ? show_round : NULL, r->trace.show_ctx = &sink;
     sink.m = &r->m, sink.prompt = prompt, sink.n_prompt = n_prompt;
     // The continuation follows the prompt's text and keeps its leading space; after a prompt of
     // special tokens only (-p "": BOS) it starts the text, whose leading space the decoder strips,
@@ -6791,7 +6797,6 @@ static int load_run(CliRun *r, Options *o, const char *argv0, char *err) {
     r->trace.exit_none = o->exit.mode == EXIT_NONE;
     r->trace.verbose = !o->json;
     r->trace.cost_model = o->cost_model;
-    r->trace.tok = o->show_rounds ? r->tok : NULL; // --show-rounds: the rounds in words
     Observer watch = {&r->trace, trace_prefill, trace_round, watch_candidate};
     r->watch = watch;
     if (r->trace.f) { trace_header(r->trace.f, o, r); }
@@ -6854,7 +6859,6 @@ static int finish_run(CliRun *r, const Options *o, int failed) {
 }
 
 static void free_run(CliRun *r) {
-    free_draft_stats(&r->trace.ds);
     free_outputs(r->outs, r->n_outs);
     free_prompts(&r->prompts);
     free_prompts(&r->dev);
