@@ -6628,11 +6628,15 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                 st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms);
         fprintf(stderr, "expected speedup (SWIFT Eq. 6) %.2fx\n", sum.expected_speedup);
         if (st->selections > 0 && st->rounds > 0) {
-            double per_call = own_select_ms / st->selections; // (--compare: what it costs the speedup)
+            double per_call = own_select_ms / st->selections;
+            // the passes' predicted speedup is tokens / (draft + verify time) in plain steps;
+            // selection adds its time to the denominator and takes this share of that speedup
             fprintf(stderr, "%s: %d selection call%s, %.2f ms each = %.2f verification passes; "
-                    "%.1f%% of decode time\n", name, st->selections, st->selections == 1 ? "" : "s",
+                    "%.1f%% of decode time, taking %.0f%% of the speedup the draft and verify "
+                    "passes predict\n", name, st->selections, st->selections == 1 ? "" : "s",
                     per_call, per_call / (st->verify_ms / st->rounds),
-                    100 * own_select_ms / st->gen.decode_ms);
+                    100 * own_select_ms / st->gen.decode_ms,
+                    100 * own_select_ms / (st->draft_ms + st->verify_ms + own_select_ms));
         }
         if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->sel, note,
                         sizeof(note))) {

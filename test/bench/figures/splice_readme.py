@@ -10,7 +10,8 @@ or one right after a ```sh block holding only the command (a trailing "# comment
 .txt file's first line is its command, the rest what the command printed. The prose of a block
 is what follows it up to the next fence or heading; a decimal number there outside `code` that
 the old block printed becomes the number printed at the same place (line and order on it) of
-the new block; one the old block printed in places that now differ is reported, not guessed.
+the new block (its line of the same shape); one the old block printed in places that now differ,
+or on a line the new block lacks, is reported, not guessed.
 Standard library only.
 """
 import glob
@@ -47,12 +48,19 @@ def elided_rounds(lines):
 
 def reprosed(prose, old, new, where, path):
     """The prose lines with each decimal the old block printed replaced by the new block's at the
-    same line and place (outside `code`)."""
-    at = {}  # number -> the new block's numbers where the old block printed it
-    for i, line in enumerate(old):
-        fresh = NUMBER.findall(new[i]) if i < len(new) else []
-        for k, n in enumerate(NUMBER.findall(line)):
-            at.setdefault(n, set()).add(fresh[k] if k < len(fresh) else None)
+    same place (outside `code`): the same place on the new block's line of the same shape (its
+    numbers aside; the k-th such line for the old block's k-th), so that a line more or less (a
+    progress line) moves nothing."""
+    shapes = {}  # a line's shape -> the new block's lines of that shape, in order
+    for line in new:
+        shapes.setdefault(NUMBER.sub("#", line), []).append(line)
+    at, seen = {}, {}  # number -> the new block's numbers where the old block printed it
+    for line in old:
+        shape = NUMBER.sub("#", line)
+        k = seen[shape] = seen.get(shape, -1) + 1
+        fresh = NUMBER.findall(shapes[shape][k]) if k < len(shapes.get(shape, [])) else []
+        for j, n in enumerate(NUMBER.findall(line)):
+            at.setdefault(n, set()).add(fresh[j] if j < len(fresh) else None)
     out = []
     for j, line in enumerate(prose):
         parts = line.split("`")
