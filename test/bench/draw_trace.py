@@ -4,13 +4,17 @@
     python3 test/bench/draw_trace.py TRACE.jsonl -o OUT.svg
 
 Each panel, top to bottom: the run's numbers (with --compare, the measured speedup and the
-passes' costs in plain decoding steps, with the speedup they predict alone and with the
-selection time); the final skip set as Self-SD's Fig. 6 draws a layer map (an attention row and
-an MLP row, one cell per layer, skipped cells filled); ASD: each layer's C_l against the
-threshold alpha, and the layers each of its two rules chose; the skip set over time (SWIFT and
-CLaSp: each set from the round it came into use; Self-SD and the oracle: each search candidate
-with its objective, in the first prompt's panel, since the search runs before it); per round
-the drafted and accepted tokens; the exit threshold gamma beside each round's last draft
+passes' costs in plain decoding steps beside Eq. 6's c and the weight share the draft reads,
+with the speedup they predict alone and with the selection time, and the break-even); the final
+skip set as Self-SD's Fig. 6 draws a layer map (an attention row and an MLP row, one cell per
+layer, skipped cells filled); the text, each token marked by origin (Leviathan et al.'s Fig. 1:
+kept draft tokens green, a rejected draft token red and struck through, the full model's own
+blue), put into words with the model folder's tokenizer.json when the trace has the rounds'
+ids; ASD: each layer's C_l against the threshold alpha, and the layers each of its two rules
+chose; the skip set over time (SWIFT and CLaSp: each set from the round it came into use;
+Self-SD and the oracle: each search candidate with its objective as a bar from zero, and
+whether the GP or random warm-up proposed it, in the first prompt's panel, since the search
+runs before it); per round the drafted and accepted tokens (SWIFT's kept leaves marked); the exit threshold gamma beside each round's last draft
 confidence, and, when gamma moves, gamma alone on its own range; SWIFT: each optimization
 step's candidate and kept matchness, replacements marked; CLaSp: each DP's margin, whether it
 changed the set, and how much consecutive sets overlap against random sets of those sizes; the
