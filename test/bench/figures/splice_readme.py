@@ -19,6 +19,7 @@ import os
 import re
 
 NUMBER = re.compile(r"(?<![\w.])\d+\.\d+(?!\d)")  # a decimal, as test_readme's prose check reads one
+DIGITS = re.compile(r"\d+(?:\.\d+)?")  # any number: a line's shape is the line without them
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..", "..")
@@ -53,10 +54,10 @@ def reprosed(prose, old, new, where, path):
     progress line) moves nothing."""
     shapes = {}  # a line's shape -> the new block's lines of that shape, in order
     for line in new:
-        shapes.setdefault(NUMBER.sub("#", line), []).append(line)
+        shapes.setdefault(DIGITS.sub("#", line), []).append(line)
     at, seen = {}, {}  # number -> the new block's numbers where the old block printed it
     for line in old:
-        shape = NUMBER.sub("#", line)
+        shape = DIGITS.sub("#", line)
         k = seen[shape] = seen.get(shape, -1) + 1
         fresh = NUMBER.findall(shapes[shape][k]) if k < len(shapes.get(shape, [])) else []
         for j, n in enumerate(NUMBER.findall(line)):
