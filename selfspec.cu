@@ -987,8 +987,8 @@ static MethodParams method_params_default(void) {
     p.asd.every_m = 3;
     p.asd.keep_last_n = 2;
     // CLaSp: the paper finds the speedup rising then falling with the LOI (Fig. 4b); its DP costs
-    // about one verification on a GPU (Sec. 5.1), on the CPU about two (test/bench/README.md),
-    // so a DP every 4th verification keeps it near a third of the verify time. Decision: 4.
+    // about one verification on a GPU (Sec. 5.1), 1.1 on kjv-12l and 1.9-2.3 on SmolLM2-135M on
+    // the CPU (test/bench/README.md): one every 4th adds 0.3-0.6 verification a round. Decision: 4.
     p.clasp.interval = 4;
     // Decision: M = L / 2, the "half of the layers" of Sec. 5.1 and the low end of Sec. 4.1's
     // 50-60% (Sec. 5.3.1 finds 44 of 80 best on LLaMA3-70B).
@@ -1578,6 +1578,9 @@ typedef struct {
     int emitted;           // emitted: tokens output, accepted + 1, fewer when the output ended
     int verify_rows;       // verify: rows the verification pass ran, k + 1 or SWIFT's tree size
     int leaf;              // leaf: SWIFT's tree verification kept a next-best token (a leaf)
+    int ids[MAX_DRAFT];    // ids: d1..dk, the first `accepted` kept (a kept leaf in its place)
+    int rejected;          // rejected: the first draft token not kept (-1: none, or cut at an EOS)
+    int token;             // token: the full model's own, the correction or the bonus (or the EOS)
     float gamma_before;    // gamma_before: the exit threshold the draft ran under
     float gamma_after;     // gamma_after: the threshold after Eq. 2-4 (the same when fixed)
     int stepped;           // event.swift: SWIFT's optimization step ran before the round
@@ -1943,6 +1946,7 @@ typedef struct {
     double objective, best_objective; // their scores, lower is better
     int done;              // 1: the search is over, i the sets scored; 2: Self-SD's re-check,
                            // objective the winner's median and best_objective the empty set's
+    int gp;                // Self-SD: the GP's UCB proposed the set (0: random warm-up, or empty)
 } Candidate;
 
 // Who watches the decoding loop and the searches (a NULL member: nobody): the CLI's --trace
@@ -2146,6 +2150,10 @@ static int spec_round(Model *m, SpecParams *sp, Selector *sel, Sampler *smp, Out
     if (r->emitted <= accepted) { k = accepted = r->emitted - 1; r->end = END_EOS; }
     r->drafted = k;
     r->accepted = accepted;
+    for (int i = 0; i < k; i++) { r->ids[i] = i < accepted ? s->kept[i] : s->draft[i + 1]; }
+    int miss = accepted + !r->leaf; // d_miss, the chain token not kept: the next one, or a leaf's
+    r->rejected = r->end != END_EOS && miss <= k ? s->draft[miss] : -1;
+    r->token = s->seq[r->pos + r->emitted];
     // the method may change the draft (CLaSp: a DP on the states of the last accepted token,
     // but not after the prompt's last round, whose set would never draft; SWIFT: its ratio)
     selector_after_verify(sel, m, capture && !done ? s->states : NULL, s->rows[accepted], r,
@@ -2327,7 +2335,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
     float v[GP_MAX_DIM];
     skip_to_vector(&best, L, v);
     gp_add(&gp, v, -best_cost);
-    Candidate c = {METHOD_SELFSD, 0, iters, best, best, best_cost, best_cost, 0};
+    Candidate c = {METHOD_SELFSD, 0, iters, best, best, best_cost, best_cost, 0, 0};
     observe(obj, &c);
     int it;
     for (it = 1; it <= iters && !search_interrupted; it++) {
@@ -2345,6 +2353,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
         gp_add(&gp, v, -cost);
         if (cost < best_cost) { best_cost = cost; best = cand; }
         c.i = it, c.skip = cand, c.objective = cost, c.best = best, c.best_objective = best_cost;
+        c.gp = it > iters / 5;
         observe(obj, &c);
     }
     // the re-check against plain decoding
@@ -4448,15 +4457,16 @@ static const char *method_note(int method, int cost_model, const SkipSet *skip, 
 // very run, and the speedup those costs predict: tokens per round over the round's cost,
 // (accepted + 1) / (drafted * draft + verify), per round. SWIFT Eq. 6 prices a verify pass as
 // one step, true where verifying k tokens costs what one does (a GPU); on a CPU it costs more.
-typedef struct { double draft, verify, predicted; } PassCosts;
+// The break-even: the M (tokens a round) at which that prediction is 1, a round's cost.
+typedef struct { double draft, verify, predicted, break_even; } PassCosts;
 static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
-    PassCosts c = {0, 0, 0};
+    PassCosts c = {0, 0, 0, 0};
     if (plain_tps <= 0 || st->rounds == 0) { return c; }
     double step_ms = 1e3 / plain_tps;
     c.draft = st->drafted > 0 ? st->draft_ms / st->drafted / step_ms : 0;
     c.verify = st->verify_ms / st->rounds / step_ms;
-    c.predicted =
-        (double)(st->accepted + st->rounds) / (st->drafted * c.draft + st->rounds * c.verify);
+    c.break_even = ((double)st->drafted * c.draft + st->rounds * c.verify) / st->rounds;
+    c.predicted = (double)(st->accepted + st->rounds) / st->rounds / c.break_even;
     return c;
 }
 
@@ -4493,6 +4503,7 @@ typedef struct {
     int kept[MAX_DRAFT];        // of those, the rounds that kept it
     int ends[4];                // rounds by why drafting stopped (END_*)
     int longest;                // the most tokens a round drafted
+    long attn_skipped, mlp_skipped; // over the draft tokens, the sublayers each one's set skipped
     double conf_sum;            // over the draft tokens, their confidence (Round.conf)
     int confident;              // the draft tokens whose confidence was at least gamma_before
     int dps;                    // CLaSp's DPs
@@ -4507,6 +4518,8 @@ typedef struct {
     int verbose, cost_model; // Self-SD's progress lines; the search's objective (its unit)
     double t0, shown;        // the search's first set, and its last progress line
     DraftStats ds;           // this prompt's drafts (reset by each prefill)
+    void (*show)(void *ctx, const Round *r, const Selector *sel); // the CLI's view of each round,
+    void *show_ctx;                                                // in words and colours, or NULL
 } Trace;
 
 static void trace_float(FILE *f, const char *lead, double x) {
@@ -4576,6 +4589,8 @@ static void trace_prefill(void *ctx, const int *ids, int n, const Selector *sel,
 static void count_round(DraftStats *d, const Round *r, int L) {
     d->lengths[r->drafted]++;
     d->longest = r->drafted > d->longest ? r->drafted : d->longest;
+    for (int l = 0; l < L; l++) { d->attn_skipped += (long)r->drafted * r->skip.attn[l]; }
+    for (int l = 0; l < L; l++) { d->mlp_skipped += (long)r->drafted * r->skip.mlp[l]; }
     for (int j = 0; j < r->drafted; j++) {
         d->reached[j]++;
         d->kept[j] += j < r->accepted;
@@ -4587,6 +4602,19 @@ static void count_round(DraftStats *d, const Round *r, int L) {
         d->overlap_sum += d->dps++ ? jaccard(&d->last_dp, &r->next, L) : 0;
         d->last_dp = r->next;
     }
+}
+
+// The share of the weights a draft pass reads (over the draft tokens; none: the last set's), each
+// sublayer by its parameters (attention: norm, q, k, v, o; MLP: norm, gate, up, down), with the
+// final norm and head every pass reads (not the embedding): Eq. 6's c = 1 - r weighs them as one.
+static double draft_weight_share(const DraftStats *d, int drafted, const SkipSet *last,
+                                 const Config *c) {
+    double q = (double)c->n_heads * c->head_dim, kv = (double)c->n_kv_heads * c->head_dim;
+    double attn = c->dim * (1 + 2 * q + 2 * kv), mlp = c->dim * (1 + 3.0 * c->hidden_dim);
+    double a = 0, f = 0; // the attention and MLP sublayers a draft token's set skips
+    for (int l = 0; l < c->n_layers; l++) { a += last->attn[l], f += last->mlp[l]; }
+    if (drafted > 0) { a = (double)d->attn_skipped / drafted, f = (double)d->mlp_skipped / drafted; }
+    return 1 - (a * attn + f * mlp) / (c->dim * (1.0 + c->vocab_size) + c->n_layers * (attn + mlp));
 }
 
 // A round's event: SWIFT's step before it; CLaSp's DP, or SWIFT's App. C.2 restart, after it.
@@ -4628,11 +4656,62 @@ static void trace_event(FILE *f, const Round *r, const Selector *sel, int L) {
     fputs(*lead == '{' ? "null" : "}", f);
 }
 
+// A token's text alone, as a JSON string (a byte that completes no character: U+FFFD; a special
+// token: its name), for the round view.
+static void quote_token(FILE *f, const Tokenizer *tok, int id) {
+    char text[256];
+    DecodeState st;
+    decode_begin(&st);
+    st.at_start = 0; // inside the text: its leading space kept
+    size_t n = decode_token(tok, &st, id, text, sizeof(text));
+    decode_end(tok, &st, text + n, sizeof(text) - n);
+    int named = !text[0] && id < tok->vocab_size && tok->tok[id].special;
+    json_field(f, "", named ? tok->tok[id].text : text);
+}
+
+// --show-rounds: one line per round into f, printed after the text (on_token): the draft's
+// chain with its confidences and why it stopped, how many tokens the full model kept (a kept
+// SWIFT leaf named), and its own token, in place of the first draft token it did not keep, or
+// the bonus after a draft it kept whole (or the EOS the round ended at). README: the first screen.
+static void view_round(FILE *f, const Round *r, const Selector *sel, const Tokenizer *tok) {
+    static const char *ends[] = {"exit", "K", "room", "EOS"}, *phase[] = {"start", "random", "gp"};
+    fprintf(f, "round %d at %d: ", r->round, r->pos);
+    if (r->stepped) { // SWIFT's step before the round (Sec. 4.1.2; gp: Eq. 2), and the kept set
+        const Swift *w = &sel->swift;
+        fprintf(f, w->kept_score < 0 ? "SWIFT step (%s) matchness %.2f | "
+                : "SWIFT step (%s) matchness %.2f, the kept set's %.2f | ", phase[w->phase],
+                w->cand_score, w->kept_score);
+    }
+    fputs(r->drafted ? "draft " : "no draft", f);
+    for (int j = 0; j < r->drafted; j++) { // (a kept leaf's slot: the chain token it beat)
+        quote_token(f, tok, r->leaf && j == r->accepted - 1 ? r->rejected : r->ids[j]);
+        fprintf(f, " %.2f%s", r->conf[j], j + 1 < r->drafted ? ", " : "");
+    }
+    fprintf(f, " (%s", ends[r->end]);
+    if (r->end == END_EXIT) { fprintf(f, ", gamma %.3f", r->gamma_before); } // (never --exit none)
+    fputc(')', f);
+    if (r->drafted) { fprintf(f, " | kept %d of %d", r->accepted, r->drafted); }
+    if (r->leaf) { // SWIFT's tree kept one of the draft's next-best tokens, last
+        fputs(", the last a next-best leaf ", f);
+        quote_token(f, tok, r->ids[r->accepted - 1]);
+    }
+    fputs(r->end == END_EOS ? " | ends at " : " | full model ", f);
+    quote_token(f, tok, r->token);
+    int instead = r->end != END_EOS && r->rejected >= 0 && !r->leaf;
+    if (instead) { fputs(" for ", f), quote_token(f, tok, r->rejected); }
+    fputs(r->end == END_EOS || instead ? "" : " (the bonus)", f);
+    int changed = memcmp(&r->next, &r->skip, sizeof(SkipSet)) != 0;
+    if (r->dp) { fprintf(f, " | DP: %s set", changed ? "a new" : "the same"); }
+    if (r->restarted) { fprintf(f, " | App. C.2 restart: r %.2f", sel->swift.ratio); }
+    fputc('\n', f);
+}
+
 static void trace_round(void *ctx, const Round *r, const Selector *sel) {
     Trace *t = (Trace *)ctx;
     FILE *f = t->f;
     int L = t->n_layers;
     count_round(&t->ds, r, L);
+    if (t->show) { t->show(t->show_ctx, r, sel); }
     if (f == NULL) { return; }
     static const char *ends[] = {"exit", "K", "room", "eos"};
     fprintf(f, "{\"type\": \"round\", \"prompt\": %d, \"round\": %d, \"pos\": %d", t->prompt,
@@ -4644,8 +4723,11 @@ static void trace_round(void *ctx, const Round *r, const Selector *sel) {
             r->accepted, r->emitted);
     trace_float(f, ", \"gamma_before\": ", t->exit_none ? NAN : r->gamma_before);
     trace_float(f, ", \"gamma_after\": ", t->exit_none ? NAN : r->gamma_after);
-    fprintf(f, ", \"verify\": %d, \"leaf\": %s, \"event\": ", r->verify_rows,
+    fprintf(f, ", \"verify\": %d, \"leaf\": %s, \"ids\": [", r->verify_rows,
             r->leaf ? "true" : "false");
+    for (int j = 0; j < r->drafted; j++) { fprintf(f, j ? ", %d" : "%d", r->ids[j]); }
+    fprintf(f, r->rejected < 0 ? "], \"rejected\": null" : "], \"rejected\": %d", r->rejected);
+    fprintf(f, ", \"token\": %d, \"event\": ", r->token);
     trace_event(f, r, sel, L);
     fprintf(f, "}\n");
 }
@@ -4683,6 +4765,8 @@ static void watch_candidate(void *ctx, const Candidate *c) {
                               : "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d",
                 method_name(c->method), c->i);
         if (c->done) { fprintf(t->f, ", \"interrupted\": %s", search_interrupted ? "true" : "false"); }
+        const char *phase = c->i == 0 ? "empty" : c->gp ? "gp" : "random"; // how it was proposed
+        if (!c->done) { fprintf(t->f, ", \"phase\": \"%s\"", phase); }
         write_skip(t->f, ", \"skip\": ", &c->skip, t->n_layers);
         trace_float(t->f, ", \"objective\": ", c->objective);
         fprintf(t->f, "}\n");
@@ -4886,7 +4970,7 @@ static void free_outputs(OutputFile *outs, int n) {
 
 typedef struct {
     const char *model_dir, *prompt, *prompt_file, *skip_spec, *skip_file, *dev_prompts, *save_skip;
-    int method, n_new, seed, ctx, max_draft, json, compare, cost_model, threads;
+    int method, n_new, seed, ctx, max_draft, json, compare, cost_model, threads, show_rounds;
     float temperature, top_p;
     DraftExit exit;       // the draft-exit rule: the method's, or --exit and --alpha
     MethodParams params;  // each method's settings: the papers' defaults, changed by the flags
@@ -4989,6 +5073,9 @@ static const Flag FLAGS[] = {
     {"--compare", NULL, ARG_SWITCH, offsetof(Options, compare), 0, 0, 0, 0, NULL,
      "also run plain decoding in this process: speeds, ratio, identity\n"
      "(needs a method other than none)"},
+    {"--show-rounds", NULL, ARG_SWITCH, offsetof(Options, show_rounds), 0, 0, 0, DRAFTING,
+     "--method none drafts nothing", "after each prompt's text, one line per round on stderr: the\n"
+     "draft's tokens, what the full model kept, and its own token"},
     {"--trace", "FILE", ARG_PATH, offsetof(Options, trace), 0, 0, 0, 0, NULL,
      "write each round and each decision as JSON Lines (README: the trace)"},
     {"--json", NULL, ARG_SWITCH, offsetof(Options, json), 0, 0, 0, 0, NULL,
@@ -5348,6 +5435,12 @@ typedef struct {
     char *text;
     size_t len, cap;
     int echo;
+    int colour, show_rounds; // on a terminal, kept draft tokens green; --show-rounds (show_round)
+    size_t shown, last;      // colour: the text written so far; where the last token's begins
+    FILE *view;              // --show-rounds: the rounds in words until the end, into view_text
+    char *view_text;         // (open_memstream: view_len)
+    size_t view_len;
+    const Output *out;
 } TextSink;
 
 static void on_token(void *ctx, int token, const float *logits) {
@@ -5363,9 +5456,31 @@ static void on_token(void *ctx, int token, const float *logits) {
     }
     size_t n = token == -1 ? decode_end(t, &ts->ds, ts->text + ts->len, ts->cap - ts->len)
                            : decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
-    if (ts->echo) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
+    // in colour, the rounds write the text (show_round_text), but the prefill's token and the end
+    int now = ts->echo && (!ts->colour || token == -1 || ts->out->n == 1);
+    if (now) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
+    ts->last = ts->len;
     ts->len += n;
+    ts->shown = now ? ts->len : ts->shown;
+    if (token == -1 && ts->view) { fclose(ts->view), fprintf(stderr, "\n%s", ts->view_text); }
+    if (token == -1) { free(ts->view_text); } // (the rounds, after the text)
 }
+
+// After each round (Trace.show): its line for --show-rounds, and the colours: the round's tokens
+// before its last are the kept draft tokens, green; its last, the full model's own, plain.
+static void show_round(void *ctx, const Round *r, const Selector *sel) {
+    TextSink *ts = (TextSink *)ctx;
+    if (ts->show_rounds && !ts->view && !(ts->view = open_memstream(&ts->view_text, &ts->view_len))) {
+        die(__FILE__, __LINE__, "out of host memory for --show-rounds");
+    }
+    if (ts->view) { view_round(ts->view, r, sel, ts->tok); }
+    if (!ts->colour) { return; } // (emitted = accepted + 1)
+    printf("\033[32m%.*s\033[0m%.*s", (int)(ts->last - ts->shown), ts->text + ts->shown,
+           (int)(ts->len - ts->last), ts->text + ts->last);
+    fflush(stdout);
+    ts->shown = ts->len;
+}
+
 
 // The lines of file (flag: -f or --dev-prompts), or text alone when file is NULL (flag then
 // names it), each encoded and checked against the context with the n_extra tokens to come after
@@ -5603,6 +5718,8 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
                ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
                st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
+    fprintf(f, ", \"draft_weight_share\": %.4f",
+            draft_weight_share(r->ds, st->drafted, r->skip, &m->config));
     print_draft_stats(f, r->ds, st->rounds, st->drafted);
     json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
                                                r->sel, note, sizeof(note)));
@@ -5612,7 +5729,8 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0,
                 o->temperature == 0.0f ? (r->identical ? "true" : "false") : "null");
         fprintf(f, ", \"measured_draft_pass_steps\": %.4f, \"measured_verify_pass_steps\": %.4f, "
-                "\"measured_predicted_speedup\": %.4f", pc.draft, pc.verify, pc.predicted);
+                "\"measured_predicted_speedup\": %.4f, \"measured_break_even\": %.4f", pc.draft,
+                pc.verify, pc.predicted, pc.break_even);
     }
     fprintf(f, "}\n");
 }
@@ -5652,6 +5770,10 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
     const char *name = method_name(o->method);
     char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[1024];
     layer_map(r->skip, L, attn_map, mlp_map);
+    if (o->method != METHOD_NONE && isatty(STDOUT_FILENO)) { // the colours' legend (show_round)
+        fprintf(stderr, "\ncolours: \033[32mgreen\033[0m, the draft tokens the full model kept; "
+                "plain, the full model's own tokens");
+    }
     fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n",
             m->dir, device_name(), r->n_prompt, r->n, st->gen.prefill_ms, tps);
     if (o->method != METHOD_NONE) {
@@ -5694,16 +5816,23 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
         fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n",
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0, sum.expected_speedup,
                 o->temperature > 0 ? "" : r->identical ? ", output identical" : ", OUTPUT DIFFERS");
-        if (st->rounds > 0) {
-            fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f "
-                    "(Eq. 6 takes %.2f and 1): these alone predict %.2fx",
-                    pc.draft, pc.verify, sum.draft_cost, pc.predicted);
-            if (st->selections > 0) { // SWIFT's steps, CLaSp's DPs: their time too
-                double passes_ms = st->draft_ms + st->verify_ms;
-                fprintf(stderr, ", %.2fx with the selection time",
-                        pc.predicted * passes_ms / (passes_ms + own_select_ms));
+        if (st->rounds > 0) { // the passes alone, and with the selection time (SWIFT, CLaSp)
+            double n_d = (double)st->drafted / st->rounds, passes_ms = st->draft_ms + st->verify_ms;
+            double sel = (passes_ms + own_select_ms) / passes_ms;
+            fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f (Eq. 6 "
+                    "takes %.2f and 1; the draft reads %.2f of the weights): these alone predict %.2fx",
+                    pc.draft, pc.verify, sum.draft_cost,
+                    draft_weight_share(r->ds, st->drafted, r->skip, &m->config), pc.predicted);
+            if (st->selections > 0) {
+                fprintf(stderr, ", %.2fx with the selection time", pc.predicted / sel);
             }
-            fputc('\n', stderr);
+            fprintf(stderr, "\nbreak-even at these costs: M %.2f (%.2f drafts a round x %.2f + %.2f",
+                    pc.break_even, n_d, pc.draft, pc.verify);
+            if (st->selections > 0) {
+                fprintf(stderr, "; %.2f with the selection time", pc.break_even * sel);
+            }
+            fprintf(stderr, "), this run's M %.2f; its drafts kept whole would give %.2f\n",
+                    sum.mean_accepted, n_d + 1);
         }
     }
 }
@@ -5718,6 +5847,9 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     memset(&sink, 0, sizeof(sink));
     sink.tok = r->tok;
     sink.echo = !o->json;
+    sink.colour = !plain && !o->json && o->method != METHOD_NONE && isatty(STDOUT_FILENO);
+    sink.show_rounds = !plain && o->show_rounds;
+    r->trace.show = sink.colour || sink.show_rounds ? show_round : NULL, r->trace.show_ctx = &sink;
     // The continuation follows the prompt's text and keeps its leading space; after a prompt of
     // special tokens only (-p "": BOS) it starts the text, whose leading space the decoder strips,
     // as Hugging Face's decode and llama2.c's run.c do.
@@ -5727,6 +5859,7 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     rng_seed(&smp.rng, (uint64_t)o->seed);
     Output tokens = plain ? output(r->plain_out, o->n_new, NULL, NULL)
                           : output(r->out, o->n_new, on_token, &sink);
+    sink.out = &tokens;
     memset(st, 0, sizeof(*st));
     if (plain || o->method == METHOD_NONE) {
         n = generate_plain(&r->m, prompt, n_prompt, NULL, &smp, &tokens, &st->gen);

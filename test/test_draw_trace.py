@@ -288,6 +288,7 @@ def variants(tmp):
         v = [dict(base[0], method="selfsd", params={"objective": "cost"})]
         for i in range(n):
             v.append({"type": "search", "method": "selfsd", "i": i, "objective": 30.0 - (i % 7) - i / 100,
+                      "phase": "empty" if i == 0 else "random" if i <= n // 5 else "gp",
                       "skip": {"attn": ",".join(str(l) for l in range(1, 11) if (l * 7 + i) % 3 == 0), "mlp": "4"}})
         v.append({"type": "search_done", "skip": v[-1]["skip"], "objective": 20.0})
         v += [dict(r, skip=v[-1]["skip"]) if r["type"] == "round" else r for r in base[1:]]
@@ -311,6 +312,17 @@ def variants(tmp):
         check(len(dark) == len(bests) and all("it %d" % i in labels for i in bests),
               "search of %d: %d dark bars for %d new bests, labels %s" % (n, len(dark), len(bests),
                                                                           [i for i in bests if "it %d" % i not in labels]))
+        # the bars start at zero (issue 47): each as long as its objective against the longest
+        want = {round(120 * o / max(objectives), 1) for o in objectives}
+        got = {round(float(b.get("width")), 1) for b in bars}
+        check(got <= want and len(got) > 3, "search of %d: bar widths %s are not 120 x objective / the largest"
+              % (n, sorted(got)[:5]))
+        # how each set was proposed: a filled circle for the GP's, hollow for random warm-up
+        gp, rnd = find(first, "circle", "phase-gp"), find(first, "circle", "phase-random")
+        check(len(gp) + len(rnd) + len(find(first, "circle", "phase-empty")) == drawn and
+              all(c.get("fill") == "#333" for c in gp) and all(c.get("fill") == "white" for c in rnd) and
+              len(gp) > len(rnd) > 0, "search of %d: %d GP and %d random circles for %d rows" % (n, len(gp), len(rnd), drawn))
+        check(any("filled, the GP's proposal" in t for t in texts(first)), "search of %d: no key to the circles" % n)
         # the caption under the bars ends at least 12 px above the next heading
         ts = list(first.iter(NS + "text"))
         cap = [t for t in ts if "".join(t.itertext()).startswith("cost ")]
@@ -322,6 +334,168 @@ def variants(tmp):
                   "heading at %.0f" % (n, cy, last_bar, hy))
             check("sublayers/token" in "".join(cap[0].itertext()), "search of %d: the cost has no unit" % n)
         no_blank_bands(root, "search of %d" % n)
+
+
+def by_origin(root, where):
+    """The text panel's tokens: the prompt's panels' tspans by class, in order, as (class, text)."""
+    return [(cls(t)[4:], "".join(t.itertext())) for t in root.iter(NS + "tspan") if cls(t).startswith("tok-")]
+
+
+def text_and_leaves(tmp):
+    """Issue 47: the text by origin and SWIFT's leaves, from the sample (SWIFT's tree, --compare).
+    Per prompt, the kept and own tokens after the prompt spell the summary's text; there is a
+    green token per kept draft token with text, a struck red one per rejected draft token (none
+    under a kept leaf); every round whose tree kept a leaf has its orange mark, and the count
+    is said; the matchness panel cites Sec. 4.1.2."""
+    records = [json.loads(l) for l in open(SAMPLE)]
+    rc, err, out = draw(SAMPLE, tmp, "origin.svg")
+    root = parse(out, "origin") if check(rc == 0, "origin: exit %d: %s" % (rc, err)) else None
+    if root is None:
+        return
+    for p, g in enumerate(prompts(root)):
+        rounds = [r for r in records if r["type"] == "round" and r["prompt"] == p]
+        summary = [r for r in records if r["type"] == "summary" and r["prompt"] == p][0]
+        toks = by_origin(g, "origin")
+        text = "".join(t for c, t in toks if c in ("kept", "own") and toks.index((c, t)) >= 0)
+        after = "".join(t for c, t in toks if c in ("kept", "own"))
+        check(after == summary["text"], "origin prompt %d: the kept and own tokens spell %r, the summary %r"
+              % (p, after[:80], summary["text"][:80]))
+        check(all(c != "rejected" or t for c, t in toks), "origin prompt %d: an empty rejected token" % p)
+        rejected = [r for r in rounds if r["rejected"] is not None and not r["leaf"]]
+        check(sum(1 for c, _ in toks if c == "rejected") == len(rejected),
+              "origin prompt %d: %d struck tokens for %d rejections" % (p, sum(1 for c, _ in toks if c == "rejected"),
+                                                                       len(rejected)))
+        struck = [t for t in g.iter(NS + "tspan") if cls(t) == "tok-rejected"]
+        check(all(t.get("text-decoration") == "line-through" for t in struck), "origin prompt %d: not struck" % p)
+        leaves = [r for r in rounds if r["leaf"] and r["accepted"] > 0]
+        check(len(leaves) > 0 and len(find(g, "rect", "leaf")) == len(leaves) and
+              any("in %d of %d rounds" % (len(leaves), len(rounds)) == t for t in texts(g)),
+              "origin prompt %d: %d leaf marks for %d leaf rounds" % (p, len(find(g, "rect", "leaf")), len(leaves)))
+        check(any("SWIFT's optimization steps (Sec. 4.1.2" in t for t in texts(g)), "origin prompt %d: matchness "
+              "is not cited as Sec. 4.1.2" % p)
+    # a trace without ids (an older format) draws, without the text
+    old = [{k: v for k, v in r.items() if k not in ("ids", "rejected", "token")} for r in records]
+    rc, err, out = draw(old, tmp, "noids.svg")
+    root = parse(out, "no ids") if check(rc == 0, "no ids: exit %d: %s" % (rc, err)) else None
+    check(root is not None and not by_origin(root, "no ids"), "no ids: a text panel without ids")
+
+
+FIGURES = os.path.join(ROOT, "test", "bench", "figures")
+
+
+def figures_agree(tmp):
+    """Issue 47: every number a README figure prints is its run's summary's. Each committed run of
+    test/bench/figures/ (its trace, and the text the run printed beside it) is drawn again, and
+    the figure's numbers must be the text summary's: acceptance and M, the speedups, the passes'
+    costs with Eq. 6's c and the weight share, the break-even, CLaSp's overlap means; the papers'
+    Fig. 4's best set, the Self-SD search's best."""
+    ran = 0
+    for trace in sorted(glob.glob(os.path.join(FIGURES, "*.jsonl"))):
+        name = os.path.basename(trace)[:-6]
+        if not os.path.exists(os.path.join(FIGURES, name + ".svg")) or not os.path.exists(os.path.join(FIGURES, name + ".txt")):
+            continue
+        text = open(os.path.join(FIGURES, name + ".txt")).read()
+        rc, err, out = draw(trace, tmp, "fig-" + name + ".svg")
+        root = parse(out, name) if check(rc == 0, "figure %s: exit %d: %s" % (name, rc, err)) else None
+        if root is None:
+            continue
+        ran += 1
+        t = "\n".join(texts(prompts(root)[0]))
+        wants = []
+        m = re.search(r"acceptance (\S+), mean accepted length M (\S+)", text)
+        wants.append("acceptance \u03b1 %s | mean accepted length M %s" % m.groups())
+        m = re.search(r"speedup (\S+)x \(expected (\S+)x\)", text)
+        if m:
+            wants.append("speedup measured %sx" % m.group(1))
+            wants.append("SWIFT Eq. 6 expects %sx" % m.group(2))
+        m = re.search(r"a draft pass (\S+), a verify pass (\S+) \(Eq. 6 takes (\S+) and 1; the draft reads (\S+) of the "
+                      r"weights\): these alone predict (\S+)x", text)
+        if m:
+            wants.append("a draft pass %s, a verify pass %s (Eq. 6 takes %s and 1; the draft reads %s of the weights)"
+                         % m.groups()[:4])
+            wants.append("predict %sx" % m.group(5))
+        m = re.search(r"break-even at these costs: M (\S+) \(.*\), this run's M (\S+); its drafts kept whole would give (\S+)",
+                      text)
+        if m:
+            wants.append("break-even at these costs: M %s, this run's M %s; its drafts kept whole would give %s" % m.groups())
+        m = re.search(r"consecutive DP sets overlap (\S+) \(mean Jaccard of (\d+) pairs; two random sets of \d+ layers: "
+                      r"(\S+)\)", text)
+        if m:
+            wants.append("means %s and %s over %s pairs" % (m.group(1), m.group(3), m.group(2)))
+        for w in wants:
+            check(w in t, "figure %s: %r is in the run's summary, not in its figure" % (name, w))
+        check(len(wants) >= 6, "figure %s: %d numbers compared" % (name, len(wants)))
+    check(ran >= 6, "%d README figures compared with their runs' summaries, want 6" % ran)
+    # the papers' Fig. 4: its best set is the search's
+    log = os.path.join(FIGURES, "selfsd-fig4.log")
+    if check(os.path.exists(log), "no %s" % log):
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "test", "bench", "paper_figures.py"), "selfsd-fig4",
+                            os.path.join(FIGURES, "selfsd-fig4.jsonl"), "-o", os.path.join(tmp, "fig4.svg")],
+                           capture_output=True, text=True)
+        last = [l for l in open(log) if l.startswith("selfsd iter")][-1]
+        m = re.search(r"best (\S+) skipping (\d+) of", last)
+        root = parse(os.path.join(tmp, "fig4.svg"), "fig4") if check(p.returncode == 0, "fig4: %s" % p.stderr) else None
+        want = "skipping %s sublayers (the search's objective %s against plain" % (m.group(2), m.group(1))
+        check(root is not None and any(want in x for x in texts(root)), "fig4: %r is the search's, not the figure's" % want)
+
+
+def paper_figures(tmp):
+    """test/bench/paper_figures.py, on the committed traces: Self-SD Fig. 4 a dot per candidate
+    (filled the GP's) at the empty set's objective over its own, against its sublayer count, and
+    the dashed best-per-count line; CLaSp Fig. 3a a point per distance at the pairs' mean Jaccard;
+    SWIFT Fig. 6 a dot per optimization step at its matchness, a line per prompt boundary; a
+    trace of another method is one error line, exit 1."""
+    script = os.path.join(ROOT, "test", "bench", "paper_figures.py")
+
+    def run(fig, trace, out):
+        p = subprocess.run([sys.executable, script, fig, trace, "-o", out], capture_output=True, text=True)
+        return p.returncode, p.stderr
+
+    def ys(root, prefix):
+        return [float(c.get("cy")) for c in root.iter(NS + "circle") if cls(c).startswith(prefix)]
+
+    # Fig. 4: y = 56 + 240 - 240 * speedup / top; the dots' order is the records'
+    recs = [json.loads(l) for l in open(os.path.join(FIGURES, "selfsd-fig4.jsonl"))]
+    search = [r for r in recs if r["type"] == "search"]
+    rc, err = run("selfsd-fig4", os.path.join(FIGURES, "selfsd-fig4.jsonl"), os.path.join(tmp, "f4.svg"))
+    root = parse(os.path.join(tmp, "f4.svg"), "fig4") if check(rc == 0, "fig4: %s" % err) else None
+    if root is not None:
+        dots = [c for c in root.iter(NS + "circle") if cls(c).startswith("candidate-")]
+        sp = [search[0]["objective"] / r["objective"] for r in search]
+        top = max(float(t.text) for t in root.iter(NS + "text") if t.get("text-anchor") == "end" and t.text
+                  and re.fullmatch(r"[0-9.]+", t.text))
+        ok = len(dots) == len(search) and all(abs(float(d.get("cy")) - (296 - 240 * v / top)) < 0.01 for d, v in zip(dots, sp))
+        ok = ok and all((cls(d) == "candidate-gp") == (r["phase"] == "gp") and (d.get("fill") != "white") == (r["phase"] == "gp")
+                        for d, r in zip(dots, search))
+        counts = [len(r["skip"]["attn"]) + len(r["skip"]["mlp"]) for r in search]
+        ok = ok and all(abs(float(d.get("cx")) - (70 + 640 * n / 24)) < 0.01 for d, n in zip(dots, counts))
+        check(ok and len(find(root, "polyline", "best-per-count")) == 1, "fig4: %d dots for %d candidates, or "
+              "not at their speedup and count" % (len(dots), len(search)))
+    # Fig. 3a: one point per distance
+    recs = [json.loads(l) for l in open(os.path.join(FIGURES, "clasp-fig3a.jsonl"))]
+    rc, err = run("clasp-fig3a", os.path.join(FIGURES, "clasp-fig3a.jsonl"), os.path.join(tmp, "f3.svg"))
+    root = parse(os.path.join(tmp, "f3.svg"), "fig3a") if check(rc == 0, "fig3a: %s" % err) else None
+    if root is not None:
+        dist = set()
+        for p in sorted({r["prompt"] for r in recs if r["type"] == "round"}):
+            at = [r["pos"] + r["accepted"] for r in recs if r["type"] == "round" and r["prompt"] == p
+                  and (r["event"] or {}).get("clasp")]
+            dist |= {b - a for i, a in enumerate(at) for b in at[i + 1:] if 0 < b - a <= 32}
+        check(len(ys(root, "overlap-mean")) == len(dist) > 10, "fig3a: %d points for %d distances"
+              % (len(ys(root, "overlap-mean")), len(dist)))
+    # Fig. 6: a dot per step at 56 + 240 - 240 * matchness
+    recs = [json.loads(l) for l in open(os.path.join(FIGURES, "swift-fig6.jsonl"))]
+    steps = [r["event"]["swift"] for r in recs if r["type"] == "round" and (r["event"] or {}).get("swift")]
+    rc, err = run("swift-fig6", os.path.join(FIGURES, "swift-fig6.jsonl"), os.path.join(tmp, "f6.svg"))
+    root = parse(os.path.join(tmp, "f6.svg"), "fig6") if check(rc == 0, "fig6: %s" % err) else None
+    if root is not None:
+        got = ys(root, "candidate-")
+        check(len(got) == len(steps) and all(abs(y - (296 - 240 * s["matchness"])) < 0.01 for y, s in zip(got, steps))
+              and len(find(root, "line", "prompt-start")) == len({r["prompt"] for r in recs if r["type"] == "round"}),
+              "fig6: %d dots for %d steps" % (len(got), len(steps)))
+    rc, err = run("swift-fig6", os.path.join(FIGURES, "clasp-fig3a.jsonl"), os.path.join(tmp, "bad.svg"))
+    check(rc == 1 and err.count("\n") == 1 and "needs a swift trace" in err and not os.path.exists(os.path.join(tmp, "bad.svg")),
+          "fig6 of a clasp trace: exit %d: %s" % (rc, err))
 
 
 def errors(tmp):
@@ -546,14 +720,17 @@ def test_panels(tmp):
               "clasp: squares %s for changes %s" % (squares, changed))
         line = find(g, "polyline", "clasp-overlap")
         if check(len(line) == 1, "clasp: no overlap line"):
+            # each DP's set against the DP's before it, as the summary's dp_overlap counts them
             ys = [float(p.split(",")[1]) for p in line[0].get("points").split()]
             js = []
-            for r, (a, m) in zip(dps, sets):
+            for (a0, m0), (a, m) in zip(sets, sets[1:]):
                 A = {("a", l) for l in layers(a)} | {("m", l) for l in layers(m)}
-                B = {("a", l) for l in layers(r["skip"]["attn"])} | {("m", l) for l in layers(r["skip"]["mlp"])}
+                B = {("a", l) for l in layers(a0)} | {("m", l) for l in layers(m0)}
                 js.append(len(A & B) / len(A | B) if A | B else 1.0)
-            check(len(ys) == 4 and all(abs((ys[0] - y) - 50 * (j - js[0])) < 0.05 for y, j in zip(ys, js)),
+            check(len(ys) == 3 and all(abs((ys[0] - y) - 50 * (j - js[0])) < 0.05 for y, j in zip(ys, js)),
                   "clasp: overlap line %s for Jaccard %s" % (ys, js))
+            check(any("means %.2f and" % (sum(js) / 3) in t and "over 3 pairs" in t for t in texts(g)),
+                  "clasp: the mean overlap is not the DP pairs' %.2f" % (sum(js) / 3))
         check(any("%d of 4 DPs changed the set" % sum(changed) in t for t in texts(g)), "clasp: the changes not counted")
         no_blank_bands(root, "clasp")
 
@@ -806,12 +983,27 @@ def references(tmp):
         check(len(find(root, "rect", "draft-length")) == want, "%s: %d draft-length bars, want %d"
               % (name, len(find(root, "rect", "draft-length")), want))
         no_blank_bands(root, name)
+        # the text by origin (issue 47): per prompt, the kept and own tokens spell the summary's
+        # text, with a struck token per rejected draft token
+        for p, g in enumerate(prompts(root)):
+            rounds = [r for r in records if r.get("type") == "round" and r["prompt"] == p]
+            summary = [r for r in records if r.get("type") == "summary" and r["prompt"] == p][0]
+            toks = by_origin(g, name)
+            struck = sum(1 for r in rounds if r.get("rejected") is not None and not r.get("leaf"))
+            check("".join(t for c, t in toks if c in ("kept", "own")) == summary["text"] and
+                  sum(1 for c, _ in toks if c == "rejected") == struck and
+                  (not rounds or sum(1 for c, _ in toks if c == "kept") > 0),
+                  "%s prompt %d: the text by origin is not the summary's, or %d struck tokens for %d rejections"
+                  % (name, p, sum(1 for c, _ in toks if c == "rejected"), struck))
 
 
 def main():
     with tempfile.TemporaryDirectory(prefix="selfspec-draw-") as tmp:
         test_sample(tmp)
         variants(tmp)
+        text_and_leaves(tmp)
+        figures_agree(tmp)
+        paper_figures(tmp)
         errors(tmp)
         test_panels(tmp)
         bad_numbers(tmp)

@@ -11,6 +11,7 @@
 #define TESTING
 #include "../selfspec.cu"
 #include "testing.h"
+#include <poll.h>
 
 static char tmp[64]; // the test's folder
 static const char *REFS = "test/refs/traces";
@@ -180,9 +181,57 @@ static int check_keys_documented(const Json *j, int obj, const char *type, const
     return ok;
 }
 
+// Issue 47: the parameters of each sublayer of tiny_models/kjv-12l, counted from the shapes in its
+// safetensors header, not from the engine's formula (draft_weight_share): attn[l] and mlp[l]
+// with their norms, and what every pass reads, the final norm and the head (the tied embedding).
+static double sub_attn[SS_MAX_LAYERS], sub_mlp[SS_MAX_LAYERS], sub_head;
+
+static void read_weight_counts(const char *path) {
+    size_t len;
+    char *bytes = read_or_exit(path, &len), err[SS_ERR_LEN], rest[128];
+    uint64_t n = 0;
+    memcpy(&n, bytes, 8); // the header's length, little-endian (as on the machines tested)
+    Json j;
+    if (n + 8 > len || json_parse(&j, bytes + 8, (size_t)n, path, err)) { die(__FILE__, __LINE__, "%s: %s", path, err); }
+    int lm_head = 0;
+    for (int k = 0, key = 1; k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
+        char name[160];
+        int l, shape = json_get(&j, key + 1, "shape");
+        double count = 1;
+        snprintf(name, sizeof(name), "%.*s", j.tok[key].end - j.tok[key].start, j.js + j.tok[key].start);
+        for (int d = 0; shape > 0 && d < j.tok[shape].size; d++) { count *= strtod(j.js + j.tok[shape + 1 + d].start, NULL); }
+        if (shape < 0) { continue; } // __metadata__
+        if (sscanf(name, "model.layers.%d.%127s", &l, rest) == 2 && l >= 0 && l < SS_MAX_LAYERS) {
+            int attn = strncmp(rest, "self_attn.", 10) == 0 || strcmp(rest, "input_layernorm.weight") == 0;
+            *(attn ? &sub_attn[l] : &sub_mlp[l]) += count;
+        } else if (strcmp(name, "model.norm.weight") == 0 || strcmp(name, "lm_head.weight") == 0) {
+            sub_head += count;
+            lm_head |= name[0] == 'l';
+        } else if (strcmp(name, "model.embed_tokens.weight") == 0) {
+            sub_head += count; // tied: the head (kjv-12l has no lm_head.weight)
+        }
+    }
+    check(!lm_head && sub_head > 0 && sub_attn[0] > 0 && sub_mlp[11] > 0, "%s: counts read", path);
+    json_free(&j);
+    free(bytes);
+}
+
+// The share of those weights a pass under s reads.
+static double weights_read(const SkipSet *s, int L) {
+    double all = sub_head, read = sub_head;
+    for (int l = 0; l < L; l++) {
+        all += sub_attn[l] + sub_mlp[l];
+        read += (s->attn[l] ? 0 : sub_attn[l]) + (s->mlp[l] ? 0 : sub_mlp[l]);
+    }
+    return read / all;
+}
+
 // What the method's records must show, counted over a trace.
 typedef struct {
     int swift, clasp, asd, search, search_done, rounds, drafted, prompts, restarts, ends[4];
+    int rejected, leaves, tokens; // rounds with a rejected draft token, a kept leaf; tokens checked
+    int gp;                       // search records the GP proposed
+    int shares, break_evens;      // summaries whose draft_weight_share, break-even were checked
 } Seen;
 
 // A summary's array `key` (numbers) against want[0..n-1], to tol.
@@ -200,14 +249,17 @@ static Seen check_consistency(const char *name, const char *path) {
     char **lines;
     int n = split_lines(text, &lines), L = 0, rounds = 0, drafted = 0, accepted = 0, emitted = 0;
     int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0, K = 0;
+    int selfsd = 0, iters = 0, kjv = 0;
     // this prompt's rounds by draft length, and by draft position: reached, and kept
     int lengths[MAX_DRAFT + 1], reached[MAX_DRAFT], kept[MAX_DRAFT], longest = 0;
     double last_ratio = NAN; // SWIFT's r at its last step or restart
     // this prompt's rounds by end, their draft confidences, and CLaSp's DP sets' overlaps
     int by_end[4] = {0, 0, 0, 0}, n_conf = 0, dps = 0;
-    double conf_sum = 0, overlap_sum = 0;
+    double conf_sum = 0, overlap_sum = 0, share_sum = 0; // and the weights each draft token read
     SkipSet last_dp;
     double gamma = NAN, cos_threshold = NAN;
+    enum { MAX_OUT = 4096 };
+    int out_ids[MAX_OUT], n_out = 0; // this prompt's tokens from its rounds (after the prefill's)
     int every_m = 0, keep_last_n = 0;
     // the set each round must draft with: ASD's for the whole prompt, a DP's from the next round,
     // a SWIFT candidate from its own round when it replaced the kept set, else the last round's
@@ -231,7 +283,10 @@ static Seen check_consistency(const char *name, const char *path) {
             none = json_eq(&j, mode, "none");
             fixed_gamma = json_eq(&j, mode, "fixed");
             swift = json_eq(&j, json_get(&j, 0, "method"), "swift");
+            selfsd = json_eq(&j, json_get(&j, 0, "method"), "selfsd");
+            kjv = json_eq(&j, json_get(&j, 0, "model"), "tiny_models/kjv-12l"); // read_weight_counts'
             int params = json_get(&j, 0, "params");
+            iters = (int)num(&j, params, "iters");
             cos_threshold = num(&j, params, "cos_threshold");
             every_m = (int)num(&j, params, "every_m");
             keep_last_n = (int)num(&j, params, "keep_last_n");
@@ -244,6 +299,14 @@ static Seen check_consistency(const char *name, const char *path) {
                           seen.search);
             bad |= !check(json_get(&j, 0, "skip") > 0 && isfinite(num(&j, 0, "objective")),
                           "%s: a search record without its set or objective", where);
+            // how the set was proposed (issue 47): Self-SD's empty set at 0, random for the first
+            // iters / 5, then the GP's; the oracle's at random (6 of C(24, 11) sets here)
+            if (record_is(&j, "search")) {
+                int i = (int)num(&j, 0, "i"), ph = json_get(&j, 0, "phase");
+                const char *want = !selfsd ? "random" : i == 0 ? "empty" : i <= iters / 5 ? "random" : "gp";
+                bad |= !check(ph > 0 && json_eq(&j, ph, want), "%s: search %d's phase is not %s", where, i, want);
+                seen.gp += ph > 0 && json_eq(&j, ph, "gp");
+            }
         } else if (record_is(&j, "prefill")) {
             prompt = (int)num(&j, 0, "prompt");
             pos = (int)num(&j, 0, "tokens");
@@ -252,8 +315,8 @@ static Seen check_consistency(const char *name, const char *path) {
             memset(reached, 0, sizeof(reached));
             memset(kept, 0, sizeof(kept));
             memset(by_end, 0, sizeof(by_end));
-            n_conf = dps = 0;
-            conf_sum = overlap_sum = 0;
+            n_conf = dps = n_out = 0;
+            conf_sum = overlap_sum = share_sum = 0;
             int ids = json_get(&j, 0, "ids");
             bad |= !check(ids > 0 && j.tok[ids].size == pos, "%s: %d prompt ids, want tokens %d", where,
                           ids > 0 ? j.tok[ids].size : -1, pos);
@@ -281,6 +344,7 @@ static Seen check_consistency(const char *name, const char *path) {
             int k = (int)num(&j, 0, "drafted"), a = (int)num(&j, 0, "accepted");
             int e = (int)num(&j, 0, "emitted"), conf = json_get(&j, 0, "conf");
             int event = json_get(&j, 0, "event"), end = json_get(&j, 0, "end");
+            SkipSet round_skip = skip_at(&j, json_get(&j, 0, "skip"));
             static const char *ends[] = {"exit", "K", "room", "eos"};
             int why = -1;
             for (int w = 0; w < 4; w++) { why = end > 0 && json_eq(&j, end, ends[w]) ? w : why; }
@@ -294,7 +358,27 @@ static Seen check_consistency(const char *name, const char *path) {
                           end > 0 ? j.tok[end].end - j.tok[end].start : 1, end > 0 ? j.js + j.tok[end].start : "?",
                           k, K, last_conf);
             bad |= !check(json_get(&j, 0, "leaf") > 0, "%s: no leaf key", where);
+            // the round's tokens (issue 47): the draft's ids, the first `accepted` of them kept
+            // (a kept leaf in the slot of the chain token it beat, which is `rejected`), else
+            // `rejected` the first one not kept (null when all were, or the round was cut at an
+            // EOS); the kept ones and `token` are what the round emitted
+            int ids = json_get(&j, 0, "ids"), leaf = j.js[j.tok[json_get(&j, 0, "leaf")].start] == 't';
+            int rej = is_null(&j, 0, "rejected") ? -1 : (int)num(&j, 0, "rejected");
+            int id_at_a = ids > 0 && a < k ? (int)strtol(j.js + j.tok[ids + 1 + a].start, NULL, 10) : -1;
+            int leaf_id = ids > 0 && a > 0 ? (int)strtol(j.js + j.tok[ids + a].start, NULL, 10) : -1;
+            bad |= !check(ids > 0 && j.tok[ids].size == k && isfinite(num(&j, 0, "token")) &&
+                          (why == END_EOS ? rej < 0 : leaf ? leaf_id >= 0 && rej >= 0 && rej != leaf_id
+                                                    : a < k ? rej == id_at_a : rej < 0),
+                          "%s: ids of %d for %d drafted, rejected %d (the first unkept id %d), leaf %d", where,
+                          ids > 0 ? j.tok[ids].size : -1, k, rej, id_at_a, leaf);
+            for (int q = 0; q < a && ids > 0 && n_out < MAX_OUT; q++) {
+                out_ids[n_out++] = (int)strtol(j.js + j.tok[ids + 1 + q].start, NULL, 10);
+            }
+            if (n_out < MAX_OUT) { out_ids[n_out++] = (int)num(&j, 0, "token"); }
+            seen.rejected += rej >= 0;
+            seen.leaves += leaf;
             if (why >= 0) { seen.ends[why]++; }
+            share_sum += k * weights_read(&round_skip, L);
             lengths[k < MAX_DRAFT ? k : MAX_DRAFT]++;
             if (why >= 0) { by_end[why]++; }
             for (int q = 0; q < k; q++, n_conf++) { conf_sum += strtod(j.js + j.tok[conf + 1 + q].start, NULL); }
@@ -385,6 +469,34 @@ static Seen check_consistency(const char *name, const char *path) {
             seen.drafted += k;
         } else if (record_is(&j, "summary")) {
             seen.prompts++;
+            // the rounds' tokens are the output's, after the first (the prefill's, plain decoding's)
+            int toks = json_get(&j, 0, "tokens"), same = toks > 0 && j.tok[toks].size == n_out + (rounds > 0);
+            for (int q = 0; same && q < n_out; q++) {
+                same = strtol(j.js + j.tok[toks + 2 + q].start, NULL, 10) == out_ids[q];
+            }
+            bad |= !check(rounds == 0 || same, "%s: the rounds' kept ids and tokens (%d) are not the "
+                          "summary's tokens after the first (%d)", where, n_out, toks > 0 ? j.tok[toks].size - 1 : -1);
+            seen.tokens += rounds > 0 ? n_out : 0;
+            // the share of the weights the drafts read (each sublayer by its parameters, the head
+            // included), from the rounds' sets and the checkpoint's shapes; and --compare's
+            // break-even: the M at which the passes' prediction is 1, so M / predicted, and the
+            // drafts per round times the draft pass plus the verify pass
+            SkipSet last = skip_at(&j, json_get(&j, 0, "skip")); // nothing drafted: the last set's
+            double share = drafted > 0 ? share_sum / drafted : weights_read(&last, L);
+            bad |= !check(!kjv || fabs(num(&j, 0, "draft_weight_share") - share) <= 5.1e-5,
+                          "%s: draft_weight_share %g, the rounds' sets read %.6f of the weights", where,
+                          num(&j, 0, "draft_weight_share"), share);
+            seen.shares += kjv;
+            double be = num(&j, 0, "measured_break_even"), pred = num(&j, 0, "measured_predicted_speedup");
+            if (json_get(&j, 0, "measured_break_even") > 0 && rounds > 0) {
+                double cost = (double)drafted / rounds * num(&j, 0, "measured_draft_pass_steps") +
+                              num(&j, 0, "measured_verify_pass_steps");
+                bad |= !check(fabs(be - cost) <= 1e-4 * (2.0 + (double)drafted / rounds) &&
+                              fabs(be * pred - num(&j, 0, "mean_accepted")) <= 1e-4 * (1 + be + pred),
+                              "%s: break-even %g, predicted %g, M %g; a round costs %g", where, be, pred,
+                              num(&j, 0, "mean_accepted"), cost);
+                seen.break_evens++;
+            }
             // Issue 38's statistics: draft_lengths[i], the rounds that drafted i tokens;
             // accept_by_position[i], the share of the rounds reaching position i + 1 that kept it
             double want_len[MAX_DRAFT + 1], want_acc[MAX_DRAFT];
@@ -425,6 +537,215 @@ static Seen check_consistency(const char *name, const char *path) {
     return seen;
 }
 
+// --show-rounds' quoted token at *p (a JSON string) appended to out, unescaped;
+// *p moves past it. Returns 0 when *p holds no quoted token.
+static int read_quoted(const char **p, char *out, size_t cap) {
+    const char *s = *p;
+    size_t n = strlen(out);
+    if (*s++ != '"') { return 0; }
+    for (; *s && *s != '"' && n + 1 < cap; s++) {
+        if (*s != '\\') { out[n++] = *s; continue; }
+        s++;
+        if (*s == 'n') { out[n++] = '\n'; }
+        else if (*s == 'u' && strspn(s + 1, "0123456789abcdef") >= 4) { // json_field's: < 0x20, U+FFFD
+            char hex[5] = {s[1], s[2], s[3], s[4], 0};
+            long cp = strtol(hex, NULL, 16);
+            if (cp < 0x80) { out[n++] = (char)cp; } else if (n + 3 < cap) { memcpy(out + n, "\xEF\xBF\xBD", 3), n += 3; }
+            s += 4;
+        }
+        else { out[n++] = *s; }
+    }
+    out[n] = '\0';
+    *p = *s == '"' ? s + 1 : s;
+    return *s == '"';
+}
+
+// Reads `word` at *p and moves past it; 0 when *p does not start with it.
+static int skip_word(const char **p, const char *word) {
+    size_t n = strlen(word);
+    if (strncmp(*p, word, n) != 0) { return 0; }
+    *p += n;
+    return 1;
+}
+
+// One line of --show-rounds against its trace round record j: "round R at P: draft "t" 0.39,
+// ... (why) | kept A of K[, the last a next-best leaf "l"] | full model "u" for "t"" (or "(the
+// bonus)", or "| ends at "u"" when an EOS cut the round). The round's emitted text (its kept
+// tokens, then the full model's) is appended to text.
+static Tokenizer *kjv_tok; // tiny_models/kjv-12l's, for the view's tokens
+
+// The text of token id alone, as in the middle of a text (its leading space kept).
+static void piece_of(int id, char *buf, size_t cap) {
+    DecodeState st;
+    decode_begin(&st);
+    st.at_start = 0;
+    size_t n = decode_token(kjv_tok, &st, id, buf, cap);
+    decode_end(kjv_tok, &st, buf + n, cap - n);
+}
+
+static int view_line_matches(const char *p, const Json *j, char *text, size_t cap, int *events) {
+    int k = (int)num(j, 0, "drafted"), a = (int)num(j, 0, "accepted"), conf = json_get(j, 0, "conf");
+    int leaf = j->js[j->tok[json_get(j, 0, "leaf")].start] == 't', rejected = !is_null(j, 0, "rejected");
+    char head[64], kept[64], draft[64][256], piece[256] = "";
+    snprintf(kept, sizeof(kept), ") | kept %d of %d", a, k);
+    int event = json_get(j, 0, "event"), sw = event > 0 ? json_get(j, event, "swift") : -1;
+    int dp = event > 0 && json_get(j, event, "clasp") > 0, restart = event > 0 && json_get(j, event, "restart") > 0;
+    char step[128];
+    snprintf(head, sizeof(head), "round %d at %d: ", (int)num(j, 0, "round"), (int)num(j, 0, "pos"));
+    int ok = skip_word(&p, head);
+    if (ok && sw > 0) { // SWIFT's step before the round: its proposal and matchness, the kept set's
+        int ph = json_get(j, sw, "phase");
+        snprintf(step, sizeof(step), "SWIFT step (%.*s) matchness %.2f", j->tok[ph].end - j->tok[ph].start,
+                 j->js + j->tok[ph].start, num(j, sw, "matchness"));
+        ok = skip_word(&p, step);
+        if (ok && !is_null(j, sw, "kept_matchness")) {
+            snprintf(step, sizeof(step), ", the kept set's %.2f", num(j, sw, "kept_matchness"));
+            ok = skip_word(&p, step);
+        }
+        ok = ok && skip_word(&p, " | ");
+    }
+    ok = ok && skip_word(&p, k ? "draft" : "no draft");
+    for (int q = 0; ok && q < k && q < 64; q++) { // each draft token of the chain, its confidence
+        char *end;
+        draft[q][0] = '\0';
+        ok = skip_word(&p, q ? ", " : " ") && read_quoted(&p, draft[q], sizeof(draft[q]));
+        ok = ok && fabs(strtod(p, &end) - strtod(j->js + j->tok[conf + 1 + q].start, NULL)) <= 0.0051;
+        p = end;
+        // the chain's token: ids[q], but where a leaf was kept, the one it beat (rejected)
+        int ids = json_get(j, 0, "ids");
+        int id = leaf && q == a - 1 ? (int)num(j, 0, "rejected") : (int)strtol(j->js + j->tok[ids + 1 + q].start, NULL, 10);
+        char want[256];
+        piece_of(id, want, sizeof(want));
+        ok = ok && strcmp(want, draft[q]) == 0;
+    }
+    p = ok ? strchr(p, ')') : NULL; // why drafting stopped
+    ok = p && (k ? skip_word(&p, kept) : skip_word(&p, ")"));
+    if (ok && leaf) { ok = skip_word(&p, ", the last a next-best leaf ") && read_quoted(&p, piece, sizeof(piece)); }
+    for (int q = 0; ok && q < a; q++) {
+        strncat(text, q == a - 1 && leaf ? piece : draft[q], cap - strlen(text) - 1);
+    }
+    int ends = ok && skip_word(&p, " | ends at ");
+    char own[256] = "", instead[256] = "";
+    ok = ok && (ends || skip_word(&p, " | full model ")) && read_quoted(&p, own, sizeof(own));
+    strncat(text, own, cap - strlen(text) - 1);
+    if (ok && !ends && rejected && !leaf) { // the full model's token in place of the draft's
+        ok = skip_word(&p, " for ") && read_quoted(&p, instead, sizeof(instead)) && strcmp(instead, draft[a]) == 0;
+    } else if (ok && !ends) {
+        ok = skip_word(&p, " (the bonus)");
+    }
+    if (ok && dp) { ok = skip_word(&p, " | DP: a new set") || skip_word(&p, " | DP: the same set"); }
+    if (ok && restart) {
+        snprintf(step, sizeof(step), " | App. C.2 restart: r %.2f", num(j, json_get(j, event, "restart"), "ratio"));
+        ok = skip_word(&p, step);
+    }
+    events[0] += (sw > 0) + dp + restart;
+    events[1] += sw > 0 && json_eq(j, json_get(j, sw, "phase"), "gp");
+    events[2] += restart;
+    return ok && (*p == '\n' || *p == '\0');
+}
+
+// Issue 47's view of the rounds, from one run and its trace: --show-rounds prints one line per
+// round after the text, each the trace's round in words (view_line_matches), and the rounds'
+// kept tokens and full-model tokens, after the prefill's token, end the text stdout streamed;
+// in a pipe the text has no colour. Returns the rounds checked; *leaves counts SWIFT's leaves.
+static int check_round_view(const char *name, const char *args, int *leaves, int *events) {
+    char cmd[2048], trace[512], *out = NULL, *err = NULL;
+    snprintf(trace, sizeof(trace), "%s/%s-view.jsonl", tmp, name);
+    snprintf(cmd, sizeof(cmd), "-m tiny_models/kjv-12l %s --show-rounds --trace %s", args, trace);
+    int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", cmd, &out, &err), n = 0;
+    check(rc == 0 && strstr(out, "\033[") == NULL && strstr(err, "colours:") == NULL,
+          "%s: exit %d, or colour in a pipe: %s", name, rc, err);
+    char *tr = read_or_exit(trace, NULL), **recs;
+    size_t cap = strlen(out) + 1;
+    char *text = (char *)calloc(1, cap);
+    int n_recs = split_lines(tr, &recs);
+    const char *line = strstr(err, "\nround 0 at ");
+    for (int i = 0; i < n_recs && line != NULL; i++) {
+        Json j;
+        char e[SS_ERR_LEN];
+        if (json_parse(&j, recs[i], strlen(recs[i]), trace, e)) { break; }
+        if (record_is(&j, "round")) {
+            check(view_line_matches(line + 1, &j, text, cap, events), "%s: the view's line is not trace line %d's round:"
+                  "\n  %.*s\n  %s", name, i + 1, (int)strcspn(line + 1, "\n"), line + 1, recs[i]);
+            *leaves += j.js[j.tok[json_get(&j, 0, "leaf")].start] == 't';
+            n++;
+            line = strchr(line + 1, '\n');
+        }
+        json_free(&j);
+    }
+    size_t lo = strlen(out), lt = strlen(text);
+    check(n > 0 && lo > lt && out[lo - 1] == '\n' && memcmp(out + lo - 1 - lt, text, lt) == 0,
+          "%s: the view's tokens (%d rounds) do not end the streamed text:\n  view:   %s\n  stdout: %s", name,
+          n, text, out);
+    free(recs); free(tr); free(text); free(out); free(err);
+    return n;
+}
+
+// On a terminal the streamed text is coloured by origin (issue 47), and in a pipe never: run
+// under a pseudo-terminal, the text without its escapes is the pipe's, the green spans are, in
+// order, each round's kept draft tokens (the trace's ids, decoded), and stderr has the legend.
+static void check_colours(const char *args) {
+    char cmd[4096], errs[600], trace[512], *pipe_out = NULL;
+    snprintf(trace, sizeof(trace), "%s/colour.jsonl", tmp);
+    snprintf(cmd, sizeof(cmd), "-m tiny_models/kjv-12l %s --trace %s", args, trace);
+    int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", cmd, &pipe_out, NULL);
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    if (rc != 0 || master < 0 || grantpt(master) || unlockpt(master)) {
+        check(0, "colours: exit %d, or no pseudo-terminal (posix_openpt)", rc);
+        return;
+    }
+    snprintf(errs, sizeof(errs), "%s/colour-err.txt", tmp);
+    snprintf(cmd, sizeof(cmd), "OMP_NUM_THREADS=1 %s -m tiny_models/kjv-12l %s >%s 2>%s </dev/null",
+             selfspec_bin(), args, ptsname(master), errs);
+    pid_t pid = fork();
+    if (pid == 0) { execl("/bin/sh", "sh", "-c", cmd, (char *)NULL); _exit(127); }
+    size_t n = 0, cap = 1 << 16;
+    char *tty = (char *)calloc(1, cap + 1);
+    for (int status, done = 0; !done;) { // read the terminal until the run is over and it is drained
+        struct pollfd pf = {master, POLLIN, 0};
+        ssize_t got = poll(&pf, 1, 100) > 0 ? read(master, tty + n, cap - n) : 0;
+        if (got > 0) { n += (size_t)got; continue; }
+        done = waitpid(pid, &status, WNOHANG) == pid || got < 0 || n == cap;
+    }
+    close(master);
+    // the terminal's text: \r\n back to \n, each green span noted, the escapes removed
+    char *plain = (char *)calloc(1, n + 1), spans[256][512];
+    int n_spans = 0, green = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(tty + i, "\033[32m", 5) == 0) { green = 1, i += 4; if (n_spans < 256) { spans[n_spans][0] = 0; } continue; }
+        if (strncmp(tty + i, "\033[0m", 4) == 0) { // (a round that kept nothing: an empty span)
+            green = 0, i += 3, n_spans += n_spans < 256 && spans[n_spans][0];
+            continue;
+        }
+        if (tty[i] == '\r') { continue; }
+        plain[k++] = tty[i];
+        if (green && n_spans < 256 && strlen(spans[n_spans]) < 500) { strncat(spans[n_spans], tty + i, 1); }
+    }
+    // the kept draft tokens of each round that kept any, from the pipe run's trace
+    char *tr = read_or_exit(trace, NULL), **recs, *legend = read_or_exit(errs, NULL);
+    int n_recs = split_lines(tr, &recs), r = 0, same = 1;
+    for (int i = 0; i < n_recs; i++) {
+        Json j;
+        char e[SS_ERR_LEN], kept[512] = "", piece[256];
+        if (json_parse(&j, recs[i], strlen(recs[i]), trace, e)) { break; }
+        int ids = json_get(&j, 0, "ids"), a = record_is(&j, "round") ? (int)num(&j, 0, "accepted") : 0;
+        for (int q = 0; q < a; q++) {
+            piece_of((int)strtol(j.js + j.tok[ids + 1 + q].start, NULL, 10), piece, sizeof(piece));
+            strncat(kept, piece, sizeof(kept) - strlen(kept) - 1);
+        }
+        if (a > 0) { same &= r < n_spans && strcmp(spans[r], kept) == 0, r++; }
+        json_free(&j);
+    }
+    check(strcmp(plain, pipe_out) == 0, "colours: the terminal's text without its colours differs from the pipe's:"
+          "\n  tty:  %s\n  pipe: %s", plain, pipe_out);
+    check(same && r == n_spans && r > 3, "colours: %d green spans, %d rounds that kept a draft token, "
+          "or a span that is not the round's kept tokens", n_spans, r);
+    check(strstr(legend, "colours: \033[32mgreen\033[0m, the draft tokens the full model kept") != NULL,
+          "colours: no legend on stderr: %s", legend);
+    free(recs); free(tr); free(legend); free(plain); free(tty); free(pipe_out);
+}
+
 // Quick mode's prompts file: the first line of the reference prompts, alone.
 static void write_first_prompt(const char *path) {
     char *all = read_or_exit("test/refs/traces/prompts.txt", NULL);
@@ -438,6 +759,7 @@ static void write_first_prompt(const char *path) {
 int main(void) {
     quick_mode = quick(0, 1);
     read_documented_keys();
+    read_weight_counts("tiny_models/kjv-12l/model.safetensors");
     check(n_doc > 100, "README's trace table: %d keys read", n_doc);
     snprintf(tmp, sizeof(tmp), "/tmp/test_trace.XXXXXX");
     if (mkdtemp(tmp) == NULL) { die(__FILE__, __LINE__, "mkdtemp failed"); }
@@ -469,12 +791,17 @@ int main(void) {
         int drafts = strcmp(name, "plain") != 0;
         check(!drafts || seen.drafted > 0, "%s: drafted %d tokens: the round records went untested",
               name, seen.drafted);
+        check((!drafts || seen.tokens > 0) && seen.shares == n_prompts, "%s: %d tokens, %d weight shares: "
+              "the rounds' ids or the summaries' shares went untested", name, seen.tokens, seen.shares);
         if (strcmp(name, "swift") == 0) {
-            check(seen.swift > 2, "swift: %d optimization steps in the trace", seen.swift);
+            check(seen.swift > 2 && seen.leaves > 0, "swift: %d optimization steps, %d kept leaves in the trace",
+                  seen.swift, seen.leaves);
         } else if (strcmp(name, "clasp") == 0) {
             check(seen.clasp > 2, "clasp: %d DPs in the trace", seen.clasp);
         } else if (strcmp(name, "static") == 0) {
-            check(seen.ends[END_EXIT] > 0, "static: no draft ended at the exit threshold");
+            check(seen.ends[END_EXIT] > 0 && seen.rejected > 0, "static: %d drafts ended at the exit "
+                  "threshold, %d rounds rejected a draft token", seen.ends[END_EXIT], seen.rejected);
+            check(seen.break_evens == n_prompts, "static --compare: %d break-evens checked", seen.break_evens);
         } else if (strcmp(name, "static-exit-none") == 0) {
             check(seen.ends[END_K] == seen.rounds - seen.ends[END_ROOM] && seen.ends[END_K] > 0,
                   "--exit none: %d of %d drafts ended at K", seen.ends[END_K], seen.rounds);
@@ -483,6 +810,7 @@ int main(void) {
         } else if (strcmp(name, "selfsd") == 0) {
             check(seen.search > 3 && seen.search_done == 1, "%s: %d candidates, %d chosen sets",
                   name, seen.search, seen.search_done);
+            check((seen.gp > 0) == (strcmp(name, "selfsd") == 0), "%s: %d GP proposals", name, seen.gp);
         }
         check(seen.swift + seen.clasp == 0 || strcmp(name, "swift") == 0 || strcmp(name, "clasp") == 0,
               "%s: SWIFT or CLaSp events in another method's trace", name);
@@ -503,6 +831,21 @@ int main(void) {
         check(seen.restarts >= 2 && seen.swift > 50, "swift-restart: %d restarts, %d steps", seen.restarts,
               seen.swift);
     }
+    // --show-rounds: a static set (rejections and bonuses), and SWIFT's tree (kept leaves)
+    char terr[SS_ERR_LEN];
+    kjv_tok = build_tokenizer("tiny_models/kjv-12l/tokenizer.json", terr);
+    if (kjv_tok == NULL) { die(__FILE__, __LINE__, "%s", terr); }
+    // (SWIFT's chain: a GP step at the 25th step, App. C.2 after 50 rounds of acceptance under 0.7)
+    int leaves = 0, events[3] = {0, 0, 0}, viewed = check_round_view("view-static", "-p 'And the LORD said unto Moses,' -n 40 "
+                                                           "--skip 'attn:2,4,6,8,10 mlp:3,5,7,9'", &leaves, events);
+    viewed += check_round_view("view-swift", "--method swift --swift-budget 1 -n 40", &leaves, events);
+    viewed += check_round_view("view-clasp", "--method clasp -n 24", &leaves, events);
+    if (!quick_mode) { viewed += check_round_view("view-swift-chain", "--method swift --swift-budget 1 --swift-tree off -n 100", &leaves, events); }
+    check(viewed > 20 && leaves > 0 && events[0] > 3 && (quick_mode || (events[1] > 0 && events[2] > 0)),
+          "--show-rounds: %d rounds viewed, %d leaves, %d events, %d GP steps, %d restarts", viewed, leaves, events[0],
+          events[1], events[2]);
+    check_colours("-p 'And the LORD said unto Moses,' -n 40 --skip 'attn:2,4,6,8,10 mlp:3,5,7,9'");
+    free_tokenizer(kjv_tok);
     for (int d = 0; d < n_doc; d++) {
         check(doc[d].seen, "README's trace table lists the %s record's key %s, which no trace here holds", doc[d].type,
               doc[d].key);

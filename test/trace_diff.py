@@ -68,6 +68,9 @@ FIELDS = {  # key name, or a dotted path's end (the record's type first), -> cla
     "summary.gamma_first": "decimals4", "summary.gamma_last": "decimals4",
     "summary.gamma_mean": "decimals4", "summary.accept_by_position": "decimals4",
     "summary.conf_mean": "decimals4", "summary.dp_overlap": "decimals4",
+    "summary.draft_weight_share": "decimals4",
+    # (exact, in no class: the round's token ids `ids`, `rejected`, `token`, a search's `phase`;
+    # `measured_break_even` is measured by its name)
 }
 MEASURED_SUFFIXES = ("_ms", "_per_s")
 

@@ -4,13 +4,17 @@
     python3 test/bench/draw_trace.py TRACE.jsonl -o OUT.svg
 
 Each panel, top to bottom: the run's numbers (with --compare, the measured speedup and the
-passes' costs in plain decoding steps, with the speedup they predict alone and with the
-selection time); the final skip set as Self-SD's Fig. 6 draws a layer map (an attention row and
-an MLP row, one cell per layer, skipped cells filled); ASD: each layer's C_l against the
-threshold alpha, and the layers each of its two rules chose; the skip set over time (SWIFT and
-CLaSp: each set from the round it came into use; Self-SD and the oracle: each search candidate
-with its objective, in the first prompt's panel, since the search runs before it); per round
-the drafted and accepted tokens; the exit threshold gamma beside each round's last draft
+passes' costs in plain decoding steps beside Eq. 6's c and the weight share the draft reads,
+with the speedup they predict alone and with the selection time, and the break-even); the final
+skip set as Self-SD's Fig. 6 draws a layer map (an attention row and an MLP row, one cell per
+layer, skipped cells filled); the text, each token marked by origin (Leviathan et al.'s Fig. 1:
+kept draft tokens green, a rejected draft token red and struck through, the full model's own
+blue), put into words with the model folder's tokenizer.json when the trace has the rounds'
+ids; ASD: each layer's C_l against the threshold alpha, and the layers each of its two rules
+chose; the skip set over time (SWIFT and CLaSp: each set from the round it came into use;
+Self-SD and the oracle: each search candidate with its objective as a bar from zero, and
+whether the GP or random warm-up proposed it, in the first prompt's panel, since the search
+runs before it); per round the drafted and accepted tokens (SWIFT's kept leaves marked); the exit threshold gamma beside each round's last draft
 confidence, and, when gamma moves, gamma alone on its own range; SWIFT: each optimization
 step's candidate and kept matchness, replacements marked; CLaSp: each DP's margin, whether it
 changed the set, and how much consecutive sets overlap against random sets of those sizes; the
@@ -377,9 +381,16 @@ def header(svg, y, no, method, model, p, rounds):
         sk = sum(r["drafted"] * sum(len(x) for x in skip_of(r["skip"], L)) for r in rounds)
         cost = 1 - sk / drafted / (2 * L) if drafted else 1 - n / (2 * L)
         line += 16
-        svg.text(12, line, "in plain steps: a draft pass %s, a verify pass %s (Eq. 6 takes %.2f and 1); these "
-                 "alone predict %sx%s" % (num(s["measured_draft_pass_steps"]), num(s.get("measured_verify_pass_steps")), cost,
-                                          num(s.get("measured_predicted_speedup")), with_selection(s)), cls="costs", limit=150)
+        share = "; the draft reads %s of the weights" % num(s["draft_weight_share"]) if is_num(s.get("draft_weight_share")) else ""
+        svg.text(12, line, "in plain steps: a draft pass %s, a verify pass %s (Eq. 6 takes %.2f and 1%s): these "
+                 "alone" % (num(s["measured_draft_pass_steps"]), num(s.get("measured_verify_pass_steps")), cost, share),
+                 cls="costs", limit=150)
+        line += 16
+        svg.text(12, line, "predict %sx%s" % (num(s.get("measured_predicted_speedup")), with_selection(s)), cls="costs")
+        if is_num(s.get("measured_break_even")):
+            line += 16
+            svg.text(12, line, "break-even at these costs: M %s, this run's M %s; its drafts kept whole would give %.2f"
+                     % (num(s["measured_break_even"]), num(m), 1 + drafted / len(rounds)), cls="break-even", limit=150)
     ym = line + 28
     svg.add('<g class="panel">')
     for l in range(L):
@@ -409,7 +420,7 @@ def with_selection(s):
     passes, own = s["draft_ms"] + s["verify_ms"], s["select_ms"] - s["search_ms"]
     if not (passes > 0 and own >= 0 and math.isfinite(passes + own)):
         return ""
-    return ", %sx with the selection time" % num(s["measured_predicted_speedup"] * passes / (passes + own))
+    return ", %sx with the selection time" % num(s["measured_predicted_speedup"] / ((passes + own) / passes))
 
 
 def rows_drawn(rows, new_best):
@@ -434,6 +445,7 @@ def set_rows(svg, y, title, rows, search, unit):
     svg.text(12, y + 14, title, bold=True)
     objectives = [r[2] for r in rows if isinstance(r[2], NUM)]
     lo, hi = (min(objectives), max(objectives)) if objectives else (0, 1)
+    top = max([hi, 0]) or 1  # the bars start at zero: a bar twice as long is twice the cost
     new_best, best, best_row = [], math.inf, None
     for r in rows:
         new_best.append(search and isinstance(r[2], NUM) and r[2] < best)
@@ -457,25 +469,34 @@ def set_rows(svg, y, title, rows, search, unit):
             svg.text(X0 + L * cw / 2, yr + rh - 1, "\u2026 %d not drawn \u2026" % gap, size=9, anchor="middle",
                      cls="gap")
             continue
-        label, (attn, mlp), objective = rows[i]
+        label, (attn, mlp), objective = rows[i][:3]
         cells = "".join('<rect class="%s skipped" x="%.1f" y="%.2f" width="%.1f" height="%.2f" fill="%s"/>'
                         % (part, X0 + l * cw, yr + r * 0.45 * rh, cw, 0.45 * rh, FILL[part])
                         for r, (part, layers) in enumerate((("attn", attn), ("mlp", mlp))) for l in sorted(layers))
         svg.add('<g class="set">%s</g>' % cells)
         if k % 2 == 0 or rh >= 12 or new_best[i] or shown[k - 1] is None:  # every other, and these
             svg.text(X0 - 6, yr + rh / 2 + 3.5, label, size=9, anchor="end", cls="row-label")
-        if search and isinstance(objective, NUM):  # the objective as a bar, dark at a new best
+        if search and isinstance(objective, NUM):  # the objective as a bar from zero, dark at a new best
             svg.add('<rect class="cost" x="%.1f" y="%.2f" width="%.2f" height="%.2f" fill="%s"/>'
-                    % (cx + 8, yr + 0.05 * rh, 10 + 110 * (objective - lo) / (hi - lo if hi > lo else 1),
-                       0.9 * rh, "#555" if new_best[i] else "#ccc"))
+                    % (cx + 8, yr + 0.05 * rh, 120 * max(objective, 0) / top, 0.9 * rh, "#555" if new_best[i] else "#ccc"))
+        phase = rows[i][3] if len(rows[i]) > 3 else None
+        if phase in ("gp", "random", "empty", "every"):  # how the set was proposed: GP filled, others hollow
+            svg.add('<circle class="phase-%s" cx="%.1f" cy="%.2f" r="%.1f" fill="%s" stroke="#333" stroke-width="0.7"/>'
+                    % (phase, cx + 4, yr + rh / 2, min(3.0, rh / 3), "#333" if phase == "gp" else "white"))
     yb = y0 + len(shown) * rh
     svg.add('<rect x="%d" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#888" stroke-width="0.5"/>'
             % (X0, y0, L * cw, yb - y0))
     if search and objectives:
-        svg.text(X0, yb + 14, "%s %.4g to %.4g%s, lower is better; dark bar: a new best; best: %s (%.4g)"
+        svg.text(X0, yb + 14, "%s %.4g to %.4g%s (bars from 0), lower is better; dark bar: a new best; best: %s (%.4g)"
                  % ("objective" if not unit else "cost", lo, hi, " " + unit if unit else "", best_row[0], best),
-                 size=10)
+                 size=10, limit=150)
         yb += 14
+        phases = [r[3] for r in rows if len(r) > 3]
+        if "gp" in phases:
+            svg.text(X0, yb + 14, "circle left of the bar: filled, the GP's proposal (UCB); hollow, random warm-up "
+                     "(%d of %d) or the empty set" % (sum(1 for q in phases if q == "random"), len(phases)), size=10,
+                     limit=150)
+            yb += 14
     return yb - y + 20
 
 
@@ -502,6 +523,15 @@ def rounds_plot(svg, y, rounds, ticks, exit_mode, method):
         svg.add('<rect class="drafted" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#b9cde8"/>'
                 '<rect class="accepted" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#2c5b9e"/>'
                 % (x, yb - hd, 0.8 * bw, hd, x, yb - ha, 0.8 * bw, ha))
+        if r.get("leaf") is True and r["accepted"] > 0:  # SWIFT's tree kept a next-best token: the top one
+            svg.add('<rect class="leaf" x="%.2f" y="%.2f" width="%.2f" height="%.2f" fill="#e07b24"/>'
+                    % (x, yb - ha, 0.8 * bw, ch / longest))
+    leaves = sum(1 for r in rounds if r.get("leaf") is True and r["accepted"] > 0)
+    if leaves:
+        svg.text(x0 + w + 8, y0 + 10, "orange: a kept leaf,", size=10)
+        svg.text(x0 + w + 8, y0 + 24, "a next-best token", size=10)
+        svg.text(x0 + w + 8, y0 + 38, "of SWIFT's tree (Sec. 4.2)", size=10)
+        svg.text(x0 + w + 8, y0 + 52, "in %d of %d rounds" % (leaves, len(rounds)), size=10, cls="leaf-count")
     svg.text(x0, yb + 26, "round 0", size=10)
     svg.text(x0 + w, yb + 26, "round %d" % (len(rounds) - 1), size=10, anchor="end")
     labelled = -1e9  # tick labels at least 28 px apart
@@ -629,7 +659,7 @@ def swift_panel(svg, y, rounds):
     if not steps:
         return 0
     restart_rounds = [i for i, _ in events(rounds, "restart")]
-    svg.text(12, y + 14, "SWIFT's optimization steps (Sec. 4.2): each candidate's matchness against the kept set's",
+    svg.text(12, y + 14, "SWIFT's optimization steps (Sec. 4.1.2, Eq. 3-4): each candidate's matchness against the kept set's",
              bold=True)
     svg.text(12, y + 28, "circles: the candidate's; line: the kept set's; \u25b2: the candidate replaced it",
              size=10)
@@ -677,6 +707,18 @@ def jaccard(a, b):
     return len(A & B) / len(A | B) if A | B else 1.0, len(A), len(B)
 
 
+def random_jaccard(a, b, L):
+    """The mean Jaccard overlap of two sets drawn at random with the sizes of a and b: over whole
+    layers when each skips whole layers (CLaSp's; the engine's random_overlap), else over the 2L
+    sublayers. The intersection i is hypergeometric: P(i) = C(m, i) C(n - m, k - i) / C(n, k)."""
+    whole = a[0] == a[1] and b[0] == b[1]
+    n, m, k = (L, len(a[0]), len(b[0])) if whole else (2 * L, len(a[0]) + len(a[1]), len(b[0]) + len(b[1]))
+    if m + k == 0:
+        return 1.0
+    return sum(math.comb(m, i) * math.comb(n - m, k - i) / math.comb(n, k) * i / (m + k - i)
+               for i in range(max(0, m + k - n), min(m, k) + 1))
+
+
 def clasp_panel(svg, y, rounds, L):
     """CLaSp's DPs: each one's margin (its closest decision) and whether it changed the set."""
     dps = events(rounds, "clasp")
@@ -693,7 +735,7 @@ def clasp_panel(svg, y, rounds, L):
     svg.frame(x0, y0, w, ph, "1e%d" % e_lo, "1e%d" % e_hi)
     bw = w / len(dps)
     yj, jh = y0 + ph + 70, 50
-    overlap, random_overlap, changed = [], [], 0
+    overlap, random_overlap, changed, last = [], [], 0, None
     for k, (i, ev) in enumerate(dps):
         x = x0 + k * bw
         v = ev.get("margin")
@@ -709,10 +751,11 @@ def clasp_panel(svg, y, rounds, L):
                 'stroke-width="0.5"/>' % ("clasp-changed" if new != old else "clasp-kept", x + 0.5 * bw - min(4, bw * 0.4),
                                           y0 + ph + 4, 2 * min(4, bw * 0.4), 2 * min(4, bw * 0.4),
                                           "#333" if new != old else "white"))
-        j, a, b = jaccard(new, old)
-        overlap.append((x + 0.5 * bw, j))
-        # two random sets of a and b of the 2L sublayers share a*b/2L on average: that over the union's mean
-        random_overlap.append((x + 0.5 * bw, (a * b / (2.0 * L)) / (a + b - a * b / (2.0 * L)) if a + b else 1.0))
+        last, prev = new, last  # each DP's set against the last DP's (the summary's dp_overlap)
+        if prev is None:
+            continue
+        overlap.append((x + 0.5 * bw, jaccard(new, prev)[0]))
+        random_overlap.append((x + 0.5 * bw, random_jaccard(new, prev, L)))
     svg.text(x0, y0 + ph + 26, "DP 0 (after round %d)" % dps[0][0], size=10)
     svg.text(x0 + w, y0 + ph + 26, "DP %d (after round %d)" % (len(dps) - 1, dps[-1][0]), size=10, anchor="end")
     if not overlap:
@@ -720,8 +763,8 @@ def clasp_panel(svg, y, rounds, L):
     mean = sum(j for _, j in overlap) / len(overlap)
     rmean = sum(j for _, j in random_overlap) / len(random_overlap)
     svg.text(12, yj - 22, "each DP's set against the one before it: how much they overlap", bold=True)
-    svg.text(12, yj - 8, "Jaccard (line) against two random sets of those sizes (dashed); means %.2f and %.2f; %d of "
-             "%d DPs changed the set" % (mean, rmean, changed, len(overlap)), size=10, limit=150)
+    svg.text(12, yj - 8, "Jaccard (line) against two random sets of those sizes (dashed); means %.2f and %.2f over %d "
+             "pairs; %d of %d DPs changed the set" % (mean, rmean, len(overlap), changed, len(dps)), size=10, limit=150)
     svg.frame(x0, yj, w, jh, "0", "1")
     for cls, pts, dash in (("clasp-overlap", overlap, ""), ("clasp-random", random_overlap, ' stroke-dasharray="4,3"')):
         pts = pts if len(pts) > 1 else [(pts[0][0] - 2, pts[0][1]), (pts[0][0] + 2, pts[0][1])]
@@ -729,6 +772,122 @@ def clasp_panel(svg, y, rounds, L):
                 % (cls, "#7d5ba6" if cls == "clasp-overlap" else "#999", dash,
                    " ".join("%.2f,%.2f" % (px, yj + jh - jh * v) for px, v in pts)))
     return yj + jh + 12 - y
+
+
+# ----------------------------------------------------------------------------
+# the text by origin: the model folder's tokenizer.json puts the trace's ids into words
+
+MAX_TOKENIZER = 64 << 20  # bytes of a tokenizer.json read
+
+
+def read_decoder(model):
+    """id -> the bytes that token adds to the text, and whether the text's first space is
+    stripped, from model/tokenizer.json; None when it cannot be read or its decoder is neither
+    byte-level BPE nor SentencePiece-style (the two families the engine decodes)."""
+    try:
+        with open(os.path.join(model, "tokenizer.json"), "rb") as f:
+            t = json.loads(f.read(MAX_TOKENIZER).decode("utf-8"))
+        vocab = dict(t["model"]["vocab"])
+        specials = {a["id"] for a in t.get("added_tokens", []) if a.get("special")}
+        vocab.update({a["content"]: a["id"] for a in t.get("added_tokens", [])})
+        dec = t.get("decoder") or {}
+        kinds = [d.get("type") for d in dec.get("decoders", [dec])]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if "ByteLevel" in kinds:  # GPT-2's bytes_to_unicode, inverted
+        bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+        cs = bs + [256 + n for n in range(256 - len(bs))]
+        bs = bs + [b for b in range(256) if b not in bs]
+        byte_of = {chr(c): b for b, c in zip(bs, cs)}
+        piece = lambda p: bytes(byte_of[c] for c in p) if all(c in byte_of for c in p) else p.encode()
+    elif "Replace" in kinds or "Metaspace" in kinds:  # \u2581 for a space, <0xNN> for a byte
+        piece = lambda p: bytes([int(p[3:5], 16)]) if re.fullmatch(r"<0x[0-9A-Fa-f]{2}>", p) else \
+            p.replace("\u2581", " ").encode()
+    else:
+        return None
+    table = {i: b"" if i in specials else piece(p) for p, i in vocab.items() if isinstance(i, int)}
+    names = {i: p for p, i in vocab.items() if i in specials}  # a special token shows its name
+    return table, "Strip" in kinds or "Metaspace" in kinds, names
+
+
+def token_texts(decoder, ids):
+    """Each token's text in the stream of ids, decoded incrementally as the engine streams it
+    (a character split over tokens comes with the one that completes it)."""
+    import codecs
+    table, strip, _ = decoder
+    inc, out, start = codecs.getincrementaldecoder("utf-8")("replace"), [], True
+    for i in ids:
+        text = inc.decode(table.get(i, b""))
+        if start and text:
+            text, start = text[1:] if strip and text[0] == " " else text, False
+        out.append(text)
+    out[-1:] = [out[-1] + inc.decode(b"", final=True)] if out else []
+    return out
+
+
+def tokens_by_origin(p):
+    """[(text, origin)] of a prompt's panel: the prompt, the prefill's token and each round's full
+    model token ("own"), each round's kept draft tokens ("kept"), its rejected one ("rejected",
+    drawn struck through, not part of the text); None when the trace lacks the ids."""
+    pre, s, rounds = p["prefill"] or {}, p["summary"] or {}, p["rounds"]
+    if not (isinstance(pre.get("ids"), list) and isinstance(s.get("tokens"), list) and s["tokens"]
+            and all(isinstance(r.get("ids"), list) and "token" in r for r in rounds)):
+        return None
+    seq = [(i, "prompt") for i in pre["ids"]] + [(t, "own") for t in s["tokens"][:1 if rounds else None]]
+    for r in rounds:  # (plain decoding has none: every token is the full model's)
+        seq += [(i, "kept") for i in r["ids"][:r["accepted"]]]
+        if r.get("rejected") is not None and not r.get("leaf"):
+            seq.append((r["rejected"], "rejected"))
+        seq.append((r["token"], "own"))
+    return seq
+
+
+def text_panel(svg, y, p, decoder):
+    """The prompt's text with each token marked by origin, as Leviathan et al.'s Fig. 1 draws
+    speculative decoding: kept draft tokens green, a rejected draft token red and struck through,
+    the full model's own tokens (corrections and bonuses) blue; the height used."""
+    seq = tokens_by_origin(p)
+    if seq is None or decoder is None:
+        return 0
+    stream = [(i, o) for i, o in seq if o != "rejected"]
+    texts = dict(zip(range(len(stream)), token_texts(decoder, [i for i, _ in stream])))
+    s, n_prompt = p["summary"] or {}, sum(1 for _, o in seq if o == "prompt")
+    if isinstance(s.get("text"), str) and "".join(texts[k] for k in range(n_prompt, len(stream))) != s["text"]:
+        svg.text(12, y + 14, "the text by origin is not drawn: the trace's ids, decoded with %s/tokenizer.json, are "
+                 "not its summary's text" % clip(svg.model, 60), cls="no-text", limit=170)
+        return 20
+    rejected = {}  # the rejected draft token before the k-th token of the stream
+    k, pieces = 0, []
+    for i, o in seq:
+        if o == "rejected":  # alone, as a token inside the text (a special token: its name)
+            pieces.append((token_texts(decoder, [i, i])[1] or decoder[2].get(i, "?"), o))
+        else:
+            pieces.append((texts[k], o))
+            k += 1
+    svg.text(12, y + 14, "the text: green, draft tokens the full model kept; red, struck, one it rejected; blue, "
+             "its own tokens (Leviathan et al.'s Fig. 1)", bold=True, limit=150)
+    width, cw, lh = int((svg.width - 24) / 6.6), 6.6, 15
+    colours = {"prompt": "#888", "kept": "#2a8a3e", "rejected": "#c0392b", "own": "#2c5b9e"}
+    lines, line, col = [], [], 0
+    for text, o in pieces:  # greedy wrapping at a token's end, a line break at a newline
+        for part in text.split("\n")[:-1]:
+            line.append((part, o))
+            lines.append(line)
+            line, col = [], 0
+        text = text.split("\n")[-1]
+        if col + len(text) > width and line:
+            lines.append(line)
+            line, col = [], 0
+        line.append((text, o))
+        col += len(text)
+    lines.append(line)
+    for n, ln in enumerate(lines):
+        spans = "".join('<tspan class="tok-%s" fill="%s"%s>%s</tspan>'
+                        % (o, colours[o], ' text-decoration="line-through"' if o == "rejected" else "",
+                           esc(t, 10 ** 6)) for t, o in ln if t)
+        svg.add('<text x="12" y="%.1f" font-family="DejaVu Sans Mono, monospace" font-size="11" xml:space="preserve">'
+                '%s</text>' % (y + 32 + n * lh, spans))
+    return 32 + len(lines) * lh + 10 - 14
 
 
 def draft_stats(rounds, summary, where):
@@ -807,7 +966,7 @@ def drafts_panel(svg, y, rounds, summary, where):
 
 def search_panel(svg, y, search, method, L, unit):
     """A search's candidates, one row each with its objective (Self-SD's, or test/bench/oracle's)."""
-    rows = [("it %d" % s["i"], skip_of(s["skip"], L), s["objective"]) for s in search]
+    rows = [("it %d" % s["i"], skip_of(s["skip"], L), s["objective"], s.get("phase")) for s in search]
     name = "Self-SD's search (Sec. 3.3)" if method == "selfsd" else "the oracle's search"
     return set_rows(svg, y, "%s: one row per candidate set, top to bottom; its objective at the right"
                     % name, rows, True, unit)
@@ -823,11 +982,14 @@ def draw(records):
     search = [r for r in records if r["type"] == "search"]
     svg = Svg(L)
     y = 0.0
+    decoder = read_decoder(model) if isinstance(model, str) else None
+    svg.model = model
     prompts = prompts_of(records)
     for no, p in enumerate(prompts, 1):
         rounds = p["rounds"]
         svg.add('<g class="prompt">')
         y += header(svg, y, no, method, model, p, rounds)
+        y += text_panel(svg, y, p, decoder)
         svg.add('<g class="series">')
         ticks = []
         if isinstance((p["prefill"] or {}).get("asd_cos"), list):

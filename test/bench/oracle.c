@@ -79,7 +79,8 @@ static void watch_set(void *ctx, const Candidate *c) {
         fprintf(w->trace, "{\"type\": \"search_done\", \"method\": \"oracle\", \"scored\": %d, "
                 "\"interrupted\": %s", c->i, search_interrupted ? "true" : "false");
     } else if (w->trace) {
-        fprintf(w->trace, "{\"type\": \"search\", \"method\": \"oracle\", \"i\": %d", c->i);
+        fprintf(w->trace, "{\"type\": \"search\", \"method\": \"oracle\", \"i\": %d, \"phase\": \"%s\"",
+                c->i, w->every ? "every" : "random");
     }
     if (w->trace) {
         write_skip(w->trace, ", \"skip\": ", &c->skip, w->L);
