@@ -397,7 +397,7 @@ def figures_agree(tmp):
         text = open(os.path.join(FIGURES, name + ".txt")).read()
         rc, err, out = draw(trace, tmp, "fig-" + name + ".svg")
         root = parse(out, name) if check(rc == 0, "figure %s: exit %d: %s" % (name, rc, err)) else None
-        if root is None:
+        if root is None or not prompts(root):  # test/bench/oracle's figure: a search alone
             continue
         ran += 1
         t = "\n".join(texts(prompts(root)[0]))
@@ -425,7 +425,7 @@ def figures_agree(tmp):
         for w in wants:
             check(w in t, "figure %s: %r is in the run's summary, not in its figure" % (name, w))
         check(len(wants) >= 6, "figure %s: %d numbers compared" % (name, len(wants)))
-    check(ran >= 6, "%d README figures compared with their runs' summaries, want 6" % ran)
+    check(ran >= 5, "%d README figures compared with their runs' summaries, want 5 (test/bench/oracle's is a search alone)" % ran)
     # the papers' Fig. 4: its best set is the search's
     log = os.path.join(FIGURES, "selfsd-fig4.log")
     if check(os.path.exists(log), "no %s" % log):

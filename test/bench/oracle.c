@@ -34,7 +34,7 @@ static SkipSet select_oracle(Model *m, const Objective *obj, int count, long max
     int idx[GP_MAX_DIM];
     for (int k = 0; k < count; k++) { idx[k] = k; }
     long tried = 0, n_sets = total <= (double)max_sets ? (long)total : max_sets;
-    Candidate c = {-1, 0, (int)n_sets, best, best, 0, 0, 0};
+    Candidate c = {-1, 0, (int)n_sets, best, best, 0, 0, 0, 0};
     while (tried < n_sets && !search_interrupted) {
         if (n_sets == (long)total) { // every set, in lexicographic order of idx
             memset(&cand, 0, sizeof(cand));

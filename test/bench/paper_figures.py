@@ -208,8 +208,8 @@ def main(argv):
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args(argv)
     try:
-        out = dt.Output(a.output, a.trace)
-        out.commit(FIGURES[a.figure](dt.read_trace(a.trace)))
+        dt.check_output(a.output, a.trace)  # before anything is read
+        dt.write_output(a.output, FIGURES[a.figure](dt.read_trace(a.trace)))
     except dt.TraceError as e:
         print("paper_figures.py: error: %s" % e, file=sys.stderr)
         return 1
