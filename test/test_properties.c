@@ -1,6 +1,8 @@
 // test_properties.c: documented behaviours, each stated as a property and checked directly on
 // the engine's functions (never through the reference traces in test/refs/traces/, which a
-// regeneration would bless):
+// regeneration would bless); each expectation is computed here, not with the helper it checks:
+//   - a round's end, drafted, accepted, emitted, leaf and verify rows replayed from its own draft
+//     and verification, SWIFT's tree filling its pass and an EOS among kept drafts included;
 //   - top-p against a brute-force nucleus on rows built to hit its edges;
 //   - the draft exit's state across prompts; an EOS among the kept drafts cut from the statistics;
 //   - CLaSp: the DP runs at the last accepted token's slot; M capped at the end of the context;
@@ -274,6 +276,201 @@ static void test_eos_in_draft(const char *dir) {
               "and nothing after the EOS counted", want_j, st.rounds, st.drafted, st.accepted, got, got - 1);
     }
     free_model(&m);
+}
+
+// A run's rounds, whole (the Round the observer sees), for the replays below.
+enum { MAX_ROUNDS = 256 };
+typedef struct {
+    int n;
+    Round r[MAX_ROUNDS];
+} RoundLog;
+static RoundLog round_log;
+
+static void keep_round(void *ctx, const Round *r, const Selector *sel) {
+    RoundLog *g = (RoundLog *)ctx;
+    (void)sel;
+    if (g->n < MAX_ROUNDS) { g->r[g->n] = *r; }
+    g->n++;
+}
+
+// The draft's top-1 probability, max softmax(logits) at T = 1, in double.
+static double top1_double(const float *logits, int V) {
+    double max = logits[0], sum = 0;
+    for (int i = 1; i < V; i++) { max = logits[i] > max ? logits[i] : max; }
+    for (int i = 0; i < V; i++) { sum += exp((double)logits[i] - max); }
+    return 1.0 / sum;
+}
+
+static int first_argmax(const float *v, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) { best = v[i] > v[best] ? i : best; }
+    return best;
+}
+
+// SWIFT's tree leaves at one draft step, by their definition (Sec. 4.2; hemingkx/SWIFT's greedy
+// widths 3, 5, 8, 10 for a confidence above 0.95, 0.8, 0.5, else): the width - 1 tokens after the
+// argmax in decreasing logit, ties to the lower id, at most `room` of them (and 16, MAX_ALTS).
+static int tree_leaves(const float *logits, int V, float conf, int room, int *alts) {
+    int width = conf > 0.95f ? 3 : conf > 0.8f ? 5 : conf > 0.5f ? 8 : 10, n = 0, top = first_argmax(logits, V);
+    for (int want = width - 1 < 16 ? width - 1 : 16; n < want && n < room && n < V - 1; n++) {
+        int best = -1;
+        for (int i = 0; i < V; i++) {
+            int used = i == top;
+            for (int q = 0; q < n; q++) { used |= alts[q] == i; }
+            if (!used && (best < 0 || logits[i] > logits[best])) { best = i; }
+        }
+        alts[n] = best;
+    }
+    return n;
+}
+
+// What one round of greedy decoding must have done, replayed from the text alone: the cache
+// rebuilt by the full model over seq[0..pos-1], the draft run token by token under the round's
+// set, its confidences, the rules README "The trace" gives for `end` (in that order: SWIFT's tree
+// filling the pass, then the exit rule below gamma before the round's limit, then the limit: K,
+// or `room` below K), accepted as the longest prefix of the draft that is plain decoding's text
+// seq (with a tree, then one more when plain decoding's token is a leaf of the first rejected
+// depth), emitted one more, cut at an EOS (then drafted and accepted too, and `end` eos), and the
+// rows of the verification pass. Counts each field that differs from r's into *bad.
+typedef struct { int K, exit_none, tree, max_new; } ReplayRun;
+static void replay_round(Model *m, const int *seq, int n_seq, const Round *r, const ReplayRun *run, int before,
+                         int *bad, int *leaves_seen, int *filled) {
+    const Config *c = &m->config;
+    int V = c->vocab_size, pos = r->pos, row, draft[MAX_DRAFT + 2], alts[MAX_DRAFT + 1][16], n_alts[MAX_DRAFT + 1];
+    int limit = run->K;
+    if (limit > c->seq_len - 1 - pos) { limit = c->seq_len - 1 - pos; }
+    if (limit > run->max_new - before - 1) { limit = run->max_new - before - 1; }
+    if (skip_count(&r->skip, c->n_layers) == 0) { limit = 0; }
+    int room = c->seq_len - pos < m->state.max_tokens ? c->seq_len - pos : m->state.max_tokens;
+    int end = limit == run->K ? END_K : END_ROOM, k = 0, leaves = 0, conf_bad = 0;
+    prefill(m, seq, pos, NULL, NULL, &row);
+    draft[0] = seq[pos];
+    while (k < limit) {
+        forward(m, &draft[k], 1, pos + k, &r->skip, NULL, NULL);
+        const float *logits = m->state.logits_host;
+        conf_bad += fabs(top1_double(logits, V) - r->conf[k]) > 1e-6;
+        float conf = r->conf[k]; // the recorded float: the threshold decisions are taken on it
+        draft[++k] = first_argmax(logits, V);
+        if (run->tree) {
+            n_alts[k] = tree_leaves(logits, V, conf, room - 1 - k - leaves, alts[k]);
+            leaves += n_alts[k];
+            if (1 + k + leaves == room) { end = END_ROOM; break; }
+        }
+        if (!run->exit_none && k < limit && conf < r->gamma_before) { end = END_EXIT; break; }
+    }
+    int a = 0, leaf = 0;
+    while (a < k && pos + 1 + a < n_seq && draft[a + 1] == seq[pos + 1 + a]) { a++; }
+    if (run->tree && a < k && pos + 1 + a < n_seq) {
+        for (int q = 0; q < n_alts[a + 1]; q++) { leaf |= alts[a + 1][q] == seq[pos + 1 + a]; }
+        a += leaf;
+    }
+    int emitted = a + 1, drafted = k;
+    for (int e = 0; e < a && c->n_eos > 0; e++) { // an EOS among the kept drafts ends the output there
+        if (is_eos(c, seq[pos + 1 + e])) { emitted = e + 1; drafted = a = e; end = END_EOS; leaf = 0; break; }
+    }
+    int rows = run->tree ? 1 + k + leaves : k + 1, ok = conf_bad == 0 && r->end == end && r->drafted == drafted &&
+           r->accepted == a && r->emitted == emitted && r->leaf == leaf && r->verify_rows == rows;
+    if (!ok && *bad < 5) {
+        fprintf(stderr, "  round %d at pos %d: end %d drafted %d accepted %d emitted %d leaf %d verify %d (%d "
+                "confidences off); replayed: %d %d %d %d %d %d\n", r->round, pos, r->end, r->drafted, r->accepted,
+                r->emitted, r->leaf, r->verify_rows, conf_bad, end, drafted, a, emitted, leaf, rows);
+    }
+    *bad += !ok;
+    *leaves_seen += leaf;
+    *filled += run->tree && rows == room && end == END_ROOM;
+}
+
+// Greedy self-speculative decoding under one setting, then each of its rounds replayed
+// (replay_round); the output must be plain decoding's. Adds the rounds seen by end to ends[].
+static void replay_run(Model *m, const char *what, const SpecParams *sp_in, Selector *sel, const ReplayRun *run,
+                       int *ends, int *leaves, int *filled) {
+    int prompt[4] = {1, 9, 17, 25}, seq[600], plain[512], spec[512];
+    Sampler greedy = greedy_sampler();
+    GenStats gs;
+    Output po = output(plain, run->max_new, NULL, NULL), so = output(spec, run->max_new, NULL, NULL);
+    int np = generate_plain(m, prompt, 4, NULL, &greedy, &po, &gs);
+    SpecParams sp = *sp_in;
+    Observer watch = {&round_log, NULL, keep_round, NULL};
+    sp.observer = &watch;
+    round_log.n = 0;
+    SpecStats st;
+    int ns = generate_spec(m, prompt, 4, &sp, sel, &greedy, &so, &st);
+    check(ns == np && memcmp(plain, spec, (size_t)np * sizeof(int)) == 0 && round_log.n <= MAX_ROUNDS,
+          "%s: greedy output differs from plain decoding (%d vs %d tokens)", what, ns, np);
+    memcpy(seq, prompt, sizeof(prompt));
+    memcpy(seq + 4, plain, (size_t)np * sizeof(int));
+    int bad = 0, before = 1; // the prefill's token
+    for (int i = 0; i < round_log.n && i < MAX_ROUNDS; i++) {
+        const Round *r = &round_log.r[i];
+        replay_round(m, seq, 4 + np, r, run, before, &bad, leaves, filled);
+        ends[r->end]++;
+        before += r->emitted;
+    }
+    check(bad == 0 && before == np, "%s: %d of %d rounds differ from their replay (end, counts, leaf, verify rows), "
+          "or the rounds emit %d tokens of %d", what, bad, round_log.n, before, np);
+}
+
+// A round's `end`, `drafted`, `accepted`, `emitted`, `leaf` and `verify` from the round's own
+// draft and verification (replay_round), over settings that reach every end: a static set whose
+// drafts end by the fixed threshold, at K and at the tokens wanted; a 24-token context (room);
+// SWIFT's tree with no exit rule (each depth's 9 leaves fill the 64-token pass at depth 7) and
+// with its 0.8 (leaves kept); an EOS among kept drafts (the draft planted to be the full model).
+static void test_round_accounting(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir, 0)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, ends[4] = {0, 0, 0, 0}, leaves = 0, filled = 0;
+    SpecParams sp = {alternate_layers(L), 3, draft_exit_default(), NULL};
+    sp.exit.mode = EXIT_FIXED;
+    sp.exit.threshold = 0.03f; // about half of this model's draft confidences
+    ReplayRun chain = {3, 0, 0, 40};
+    replay_run(&m, "static K 3, fixed 0.03", &sp, NULL, &chain, ends, &leaves, &filled);
+    MethodParams mp = method_params_default();
+    mp.swift.window = 1 << 20; // no optimization step: the tree of the starting set
+    for (int exit_none = 1; exit_none >= 0; exit_none--) {
+        Selector sel;
+        selector_init(&sel, METHOD_SWIFT, &mp, L, 1);
+        SpecParams sw = {sel.swift.best, 25, draft_exit_default(), NULL};
+        method_drafting(METHOD_SWIFT, &sw.max_draft, &sw.exit);
+        if (exit_none) { sw.exit.mode = EXIT_NONE; }
+        ReplayRun tree = {25, exit_none, 1, 48};
+        replay_run(&m, exit_none ? "swift tree, no exit" : "swift tree, fixed 0.8", &sw, &sel, &tree, ends, &leaves,
+                   &filled);
+        selector_free(&sel);
+    }
+    free_model(&m);
+    if (!load_model(&m, dir, 24)) { return; }
+    m.config.n_eos = 0;
+    SpecParams cut = {alternate_layers(L), 12, draft_exit_default(), NULL};
+    cut.exit.mode = EXIT_NONE;
+    ReplayRun to_end = {12, 1, 0, 40};
+    replay_run(&m, "static K 12 to the end of a 24-token context", &cut, NULL, &to_end, ends, &leaves, &filled);
+    free_model(&m);
+    if (!load_model(&m, dir, 0)) { return; }
+    SkipSet planted = alternate_layers(L);
+    plant(&m, &planted);
+    m.config.n_eos = 0;
+    int prompt[4] = {1, 9, 17, 25}, plain[48], eos = -1;
+    Sampler greedy = greedy_sampler();
+    GenStats gs;
+    Output po = output(plain, 41, NULL, NULL);
+    int n = generate_plain(&m, prompt, 4, NULL, &greedy, &po, &gs);
+    for (int i = 6; i < n && eos < 0; i++) { // rounds of 4 kept drafts: token i is round (i - 1) / 5's
+        int first = (i - 1) % 5 == 2;
+        for (int t = 0; t < i; t++) { first &= plain[t] != plain[i]; }
+        eos = first ? plain[i] : -1;
+    }
+    m.config.n_eos = eos >= 0;
+    m.config.eos_ids[0] = eos;
+    SpecParams all = {planted, 4, draft_exit_default(), NULL};
+    all.exit.mode = EXIT_NONE;
+    ReplayRun with_eos = {4, 1, 0, 41};
+    replay_run(&m, "static K 4 planted, an EOS among the kept drafts", &all, NULL, &with_eos, ends, &leaves, &filled);
+    free_model(&m);
+    printf("  rounds replayed: ends exit %d, K %d, room %d (%d of them a tree filling its pass), eos %d; %d leaves "
+           "kept\n", ends[END_EXIT], ends[END_K], ends[END_ROOM], filled, ends[END_EOS], leaves);
+    check(eos >= 0 && ends[END_EXIT] > 0 && ends[END_K] > 0 && ends[END_ROOM] > filled && filled > 0 &&
+          ends[END_EOS] == 1 && leaves > 0, "round replay: an end, a filled tree or a kept leaf went unseen");
 }
 
 // ---------------------------------------------------------------------------- CLaSp
@@ -574,16 +771,18 @@ static void test_swift_budget_price(const char *dir) {
     free_model(&m);
 }
 
-int main(void) {
-    test_top_p_brute_force();
-    test_exit_across_prompts("tiny_models/kjv-12l");
-    test_eos_in_draft("tiny_models/llama2-tiny-random");
-    test_clasp_dp_slot("tiny_models/kjv-12l");
-    test_clasp_context_end("tiny_models/llama2-tiny-random");
-    test_swift_window_ends("tiny_models/llama2-tiny-random");
-    test_swift_best_carried("tiny_models/llama2-tiny-random");
-    test_swift_patience("tiny_models/llama2-tiny-random");
-    test_swift_ratio_rule("tiny_models/llama2-tiny-random");
-    test_swift_budget_price("tiny_models/llama2-tiny-random");
+int main(int argc, char **argv) {
+    select_tests(argc, argv);
+    if (selected("round_accounting")) { test_round_accounting("tiny_models/llama2-tiny-random"); }
+    if (selected("top_p")) { test_top_p_brute_force(); }
+    if (selected("exit_across_prompts")) { test_exit_across_prompts("tiny_models/kjv-12l"); }
+    if (selected("eos_in_draft")) { test_eos_in_draft("tiny_models/llama2-tiny-random"); }
+    if (selected("clasp_dp_slot")) { test_clasp_dp_slot("tiny_models/kjv-12l"); }
+    if (selected("clasp_context_end")) { test_clasp_context_end("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_window_ends")) { test_swift_window_ends("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_best_carried")) { test_swift_best_carried("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_patience")) { test_swift_patience("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_ratio_rule")) { test_swift_ratio_rule("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_budget_price")) { test_swift_budget_price("tiny_models/llama2-tiny-random"); }
     return test_summary("test_properties");
 }
