@@ -192,6 +192,14 @@ static int array_is(const Json *j, const char *key, const double *want, int n, d
     return ok;
 }
 
+// The Jaccard overlap of two skip sets, |a and b| / |a or b| over their sublayers, counted here by
+// inclusion-exclusion (|a| + |b| - |a and b|), not with the engine's jaccard; 1 for two empty sets.
+static double overlap(const SkipSet *a, const SkipSet *b, int L) {
+    int na = skip_count(a, L), nb = skip_count(b, L), both = 0;
+    for (int l = 0; l < L; l++) { both += (a->attn[l] && b->attn[l]) + (a->mlp[l] && b->mlp[l]); }
+    return na + nb - both > 0 ? (double)both / (na + nb - both) : 1.0;
+}
+
 // The rounds of one trace against its summaries; returns what it saw.
 static Seen check_consistency(const char *name, const char *path) {
     Seen seen;
@@ -199,7 +207,8 @@ static Seen check_consistency(const char *name, const char *path) {
     char *text = read_or_exit(path, NULL), err[SS_ERR_LEN];
     char **lines;
     int n = split_lines(text, &lines), L = 0, rounds = 0, drafted = 0, accepted = 0, emitted = 0;
-    int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0, K = 0;
+    int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0, K = 0, plain = 0;
+    double gamma_first = NAN, gamma_last = NAN, gamma_sum = 0; // this prompt's rounds' thresholds
     // this prompt's rounds by draft length, and by draft position: reached, and kept
     int lengths[MAX_DRAFT + 1], reached[MAX_DRAFT], kept[MAX_DRAFT], longest = 0;
     double last_ratio = NAN; // SWIFT's r at its last step or restart
@@ -229,6 +238,7 @@ static Seen check_consistency(const char *name, const char *path) {
             K = (int)num(&j, 0, "K");
             int exit = json_get(&j, 0, "exit"), mode = json_get(&j, exit, "mode");
             none = json_eq(&j, mode, "none");
+            plain = json_eq(&j, json_get(&j, 0, "method"), "plain");
             fixed_gamma = json_eq(&j, mode, "fixed");
             swift = json_eq(&j, json_get(&j, 0, "method"), "swift");
             int params = json_get(&j, 0, "params");
@@ -253,7 +263,8 @@ static Seen check_consistency(const char *name, const char *path) {
             memset(kept, 0, sizeof(kept));
             memset(by_end, 0, sizeof(by_end));
             n_conf = dps = 0;
-            conf_sum = overlap_sum = 0;
+            conf_sum = overlap_sum = gamma_sum = 0;
+            gamma_first = gamma_last = NAN;
             int ids = json_get(&j, 0, "ids");
             bad |= !check(ids > 0 && j.tok[ids].size == pos, "%s: %d prompt ids, want tokens %d", where,
                           ids > 0 ? j.tok[ids].size : -1, pos);
@@ -317,6 +328,9 @@ static Seen check_consistency(const char *name, const char *path) {
                 bad |= !check((isnan(gamma) || g0 == gamma) && (!fixed_gamma || g0 == g1),
                               "%s: gamma_before %.9g, the last round's gamma_after %.9g", where, g0, gamma);
                 gamma = g1;
+                gamma_first = rounds == 0 ? g0 : gamma_first;
+                gamma_last = g1;
+                gamma_sum += g1;
             }
             value_text(&j, 0, "skip", skip, sizeof(skip));
             bad |= !check(!asd_skip[0] || strcmp(skip, asd_skip) == 0, "%s: drafted with %s, ASD chose %s",
@@ -360,7 +374,7 @@ static Seen check_consistency(const char *name, const char *path) {
                 if (cl > 0) {
                     value_text(&j, cl, "skip", dp_skip, sizeof(dp_skip));
                     SkipSet dp = skip_at(&j, json_get(&j, cl, "skip"));
-                    overlap_sum += dps++ ? jaccard(&last_dp, &dp, L) : 0;
+                    overlap_sum += dps++ ? overlap(&last_dp, &dp, L) : 0;
                     last_dp = dp;
                 }
                 seen.swift += sw > 0;
@@ -398,9 +412,19 @@ static Seen check_consistency(const char *name, const char *path) {
                           num(&j, ends, "room") == by_end[END_ROOM] && num(&j, ends, "eos") == by_end[END_EOS],
                           "%s: the summary's draft_ends differ from the rounds' ends %d %d %d %d", where,
                           by_end[0], by_end[1], by_end[2], by_end[3]);
-            bad |= !check(fabs(num(&j, 0, "conf_mean") - (n_conf ? conf_sum / n_conf : 0)) <= 5.1e-5,
-                          "%s: conf_mean %g, the rounds' confidences average %g", where, num(&j, 0, "conf_mean"),
-                          n_conf ? conf_sum / n_conf : 0);
+            bad |= !check(n_conf == 0 ? is_null(&j, 0, "conf_mean")
+                                     : fabs(num(&j, 0, "conf_mean") - conf_sum / n_conf) <= 5.1e-5,
+                          "%s: conf_mean %g, the rounds' %d confidences average %g (none: null)", where,
+                          num(&j, 0, "conf_mean"), n_conf, n_conf ? conf_sum / n_conf : NAN);
+            // gamma_first, the first round's gamma_before; gamma_last, the last round's gamma_after;
+            // gamma_mean, the mean of the rounds' gamma_after; null without a threshold (4 decimals)
+            int no_gamma = plain || none;
+            const char *gk[3] = {"gamma_first", "gamma_last", "gamma_mean"};
+            double gw[3] = {gamma_first, gamma_last, rounds > 0 ? gamma_sum / rounds : NAN};
+            for (int q = 0; q < 3 && (no_gamma || rounds > 0); q++) {
+                bad |= !check(no_gamma ? is_null(&j, 0, gk[q]) : fabs(num(&j, 0, gk[q]) - gw[q]) <= 5.1e-5,
+                              "%s: %s %g, the rounds give %g", where, gk[q], num(&j, 0, gk[q]), gw[q]);
+            }
             bad |= !check(dps < 2 ? is_null(&j, 0, "dp_overlap")
                                   : fabs(num(&j, 0, "dp_overlap") - overlap_sum / (dps - 1)) <= 5.1e-5,
                           "%s: dp_overlap %g after %d DPs, the rounds' sets give %g", where,
@@ -423,6 +447,48 @@ static Seen check_consistency(const char *name, const char *path) {
     free(lines);
     free(text);
     return seen;
+}
+
+// The text report's CLaSp line, per prompt with two DPs or more: "consecutive DP sets overlap X
+// (mean Jaccard of N pairs; two random sets of M layers: Y)". X must be the summary's dp_overlap
+// (2 decimals), and Y the mean overlap of two random sets of M of the L layers, here by
+// enumeration (by symmetry one set is the first M layers, the other every M-subset in turn).
+static void check_dp_report(const char *name, const char *err, const char *path) {
+    char *text = read_or_exit(path, NULL), **lines, e[SS_ERR_LEN];
+    int n = split_lines(text, &lines), L = 0, M = 0, k = 0, bad = 0, seen = 0;
+    double dp[64];
+    for (int i = 0; i < n; i++) {
+        Json j;
+        if (lines[i][0] == '\0' || json_parse(&j, lines[i], strlen(lines[i]), path, e)) { continue; }
+        if (record_is(&j, "header")) {
+            L = (int)num(&j, 0, "n_layers");
+            M = (int)num(&j, json_get(&j, 0, "params"), "M");
+        } else if (record_is(&j, "summary") && !is_null(&j, 0, "dp_overlap") && k < 64) {
+            dp[k++] = num(&j, 0, "dp_overlap");
+        }
+        json_free(&j);
+    }
+    double sum = 0;
+    int subsets = 0;
+    for (int b = 0; b < (1 << L) && L <= 20; b++) {
+        if (__builtin_popcount((unsigned)b) != M) { continue; }
+        int both = __builtin_popcount((unsigned)(b & ((1 << M) - 1)));
+        sum += M > 0 ? (double)both / (2 * M - both) : 1.0;
+        subsets++;
+    }
+    for (const char *at = strstr(err, "consecutive DP sets overlap "); at; at = strstr(at + 1, "consecutive DP sets overlap ")) {
+        double x, y;
+        int pairs, m;
+        int ok = sscanf(at, "consecutive DP sets overlap %lf (mean Jaccard of %d pairs; two random sets of %d layers: %lf)",
+                        &x, &pairs, &m, &y) == 4;
+        bad += !ok || seen >= k || fabs(x - dp[seen]) > 0.0051 || m != M || fabs(y - sum / subsets) > 0.0051;
+        seen++;
+    }
+    check(bad == 0 && seen == k && k > 0 && subsets > 0, "%s: the text report's DP overlap lines (%d, %d with a "
+          "difference) against the %d summaries' dp_overlap and the mean overlap of random sets of %d of %d layers, "
+          "%.4f by enumeration", name, seen, bad, k, M, L, subsets ? sum / subsets : NAN);
+    free(lines);
+    free(text);
 }
 
 // Quick mode's prompts file: the first line of the reference prompts, alone.
@@ -460,8 +526,7 @@ int main(void) {
         snprintf(quoted + q, sizeof(quoted) - q, " --trace %s", got);
         int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", quoted, NULL, &err);
         check(rc == 0 && strstr(err, "wrote ") != NULL, "%s: exit %d: %s", name, rc, err);
-        free(err);
-        if (rc != 0) { continue; }
+        if (rc != 0) { free(err); continue; }
         ran++;
         compare_trace(name, got, ref);
         Seen seen = check_consistency(name, got);
@@ -473,6 +538,7 @@ int main(void) {
             check(seen.swift > 2, "swift: %d optimization steps in the trace", seen.swift);
         } else if (strcmp(name, "clasp") == 0) {
             check(seen.clasp > 2, "clasp: %d DPs in the trace", seen.clasp);
+            check_dp_report(name, err, got);
         } else if (strcmp(name, "static") == 0) {
             check(seen.ends[END_EXIT] > 0, "static: no draft ended at the exit threshold");
         } else if (strcmp(name, "static-exit-none") == 0) {
@@ -486,6 +552,7 @@ int main(void) {
         }
         check(seen.swift + seen.clasp == 0 || strcmp(name, "swift") == 0 || strcmp(name, "clasp") == 0,
               "%s: SWIFT or CLaSp events in another method's trace", name);
+        free(err);
     }
     check(ran >= 8, "%d of the reference traces ran, want 8", ran);
     // SWIFT App. C.2 on a model whose drafts stay under 0.7 acceptance: r steps down by 0.05, each
