@@ -3,11 +3,18 @@
 // regeneration would bless); each expectation is computed here, not with the helper it checks:
 //   - a round's end, drafted, accepted, emitted, leaf and verify rows replayed from its own draft
 //     and verification, SWIFT's tree filling its pass and an EOS among kept drafts included;
+//   - each method's K and exit rule against its paper's values, directly and in the CLI; the exit
+//     confidence under sampling (the top-1 probability); random sets' overlap by enumeration;
 //   - top-p against a brute-force nucleus on rows built to hit its edges;
 //   - the draft exit's state across prompts; an EOS among the kept drafts cut from the statistics;
-//   - CLaSp: the DP runs at the last accepted token's slot; M capped at the end of the context;
+//   - CLaSp: the DP against a brute force of its recursion (set, closest decision, path, a planted
+//     tie) and M's rounding; what it drafts with before its first DP; the DP runs at the last
+//     accepted token's slot; M capped at the end of the context;
 //   - SWIFT: the matchness window; the best set carried once the search ended; the patience
-//     counter; App. C.2's ratio rule; the budget counting the next step's price.
+//     counter; App. C.2's ratio rule, at 0.7, per block; the budget counting the next step's
+//     price; the GP's schedule and two-point wait; candidates capped at 2(L - 2);
+//   - Self-SD's warm-up under measured scores; conf_mean null with nothing drafted.
+// `./test/test_properties NAME...` runs only the tests named (main lists them).
 #define TESTING
 #include "../selfspec.cu"
 #include "testing.h"
@@ -562,7 +569,8 @@ static void test_conf_sampling(const char *dir) {
                 const float *lg = m.state.logits_host;
                 double top1 = top1_double(lg, V), max = lg[first_argmax(lg, V)], sum = 0;
                 for (int i = 0; i < V; i++) { sum += exp((double)lg[i] - max); }
-                double sampled = exp((double)lg[s->draft[j + 1]] - max) / sum, q = s->q_rows[(size_t)j * V + s->draft[j + 1]];
+                int d = s->draft[j + 1];
+                double sampled = exp((double)lg[d] - max) / sum, q = s->q_rows[(size_t)j * V + d];
                 bad += fabs(r.conf[j] - top1) > 1e-6;
                 told += fabs(top1 - sampled) > 1e-3 && fabs(top1 - q) > 1e-3; // the two readings differ here
             }
@@ -740,7 +748,8 @@ static BruteDp brute_dp(Model *m, const int *seq, int slot, const float *h, int 
     SkipSet *sets = (SkipSet *)calloc_check((size_t)(L + 1) * (M + 1), sizeof(SkipSet)); // the set of cell (i, j)
     double *gain = (double *)calloc_check((size_t)(L + 1) * (M + 1), sizeof(double));
     float *states = (float *)malloc_check((size_t)(2 * L + 1) * dim * sizeof(float));
-    float *a = (float *)malloc_check((size_t)dim * sizeof(float)), *b = (float *)malloc_check((size_t)dim * sizeof(float));
+    float *a = (float *)malloc_check((size_t)dim * sizeof(float));
+    float *b = (float *)malloc_check((size_t)dim * sizeof(float));
     BruteDp d;
     memset(&d, 0, sizeof(d));
     d.margin = INFINITY;
@@ -869,7 +878,8 @@ static void test_clasp_start(const char *dir) {
             const Round *x = &round_log.r[r];
             int want_dp = (r + 1) % 3 == 0 && r + 1 < round_log.n;
             const SkipSet *want_skip = r < 3 ? &start : &round_log.r[r - 1].next;
-            bad += x->dp != want_dp || !same_set(&x->skip, want_skip, L) || (!x->dp && !same_set(&x->next, &x->skip, L));
+            bad += x->dp != want_dp || !same_set(&x->skip, want_skip, L) ||
+                   (!x->dp && !same_set(&x->next, &x->skip, L));
             dps += x->dp;
             changed += x->dp && !same_set(&x->next, &start, L);
         }
@@ -1076,7 +1086,8 @@ static void test_swift_schedule(const char *dir) {
         gp_free(&w.gp);
     }
     check(bad == 0 && gp_steps == 6, "SWIFT's schedule: %d steps took another phase than start at o = 1 (and after "
-          "the restart), GP at multiples of beta once the GP holds two points, else random (%d GP steps, want 6: 25, 50, 100; 4, 6, 8)",
+          "the restart), GP at multiples of beta once the GP holds two points, else random (%d GP steps, want 6: "
+          "25, 50, 100; 4, 6, 8)",
           bad, gp_steps);
     free_model(&m);
 }
@@ -1086,8 +1097,9 @@ static void test_swift_schedule(const char *dir) {
 // tokens, not rounds, weighted). Exactly 0.7 (35 of 50) keeps r, 34 of 50 lowers it; 25 rounds of
 // 4 kept drafts and 25 of 1 rejected are 100 of 125 (0.8), r stays (the rounds' mean rate, 0.5,
 // would drop it), and 25 rounds keeping 1 of 4 with 25 keeping 1 of 1 are 50 of 125, r drops (50
-// rounds that all kept something would not); and 30 rejected rounds straddling two blocks, each block at 0.7, keep it where a
-// sliding window of the last 50 rounds (at 0.4) would drop it (README describes blocks).
+// rounds that all kept something would not); and 30 rejected rounds straddling two blocks, each
+// block at 0.7, keep it where a sliding window of the last 50 rounds (at 0.4) would drop it
+// (README describes blocks).
 static void test_swift_ratio_blocks(void) {
     const int L = 6;
     MethodParams mp = method_params_default();
