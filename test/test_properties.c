@@ -430,7 +430,8 @@ static void test_round_accounting(const char *dir) {
     SpecParams sp = {alternate_layers(L), 3, draft_exit_default(), NULL};
     sp.exit.mode = EXIT_FIXED;
     sp.exit.threshold = 0.03f; // about half of this model's draft confidences
-    ReplayRun chain = {3, 0, 0, 40};
+    // quick (the sanitizer pass): shorter outputs still reach every end, a filled tree and a leaf
+    ReplayRun chain = {3, 0, 0, quick(40, 24)};
     replay_run(&m, "static K 3, fixed 0.03", &sp, NULL, &chain, ends, &leaves, &filled);
     MethodParams mp = method_params_default();
     mp.swift.window = 1 << 20; // no optimization step: the tree of the starting set
@@ -440,7 +441,7 @@ static void test_round_accounting(const char *dir) {
         SpecParams sw = {sel.swift.best, 25, draft_exit_default(), NULL};
         method_drafting(METHOD_SWIFT, &sw.max_draft, &sw.exit);
         if (exit_none) { sw.exit.mode = EXIT_NONE; }
-        ReplayRun tree = {25, exit_none, 1, 48};
+        ReplayRun tree = {25, exit_none, 1, quick(48, 32)};
         replay_run(&m, exit_none ? "swift tree, no exit" : "swift tree, fixed 0.8", &sw, &sel, &tree, ends, &leaves,
                    &filled);
         selector_free(&sel);
@@ -1052,8 +1053,8 @@ static void test_swift_ratio_rule(const char *dir) {
 // then step o is the GP's when o is a multiple of beta and the GP holds two points, else random.
 // With App. B.2's beta = 25 the first GP step is the 25th (23 random steps after the start warm
 // it up) and the next the 50th. After App. C.2's restart empties the GP, the next step is a start
-// again, its one point the GP's only one: a multiple of beta right after it (here the 75th) is
-// random, the two-point wait, and the GP's turn comes back at the 100th. With beta = 2 the wait
+// again, its one point the GP's only one: a multiple of beta right after it (here the 75th; the
+// 50th in quick mode) is random, the two-point wait, and the GP's turn comes back at the 100th. With beta = 2 the wait
 // comes at the second step of the run, so the first GP step is the 4th.
 static void test_swift_schedule(const char *dir) {
     Model m;
@@ -1062,7 +1063,9 @@ static void test_swift_schedule(const char *dir) {
     int L = m.config.n_layers, seq[64], bad = 0, gp_steps = 0;
     int pos = past_swift_window(&m, seq);
     MethodParams mp = method_params_default();
-    const int betas[2] = {25, 2}, lengths[2] = {100, 8};
+    // quick (the sanitizer pass): the restart at step 49, so the wait falls on the 50th
+    const int betas[2] = {25, 2}, lengths[2] = {quick(100, 51), 8}, restart_at = quick(74, 49);
+    int waits = 0;
     for (int c = 0; c < 2; c++) {
         Swift w;
         swift_init(&w, &mp.swift, L, 5);
@@ -1072,7 +1075,7 @@ static void test_swift_schedule(const char *dir) {
         w.p.patience = w.p.max_steps = 1 << 30;
         int points = 0; // the GP's points before the step, counted here
         for (int o = 1; o <= lengths[c]; o++) {
-            if (c == 0 && o == 74) { // a restart: 50 verifications of rejected drafts
+            if (c == 0 && o == restart_at) { // a restart: 50 verifications of rejected drafts
                 for (int v = 0; v < 50; v++) { swift_after_verify(&w, L, 1, 0); }
                 bad += w.gp.n != 0;
                 points = -1; // the next step starts over
@@ -1081,14 +1084,14 @@ static void test_swift_schedule(const char *dir) {
             int want = o == 1 || points < 0 ? 0 : o % betas[c] == 0 && points >= 2 ? 2 : 1;
             bad += w.phase != want || w.steps != o;
             gp_steps += w.phase == 2;
+            waits += o > 1 && points == 1 && o % betas[c] == 0;
             points = points < 0 ? 1 : points + 1;
         }
         gp_free(&w.gp);
     }
-    check(bad == 0 && gp_steps == 6, "SWIFT's schedule: %d steps took another phase than start at o = 1 (and after "
-          "the restart), GP at multiples of beta once the GP holds two points, else random (%d GP steps, want 6: "
-          "25, 50, 100; 4, 6, 8)",
-          bad, gp_steps);
+    check(bad == 0 && gp_steps == quick(6, 4) && waits == 2, "SWIFT's schedule: %d steps took another phase than "
+          "start at o = 1 (and after the restart), GP at multiples of beta once the GP holds two points, else random "
+          "(%d GP steps, want 25, 50, 100 and 4, 6, 8; %d waits on one point, want 2)", bad, gp_steps, waits);
     free_model(&m);
 }
 
