@@ -48,7 +48,7 @@ HAVE_JSMN := $(shell $(CC) -I. -E -x c /dev/null -include jsmn.h >/dev/null 2>&1
 JSMN_CHECK = $(if $(HAVE_JSMN),@true,@echo "jsmn.h not found: install libjsmn-dev (Debian/Ubuntu), or put the single header from https://github.com/zserge/jsmn (jsmn.h) next to selfspec.cu" && false)
 CUDA_TESTS = test/test_forward_cuda test/test_decode_cuda test/test_select_cuda
 
-.PHONY: all cuda cuda-tests test test-build test-draw test-big test-cuda test-asan test-asan-quick asan-build print-tests fuzz demo bench bench-guard bench-gpu help clean
+.PHONY: all cuda cuda-tests test test-build bug-zoo test-draw test-big test-cuda test-asan test-asan-quick asan-build print-tests fuzz demo bench bench-guard bench-gpu help clean
 
 # the CPU binary ./selfspec
 all: selfspec
@@ -137,6 +137,12 @@ test/fuzz/fuzz_%: test/fuzz/fuzz_%.c test/fuzz/fuzz_util.h test/fuzz/fuzz_main.h
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -x c $< -o $@ -lm
 fuzz: $(FUZZ_TARGETS:%=test/fuzz/fuzz_%)
 	@for t in $(FUZZ_TARGETS); do sh test/fuzz/run_fuzz.sh $$t $(FUZZ_SECONDS) $(FUZZ_RUNS) || exit 1; done
+
+# the zoo of published speculative-decoding bugs (test/bug_zoo/README.md): each put into a copy
+# of the tree as a find/replace patch, which must be caught by the property test it names; prints
+# a table (bug, source, caught by, CPU seconds). Needs python3; a few minutes; CI does not run it
+bug-zoo:
+	@python3 test/bug_zoo/run.py
 
 # the HF reference comparison on SmolLM2-135M (make it first with tiny_models/get_smollm2.sh)
 test-big: test/test_forward

@@ -5674,7 +5674,8 @@ static void print_draft_stats(FILE *f, const DraftStats *d, int rounds, int draf
     fprintf(f, n > 1 ? "]" : ", \"accept_by_position\": []");
     fprintf(f, ", \"draft_ends\": {\"exit\": %d, \"K\": %d, \"room\": %d, \"eos\": %d}",
             d->ends[END_EXIT], d->ends[END_K], d->ends[END_ROOM], d->ends[END_EOS]);
-    fprintf(f, ", \"conf_mean\": %.4f", drafted > 0 ? d->conf_sum / drafted : 0.0);
+    if (drafted > 0) { fprintf(f, ", \"conf_mean\": %.4f", d->conf_sum / drafted); }
+    else { fprintf(f, ", \"conf_mean\": null"); } // no draft token: no mean, as dp_overlap
     if (d->dps > 1) {
         fprintf(f, ", \"dp_overlap\": %.4f", d->overlap_sum / (d->dps - 1));
     } else {

@@ -2,11 +2,14 @@
 //   - greedy: for both tiny models, 20+ prompts and 30+ skip sets, K in {1, 4, 12} and every
 //     draft-exit mode, the tokens equal plain greedy decoding and the full-model logits row of
 //     every emitted token is bitwise the one plain decoding used;
-//   - the one-step sampling rule outputs exactly p (analytically, and by 10^6 draws);
+//   - the one-step sampling rule outputs exactly p (analytically, and by 10^6 draws), and so does
+//     verify_chain on constructed rows (its first, second and bonus token, T = 1 and T = 0.7 /
+//     top-p 0.9, 200,000 draws);
 //   - end to end, the first three sampled tokens follow the model's exact joint distribution,
 //     with two draft tokens in the round after the first, under a static skip set, SWIFT (chain
 //     verification), ASD and CLaSp, at T = 1 and at T = 0.7 / top-p 0.9;
 //   - the gamma update rule against hand-computed values; edge cases.
+// `./test/test_decode NAME...` runs only the tests named (main lists them; test/bug_zoo uses it).
 #define TESTING
 #include "../selfspec.cu"
 #include "testing.h"
@@ -236,6 +239,76 @@ static void test_bonus_token(void) {
     check(kept == 0 && counts[0] == 0 && counts[1] == 0 && fabs(p3 - 0.64) < 0.017,
           "bonus token at T 0.5, top-p 0.6: counts (%ld, %ld, %ld, %ld) of %ld, want P(3) = .64, P(0) = P(1) = 0",
           counts[0], counts[1], counts[2], counts[3], draws);
+    free_spec_scratch(s);
+}
+
+// The verification's output, exactly p, on constructed rows (the rule's wiring in verify_chain,
+// which the one-step test above does not reach: which p row and q row each draft position is
+// judged by, the residual draw after a rejection, the bonus from row k). Three logits rows give
+// p0, p1, p2 (warped by T and top-p), two q rows are given as they are; the test draws d1 ~ q0 and
+// d2 ~ q1 from its own stream and runs verify_chain with k = 2, 200,000 times. The rows do not
+// depend on the tokens before them, so the first token out is distributed as p0, the second (when
+// d1 was kept) as p1 and the third (both kept: the bonus) as p2, each against p computed here in
+// double from the logits (softmax, then the nucleus by its definition). Cheap, so at T = 1 it
+// catches what the end-to-end joint needs thousands of seeds for (issue 48: a resample from p
+// instead of the residual).
+static void nucleus_double(const float *logits, int n, double T, double top_p, double *p) {
+    double sum = 0, mass = 0;
+    int order[8];
+    for (int i = 0; i < n; i++) { p[i] = exp(logits[i] / T); sum += p[i]; order[i] = i; }
+    for (int i = 0; i < n; i++) { p[i] /= sum; }
+    for (int i = 1; i < n; i++) { // insertion sort by probability, descending
+        for (int j = i; j > 0 && p[order[j]] > p[order[j - 1]]; j--) {
+            int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+        }
+    }
+    int keep = 0;
+    while (keep < n && mass < top_p) { mass += p[order[keep++]]; }
+    for (int k = 0; k < n; k++) { p[order[k]] = k < keep ? p[order[k]] / mass : 0.0; }
+}
+
+static void test_verify_chain_exact(float temperature, float top_p) {
+    enum { V = 6, K = 2 };
+    // p rows far from the q rows; at T = 0.7 the cumulative masses pass top-p 0.9 at least 0.001 from it
+    const double pr[K + 1][V] = {{.05, .30, .10, .25, .20, .10}, {.40, .10, .05, .05, .30, .10},
+                                 {.10, .10, .50, .10, .10, .10}};
+    const float q[K][V] = {{.30f, .05f, .35f, .05f, .05f, .20f}, {.10f, .40f, .10f, .30f, .05f, .05f}};
+    float logits[(K + 1) * V];
+    for (int i = 0; i < (K + 1) * V; i++) { logits[i] = (float)log(pr[i / V][i % V]); }
+    Model m;
+    memset(&m, 0, sizeof(m));
+    m.config.vocab_size = V;
+    m.state.logits_host = logits;
+    SpecScratch *s = build_spec_scratch(&m.config, K, 1);
+    memcpy(s->q_rows, q, sizeof(q));
+    Sampler smp = {temperature, top_p, {0}};
+    rng_seed(&smp.rng, 48);
+    Rng draft;
+    rng_seed(&draft, 4848);
+    long first[V] = {0}, second[V] = {0}, bonus[V] = {0}, n2 = 0, n3 = 0, draws = 200000;
+    for (long t = 0; t < draws; t++) {
+        s->draft[1] = sample_probs(q[0], V, rng_uniform(&draft));
+        s->draft[2] = sample_probs(q[1], V, rng_uniform(&draft));
+        int next, j = verify_chain(&m, &smp, K, s, &next);
+        if (j < 0 || j > K || next < 0 || next >= V) { check(0, "verify_chain: kept %d, next %d", j, next); break; }
+        first[j >= 1 ? s->draft[1] : next]++;
+        if (j >= 1) { second[j >= 2 ? s->draft[2] : next]++; n2++; }
+        if (j == K) { bonus[next]++; n3++; }
+    }
+    double p[K + 1][V];
+    for (int r = 0; r <= K; r++) { nucleus_double(logits + r * V, V, temperature, top_p, p[r]); }
+    int df[3];
+    double ratio[3] = {chi2_ratio(first, p[0], V, draws, &df[0]), chi2_ratio(second, p[1], V, n2, &df[1]),
+                       chi2_ratio(bonus, p[2], V, n3, &df[2])};
+    printf("  verify_chain at T=%.1f top-p %.2f: chi-square / critical(1e-3) of the first, second and bonus "
+           "token: %.3f %.3f %.3f (%ld, %ld, %ld draws)\n", temperature, top_p, ratio[0], ratio[1], ratio[2], draws,
+           n2, n3);
+    check(n2 > draws / 10 && n3 > draws / 20 && draws - n2 > draws / 10 && n2 - n3 > draws / 10,
+          "verify_chain: %ld of %ld rounds kept d1, %ld both: a path went untested", n2, draws, n3);
+    for (int r = 0; r <= K; r++) {
+        check(ratio[r] < 1.0, "verify_chain at T=%.1f top-p %.2f: token %d of the round is not distributed as p%d "
+              "(chi2 ratio %.3f, df %d)", temperature, top_p, r + 1, r, ratio[r], df[r]);
+    }
     free_spec_scratch(s);
 }
 
@@ -525,17 +598,22 @@ static void test_output_time_is_other(const char *dir) {
     free_model(&m);
 }
 
-int main(void) {
-    test_gamma_rule();
-    test_sampling_rule();
-    test_top_p();
-    test_bonus_token();
+int main(int argc, char **argv) {
+    select_tests(argc, argv);
+    if (selected("gamma_rule")) { test_gamma_rule(); }
+    if (selected("sampling_rule")) { test_sampling_rule(); }
+    if (selected("verify_chain")) {
+        test_verify_chain_exact(1.0f, 1.0f);
+        test_verify_chain_exact(0.7f, 0.9f);
+    }
+    if (selected("top_p")) { test_top_p(); }
+    if (selected("bonus_token")) { test_bonus_token(); }
     const char *dirs[] = {"tiny_models/llama2-tiny-random", "tiny_models/llama3-tiny-random"};
     for (int k = 0; k < 2; k++) {
         Model m;
         char err[SS_ERR_LEN];
         if (!check(build_model(&m, dirs[k], 0, err) == 0, "%s", err)) { continue; }
-        test_greedy_lossless(&m, dirs[k]);
+        if (selected("greedy")) { test_greedy_lossless(&m, dirs[k]); }
         if (k == 0) {
             // the distributions sharpened (logits x2) so the joint of 3 tokens has mass to test
             scale_on_device(m.weights.lm_head, (size_t)m.config.vocab_size * m.config.dim, 2.0f);
@@ -544,6 +622,9 @@ int main(void) {
             memset(&none, 0, sizeof(none));
             const int methods[4] = {METHOD_STATIC, METHOD_SWIFT, METHOD_ASD, METHOD_CLASP};
             for (int mi = 0; mi < 4; mi++) {
+                char name[32];
+                snprintf(name, sizeof(name), "sampling_%s", method_name(methods[mi]));
+                if (!selected(name) && !selected("sampling")) { continue; }
                 // quick: 250 seeds still give df 11 and 10 (at least 10 checked below) and reach every
                 // method's two-draft and selection paths
                 long seeds = quick(SAMPLING_SEEDS, SAMPLING_SEEDS / 16);
@@ -553,8 +634,8 @@ int main(void) {
         }
         free_model(&m);
     }
-    test_edges("tiny_models/llama2-tiny-random");
-    test_exit_direction("tiny_models/llama2-tiny-random");
-    test_output_time_is_other("tiny_models/llama2-tiny-random");
+    if (selected("edges")) { test_edges("tiny_models/llama2-tiny-random"); }
+    if (selected("exit_direction")) { test_exit_direction("tiny_models/llama2-tiny-random"); }
+    if (selected("output_time")) { test_output_time_is_other("tiny_models/llama2-tiny-random"); }
     return test_summary("test_decode");
 }

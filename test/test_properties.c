@@ -1,11 +1,20 @@
 // test_properties.c: documented behaviours, each stated as a property and checked directly on
 // the engine's functions (never through the reference traces in test/refs/traces/, which a
-// regeneration would bless):
+// regeneration would bless); each expectation is computed here, not with the helper it checks:
+//   - a round's end, drafted, accepted, emitted, leaf and verify rows replayed from its own draft
+//     and verification, SWIFT's tree filling its pass and an EOS among kept drafts included;
+//   - each method's K and exit rule against its paper's values, directly and in the CLI; the exit
+//     confidence under sampling (the top-1 probability); random sets' overlap by enumeration;
 //   - top-p against a brute-force nucleus on rows built to hit its edges;
 //   - the draft exit's state across prompts; an EOS among the kept drafts cut from the statistics;
-//   - CLaSp: the DP runs at the last accepted token's slot; M capped at the end of the context;
+//   - CLaSp: the DP against a brute force of its recursion (set, closest decision, path, a planted
+//     tie) and M's rounding; what it drafts with before its first DP; the DP runs at the last
+//     accepted token's slot; M capped at the end of the context;
 //   - SWIFT: the matchness window; the best set carried once the search ended; the patience
-//     counter; App. C.2's ratio rule; the budget counting the next step's price.
+//     counter; App. C.2's ratio rule, at 0.7, per block; the budget counting the next step's
+//     price; the GP's schedule and two-point wait; candidates capped at 2(L - 2);
+//   - Self-SD's warm-up under measured scores; conf_mean null with nothing drafted.
+// `./test/test_properties NAME...` runs only the tests named (main lists them).
 #define TESTING
 #include "../selfspec.cu"
 #include "testing.h"
@@ -276,6 +285,324 @@ static void test_eos_in_draft(const char *dir) {
     free_model(&m);
 }
 
+// A run's rounds, whole (the Round the observer sees), for the replays below.
+enum { MAX_ROUNDS = 256 };
+typedef struct {
+    int n;
+    Round r[MAX_ROUNDS];
+} RoundLog;
+static RoundLog round_log;
+
+static void keep_round(void *ctx, const Round *r, const Selector *sel) {
+    RoundLog *g = (RoundLog *)ctx;
+    (void)sel;
+    if (g->n < MAX_ROUNDS) { g->r[g->n] = *r; }
+    g->n++;
+}
+
+// The draft's top-1 probability, max softmax(logits) at T = 1, in double.
+static double top1_double(const float *logits, int V) {
+    double max = logits[0], sum = 0;
+    for (int i = 1; i < V; i++) { max = logits[i] > max ? logits[i] : max; }
+    for (int i = 0; i < V; i++) { sum += exp((double)logits[i] - max); }
+    return 1.0 / sum;
+}
+
+static int first_argmax(const float *v, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) { best = v[i] > v[best] ? i : best; }
+    return best;
+}
+
+// SWIFT's tree leaves at one draft step, by their definition (Sec. 4.2; hemingkx/SWIFT's greedy
+// widths 3, 5, 8, 10 for a confidence above 0.95, 0.8, 0.5, else): the width - 1 tokens after the
+// argmax in decreasing logit, ties to the lower id, at most `room` of them (and 16, MAX_ALTS).
+static int tree_leaves(const float *logits, int V, float conf, int room, int *alts) {
+    int width = conf > 0.95f ? 3 : conf > 0.8f ? 5 : conf > 0.5f ? 8 : 10, n = 0, top = first_argmax(logits, V);
+    for (int want = width - 1 < 16 ? width - 1 : 16; n < want && n < room && n < V - 1; n++) {
+        int best = -1;
+        for (int i = 0; i < V; i++) {
+            int used = i == top;
+            for (int q = 0; q < n; q++) { used |= alts[q] == i; }
+            if (!used && (best < 0 || logits[i] > logits[best])) { best = i; }
+        }
+        alts[n] = best;
+    }
+    return n;
+}
+
+// What one round of greedy decoding must have done, replayed from the text alone: the cache
+// rebuilt by the full model over seq[0..pos-1], the draft run token by token under the round's
+// set, its confidences, the rules README "The trace" gives for `end` (in that order: SWIFT's tree
+// filling the pass, then the exit rule below gamma before the round's limit, then the limit: K,
+// or `room` below K), accepted as the longest prefix of the draft that is plain decoding's text
+// seq (with a tree, then one more when plain decoding's token is a leaf of the first rejected
+// depth), emitted one more, cut at an EOS (then drafted and accepted too, and `end` eos), and the
+// rows of the verification pass. Counts each field that differs from r's into *bad.
+typedef struct { int K, exit_none, tree, max_new; } ReplayRun;
+static void replay_round(Model *m, const int *seq, int n_seq, const Round *r, const ReplayRun *run, int before,
+                         int *bad, int *leaves_seen, int *filled) {
+    const Config *c = &m->config;
+    int V = c->vocab_size, pos = r->pos, row, draft[MAX_DRAFT + 2], alts[MAX_DRAFT + 1][16], n_alts[MAX_DRAFT + 1];
+    int limit = run->K;
+    if (limit > c->seq_len - 1 - pos) { limit = c->seq_len - 1 - pos; }
+    if (limit > run->max_new - before - 1) { limit = run->max_new - before - 1; }
+    if (skip_count(&r->skip, c->n_layers) == 0) { limit = 0; }
+    int room = c->seq_len - pos < m->state.max_tokens ? c->seq_len - pos : m->state.max_tokens;
+    int end = limit == run->K ? END_K : END_ROOM, k = 0, leaves = 0, conf_bad = 0;
+    prefill(m, seq, pos, NULL, NULL, &row);
+    draft[0] = seq[pos];
+    while (k < limit) {
+        forward(m, &draft[k], 1, pos + k, &r->skip, NULL, NULL);
+        const float *logits = m->state.logits_host;
+        conf_bad += fabs(top1_double(logits, V) - r->conf[k]) > 1e-6;
+        float conf = r->conf[k]; // the recorded float: the threshold decisions are taken on it
+        draft[++k] = first_argmax(logits, V);
+        if (run->tree) {
+            n_alts[k] = tree_leaves(logits, V, conf, room - 1 - k - leaves, alts[k]);
+            leaves += n_alts[k];
+            if (1 + k + leaves == room) { end = END_ROOM; break; }
+        }
+        if (!run->exit_none && k < limit && conf < r->gamma_before) { end = END_EXIT; break; }
+    }
+    int a = 0, leaf = 0;
+    while (a < k && pos + 1 + a < n_seq && draft[a + 1] == seq[pos + 1 + a]) { a++; }
+    if (run->tree && a < k && pos + 1 + a < n_seq) {
+        for (int q = 0; q < n_alts[a + 1]; q++) { leaf |= alts[a + 1][q] == seq[pos + 1 + a]; }
+        a += leaf;
+    }
+    int emitted = a + 1, drafted = k;
+    for (int e = 0; e < a && c->n_eos > 0; e++) { // an EOS among the kept drafts ends the output there
+        if (is_eos(c, seq[pos + 1 + e])) { emitted = e + 1; drafted = a = e; end = END_EOS; leaf = 0; break; }
+    }
+    int rows = run->tree ? 1 + k + leaves : k + 1, ok = conf_bad == 0 && r->end == end && r->drafted == drafted &&
+           r->accepted == a && r->emitted == emitted && r->leaf == leaf && r->verify_rows == rows;
+    if (!ok && *bad < 5) {
+        fprintf(stderr, "  round %d at pos %d: end %d drafted %d accepted %d emitted %d leaf %d verify %d (%d "
+                "confidences off); replayed: %d %d %d %d %d %d\n", r->round, pos, r->end, r->drafted, r->accepted,
+                r->emitted, r->leaf, r->verify_rows, conf_bad, end, drafted, a, emitted, leaf, rows);
+    }
+    *bad += !ok;
+    *leaves_seen += leaf;
+    *filled += run->tree && rows == room && end == END_ROOM;
+}
+
+// Greedy self-speculative decoding under one setting, then each of its rounds replayed
+// (replay_round); the output must be plain decoding's. Adds the rounds seen by end to ends[].
+static void replay_run(Model *m, const char *what, const SpecParams *sp_in, Selector *sel, const ReplayRun *run,
+                       int *ends, int *leaves, int *filled) {
+    int prompt[4] = {1, 9, 17, 25}, seq[600], plain[512], spec[512];
+    Sampler greedy = greedy_sampler();
+    GenStats gs;
+    Output po = output(plain, run->max_new, NULL, NULL), so = output(spec, run->max_new, NULL, NULL);
+    int np = generate_plain(m, prompt, 4, NULL, &greedy, &po, &gs);
+    SpecParams sp = *sp_in;
+    Observer watch = {&round_log, NULL, keep_round, NULL};
+    sp.observer = &watch;
+    round_log.n = 0;
+    SpecStats st;
+    int ns = generate_spec(m, prompt, 4, &sp, sel, &greedy, &so, &st);
+    check(ns == np && memcmp(plain, spec, (size_t)np * sizeof(int)) == 0 && round_log.n <= MAX_ROUNDS,
+          "%s: greedy output differs from plain decoding (%d vs %d tokens)", what, ns, np);
+    memcpy(seq, prompt, sizeof(prompt));
+    memcpy(seq + 4, plain, (size_t)np * sizeof(int));
+    int bad = 0, before = 1; // the prefill's token
+    for (int i = 0; i < round_log.n && i < MAX_ROUNDS; i++) {
+        const Round *r = &round_log.r[i];
+        replay_round(m, seq, 4 + np, r, run, before, &bad, leaves, filled);
+        ends[r->end]++;
+        before += r->emitted;
+    }
+    check(bad == 0 && before == np, "%s: %d of %d rounds differ from their replay (end, counts, leaf, verify rows), "
+          "or the rounds emit %d tokens of %d", what, bad, round_log.n, before, np);
+}
+
+// A round's `end`, `drafted`, `accepted`, `emitted`, `leaf` and `verify` from the round's own
+// draft and verification (replay_round), over settings that reach every end: a static set whose
+// drafts end by the fixed threshold, at K and at the tokens wanted; a 24-token context (room);
+// SWIFT's tree with no exit rule (each depth's 9 leaves fill the 64-token pass at depth 7) and
+// with its 0.8 (leaves kept); an EOS among kept drafts (the draft planted to be the full model).
+static void test_round_accounting(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir, 0)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, ends[4] = {0, 0, 0, 0}, leaves = 0, filled = 0;
+    SpecParams sp = {alternate_layers(L), 3, draft_exit_default(), NULL};
+    sp.exit.mode = EXIT_FIXED;
+    sp.exit.threshold = 0.03f; // about half of this model's draft confidences
+    // quick (the sanitizer pass): shorter outputs still reach every end, a filled tree and a leaf
+    ReplayRun chain = {3, 0, 0, quick(40, 24)};
+    replay_run(&m, "static K 3, fixed 0.03", &sp, NULL, &chain, ends, &leaves, &filled);
+    MethodParams mp = method_params_default();
+    mp.swift.window = 1 << 20; // no optimization step: the tree of the starting set
+    for (int exit_none = 1; exit_none >= 0; exit_none--) {
+        Selector sel;
+        selector_init(&sel, METHOD_SWIFT, &mp, L, 1);
+        SpecParams sw = {sel.swift.best, 25, draft_exit_default(), NULL};
+        method_drafting(METHOD_SWIFT, &sw.max_draft, &sw.exit);
+        if (exit_none) { sw.exit.mode = EXIT_NONE; }
+        ReplayRun tree = {25, exit_none, 1, quick(48, 32)};
+        replay_run(&m, exit_none ? "swift tree, no exit" : "swift tree, fixed 0.8", &sw, &sel, &tree, ends, &leaves,
+                   &filled);
+        selector_free(&sel);
+    }
+    free_model(&m);
+    if (!load_model(&m, dir, 24)) { return; }
+    m.config.n_eos = 0;
+    SpecParams cut = {alternate_layers(L), 12, draft_exit_default(), NULL};
+    cut.exit.mode = EXIT_NONE;
+    ReplayRun to_end = {12, 1, 0, 40};
+    replay_run(&m, "static K 12 to the end of a 24-token context", &cut, NULL, &to_end, ends, &leaves, &filled);
+    free_model(&m);
+    if (!load_model(&m, dir, 0)) { return; }
+    SkipSet planted = alternate_layers(L);
+    plant(&m, &planted);
+    m.config.n_eos = 0;
+    int prompt[4] = {1, 9, 17, 25}, plain[48], eos = -1;
+    Sampler greedy = greedy_sampler();
+    GenStats gs;
+    Output po = output(plain, 41, NULL, NULL);
+    int n = generate_plain(&m, prompt, 4, NULL, &greedy, &po, &gs);
+    for (int i = 6; i < n && eos < 0; i++) { // rounds of 4 kept drafts: token i is round (i - 1) / 5's
+        int first = (i - 1) % 5 == 2;
+        for (int t = 0; t < i; t++) { first &= plain[t] != plain[i]; }
+        eos = first ? plain[i] : -1;
+    }
+    m.config.n_eos = eos >= 0;
+    m.config.eos_ids[0] = eos;
+    SpecParams all = {planted, 4, draft_exit_default(), NULL};
+    all.exit.mode = EXIT_NONE;
+    ReplayRun with_eos = {4, 1, 0, 41};
+    replay_run(&m, "static K 4 planted, an EOS among the kept drafts", &all, NULL, &with_eos, ends, &leaves, &filled);
+    free_model(&m);
+    printf("  rounds replayed: ends exit %d, K %d, room %d (%d of them a tree filling its pass), eos %d; %d leaves "
+           "kept\n", ends[END_EXIT], ends[END_K], ends[END_ROOM], filled, ends[END_EOS], leaves);
+    check(eos >= 0 && ends[END_EXIT] > 0 && ends[END_K] > 0 && ends[END_ROOM] > filled && filled > 0 &&
+          ends[END_EOS] == 1 && leaves > 0, "round replay: an end, a filled tree or a kept leaf went unseen");
+}
+
+// Each method's draft length K and exit rule, against the papers' values method_drafting's
+// comment cites, written here once more: Self-SD Table 7 (K = 12; the adaptive rule from
+// gamma_0 = 0.6 toward alpha = 0.9 in steps of eps = 0.01, beta1 = 0.5, beta2 = 0.9) for plain
+// decoding, a static set, Self-SD and ASD (which keeps Self-SD's drafting); SWIFT App.
+// B.2's N_D = 25 with the fixed epsilon 0.8 (hemingkx/SWIFT's stop_threshold; the paper gives no
+// value); CLaSp Sec. 5.3.3's fixed 0.7, with Self-SD's K. Then the CLI: each --method's trace
+// header shows the same K and rule.
+typedef struct { int method; const char *name, *args; int K, mode; float gamma; } PaperDrafting;
+static const PaperDrafting paper_drafting[] = {
+    {METHOD_NONE, "plain", "", 12, EXIT_ADAPTIVE, 0.6f},
+    {METHOD_STATIC, "static", "--skip attn:1", 12, EXIT_ADAPTIVE, 0.6f},
+    {METHOD_SELFSD, "selfsd", "--method selfsd --iters 1 --objective cost", 12, EXIT_ADAPTIVE, 0.6f},
+    {METHOD_SWIFT, "swift", "--method swift", 25, EXIT_FIXED, 0.8f},
+    {METHOD_ASD, "asd", "--method asd", 12, EXIT_ADAPTIVE, 0.6f},
+    {METHOD_CLASP, "clasp", "--method clasp", 12, EXIT_FIXED, 0.7f},
+};
+
+static double key_number(const Json *j, int obj, const char *key) {
+    int v = obj >= 0 ? json_get(j, obj, key) : -1;
+    return v > 0 && j->tok[v].type == JSMN_PRIMITIVE ? strtod(j->js + j->tok[v].start, NULL) : NAN;
+}
+
+static void test_method_drafting(void) {
+    char tmp[] = "/tmp/selfspec_drafting_XXXXXX", args[512], path[300], err[SS_ERR_LEN];
+    if (!check(mkdtemp(tmp) != NULL, "mkdtemp failed")) { return; }
+    snprintf(path, sizeof(path), "%s/trace.jsonl", tmp);
+    for (size_t k = 0; k < sizeof(paper_drafting) / sizeof(paper_drafting[0]); k++) {
+        const PaperDrafting *w = &paper_drafting[k];
+        int K;
+        DraftExit d;
+        method_drafting(w->method, &K, &d);
+        int adaptive_ok = w->mode != EXIT_ADAPTIVE || (d.target == 0.9f && d.step == 0.01f && d.beta1 == 0.5f &&
+                                                       d.beta2 == 0.9f && d.ar == 0.0f && d.rounds == 0);
+        check(K == w->K && d.mode == w->mode && d.threshold == w->gamma && adaptive_ok, "method_drafting(%s): K %d, "
+              "exit mode %d from gamma %g; its paper: K %d, mode %d, gamma %g", w->name, K, d.mode, d.threshold, w->K,
+              w->mode, w->gamma);
+        snprintf(args, sizeof(args), "-m tiny_models/llama2-tiny-random -n 2 %s --trace %s", w->args, path);
+        int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", args, NULL, NULL);
+        char *text = rc == 0 ? read_or_exit(path, NULL) : NULL;
+        Json j;
+        int parsed = text && json_parse(&j, text, strcspn(text, "\n"), path, err) == 0;
+        int exit = parsed ? json_get(&j, 0, "exit") : -1, mode = exit > 0 ? json_get(&j, exit, "mode") : -1;
+        static const char *modes[] = {"adaptive", "fixed", "none"};
+        check(parsed && key_number(&j, 0, "K") == w->K && mode > 0 && json_eq(&j, mode, modes[w->mode]) &&
+              (float)key_number(&j, exit, "gamma") == w->gamma && // %.9g: a float32 round-trips
+              (w->mode != EXIT_ADAPTIVE || ((float)key_number(&j, exit, "alpha") == 0.9f &&
+                                            (float)key_number(&j, exit, "step") == 0.01f &&
+                                            (float)key_number(&j, exit, "beta1") == 0.5f &&
+                                            (float)key_number(&j, exit, "beta2") == 0.9f)),
+              "--method %s: the trace header's K and exit are not its paper's (K %d, %s from %g; exit %d): %.300s",
+              w->name, w->K, modes[w->mode], w->gamma, rc, text ? text : "");
+        if (parsed) { json_free(&j); }
+        free(text);
+    }
+    snprintf(args, sizeof(args), "rm -rf %s", tmp);
+    if (system(args) != 0) { fprintf(stderr, "could not remove %s\n", tmp); }
+}
+
+// The exit confidence under sampling (the Decision in draft_tokens): the top-1 probability of the
+// draft's softmax at T = 1, as Self-SD Alg. 3 and SWIFT Sec. 4.2 write it, not the probability of
+// the token sampled (dilab-zju/self-speculative-decoding's and hemingkx/SWIFT's choice). Drafts of
+// 8 tokens sampled at T = 1 and at T = 0.7 / top-p 0.9 through draft_tokens; each step's logits
+// are rebuilt by rerunning the drafted tokens, and its recorded confidence compared with both.
+static void test_conf_sampling(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir, 0)) { return; }
+    enum { K = 8 };
+    int V = m.config.vocab_size, prompt[4] = {1, 9, 17, 25}, row, bad = 0, steps = 0, told = 0;
+    SpecScratch *s = build_spec_scratch(&m.config, K, 64);
+    SpecParams sp = {alternate_layers(m.config.n_layers), K, draft_exit_default(), NULL};
+    sp.exit.mode = EXIT_NONE;
+    const float temps[2] = {1.0f, 0.7f}, tops[2] = {1.0f, 0.9f};
+    for (int c = 0; c < 2; c++) {
+        for (int seed = 0; seed < 12; seed++) {
+            Sampler smp = {temps[c], tops[c], {0}};
+            rng_seed(&smp.rng, (uint64_t)seed);
+            Round r;
+            memset(&r, 0, sizeof(r));
+            r.pos = 4;
+            prefill(&m, prompt, 4, NULL, NULL, &row);
+            s->draft[0] = first_argmax(m.state.logits_host + (size_t)row * V, V);
+            int k = draft_tokens(&m, &sp, &smp, K, s, &r);
+            prefill(&m, prompt, 4, NULL, NULL, &row);
+            for (int j = 0; j < k; j++, steps++) {
+                forward(&m, &s->draft[j], 1, 4 + j, &sp.skip, NULL, NULL);
+                const float *lg = m.state.logits_host;
+                double top1 = top1_double(lg, V), max = lg[first_argmax(lg, V)], sum = 0;
+                for (int i = 0; i < V; i++) { sum += exp((double)lg[i] - max); }
+                int d = s->draft[j + 1];
+                double sampled = exp((double)lg[d] - max) / sum, q = s->q_rows[(size_t)j * V + d];
+                bad += fabs(r.conf[j] - top1) > 1e-6;
+                told += fabs(top1 - sampled) > 1e-3 && fabs(top1 - q) > 1e-3; // the two readings differ here
+            }
+        }
+    }
+    check(bad == 0 && told > steps / 4, "exit confidence under sampling: %d of %d steps record another value than "
+          "the draft's top-1 probability (%d steps tell it from the sampled token's)", bad, steps, told);
+    free_spec_scratch(s);
+    free_model(&m);
+}
+
+// The text report's CLaSp line compares consecutive DP sets with "two random sets of M layers":
+// the mean Jaccard overlap of two sets of m of L layers drawn at random. Here by enumeration (by
+// symmetry one set is the first m layers, the other every m-subset in turn), for L up to 14.
+static void test_random_overlap(void) {
+    int bad = 0;
+    for (int L = 1; L <= 14; L++) {
+        for (int mm = 0; mm <= L; mm++) {
+            double sum = 0;
+            long n = 0;
+            for (int b = 0; b < (1 << L); b++) {
+                if (__builtin_popcount((unsigned)b) != mm) { continue; }
+                int both = __builtin_popcount((unsigned)(b & ((1 << mm) - 1)));
+                sum += mm == 0 ? 1.0 : (double)both / (2 * mm - both);
+                n++;
+            }
+            bad += fabs(random_overlap(mm, L) - sum / n) > 1e-9;
+        }
+    }
+    check(bad == 0, "random_overlap: %d of the (m, L) pairs for L <= 14 differ from the enumeration", bad);
+}
+
 // ---------------------------------------------------------------------------- CLaSp
 
 // The full model's hidden states (2L + 1, dim) of seq[slot] after seq[0..slot-1], the cache
@@ -382,6 +709,184 @@ static void test_clasp_context_end(const char *dir) {
     int nb = generate_spec(&m, prompt, 4, &sp, &sel, &smp, &ob, &st);
     check(na == nb && nb >= 24 - 4 && memcmp(a, b, (size_t)na * sizeof(int)) == 0 && st.selections >= 3,
           "CLaSp to the end of a 24-token context: %d tokens (plain %d), %d DPs", nb, na, st.selections);
+    selector_free(&sel);
+    free_model(&m);
+}
+
+// CLaSp's DP (Eq. 2, Algorithm 1) against a brute force of its recursion: every state the DP
+// holds, g(i, j) for the cells of the band that can still end at (L, M), is the token run through
+// layers 1..i with a set of j of them skipped, and here each is recomputed from its set alone,
+// by one forward pass with those layers skipped (its state after layer i), not from the DP's
+// batched rows. Each decision is gain = cos(h_i, skip) - cos(h_i, run), the layer skipped when the
+// gain is positive: a tie runs it (the Decision, zy-ning/Spec-Bench's rule). The set backtracked
+// from (L, M), the closest decision (margin, layer, skips: the first smallest |gain|, layers then
+// skips in order), and the gain along the path (the trace's `path`) must be select_clasp's.
+typedef struct {
+    SkipSet set;
+    double margin;
+    int layer, skips;
+    double path[SS_MAX_LAYERS];
+} BruteDp;
+
+static double cos_double(const float *a, const float *b, int n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++) { ab += (double)a[i] * b[i]; aa += (double)a[i] * a[i]; bb += (double)b[i] * b[i]; }
+    return aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
+}
+
+// The state after layer i (1-based) of token seq[slot] run through the layers under set (the cache
+// holding the full model's K/V of seq[0..slot-1]).
+static void state_after(Model *m, int token, int slot, const SkipSet *set, int i, float *states, float *out) {
+    int idx[1] = {0};
+    Capture cap = {1, idx, states};
+    forward(m, &token, 1, slot, set, NULL, &cap);
+    memcpy(out, states + (size_t)(2 * i) * m->config.dim, (size_t)m->config.dim * sizeof(float));
+}
+
+static BruteDp brute_dp(Model *m, const int *seq, int slot, const float *h, int M) {
+    int L = m->config.n_layers, dim = m->config.dim;
+    SkipSet *sets = (SkipSet *)calloc_check((size_t)(L + 1) * (M + 1), sizeof(SkipSet)); // the set of cell (i, j)
+    double *gain = (double *)calloc_check((size_t)(L + 1) * (M + 1), sizeof(double));
+    float *states = (float *)malloc_check((size_t)(2 * L + 1) * dim * sizeof(float));
+    float *a = (float *)malloc_check((size_t)dim * sizeof(float));
+    float *b = (float *)malloc_check((size_t)dim * sizeof(float));
+    BruteDp d;
+    memset(&d, 0, sizeof(d));
+    d.margin = INFINITY;
+    d.layer = d.skips = -1;
+    for (int i = 1; i <= L; i++) {
+        const float *h_i = h + (size_t)(2 * i) * dim;
+        int lo = M - (L - i) > 1 ? M - (L - i) : 1;
+        for (int j = lo; j <= i && j <= M; j++) {
+            SkipSet skip = sets[(i - 1) * (M + 1) + j - 1]; // g(i-1, j-1), then layer i skipped
+            skip.attn[i - 1] = skip.mlp[i - 1] = 1;
+            double g = INFINITY;
+            if (j <= i - 1) { // g(i-1, j) then layer i run: both states, from their sets
+                state_after(m, seq[slot], slot, &skip, i, states, a);
+                state_after(m, seq[slot], slot, &sets[(i - 1) * (M + 1) + j], i, states, b);
+                g = cos_double(h_i, a, dim) - cos_double(h_i, b, dim);
+                if (fabs(g) < d.margin) { d.margin = fabs(g); d.layer = i - 1; d.skips = j; }
+            }
+            sets[i * (M + 1) + j] = g > 0 ? skip : sets[(i - 1) * (M + 1) + j];
+            gain[i * (M + 1) + j] = g;
+        }
+    }
+    d.set = sets[L * (M + 1) + M];
+    for (int i = L, j = M; i > 0; i--) {
+        d.path[i - 1] = j > 0 ? gain[i * (M + 1) + j] : NAN;
+        j -= j > 0 && gain[i * (M + 1) + j] > 0;
+    }
+    free(sets); free(gain); free(states); free(a); free(b);
+    return d;
+}
+
+// Whether select_clasp's decision record agrees with the brute force's.
+static int same_dp(const SkipSet *got, const ClaspDp *dp, const BruteDp *want, int L) {
+    int ok = same_set(got, &want->set, L) && dp->layer == want->layer && dp->skips == want->skips &&
+             (dp->margin == want->margin || fabs(dp->margin - want->margin) < 1e-12);
+    for (int l = 0; l < L && ok; l++) {
+        double p = dp->path[l], w = (float)want->path[l];
+        ok = (isnan(p) && isnan(w)) || p == w || fabs(p - w) <= 1e-6 * fabs(w);
+    }
+    return ok;
+}
+
+// Then ties, planted: with layers 0 and 1 made the identity (o_proj and down_proj zeroed), after
+// layer 2 the states "layer 1 skipped" (g(1, 0), the full state h_1 = h_0) and "layer 1 run on
+// g(1, 1) = h_0" are the same vector, a gain of exactly 0: the layer runs, so with M = 1 the DP
+// skips layer 0 (where only skipping was left), and the closest decision is that tie. And M is
+// round(r L), half away from zero: the CLI's --clasp-ratio through selector_init.
+static void test_clasp_brute_force(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir, 0)) { return; }
+    int L = m.config.n_layers, dim = m.config.dim, seq[40], agree = 0, cases = 0;
+    for (int t = 0; t < 40; t++) { seq[t] = (13 * t + 7) % m.config.vocab_size; }
+    float *h = (float *)malloc_check((size_t)(2 * L + 1) * dim * sizeof(float));
+    for (int slot = 12; slot < 36; slot += 11) {
+        for (int M = 1; M < L; M++) {
+            hidden_at(&m, seq, slot, h);
+            BruteDp want = brute_dp(&m, seq, slot, h, M);
+            hidden_at(&m, seq, slot, h); // the cache as the DP finds it: slot holds the token's own K/V
+            ClaspDp dp;
+            SkipSet got = select_clasp(&m, h, slot, M, &dp);
+            agree += same_dp(&got, &dp, &want, L) && skip_count(&got, L) == 2 * M;
+            cases++;
+        }
+    }
+    check(agree == cases, "CLaSp: the DP's set, closest decision or path differs from the brute force's in %d of "
+          "%d cases", cases - agree, cases);
+    SkipSet identity;
+    memset(&identity, 0, sizeof(identity));
+    identity.attn[0] = identity.mlp[0] = identity.attn[1] = identity.mlp[1] = 1;
+    plant(&m, &identity);
+    hidden_at(&m, seq, 20, h);
+    BruteDp want = brute_dp(&m, seq, 20, h, 1);
+    hidden_at(&m, seq, 20, h);
+    ClaspDp dp;
+    SkipSet got = select_clasp(&m, h, 20, 1, &dp);
+    check(same_dp(&got, &dp, &want, L) && got.attn[0] && !got.attn[1] && dp.margin == 0.0 && dp.layer == 1 &&
+          dp.skips == 1, "CLaSp with a tie at layer 1: skips layer 0 %d, layer 1 %d, margin %g at (%d, %d); want "
+          "layer 0 (the tie runs layer 1) and the tie as the closest decision", got.attn[0], got.attn[1], dp.margin,
+          dp.layer, dp.skips);
+    free(h);
+    free_model(&m);
+    const struct { float r; int L, M; } round_m[] = {{0.5f, 6, 3}, {0.25f, 6, 2}, {0.75f, 6, 5}, {0.45f, 12, 5},
+                                                     {0.5f, 5, 3}, {0.125f, 12, 2}, {0.0f, 6, 0}, {1.0f, 6, 6}};
+    int bad = 0;
+    for (size_t k = 0; k < sizeof(round_m) / sizeof(round_m[0]); k++) {
+        MethodParams mp = method_params_default();
+        mp.clasp.skip_ratio = round_m[k].r;
+        Selector sel;
+        selector_init(&sel, METHOD_CLASP, &mp, round_m[k].L, 1);
+        bad += sel.clasp_skip != round_m[k].M;
+        selector_free(&sel);
+    }
+    check(bad == 0, "CLaSp's M: %d of the ratios are not rounded half away from zero (2.5 layers -> 3)", bad);
+}
+
+// What CLaSp drafts with before its first DP (the Decision in selector_after_prefill: no DP on the
+// prefill), and what a DP replaces: each prompt's first rounds draft with alternate_layers, the
+// DP after the interval-th verification (here 3) replaces it from the next round on, the set then
+// holds until the next DP, and the next prompt of the run starts from alternate_layers again,
+// whatever the last DP chose.
+static void test_clasp_start(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir, 0)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, out[48], bad = 0, dps = 0, changed = 0;
+    SkipSet start = alternate_layers(L);
+    MethodParams mp = method_params_default();
+    mp.clasp.interval = 3;
+    Selector sel;
+    selector_init(&sel, METHOD_CLASP, &mp, L, 1);
+    for (int pi = 0; pi < 2; pi++) {
+        int prompt[4] = {1, 9 + 4 * pi, 17, 25};
+        SpecParams sp = {start, 3, draft_exit_default(), NULL};
+        sp.exit.mode = EXIT_NONE;
+        Observer watch = {&round_log, NULL, keep_round, NULL};
+        sp.observer = &watch;
+        if (pi == 1) { // what the caller holds after the first prompt: its last DP's set
+            sp.skip = round_log.r[round_log.n - 1].next;
+            bad += same_set(&sp.skip, &start, L);
+        }
+        round_log.n = 0;
+        Sampler smp = greedy_sampler();
+        SpecStats st;
+        Output o = output(out, 40, NULL, NULL);
+        generate_spec(&m, prompt, 4, &sp, &sel, &smp, &o, &st);
+        for (int r = 0; r < round_log.n && r < MAX_ROUNDS; r++) {
+            const Round *x = &round_log.r[r];
+            int want_dp = (r + 1) % 3 == 0 && r + 1 < round_log.n;
+            const SkipSet *want_skip = r < 3 ? &start : &round_log.r[r - 1].next;
+            bad += x->dp != want_dp || !same_set(&x->skip, want_skip, L) ||
+                   (!x->dp && !same_set(&x->next, &x->skip, L));
+            dps += x->dp;
+            changed += x->dp && !same_set(&x->next, &start, L);
+        }
+    }
+    check(bad == 0 && dps >= 8 && changed > 0, "CLaSp's start: %d rounds drafted with another set than "
+          "alternate_layers before the first DP, or the last DP's after it, or ran a DP off the interval (%d DPs, "
+          "%d changed the start set)", bad, dps, changed);
     selector_free(&sel);
     free_model(&m);
 }
@@ -543,6 +1048,177 @@ static void test_swift_ratio_rule(const char *dir) {
     free_model(&m);
 }
 
+// SWIFT Eq. 2's schedule as decided in swift_step: step o = 1 scores the starting set (`start`),
+// then step o is the GP's when o is a multiple of beta and the GP holds two points, else random.
+// With App. B.2's beta = 25 the first GP step is the 25th (23 random steps after the start warm
+// it up) and the next the 50th. After App. C.2's restart empties the GP, the next step is a start
+// again, its one point the GP's only one: a multiple of beta right after it (here the 75th; the
+// 50th in quick mode) is random, the two-point wait, and the GP's turn comes back at the 100th. With beta = 2 the wait
+// comes at the second step of the run, so the first GP step is the 4th.
+static void test_swift_schedule(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir, 0)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, seq[64], bad = 0, gp_steps = 0;
+    int pos = past_swift_window(&m, seq);
+    MethodParams mp = method_params_default();
+    // quick (the sanitizer pass): the restart at step 49, so the wait falls on the 50th
+    const int betas[2] = {25, 2}, lengths[2] = {quick(100, 51), 8}, restart_at = quick(74, 49);
+    int waits = 0;
+    for (int c = 0; c < 2; c++) {
+        Swift w;
+        swift_init(&w, &mp.swift, L, 5);
+        w.p.bo_every = betas[c];
+        w.p.budget = 1.0f;
+        w.p.target = 1.01f;
+        w.p.patience = w.p.max_steps = 1 << 30;
+        int points = 0; // the GP's points before the step, counted here
+        for (int o = 1; o <= lengths[c]; o++) {
+            if (c == 0 && o == restart_at) { // a restart: 50 verifications of rejected drafts
+                for (int v = 0; v < 50; v++) { swift_after_verify(&w, L, 1, 0); }
+                bad += w.gp.n != 0;
+                points = -1; // the next step starts over
+            }
+            swift_step(&w, &m, seq, 4, pos);
+            int want = o == 1 || points < 0 ? 0 : o % betas[c] == 0 && points >= 2 ? 2 : 1;
+            bad += w.phase != want || w.steps != o;
+            gp_steps += w.phase == 2;
+            waits += o > 1 && points == 1 && o % betas[c] == 0;
+            points = points < 0 ? 1 : points + 1;
+        }
+        gp_free(&w.gp);
+    }
+    check(bad == 0 && gp_steps == quick(6, 4) && waits == 2, "SWIFT's schedule: %d steps took another phase than "
+          "start at o = 1 (and after the restart), GP at multiples of beta once the GP holds two points, else random "
+          "(%d GP steps, want 25, 50, 100 and 4, 6, 8; %d waits on one point, want 2)", bad, gp_steps, waits);
+    free_model(&m);
+}
+
+// App. C.2 as decided in swift_after_verify: at every 50th verification, r drops by 0.05 when
+// the drafts verified in the block of 50 since the last check were accepted below 0.7 (drafted
+// tokens, not rounds, weighted). Exactly 0.7 (35 of 50) keeps r, 34 of 50 lowers it; 25 rounds of
+// 4 kept drafts and 25 of 1 rejected are 100 of 125 (0.8), r stays (the rounds' mean rate, 0.5,
+// would drop it), and 25 rounds keeping 1 of 4 with 25 keeping 1 of 1 are 50 of 125, r drops (50
+// rounds that all kept something would not); and 30 rejected rounds straddling two blocks, each
+// block at 0.7, keep it where a sliding window of the last 50 rounds (at 0.4) would drop it
+// (README describes blocks).
+static void test_swift_ratio_blocks(void) {
+    const int L = 6;
+    MethodParams mp = method_params_default();
+    struct { const char *what; int n, drafted[2], accepted[2], split; float want; } cases[] = {
+        {"35 of 50", 50, {1, 1}, {1, 0}, 35, 0.45f},
+        {"34 of 50", 50, {1, 1}, {1, 0}, 34, 0.45f - 0.05f},
+        {"100 of 125 drafts", 50, {4, 1}, {4, 0}, 25, 0.45f},
+        {"50 of 125 drafts", 50, {4, 1}, {1, 1}, 25, 0.45f - 0.05f},
+        {"49 rejected, no check yet", 49, {1, 1}, {0, 0}, 0, 0.45f},
+    };
+    for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+        Swift w;
+        swift_init(&w, &mp.swift, L, 1);
+        for (int v = 0; v < cases[k].n; v++) {
+            int b = v >= cases[k].split;
+            swift_after_verify(&w, L, cases[k].drafted[b], cases[k].accepted[b]);
+        }
+        check(w.ratio == cases[k].want, "SWIFT App. C.2, %s: r %.2f, want %.2f", cases[k].what, w.ratio,
+              cases[k].want);
+        gp_free(&w.gp);
+    }
+    Swift w;
+    swift_init(&w, &mp.swift, L, 1);
+    for (int v = 0; v < 100; v++) { swift_after_verify(&w, L, 1, v < 35 || v >= 65); } // rounds 36-65 rejected
+    check(w.ratio == 0.45f, "SWIFT App. C.2: two blocks at 0.7 with 30 rejected rounds across them: r %.2f, want "
+          "0.45 (blocks, not a sliding window)", w.ratio);
+    gp_free(&w.gp);
+}
+
+// A candidate skips round(r 2L) sublayers, never in the first or last layer (Sec. 4.1.2 as
+// hemingkx/SWIFT does): above r = (L - 2) / L that count does not fit in the 2(L - 2) others, and
+// every candidate skips all of them (README says so), the trace's ratio staying the r given.
+static void test_swift_count_cap(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir, 0)) { return; }
+    m.config.n_eos = 0;
+    int L = m.config.n_layers, seq[64], bad = 0;
+    int pos = past_swift_window(&m, seq);
+    MethodParams mp = method_params_default();
+    const float ratios[3] = {0.45f, 0.66f, 0.9f};
+    for (int c = 0; c < 3; c++) {
+        Swift w;
+        swift_init(&w, &mp.swift, L, 9);
+        w.p.budget = 1.0f;
+        w.p.target = 1.01f;
+        w.ratio = ratios[c];
+        long count = lroundf(ratios[c] * 2 * L), want = count < 2 * (L - 2) ? count : 2 * (L - 2);
+        for (int o = 0; o < 6; o++) {
+            swift_step(&w, &m, seq, 4, pos);
+            bad += o > 0 && (skip_count(&w.cand, L) != want || w.cand.attn[0] || w.cand.mlp[0] ||
+                             w.cand.attn[L - 1] || w.cand.mlp[L - 1] || w.cand_ratio != ratios[c]);
+        }
+        gp_free(&w.gp);
+    }
+    check(bad == 0, "SWIFT: %d candidates skip another count than min(round(r 2L), 2(L - 2)), or the first or "
+          "last layer", bad);
+    free_model(&m);
+}
+
+// Self-SD's search under --objective time scores a set by its measured time, and the GP is fitted
+// to those scores: two runs propose the same random warm-up sets (the empty set, then the first
+// iters / 5, drawn from the seed) and then sets that follow the measurements (README, Self-SD).
+// Two searches whose scores are one landscape plus different noise (the test's score replaces
+// decoding; the repeats of the time objective included).
+typedef struct { Rng noise; } NoisyScore;
+static double noisy_score(void *ctx, const SkipSet *s) {
+    NoisyScore *n = (NoisyScore *)ctx;
+    int k = 0;
+    for (int l = 0; l < 6; l++) { k += s->attn[l] * (l + 1) + s->mlp[l] * (7 - l); }
+    return 20.0 - 0.5 * k + rng_uniform(&n->noise);
+}
+
+static void test_selfsd_time_candidates(const char *dir) {
+    Model m;
+    if (!load_model(&m, dir, 0)) { return; }
+    MethodParams mp = method_params_default();
+    mp.selfsd.iters = 30;
+    SkipSet cands[2][64];
+    int n[2] = {0, 0};
+    for (int run = 0; run < 2; run++) {
+        NoisyScore ns;
+        rng_seed(&ns.noise, 100 + (uint64_t)run);
+        Objective obj;
+        memset(&obj, 0, sizeof(obj));
+        obj.score = noisy_score;
+        obj.score_ctx = &ns;
+        obj.observer = &engine_watcher;
+        EngineLog *g = watch_engine();
+        select_selfsd(&m, &obj, &mp.selfsd, 42);
+        for (int c = 0; c < g->candidates && c < 64; c++) { cands[run][n[run]++] = g->cand[c]; }
+    }
+    unwatch_engine();
+    int warm = 1 + mp.selfsd.iters / 5, same_warm = 0, same_after = 0, L = m.config.n_layers;
+    for (int c = 0; c < n[0] && c < n[1]; c++) {
+        int same = same_set(&cands[0][c], &cands[1][c], L);
+        if (c < warm) { same_warm += same; } else { same_after += same; }
+    }
+    check(n[0] == n[1] && n[0] == 1 + mp.selfsd.iters && same_warm == warm && same_after < n[0] - warm,
+          "Self-SD under measured scores: %d and %d candidates, %d of the %d warm-up ones the same in both runs, %d of "
+          "the GP's %d", n[0], n[1], same_warm, warm, same_after, n[0] - warm);
+    free_model(&m);
+}
+
+// With nothing drafted (an empty set drafts nothing) --json's conf_mean is null, as dp_overlap is
+// with fewer than two DPs: a mean over no token is not 0.
+static void test_conf_mean_null(void) {
+    char tmp[] = "/tmp/selfspec_confmean_XXXXXX", args[256], *out;
+    if (!check(mkdtemp(tmp) != NULL, "mkdtemp failed")) { return; }
+    int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", "-m tiny_models/llama2-tiny-random -n 4 --skip - --json", &out,
+                          NULL);
+    check(rc == 0 && strstr(out, "\"drafted\": 0,") && strstr(out, "\"conf_mean\": null"), "--json with nothing "
+          "drafted: want conf_mean null (exit %d): %.600s", rc, out);
+    free(out);
+    snprintf(args, sizeof(args), "rm -rf %s", tmp);
+    if (system(args) != 0) { fprintf(stderr, "could not remove %s\n", tmp); }
+}
+
 static double fake_now;
 static double fake_clock(void) { return fake_now; }
 
@@ -574,16 +1250,28 @@ static void test_swift_budget_price(const char *dir) {
     free_model(&m);
 }
 
-int main(void) {
-    test_top_p_brute_force();
-    test_exit_across_prompts("tiny_models/kjv-12l");
-    test_eos_in_draft("tiny_models/llama2-tiny-random");
-    test_clasp_dp_slot("tiny_models/kjv-12l");
-    test_clasp_context_end("tiny_models/llama2-tiny-random");
-    test_swift_window_ends("tiny_models/llama2-tiny-random");
-    test_swift_best_carried("tiny_models/llama2-tiny-random");
-    test_swift_patience("tiny_models/llama2-tiny-random");
-    test_swift_ratio_rule("tiny_models/llama2-tiny-random");
-    test_swift_budget_price("tiny_models/llama2-tiny-random");
+int main(int argc, char **argv) {
+    select_tests(argc, argv);
+    if (selected("round_accounting")) { test_round_accounting("tiny_models/llama2-tiny-random"); }
+    if (selected("method_drafting")) { test_method_drafting(); }
+    if (selected("conf_sampling")) { test_conf_sampling("tiny_models/llama2-tiny-random"); }
+    if (selected("random_overlap")) { test_random_overlap(); }
+    if (selected("clasp_brute_force")) { test_clasp_brute_force("tiny_models/llama2-tiny-random"); }
+    if (selected("clasp_start")) { test_clasp_start("tiny_models/llama2-tiny-random"); }
+    if (selected("top_p")) { test_top_p_brute_force(); }
+    if (selected("exit_across_prompts")) { test_exit_across_prompts("tiny_models/kjv-12l"); }
+    if (selected("eos_in_draft")) { test_eos_in_draft("tiny_models/llama2-tiny-random"); }
+    if (selected("clasp_dp_slot")) { test_clasp_dp_slot("tiny_models/kjv-12l"); }
+    if (selected("clasp_context_end")) { test_clasp_context_end("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_window_ends")) { test_swift_window_ends("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_best_carried")) { test_swift_best_carried("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_patience")) { test_swift_patience("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_ratio_rule")) { test_swift_ratio_rule("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_budget_price")) { test_swift_budget_price("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_schedule")) { test_swift_schedule("tiny_models/llama2-tiny-random"); }
+    if (selected("swift_ratio_blocks")) { test_swift_ratio_blocks(); }
+    if (selected("swift_count_cap")) { test_swift_count_cap("tiny_models/llama2-tiny-random"); }
+    if (selected("selfsd_time_candidates")) { test_selfsd_time_candidates("tiny_models/llama2-tiny-random"); }
+    if (selected("conf_mean_null")) { test_conf_mean_null(); }
     return test_summary("test_properties");
 }

@@ -6,7 +6,10 @@
 // drafted, accepted, n_tokens = 1 + the tokens emitted), each round starts where the last one
 // ended (pos + accepted + 1), gamma_before is the last round's gamma_after, conf has one entry per
 // drafted token, a chain's verify pass is drafted + 1 rows, and the events are the summary's
-// "selections". Each method's own records are reached (SWIFT steps, CLaSp DPs with a margin, ASD's
+// "selections"; the summary's statistics are recomputed from the rounds without the engine's
+// helpers (conf_mean, null when nothing was drafted; gamma_first, gamma_last, gamma_mean;
+// dp_overlap), and CLaSp's text line against them and against random sets by enumeration.
+// Each method's own records are reached (SWIFT steps, CLaSp DPs with a margin, ASD's
 // C_l, the searches' candidates). Regenerate the references with sh test/refs/traces/make.sh.
 #define TESTING
 #include "../selfspec.cu"
@@ -241,6 +244,14 @@ static int array_is(const Json *j, const char *key, const double *want, int n, d
     return ok;
 }
 
+// The Jaccard overlap of two skip sets, |a and b| / |a or b| over their sublayers, counted here by
+// inclusion-exclusion (|a| + |b| - |a and b|), not with the engine's jaccard; 1 for two empty sets.
+static double overlap(const SkipSet *a, const SkipSet *b, int L) {
+    int na = skip_count(a, L), nb = skip_count(b, L), both = 0;
+    for (int l = 0; l < L; l++) { both += (a->attn[l] && b->attn[l]) + (a->mlp[l] && b->mlp[l]); }
+    return na + nb - both > 0 ? (double)both / (na + nb - both) : 1.0;
+}
+
 // The rounds of one trace against its summaries; returns what it saw.
 static Seen check_consistency(const char *name, const char *path) {
     Seen seen;
@@ -248,8 +259,9 @@ static Seen check_consistency(const char *name, const char *path) {
     char *text = read_or_exit(path, NULL), err[SS_ERR_LEN];
     char **lines;
     int n = split_lines(text, &lines), L = 0, rounds = 0, drafted = 0, accepted = 0, emitted = 0;
-    int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0, K = 0;
+    int events = 0, pos = -1, prompt = -1, bad = 0, fixed_gamma = 0, none = 0, swift = 0, K = 0, plain = 0;
     int selfsd = 0, iters = 0, kjv = 0;
+    double gamma_first = NAN, gamma_last = NAN, gamma_sum = 0; // this prompt's rounds' thresholds
     // this prompt's rounds by draft length, and by draft position: reached, and kept
     int lengths[MAX_DRAFT + 1], reached[MAX_DRAFT], kept[MAX_DRAFT], longest = 0;
     double last_ratio = NAN; // SWIFT's r at its last step or restart
@@ -281,6 +293,7 @@ static Seen check_consistency(const char *name, const char *path) {
             K = (int)num(&j, 0, "K");
             int exit = json_get(&j, 0, "exit"), mode = json_get(&j, exit, "mode");
             none = json_eq(&j, mode, "none");
+            plain = json_eq(&j, json_get(&j, 0, "method"), "plain");
             fixed_gamma = json_eq(&j, mode, "fixed");
             swift = json_eq(&j, json_get(&j, 0, "method"), "swift");
             selfsd = json_eq(&j, json_get(&j, 0, "method"), "selfsd");
@@ -316,7 +329,8 @@ static Seen check_consistency(const char *name, const char *path) {
             memset(kept, 0, sizeof(kept));
             memset(by_end, 0, sizeof(by_end));
             n_conf = dps = n_out = 0;
-            conf_sum = overlap_sum = share_sum = 0;
+            conf_sum = overlap_sum = share_sum = gamma_sum = 0;
+            gamma_first = gamma_last = NAN;
             int ids = json_get(&j, 0, "ids");
             bad |= !check(ids > 0 && j.tok[ids].size == pos, "%s: %d prompt ids, want tokens %d", where,
                           ids > 0 ? j.tok[ids].size : -1, pos);
@@ -401,6 +415,9 @@ static Seen check_consistency(const char *name, const char *path) {
                 bad |= !check((isnan(gamma) || g0 == gamma) && (!fixed_gamma || g0 == g1),
                               "%s: gamma_before %.9g, the last round's gamma_after %.9g", where, g0, gamma);
                 gamma = g1;
+                gamma_first = rounds == 0 ? g0 : gamma_first;
+                gamma_last = g1;
+                gamma_sum += g1;
             }
             value_text(&j, 0, "skip", skip, sizeof(skip));
             bad |= !check(!asd_skip[0] || strcmp(skip, asd_skip) == 0, "%s: drafted with %s, ASD chose %s",
@@ -418,9 +435,11 @@ static Seen check_consistency(const char *name, const char *path) {
                     int c = json_get(&j, sw, "candidate"), n_skip = 0;
                     int first = json_eq(&j, json_get(&j, sw, "phase"), "start") && seen.restarts == 0;
                     for (int q = 0; q < 2 && c > 0; q++) { n_skip += j.tok[json_get(&j, c, q ? "mlp" : "attn")].size; }
-                    bad |= !check((first || n_skip == lround(ratio * 2 * L)) && (isnan(last_ratio) || ratio == last_ratio),
+                    // round(r 2L) sublayers, never in the first or last layer: at most 2(L - 2)
+                    long count = lround(ratio * 2 * L) < 2 * (L - 2) ? lround(ratio * 2 * L) : 2 * (L - 2);
+                    bad |= !check((first || n_skip == count) && (isnan(last_ratio) || ratio == last_ratio),
                                   "%s: a SWIFT step's candidate skips %d, but its ratio %g gives %ld (r before: %g)",
-                                  where, n_skip, ratio, lround(ratio * 2 * L), last_ratio);
+                                  where, n_skip, ratio, count, last_ratio);
                     last_ratio = ratio;
                 }
                 if (rs > 0) { // App. C.2: r down by 0.05, the draft the uniform set of the new size
@@ -444,7 +463,7 @@ static Seen check_consistency(const char *name, const char *path) {
                 if (cl > 0) {
                     value_text(&j, cl, "skip", dp_skip, sizeof(dp_skip));
                     SkipSet dp = skip_at(&j, json_get(&j, cl, "skip"));
-                    overlap_sum += dps++ ? jaccard(&last_dp, &dp, L) : 0;
+                    overlap_sum += dps++ ? overlap(&last_dp, &dp, L) : 0;
                     last_dp = dp;
                 }
                 seen.swift += sw > 0;
@@ -510,9 +529,19 @@ static Seen check_consistency(const char *name, const char *path) {
                           num(&j, ends, "room") == by_end[END_ROOM] && num(&j, ends, "eos") == by_end[END_EOS],
                           "%s: the summary's draft_ends differ from the rounds' ends %d %d %d %d", where,
                           by_end[0], by_end[1], by_end[2], by_end[3]);
-            bad |= !check(fabs(num(&j, 0, "conf_mean") - (n_conf ? conf_sum / n_conf : 0)) <= 5.1e-5,
-                          "%s: conf_mean %g, the rounds' confidences average %g", where, num(&j, 0, "conf_mean"),
-                          n_conf ? conf_sum / n_conf : 0);
+            bad |= !check(n_conf == 0 ? is_null(&j, 0, "conf_mean")
+                                     : fabs(num(&j, 0, "conf_mean") - conf_sum / n_conf) <= 5.1e-5,
+                          "%s: conf_mean %g, the rounds' %d confidences average %g (none: null)", where,
+                          num(&j, 0, "conf_mean"), n_conf, n_conf ? conf_sum / n_conf : NAN);
+            // gamma_first, the first round's gamma_before; gamma_last, the last round's gamma_after;
+            // gamma_mean, the mean of the rounds' gamma_after; null without a threshold (4 decimals)
+            int no_gamma = plain || none;
+            const char *gk[3] = {"gamma_first", "gamma_last", "gamma_mean"};
+            double gw[3] = {gamma_first, gamma_last, rounds > 0 ? gamma_sum / rounds : NAN};
+            for (int q = 0; q < 3 && (no_gamma || rounds > 0); q++) {
+                bad |= !check(no_gamma ? is_null(&j, 0, gk[q]) : fabs(num(&j, 0, gk[q]) - gw[q]) <= 5.1e-5,
+                              "%s: %s %g, the rounds give %g", where, gk[q], num(&j, 0, gk[q]), gw[q]);
+            }
             bad |= !check(dps < 2 ? is_null(&j, 0, "dp_overlap")
                                   : fabs(num(&j, 0, "dp_overlap") - overlap_sum / (dps - 1)) <= 5.1e-5,
                           "%s: dp_overlap %g after %d DPs, the rounds' sets give %g", where,
@@ -746,6 +775,48 @@ static void check_colours(const char *args) {
     free(recs); free(tr); free(legend); free(plain); free(tty); free(pipe_out);
 }
 
+// The text report's CLaSp line, per prompt with two DPs or more: "consecutive DP sets overlap X
+// (mean Jaccard of N pairs; two random sets of M layers: Y)". X must be the summary's dp_overlap
+// (2 decimals), and Y the mean overlap of two random sets of M of the L layers, here by
+// enumeration (by symmetry one set is the first M layers, the other every M-subset in turn).
+static void check_dp_report(const char *name, const char *err, const char *path) {
+    char *text = read_or_exit(path, NULL), **lines, e[SS_ERR_LEN];
+    int n = split_lines(text, &lines), L = 0, M = 0, k = 0, bad = 0, seen = 0;
+    double dp[64];
+    for (int i = 0; i < n; i++) {
+        Json j;
+        if (lines[i][0] == '\0' || json_parse(&j, lines[i], strlen(lines[i]), path, e)) { continue; }
+        if (record_is(&j, "header")) {
+            L = (int)num(&j, 0, "n_layers");
+            M = (int)num(&j, json_get(&j, 0, "params"), "M");
+        } else if (record_is(&j, "summary") && !is_null(&j, 0, "dp_overlap") && k < 64) {
+            dp[k++] = num(&j, 0, "dp_overlap");
+        }
+        json_free(&j);
+    }
+    double sum = 0;
+    int subsets = 0;
+    for (int b = 0; b < (1 << L) && L <= 20; b++) {
+        if (__builtin_popcount((unsigned)b) != M) { continue; }
+        int both = __builtin_popcount((unsigned)(b & ((1 << M) - 1)));
+        sum += M > 0 ? (double)both / (2 * M - both) : 1.0;
+        subsets++;
+    }
+    for (const char *at = strstr(err, "consecutive DP sets overlap "); at; at = strstr(at + 1, "consecutive DP sets overlap ")) {
+        double x, y;
+        int pairs, m;
+        int ok = sscanf(at, "consecutive DP sets overlap %lf (mean Jaccard of %d pairs; two random sets of %d layers: %lf)",
+                        &x, &pairs, &m, &y) == 4;
+        bad += !ok || seen >= k || fabs(x - dp[seen]) > 0.0051 || m != M || fabs(y - sum / subsets) > 0.0051;
+        seen++;
+    }
+    check(bad == 0 && seen == k && k > 0 && subsets > 0, "%s: the text report's DP overlap lines (%d, %d with a "
+          "difference) against the %d summaries' dp_overlap and the mean overlap of random sets of %d of %d layers, "
+          "%.4f by enumeration", name, seen, bad, k, M, L, subsets ? sum / subsets : NAN);
+    free(lines);
+    free(text);
+}
+
 // Quick mode's prompts file: the first line of the reference prompts, alone.
 static void write_first_prompt(const char *path) {
     char *all = read_or_exit("test/refs/traces/prompts.txt", NULL);
@@ -782,8 +853,7 @@ int main(void) {
         snprintf(quoted + q, sizeof(quoted) - q, " --trace %s", got);
         int rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", quoted, NULL, &err);
         check(rc == 0 && strstr(err, "wrote ") != NULL, "%s: exit %d: %s", name, rc, err);
-        free(err);
-        if (rc != 0) { continue; }
+        if (rc != 0) { free(err); continue; }
         ran++;
         compare_trace(name, got, ref);
         Seen seen = check_consistency(name, got);
@@ -798,6 +868,7 @@ int main(void) {
                   seen.swift, seen.leaves);
         } else if (strcmp(name, "clasp") == 0) {
             check(seen.clasp > 2, "clasp: %d DPs in the trace", seen.clasp);
+            check_dp_report(name, err, got);
         } else if (strcmp(name, "static") == 0) {
             check(seen.ends[END_EXIT] > 0 && seen.rejected > 0, "static: %d drafts ended at the exit "
                   "threshold, %d rounds rejected a draft token", seen.ends[END_EXIT], seen.rejected);
@@ -814,6 +885,7 @@ int main(void) {
         }
         check(seen.swift + seen.clasp == 0 || strcmp(name, "swift") == 0 || strcmp(name, "clasp") == 0,
               "%s: SWIFT or CLaSp events in another method's trace", name);
+        free(err);
     }
     check(ran >= 7, "%d of the reference traces ran, want 7", ran);
     // SWIFT App. C.2 on a model whose drafts stay under 0.7 acceptance: r steps down by 0.05, each
@@ -846,6 +918,18 @@ int main(void) {
           events[1], events[2]);
     check_colours("-p 'And the LORD said unto Moses,' -n 40 --skip 'attn:2,4,6,8,10 mlp:3,5,7,9'");
     free_tokenizer(kjv_tok);
+    // above r = (L - 2) / L a candidate skips the 2(L - 2) sublayers outside the first and last
+    // layers, fewer than round(r 2L), and its ratio is still the r given (README, The trace)
+    snprintf(got, sizeof(got), "%s/cap.jsonl", tmp);
+    snprintf(path, sizeof(path), "-m tiny_models/llama2-tiny-random -p Hello -n 48 --method swift --swift-budget 1 "
+             "--skip-ratio 0.9 --trace %s", got);
+    rc = run_selfspec(tmp, "OMP_NUM_THREADS=1", path, NULL, &err);
+    check(rc == 0, "swift at r 0.9: exit %d: %s", rc, err);
+    free(err);
+    if (rc == 0) {
+        Seen seen = check_consistency("swift-cap", got);
+        check(seen.swift > 3, "swift at r 0.9: %d steps", seen.swift);
+    }
     for (int d = 0; d < n_doc; d++) {
         check(doc[d].seen, "README's trace table lists the %s record's key %s, which no trace here holds", doc[d].type,
               doc[d].key);

@@ -14,6 +14,12 @@
   - --tol FIELD=REL[,ABS] by key, by path end and by class, and --ignore;
   - bad input (a missing file, a line that is not JSON, a record without "type", an empty file,
     a bad --tol, one file only): one line naming it, exit 2;
+  - it never lies (issue 48): a value that is not finite differs from every finite one and from
+    the other infinity, whatever the tolerance; a 401-digit integer, 100,000-deep and 65-deep
+    nesting, a header's params as a string, a lone surrogate key, bytes that are not UTF-8 and
+    /dev/zero are one line and exit 2 (never a traceback); U+0085, U+2028 and U+2029 in
+    a trace's text are not line breaks; --ignore takes a record type; --help lists every class,
+    its tolerances and its fields; arrays of different lengths are printed both;
   - another arithmetic: test/refs/traces/arith/, a trace and the same run on a build with FMA
     contraction: different in most lines under plain diff, conf and gamma among them, equal
     under trace_diff (and not with the float32 fields held exactly);
@@ -180,8 +186,10 @@ def field_classes(tmp):
     rc, o, _ = run(a, a)
     check(rc == 0, "arrays against themselves: exit %d %s" % (rc, o))
     rc, o, _ = run(a, b)
-    check(rc == 1 and at + "skip.mlp: 3 items vs 2" in o,
-          "an array set one layer short: %d %r" % (rc, o))
+    mlp = recs[i]["skip"]["mlp"]
+    check(rc == 1 and at + "skip.mlp: %s vs %s (%d items vs %d)" % (json.dumps(mlp), json.dumps(mlp[:-1]),
+                                                                    len(mlp), len(mlp) - 1) in o,
+          "an array set one layer short: both sets, then their sizes: %d %r" % (rc, o))
     # gamma: a decision the other way (Eq. 4 moves it 1e-3 per decision), and one ulp
     g = r["gamma_after"]
     expect_diff(tmp, "a gamma", "asd", i, lambda r: r.update(gamma_after=g - 2e-3),
@@ -339,6 +347,114 @@ def bad_input(tmp):
               % (what, p.returncode, p.stderr, want))
 
 
+def never_lie(tmp):
+    """Issue 48's cases: trace_diff never says "agree" when a value is not finite, never ends in a
+    traceback (which would exit 1, "differ") on an input it cannot read, splits lines on "\\n" only,
+    ignores record types, lists its classes in --help."""
+    recs = load("asd.jsonl")
+    i = first(recs, "round")
+    while recs[i]["drafted"] < 1:
+        i += 1
+    a = write(recs, os.path.join(tmp, "finite.jsonl"))
+
+    def with_conf(name, text):  # record i's conf[0] replaced by a JSON literal
+        out = [json.dumps(r) for r in recs]
+        r = copy.deepcopy(recs[i])
+        r["conf"][0] = "@"
+        out[i] = json.dumps(r).replace('"@"', text)
+        return write_text(tmp, name, out)
+
+    c = recs[i]["conf"][0]
+    for what, x, y, flags in [("Infinity against a finite conf", a, with_conf("inf.jsonl", "Infinity"), []),
+                              ("1e400 against a finite conf", a, with_conf("big.jsonl", "1e400"), []),
+                              ("Infinity against -Infinity", with_conf("inf.jsonl", "Infinity"),
+                               with_conf("ninf.jsonl", "-Infinity"), []),
+                              ("Infinity under --tol conf=1", a, with_conf("inf.jsonl", "Infinity"),
+                               ["--tol", "conf=1"])]:
+        rc, out, err = run(x, y, *flags)
+        check(rc == 1 and "conf[0]: " in out and "not finite" in out,
+              "%s: exit %d %r (want a difference: no tolerance reaches an infinity)" % (what, rc, out + err))
+    rc, out, _ = run(with_conf("nan-a.jsonl", "NaN"), with_conf("nan-b.jsonl", "NaN"))
+    check(rc == 0, "NaN against NaN: exit %d %r (want equal)" % (rc, out))
+    check("%.9g" % c not in ("inf", "nan"), "the finite conf")
+    # unreadable inputs: one line on stderr, exit 2. Each beside a partner that the old script
+    # compared it with and crashed on (a traceback, exit 1: "differ"), or read forever
+    deep = '{"type": "round", "v": ' + "[" * 100000 + "]" * 100000 + "}"
+    header = copy.deepcopy(recs[0])
+    header["params"] = "cos_threshold=0.985"
+    one = write_text(tmp, "one.jsonl", ['{"type": "round", "accepted": 1, "v": []}'])
+    cases = [
+        ("a 401-digit integer", write_text(tmp, "int.jsonl", ['{"type": "round", "accepted": ' + "9" * 401 +
+                                                              ', "v": []}']), one, "an integer of 401 digits"),
+        ("100,000-deep nesting", write_text(tmp, "deep.jsonl", [deep]), one, "line 1 is not JSON a trace holds"),
+        ("65-deep nesting", write_text(tmp, "deep65.jsonl", ['{"type": "round", "v": ' + "[" * 64 + "]" * 64 + "}"]),
+         one, "nested deeper than 64"),
+        ("params as a string", write([header] + recs[1:], os.path.join(tmp, "params.jsonl")), a,
+         "line 1: the header's params is str, not an object"),
+        ("a lone surrogate key", write_text(tmp, "surrogate.jsonl", ['{"type": "round", "\\ud800": 1}']), one,
+         "not Unicode text"),
+        ("bytes that are not UTF-8", write_bytes(tmp, "latin1.jsonl", b'{"type": "round", "t": "\xe9"}\n'), one,
+         "utf-8"),
+        ("/dev/zero", "/dev/zero", one, "larger than 256 MiB"),
+    ]
+    for what, path, partner, want in cases:
+        p = subprocess.run([sys.executable, SCRIPT, partner, path], capture_output=True, text=True, timeout=120,
+                           preexec_fn=memory_cap)
+        check(p.returncode == 2 and p.stdout == "" and len(p.stderr.splitlines()) == 1
+              and p.stderr.startswith("trace_diff: ") and want in p.stderr,
+              "%s: exit %d, stderr %r (want 2 and one line with %r)" % (what, p.returncode, p.stderr[-300:], want))
+    # lines end at "\n" only: U+0085, U+2028, U+2029 inside a trace's text are characters
+    sm = first(recs, "summary")
+    texty = copy.deepcopy(recs)
+    texty[sm]["text"] = "a\u0085b\u2028c\u2029d"
+    x = os.path.join(tmp, "seps.jsonl")
+    with open(x, "w", encoding="utf-8") as f:
+        f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in texty))
+    rc, out, err = run(x, x)
+    check(rc == 0 and "%d records agree" % len(recs) in out,
+          "a trace whose text holds U+0085, U+2028, U+2029: exit %d %r" % (rc, out + err))
+    texty[sm]["text"] += "!"
+    y = os.path.join(tmp, "seps2.jsonl")
+    with open(y, "w", encoding="utf-8") as f:
+        f.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in texty))
+    rc, out, err = run(x, y)
+    check(rc == 1 and ("record %d, summary of prompt 0: text: " % (sm + 1)) in out,
+          "that text changed: exit %d %r" % (rc, out + err))
+    # --ignore takes a record type: the records of that type leave both traces
+    sd = load("selfsd.jsonl")
+    a = write(sd, os.path.join(tmp, "sd.jsonl"))
+    b = write([r for r in sd if r["type"] != "search"], os.path.join(tmp, "sd-nosearch.jsonl"))
+    rc, out, _ = run(a, b, "--ignore", "search")
+    n = sum(r["type"] != "search" for r in sd)
+    check(rc == 0 and "%d records agree" % n in out, "--ignore search against a port without search records: "
+          "exit %d %r" % (rc, out))
+    rc, out, _ = run(a, b)
+    check(rc == 1, "without --ignore search: exit %d %r (want the missing records seen)" % (rc, out))
+    # --help: every class, its tolerances, and the fields in it
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("trace_diff", SCRIPT)
+    td = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(td)
+    p = subprocess.run([sys.executable, SCRIPT, "--help"], capture_output=True, text=True)
+    missing = [c for c in td.CLASSES if c not in p.stdout]
+    missing += [f for f in td.FIELDS if f not in p.stdout]
+    missing += ["REL %g, ABS %g" % t for t in td.CLASSES.values() if t and "REL %g, ABS %g" % t not in p.stdout]
+    check(p.returncode == 0 and not missing, "--help: %r not listed" % missing)
+
+
+def memory_cap():
+    """A child's address space capped at 2 GiB: an unbounded read fails instead of filling memory."""
+    import resource
+    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+
+def write_bytes(tmp, name, data):
+    path = os.path.join(tmp, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
 def write_text(tmp, name, lines):
     path = os.path.join(tmp, name)
     with open(path, "w") as f:
@@ -406,7 +522,7 @@ def find(v, key):
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        for test in (equal_traces, field_classes, structure, bad_input, other_arithmetic,
+        for test in (equal_traces, field_classes, structure, bad_input, never_lie, other_arithmetic,
                      readme_example):
             # a reference trace without what a case mutates, or a fixture missing: a failure
             try:

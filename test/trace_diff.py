@@ -3,20 +3,28 @@
 
   python3 test/trace_diff.py A.jsonl B.jsonl [--tol FIELD=REL[,ABS]]... [--ignore FIELD]...
 
-Records are matched in order (the Nth line of A with the Nth of B); within a record every key
-is compared, JSON values walked recursively, each number by the class of the key that holds it
-(CLASSES below; a key in no class compares exactly). A record or key in one file only is a
-difference; the order of keys within a record is not. FIELD in --tol and --ignore is a key
-name (conf), a dotted path's end (summary.skip_ratio, params.skip_ratio) or a class name
-(model32); --tol sets that field's relative tolerance, and its absolute one after a comma.
-Prints the first difference (record, its type, its prompt and round, the field's path, both
-values and the tolerance exceeded) and exits 1; exits 0 when the traces agree, 2 when a file
-or flag cannot be read. Standard library only, so a porter needs nothing else.
+Records are matched in order (the Nth line of A with the Nth of B; lines end at "\n" only);
+within a record every key is compared, JSON values walked recursively, each number by the class
+of the key that holds it (the classes below; a key in no class compares exactly). A record or
+key in one file only is a difference; the order of keys within a record is not. A value that is
+not finite (Infinity, -Infinity, NaN, a number beyond float range such as 1e400) equals only
+itself: it differs from every finite value whatever the tolerance. FIELD in --tol and --ignore
+is a key name (conf), a dotted path's end (summary.skip_ratio, params.skip_ratio) or a class
+name (model32); --tol sets that field's relative tolerance, and its absolute one after a comma;
+--ignore also takes a record type (search), whose records are dropped from both traces before
+they are matched. Prints the first difference (record, its type, its prompt and round, the
+field's path, both values and the tolerance exceeded; both arrays when their lengths differ) and
+exits 1; exits 0 when the traces agree, 2 when a file or flag cannot be read (one line: a file
+over 256 MiB, not UTF-8, a line that is not JSON or not a record, a header's params that is not
+an object, an integer beyond 64 bits, a value nested deeper than 64, a string that is not
+Unicode text such as a lone surrogate). Two values of different types are a difference.
+Standard library only, so a porter needs nothing else.
 """
 import json
 import math
 import re
 import sys
+import textwrap
 
 # ----------------------------------------------------------------------------
 # The tolerances: every field's class, and each class's (relative, absolute) tolerance. Two
@@ -73,6 +81,10 @@ FIELDS = {  # key name, or a dotted path's end (the record's type first), -> cla
     # `measured_break_even` is measured by its name)
 }
 MEASURED_SUFFIXES = ("_ms", "_per_s")
+# What a trace can hold (selfspec writes less by far): beyond these it is not read (exit 2).
+MAX_BYTES = 256 << 20  # a file; read this far and no further (an endless file or /dev/zero)
+MAX_DEPTH = 64         # objects and arrays within one another (a record nests four deep)
+MAX_INT_DIGITS = 19    # an integer's digits: 64 bits (the counts and ids are far below)
 
 
 class Unreadable(Exception):
@@ -131,11 +143,20 @@ def show(v):
     return json.dumps(v) if not isinstance(v, float) else "%.9g" % v
 
 
+def show_list(v, most=24):
+    """An array as JSON, its first `most` items when it is longer."""
+    if len(v) <= most:
+        return show(v)
+    return "[%s, ... %d more]" % (", ".join(show(x) for x in v[:most]), len(v) - most)
+
+
 def compare_numbers(a, b, tol, cls):
     rel_tol, abs_tol = tol
     if a == b or (isinstance(a, float) and isinstance(b, float)
                   and math.isnan(a) and math.isnan(b)):
         return None
+    if not (math.isfinite(a) and math.isfinite(b)):  # no tolerance reaches an infinity
+        return "%s vs %s (not finite: equal only to itself)" % (show(a), show(b))
     d = abs(a - b)
     scale = max(abs(a), abs(b))
     if d <= abs_tol or d <= rel_tol * scale:
@@ -168,7 +189,8 @@ def compare(a, b, keys, shown, tols, names):
         return
     if isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
-            raise Differ(shown, "%d items vs %d" % (len(a), len(b)))
+            raise Differ(shown, "%s vs %s (%d items vs %d)" % (show_list(a), show_list(b), len(a),
+                                                               len(b)))
         for i, (x, y) in enumerate(zip(a, b)):
             compare(x, y, keys, "%s[%d]" % (shown, i), tols, names)
         return
@@ -197,21 +219,62 @@ def describe(n, r):
 # ----------------------------------------------------------------------------
 # Reading, the command line
 
+def parse_int(text):
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError("an integer of %d digits, beyond 64 bits" % len(text.lstrip("-")))
+    return int(text)
+
+
+def check_value(v):
+    """Raises ValueError when v nests deeper than MAX_DEPTH or holds a string (a key included)
+    that is not Unicode text (a lone surrogate: it cannot be printed or compared as text)."""
+    stack = [(v, 1)]
+    while stack:
+        x, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValueError("nested deeper than %d" % MAX_DEPTH)
+        items = list(x.items()) if isinstance(x, dict) else [(None, y) for y in x] \
+            if isinstance(x, list) else [(None, x)]
+        for key, y in items:
+            for t in (key, y):
+                if isinstance(t, str):
+                    try:
+                        t.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise ValueError("a string that is not Unicode text (%s)"
+                                         % t.encode("utf-8", "backslashreplace").decode()[:40])
+            if isinstance(y, (dict, list)):
+                stack.append((y, depth + 1))
+
+
 def read_trace(path):
     try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            raise Unreadable("%s: larger than %d MiB, not read (a trace is far smaller)"
+                             % (path, MAX_BYTES >> 20))
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as e:
         raise Unreadable("%s: %s" % (path, getattr(e, "strerror", None) or e))
+    lines = text.split("\n")  # "\n" only: U+0085, U+2028 and U+2029 may sit in a JSON string
+    if lines and lines[-1] == "":
+        lines.pop()
     records = []
     for n, line in enumerate(lines, 1):
         try:
-            r = json.loads(line)
-        except ValueError as e:
-            raise Unreadable("%s: line %d is not JSON (%s)" % (path, n, e))
+            r = json.loads(line, parse_int=parse_int)
+            check_value(r)
+        except (ValueError, RecursionError) as e:
+            raise Unreadable("%s: line %d is not JSON a trace holds (%s)"
+                             % (path, n, str(e).splitlines()[0][:120]))
         if not isinstance(r, dict) or not isinstance(r.get("type"), str):
             raise Unreadable("%s: line %d is not a trace record (an object with a \"type\")"
                              % (path, n))
+        if r["type"] == "header" and not isinstance(r.get("params", {}), dict):
+            # the one value this script reads to decide (params.objective): it must be an object
+            raise Unreadable("%s: line %d: the header's params is %s, not an object"
+                             % (path, n, type(r["params"]).__name__))
         records.append(r)
     if not records:
         raise Unreadable("%s: empty, not a trace" % path)
@@ -224,7 +287,7 @@ def parse_args(argv):
     while i < len(argv):
         arg = argv[i]
         if arg in ("-h", "--help"):
-            print(__doc__.strip())
+            print(__doc__.strip() + "\n\n" + class_table())
             sys.exit(0)
         if arg in ("--tol", "--ignore"):
             if i + 1 >= len(argv):
@@ -254,9 +317,24 @@ def parse_args(argv):
     return files, tols, ignores
 
 
+def class_table():
+    """--help's table: each class of CLASSES, its tolerance and the fields FIELDS puts in it."""
+    rows = ["Field classes (two numbers agree when |a - b| <= max(ABS, REL * max(|a|, |b|));",
+            "a field in no class, exactly; the reasons are in the script, above CLASSES):"]
+    for cls, tol in CLASSES.items():
+        fields = [k for k, v in FIELDS.items() if v == cls]
+        if cls == "measured":
+            fields += ["*_ms", "*_per_s", "measured*", "search.objective under --objective time"]
+        head = "  %-10s %s: " % (cls, "not compared" if tol is None else "REL %g, ABS %g" % tol)
+        rows += textwrap.wrap(", ".join(fields), 99, initial_indent=head,
+                              subsequent_indent=" " * 13)
+    return "\n".join(rows)
+
+
 def time_objective(records):
     h = records[0]
-    return h.get("type") == "header" and (h.get("params") or {}).get("objective") == "time"
+    params = h.get("params") if h.get("type") == "header" else None
+    return isinstance(params, dict) and params.get("objective") == "time"
 
 
 def diff(a_recs, b_recs, names, tols):
@@ -280,6 +358,9 @@ def main(argv):
     except Unreadable as e:
         print("trace_diff: %s" % e, file=sys.stderr)
         return 2
+    # a record type given to --ignore: its records leave both traces before they are matched
+    a = [r for r in a if r["type"] not in ignores]
+    b = [r for r in b if r["type"] not in ignores]
     t = Tolerances(tols, ignores, time_objective(a) or time_objective(b))
     first = diff(a, b, (fa, fb), t)
     if first is not None:
