@@ -1369,10 +1369,10 @@ static void swift_init(Swift *w, const SwiftParams *p, int n_layers, uint64_t se
 static SkipSet uniform_skip_set(int n_layers, int count) {
     SkipSet s;
     memset(&s, 0, sizeof(s));
-    int slots = 2 * (n_layers - 2); // sublayer k = 2 .. 2L-3: layer k / 2, attention when k is even
-    for (int i = 0; i < count && i < slots; i++) { // count >= slots: all of them
-        int k = 2 + (int)((long)i * slots / (count < slots ? count : slots));
-        if (k % 2 == 0) { s.attn[k / 2] = 1; } else { s.mlp[k / 2] = 1; }
+    int inner = n_layers - 2, n = count < 2 * inner ? count : 2 * inner; // at most all of them
+    for (int i = 0; i < n; i++) { // the i-th at layer 1 + i (L - 2) / n: two share one at most
+        int l = 1 + (int)((long)i * inner / n);
+        if (i % 2 == 0) { s.attn[l] = 1; } else { s.mlp[l] = 1; }
     }
     return s;
 }

@@ -1010,10 +1010,21 @@ static void test_swift_ratio_rule(const char *dir) {
         int bad = 0;
         for (int count = 0; count <= 2 * L; count++) {
             SkipSet s = uniform_skip_set(L, count);
-            int want = count < 2 * (L - 2) ? count : 2 * (L - 2);
+            int want = count < 2 * (L - 2) ? count : 2 * (L - 2), attn = 0, gap_lo = L, gap_hi = 0;
             bad += skip_count(&s, L) != want || s.attn[0] || s.mlp[0] || s.attn[L - 1] || s.mlp[L - 1];
+            // attention and MLP alternating: half of each (attention first); up to L - 2, one per
+            // layer, spread evenly (the gaps between them differ by one at most)
+            for (int l = 0, prev = -1; l < L; l++) {
+                attn += s.attn[l];
+                if (!(s.attn[l] || s.mlp[l])) { continue; }
+                bad += want <= L - 2 && s.attn[l] && s.mlp[l];
+                if (prev >= 0) { gap_lo = l - prev < gap_lo ? l - prev : gap_lo, gap_hi = l - prev > gap_hi ? l - prev : gap_hi; }
+                prev = l;
+            }
+            bad += attn != (want + 1) / 2 || (want <= L - 2 && gap_hi > gap_lo + 1);
         }
-        if (!check(bad == 0, "uniform_skip_set, %d layers: %d counts wrong or in the first or last layer", L, bad)) {
+        if (!check(bad == 0, "uniform_skip_set, %d layers: %d counts wrong, in the first or last layer, not alternating "
+                   "attention and MLP, or not spread evenly", L, bad)) {
             break;
         }
     }
