@@ -133,7 +133,9 @@ static double lap_ms(double *t) {
 // its own. A launch goes parallel only when it has 64 blocks or more, 65,536 units of work
 // (LAUNCH_WORK: a matmul's multiply-adds; LAUNCH: one per thread) and more than one thread may
 // run them: below that, entering an OpenMP region costs more than the work (measured in
-// test/bench/README.md, "The launch shim's thresholds").
+// test/bench/README.md, "The launch shim's thresholds"). Both builds count their launches.
+
+static uint64_t launch_count; // kernels launched: test/bench/verify_cost and the tests read it
 
 #ifdef __CUDACC__
 enum { BLOCK_SIZE = 128 };
@@ -150,6 +152,7 @@ static void cuda_check_(cudaError_t e, const char *what, const char *file, int l
         if (n_ > 0) {                                                                       \
             kernel<<<(n_ + BLOCK_SIZE - 1) / BLOCK_SIZE, BLOCK_SIZE>>>(__VA_ARGS__);        \
             cuda_check(cudaGetLastError());                                                 \
+            launch_count++;                                                                 \
         }                                                                                   \
     } while (0)
 
@@ -173,7 +176,8 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) {
 enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64, MIN_PARALLEL_WORK = 1 << 16 };
 #define __global__ static
 // Always inlined, as nvcc inlines device functions: with gcc's mere hint, dot_row_tokens may stay
-// a call, and the matmul's sums leave the registers (test/bench/README.md, issue 29).
+// a call, and the matmul's sums leave the registers (test/bench/README.md, "Speed that does not
+// depend on the rest of the file").
 #define __device__ static inline __attribute__((always_inline))
 #ifdef __cplusplus
 #define THREAD_LOCAL thread_local
@@ -197,6 +201,7 @@ static int launch_reverse; // 1: blocks and threads in reverse order (tests: no 
 #define LAUNCH_WORK(kernel, n_threads, work, ...)                                           \
     do {                                                                                    \
         int grid_ = ((n_threads) + BLOCK_SIZE - 1) / BLOCK_SIZE;                            \
+        launch_count += grid_ > 0;                                                          \
         if (launch_in_parallel(grid_, (double)(n_threads) * (work))) {                      \
             _Pragma("omp parallel for schedule(static)")                                    \
             for (int b_ = 0; b_ < grid_; b_++) { LAUNCH_BLOCK(kernel, b_, grid_, __VA_ARGS__); } \

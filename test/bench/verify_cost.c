@@ -25,6 +25,30 @@ static double median_pass_ms(Model *m, const int *tokens, int k, const SkipSet *
     return t[repeats / 2];
 }
 
+// Kernel launches of one pass (the shim's launch_count), in the build's mapping and the other's
+// (the CPU build runs the GPU's kernels through the shim, so the counts do not need a GPU): a
+// full pass and the draft's over 1 and 8 tokens, and per layer (a full pass less one that skips
+// every sublayer, over the layers).
+static void print_launches(Model *m, const int *tokens, const SkipSet *draft) {
+    SkipSet all;
+    memset(&all, 1, sizeof(all));
+    for (int mapping = 0; mapping < 2; mapping++) {
+        uint64_t count[5];
+        const SkipSet *skips[5] = {NULL, NULL, draft, draft, &all};
+        int ks[5] = {1, 8, 1, 8, 1};
+        for (int i = 0; i < 5; i++) {
+            uint64_t before = launch_count;
+            forward(m, tokens, ks[i], 64, skips[i], NULL, NULL);
+            count[i] = launch_count - before;
+        }
+        printf("launches per pass, %s mapping: full k=1 %llu, k=8 %llu; draft k=1 %llu, k=8 %llu; "
+               "%.1f per layer\n", gpu_mapping ? "GPU" : "CPU", (unsigned long long)count[0],
+               (unsigned long long)count[1], (unsigned long long)count[2],
+               (unsigned long long)count[3], (double)(count[0] - count[4]) / m->config.n_layers);
+        gpu_mapping = !gpu_mapping;
+    }
+}
+
 // The bandwidth of one device-to-device copy of 1 GB (256 MB in the CPU build, one thread),
 // counting its reads and writes: what a weight-streaming pass is measured against.
 static double copy_gbs(int repeats) {
@@ -76,6 +100,7 @@ int main(int argc, char **argv) {
     double td = median_pass_ms(&m, tokens + 64, 1, &half, repeats);
     printf("draft pass skipping %d of %d sublayers: %.2f ms = %.2f of a full pass (c in SWIFT Eq. 6)\n",
            skip_count(&half, m.config.n_layers), 2 * m.config.n_layers, td, td / t1);
+    print_launches(&m, tokens + 64, &half);
     printf("copy bandwidth (device to device, read + write): %.1f GB/s\n", copy_gbs(repeats));
     free_model(&m);
     return 0;
