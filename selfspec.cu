@@ -174,11 +174,14 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) {
 }
 #else
 enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64, MIN_PARALLEL_WORK = 1 << 16 };
-#define __global__ static
+// Kernels are inlined into the loop that runs their grid (LAUNCH_BLOCK): no call per thread, and
+// a kernel's arguments stay in registers across its threads.
+#define __global__ static inline __attribute__((always_inline))
 // Always inlined, as nvcc inlines device functions: with gcc's mere hint, dot_row_tokens may stay
 // a call, and the matmul's sums leave the registers (test/bench/README.md, "Speed that does not
 // depend on the rest of the file").
 #define __device__ static inline __attribute__((always_inline))
+#define __host__ // with __device__: a function that launchers and kernels both call
 #ifdef __cplusplus
 #define THREAD_LOCAL thread_local
 #else
@@ -225,13 +228,12 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst
 
 // ----- the kernels and their launchers
 
-// Which mappings the launchers run. 0, the CPU's: matmul_kernel (one thread per row: each weight
-// row is loaded once for all the tokens, from cache lines the thread walks alone),
-// rmsnorm_rows_kernel and attention_kernel (one thread per row, vectorized along it). 1, the
-// GPU's: matmul_lanes_kernel + matmul_combine_kernel (one thread per (row, lane): neighbouring
-// threads read neighbouring words), and RMSNorm and attention in stages with one thread per
-// output element. The same arithmetic, bitwise; the CPU tests set it to 1 to run the GPU's
-// kernels through the launch shim and compare.
+// Which mappings the launchers run. 0, the CPU's: one thread per output row (a matmul's unit
+// walks each weight row once for all the tokens, from cache lines it walks alone; RMSNorm and
+// attention vectorize along the row). 1, the GPU's: the matmul one thread per (row, lane) and a
+// combine, so that neighbouring threads read neighbouring words; RMSNorm one thread per element;
+// attention in two stages of one thread per output element. The same arithmetic, bitwise; the
+// CPU tests set it to 1 to run the GPU's kernels through the launch shim and compare.
 #ifdef __CUDACC__
 static int gpu_mapping = 1;
 #else
@@ -267,7 +269,7 @@ __device__ float tree_sum16(float *s) {
 // ignore it.
 enum { MAX_SWEEP_TOKENS = 8 };
 __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int n_tok, int in_dim,
-                               int out_dim) {
+                               int out_dim, int add) {
     float s[MAX_SWEEP_TOKENS][16];
     for (int t = 0; t < n_tok; t++) {
         for (int u = 0; u < 16; u++) { s[t][u] = 0.0f; }
@@ -283,47 +285,136 @@ __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int 
     for (int t = 0; t < n_tok; t++) {
         const float *xt = x + (size_t)t * in_dim;
         for (int cc = c; cc < in_dim; cc++) { s[t][cc % 16] += wr[cc] * xt[cc]; }
-        out[(size_t)t * out_dim] = tree_sum16(s[t]);
+        float y = tree_sum16(s[t]);
+        out[(size_t)t * out_dim] = add ? out[(size_t)t * out_dim] + y : y;
     }
 }
 
 // dot(a, b) over n elements, in the same fixed order as the matmul
 __device__ float dot(const float *a, const float *b, int n) {
     float result;
-    dot_row_tokens(&result, a, b, 1, n, 0);
+    dot_row_tokens(&result, a, b, 1, n, 0, 0);
     return result;
 }
 
-// one thread per output row r, looping over the n tokens: out[t][r] = dot(w[r], x[t]).
-// Each weight row is read from memory once per pass and reused for all n tokens, which is what
-// makes verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Once a pass
-// over several tokens is compute-bound (on the CPU from about 4 tokens), what counts is how
-// often a weight is loaded into a register: the tokens go through dot_row_tokens 8 at a time,
-// then 4, 2 and 1, each sweep a constant count the compiler can keep in registers. Four loops
-// rather than one over the counts, so that the compiler specializes each (test/bench/README.md has
-// the measurements).
-__global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim,
-                              int out_dim) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= out_dim) { return; }
-    const float *wr = w + (size_t)r * in_dim;
+// One weight row against the n tokens of a pass, out[t * out_dim] = dot(wr, x[t]). Each weight
+// row is read from memory once per pass and reused for all n tokens, which is what makes
+// verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Once a pass over
+// several tokens is compute-bound (on the CPU from about 4 tokens), what counts is how often a
+// weight is loaded into a register: the tokens go through dot_row_tokens 8 at a time, then 4, 2
+// and 1, each sweep a constant count the compiler can keep in registers. Four loops rather than
+// one over the counts, so that the compiler specializes each (test/bench/README.md has the
+// measurements).
+__device__ void dot_rows(float *out, const float *wr, const float *x, int n, int in_dim,
+                         int out_dim, int add) {
     int t = 0;
     for (; t + 8 <= n; t += 8) {
-        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 8, in_dim,
-                       out_dim);
+        dot_row_tokens(out + (size_t)t * out_dim, wr, x + (size_t)t * in_dim, 8, in_dim, out_dim,
+                       add);
     }
     for (; t + 4 <= n; t += 4) {
-        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 4, in_dim,
-                       out_dim);
+        dot_row_tokens(out + (size_t)t * out_dim, wr, x + (size_t)t * in_dim, 4, in_dim, out_dim,
+                       add);
     }
     for (; t + 2 <= n; t += 2) {
-        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 2, in_dim,
-                       out_dim);
+        dot_row_tokens(out + (size_t)t * out_dim, wr, x + (size_t)t * in_dim, 2, in_dim, out_dim,
+                       add);
     }
     for (; t < n; t++) {
-        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 1, in_dim,
-                       out_dim);
+        dot_row_tokens(out + (size_t)t * out_dim, wr, x + (size_t)t * in_dim, 1, in_dim, out_dim,
+                       add);
     }
+}
+
+// A matmul and what rides along in its launch: up to three weight matrices stacked (row r of
+// the op is row r - (the rows before it) of w[j]), each dot product rounded to a float in raw
+// (n, stacked rows), then an epilogue on each unit, the rows it combines. Each output element
+// does the arithmetic separate launches did, in the same order (test_forward checks the bits):
+//   MM_STORE  out[0] = x w[0]^T, raw being out[0] (the output head)              unit: a row
+//   MM_ADD    out[0] += x w[0]^T: the residual add (o_proj, down)                unit: a row
+//   MM_SWIGLU out[0] = silu(x w[0]^T) * (x w[1]^T) (PyTorch: silu(gate(x)) * up(x)),
+//             unit: row i of gate and of up
+//   MM_QKV    q, k, v = x w[0..2]^T into out[0] and the layer's KV cache out[1], out[2] from
+//             slot *pos, q and k rotated by RoPE; unit: rows (i, i + head_dim / 2) of a head
+enum { MM_STORE, MM_ADD, MM_SWIGLU, MM_QKV };
+typedef struct {
+    int kind, n, in_dim, rows[3], head_dim; // n tokens; w[j] is (rows[j], in_dim), 0 rows: none
+    const float *x, *w[3];                  // x (n, in_dim)
+    float *out[3], *raw;                    // out[j] (n, rows[j]); raw (n, stacked rows)
+    const int *pos, *depth;                 // MM_QKV: the pass's position and RoPE offsets
+    const float *inv_freq;                  // MM_QKV: RoPE's inverse frequencies
+} MatmulOp;
+
+__host__ __device__ int op_rows(const MatmulOp *op) {
+    return op->rows[0] + op->rows[1] + op->rows[2];
+}
+__host__ __device__ int op_units(const MatmulOp *op) {
+    return op->kind == MM_QKV ? op_rows(op) / 2 : op->rows[0];
+}
+
+// The raw columns of unit u: c0, and the pair's c1 (MM_SWIGLU: up's row; MM_QKV: the row half a
+// head on, as u is pair i of head h of the q, k and v heads stacked)
+__device__ int unit_col(const MatmulOp *op, int u) {
+    int half = op->head_dim / 2;
+    return op->kind == MM_QKV ? u / half * op->head_dim + u % half : u;
+}
+__device__ int unit_pair(const MatmulOp *op, int c0) {
+    return c0 + (op->kind == MM_QKV ? op->head_dim / 2 : op->rows[0]);
+}
+
+// The matrix j that holds raw column c; *row becomes its row in w[j] and out[j]
+__device__ int op_matrix(const MatmulOp *op, int c, int *row) {
+    int j = (c >= op->rows[0]) + (op->kind == MM_QKV && c >= op->rows[0] + op->rows[1]);
+    *row = c - (j > 0 ? op->rows[0] : 0) - (j > 1 ? op->rows[1] : 0);
+    return j;
+}
+
+// Where raw column c of token t goes: out[j], whose rows start at slot *pos in a KV cache
+__device__ float *op_out(const MatmulOp *op, int t, int c) {
+    int row, j = op_matrix(op, c, &row);
+    size_t slot = (size_t)t + (op->kind == MM_QKV && j > 0 ? *op->pos : 0);
+    return op->out[j] + slot * op->rows[j] + row;
+}
+
+// The epilogue of unit u for token t: reads the unit's products in raw (columns c0 and c1), which
+// only the calling thread wrote, and writes the unit's outputs, which only it touches
+__device__ void finish_unit(const MatmulOp *op, int t, int u, int c0, int c1) {
+    const float *y = op->raw + (size_t)t * op_rows(op);
+    float a = y[c0], *o = op_out(op, t, c0);
+    if (op->kind == MM_ADD) {
+        *o = *o + a;
+    } else if (op->kind == MM_SWIGLU) {
+        *o = a / (1.0f + expf(-a)) * y[c1];
+    } else if (op->kind == MM_QKV && c0 >= op->rows[0] + op->rows[1]) { // v: no rotation
+        *o = a;
+        *op_out(op, t, c1) = y[c1];
+    } else if (op->kind == MM_QKV) {
+        // RoPE, HF's rotate_half convention (pairs are the two halves of a head, not adjacent
+        // elements): rotate (a, b) by angle (pos + depth[t]) * f_i
+        float angle = (float)(*op->pos + op->depth[t]) * op->inv_freq[u % (op->head_dim / 2)];
+        float c = cosf(angle), s = sinf(angle), b = y[c1];
+        *o = a * c - b * s;
+        *op_out(op, t, c1) = b * c + a * s;
+    }
+}
+
+// The CPU's matmul: one thread per unit, each of its rows through dot_rows for all n tokens,
+// then its epilogue token by token. kind is op.kind, a constant at each of matmul's launches, so
+// that each inlined copy of the kernel keeps only its own epilogue (0.7M instructions fewer a
+// token of kjv-12l than a kind read at run time).
+__global__ void matmul_kernel(MatmulOp op, int kind) {
+    op.kind = kind;
+    int u = blockIdx.x * blockDim.x + threadIdx.x, in = op.in_dim, rows = op_rows(&op);
+    if (u >= op_units(&op)) { return; }
+    if (kind == MM_STORE || kind == MM_ADD) { // straight into out, or added to it
+        dot_rows(op.out[0] + u, op.w[0] + (size_t)u * in, op.x, op.n, in, rows, kind == MM_ADD);
+        return;
+    }
+    int c0 = unit_col(&op, u), c1 = unit_pair(&op, c0), row0, row1;
+    int j0 = op_matrix(&op, c0, &row0), j1 = op_matrix(&op, c1, &row1);
+    dot_rows(op.raw + c0, op.w[j0] + (size_t)row0 * in, op.x, op.n, in, rows, 0);
+    dot_rows(op.raw + c1, op.w[j1] + (size_t)row1 * in, op.x, op.n, in, rows, 0);
+    for (int t = 0; t < op.n; t++) { finish_unit(&op, t, u, c0, c1); }
 }
 
 // The GPU's matmul: the same arithmetic as matmul_kernel, mapped so that loads coalesce. There,
@@ -331,11 +422,12 @@ __global__ void matmul_kernel(float *out, const float *x, const float *w, int n,
 // load coalesces. Here each of matmul_kernel's 16 partial sums becomes a thread: one thread per
 // (row r, lane u) sums w[r][c] x[t][c] over c = u mod 16 in increasing c, so 16 neighbouring
 // threads read 16 neighbouring words of a row; then matmul_combine_kernel, one thread per
-// (token, row), adds the 16 lanes in the fixed tree. Each output element sees the same products
-// added in the same order as in matmul_kernel, so both mappings give bitwise the same result
-// (test_forward checks it; nvcc must not fuse multiply-adds: -fmad=false in the Makefile). The
-// tokens go in sweeps of 8, 4, 2, 1 as in matmul_kernel, so a thread's sums stay in registers.
-// part is (n, out_dim, 16), n <= MAX_SWEEP_TOKENS: the launcher runs longer passes in chunks.
+// (token, unit), adds each row's 16 lanes in the fixed tree and runs the epilogue. Each output
+// element sees the same products added in the same order as in matmul_kernel, so both mappings
+// give bitwise the same result (test_forward checks it; nvcc must not fuse multiply-adds:
+// -fmad=false in the Makefile). The tokens go in sweeps of 8, 4, 2, 1 as in dot_rows, so a
+// thread's sums stay in registers. part is (n_t, stacked rows, 16), n_t <= MAX_SWEEP_TOKENS: the
+// launcher runs longer passes in chunks of tokens t0..t0 + n_t.
 __device__ void lane_sums_tokens(float *part, const float *wr, const float *x, int n_tok, int lane,
                                  int in_dim, size_t part_stride) {
     float s[MAX_SWEEP_TOKENS];
@@ -347,263 +439,184 @@ __device__ void lane_sums_tokens(float *part, const float *wr, const float *x, i
     for (int t = 0; t < n_tok; t++) { part[(size_t)t * part_stride] = s[t]; }
 }
 
-// one thread per (output row, lane of 16): part[t][r][u] = sum of w[r][c] x[t][c] over c = u mod 16
-__global__ void matmul_lanes_kernel(float *part, const float *x, const float *w, int n, int in_dim,
-                                    int out_dim) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= out_dim * LANES) { return; }
-    const float *wr = w + (size_t)(i / LANES) * in_dim;
-    size_t stride = (size_t)out_dim * LANES; // from one token's partial sums to the next's
-    int lane = i % LANES, t = 0;
-    for (; t + 8 <= n; t += 8) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 8, lane, in_dim,
-                         stride);
+// one thread per (stacked row, lane of 16): part[t][r][u] = sum of w[r][c] x[t0 + t][c] over
+// c = u mod 16
+__global__ void matmul_lanes_kernel(float *part, MatmulOp op, int t0, int n_t) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, in = op.in_dim, row, t = 0;
+    if (i >= op_rows(&op) * LANES) { return; }
+    int lane = i % LANES, j = op_matrix(&op, i / LANES, &row);
+    const float *wr = op.w[j] + (size_t)row * in, *x = op.x + (size_t)t0 * in;
+    size_t stride = (size_t)op_rows(&op) * LANES; // from one token's partial sums to the next's
+    for (; t + 8 <= n_t; t += 8) {
+        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in, 8, lane, in, stride);
     }
-    for (; t + 4 <= n; t += 4) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 4, lane, in_dim,
-                         stride);
+    for (; t + 4 <= n_t; t += 4) {
+        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in, 4, lane, in, stride);
     }
-    for (; t + 2 <= n; t += 2) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 2, lane, in_dim,
-                         stride);
+    for (; t + 2 <= n_t; t += 2) {
+        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in, 2, lane, in, stride);
     }
-    for (; t < n; t++) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 1, lane, in_dim,
-                         stride);
+    for (; t < n_t; t++) {
+        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in, 1, lane, in, stride);
     }
 }
 
-// one thread per (token, output row): out[t][r] = the 16 lanes of part[t][r] added in the fixed
-// tree; with residual, out[t][r] += that instead (x + y rounds as residual_kernel's does, and it
-// saves a launch)
-__global__ void matmul_combine_kernel(float *out, const float *part, int n, int out_dim,
-                                      int residual) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * out_dim) { return; }
-    float s[LANES];
-    for (int u = 0; u < LANES; u++) { s[u] = part[(size_t)i * LANES + u]; }
-    float y = tree_sum16(s);
-    out[i] = residual ? out[i] + y : y;
+// one thread per (token, unit): raw[t0 + t][c] = the 16 lanes of part[t][c] added in the fixed
+// tree, for the raw column c of each row of the unit; then the unit's epilogue
+__global__ void matmul_combine_kernel(const float *part, MatmulOp op, int t0, int n_t) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, units = op_units(&op);
+    if (i >= n_t * units) { return; }
+    int t = i / units, u = i % units, c0 = unit_col(&op, u), c[2] = {c0, unit_pair(&op, c0)};
+    for (int k = 0; k < (op.kind == MM_SWIGLU || op.kind == MM_QKV ? 2 : 1); k++) {
+        float s[LANES];
+        size_t at = (size_t)t * op_rows(&op) + c[k];
+        for (int l = 0; l < LANES; l++) { s[l] = part[at * LANES + l]; }
+        op.raw[(size_t)t0 * op_rows(&op) + at] = tree_sum16(s);
+    }
+    finish_unit(&op, t0 + t, u, c[0], c[1]);
 }
 
-// one thread per element: x += y (the residual add; each thread owns its element)
-__global__ void residual_kernel(float *x, const float *y, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) { return; }
-    x[i] = x[i] + y[i];
-}
-
-// The GPU's mapping of a matmul, 8 tokens' lanes at a time; with residual, out += the product.
-static void matmul_lanes(RunState *s, float *out, const float *x, const float *w, int n,
-                         int in_dim, int out_dim, int residual) {
-    for (int t = 0; t < n; t += MAX_SWEEP_TOKENS) { // part holds 8 tokens' lanes
-        int len = n - t < MAX_SWEEP_TOKENS ? n - t : MAX_SWEEP_TOKENS;
-        LAUNCH(matmul_lanes_kernel, out_dim * LANES, s->part, x + (size_t)t * in_dim, w, len,
-               in_dim, out_dim);
-        LAUNCH(matmul_combine_kernel, len * out_dim, out + (size_t)t * out_dim, s->part, len,
-               out_dim, residual);
+// op's matmul and epilogue: on the GPU in chunks of 8 tokens (state.part holds 8 tokens' lanes)
+static void matmul(RunState *s, MatmulOp op) {
+    int units = op_units(&op), rows = op_rows(&op);
+    if (!gpu_mapping) {
+        double work = (double)op.n * op.in_dim * rows / units; // multiply-adds per thread
+        if (op.kind == MM_STORE) { LAUNCH_WORK(matmul_kernel, units, work, op, MM_STORE); }
+        if (op.kind == MM_ADD) { LAUNCH_WORK(matmul_kernel, units, work, op, MM_ADD); }
+        if (op.kind == MM_SWIGLU) { LAUNCH_WORK(matmul_kernel, units, work, op, MM_SWIGLU); }
+        if (op.kind == MM_QKV) { LAUNCH_WORK(matmul_kernel, units, work, op, MM_QKV); }
+        return;
+    }
+    for (int t = 0; t < op.n; t += MAX_SWEEP_TOKENS) {
+        int len = op.n - t < MAX_SWEEP_TOKENS ? op.n - t : MAX_SWEEP_TOKENS;
+        LAUNCH(matmul_lanes_kernel, rows * LANES, s->part, op, t, len);
+        LAUNCH(matmul_combine_kernel, len * units, s->part, op, t, len);
     }
 }
 
-// out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim)
-static void matmul(RunState *s, float *out, const float *x, const float *w, int n, int in_dim,
-                   int out_dim) {
-    if (gpu_mapping) { matmul_lanes(s, out, x, w, n, in_dim, out_dim, 0); return; }
-    LAUNCH_WORK(matmul_kernel, out_dim, (double)n * in_dim, out, x, w, n, in_dim, out_dim);
-}
-
-// A sublayer's output projection added to the residual stream: state.x += x w^T. The CPU's
-// mapping puts the product in state.xb2 first; the GPU's adds it as it combines the lanes.
-static void matmul_residual(RunState *s, const float *x, const float *w, int n, int in_dim,
-                            int out_dim) {
-    if (gpu_mapping) { matmul_lanes(s, s->x, x, w, n, in_dim, out_dim, 1); return; }
-    LAUNCH_WORK(matmul_kernel, out_dim, (double)n * in_dim, s->xb2, x, w, n, in_dim, out_dim);
-    LAUNCH(residual_kernel, n * out_dim, s->x, s->xb2, n * out_dim);
-}
-
-// RMSNorm on the GPU in two launches, so that no thread walks a whole row (dim is 2048 in a 1B
-// model); rmsnorm_rows_kernel below is the CPU's, with the same arithmetic.
-// one thread per (token, lane u): part[t][u] = sum of x[t][d]^2 over d = u mod 16, in order
-__global__ void rmsnorm_lanes_kernel(float *part, const float *x, int n, int dim) {
+// out (n, dim) = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm), mean(x^2) from
+// dot(x, x). Each thread writes per_thread elements of a row: the CPU's mapping a whole row
+// (per_thread = dim), the GPU's one element, each thread adding the row's squares again, so that
+// no thread writes a whole row (dim is 2048 in a 1B model).
+__global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int n, int dim,
+                               float eps, int per_thread) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * LANES) { return; }
-    const float *xt = x + (size_t)(i / LANES) * dim;
-    float ss = 0.0f;
-    for (int d = i % LANES; d < dim; d += LANES) { ss += xt[d] * xt[d]; }
-    part[i] = ss;
-}
-
-// one thread per (token, d): out = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm), the
-// token's 16 partial sums added in the fixed tree (each thread adds them again: 15 adds)
-__global__ void rmsnorm_kernel(float *out, const float *x, const float *part, const float *w, int n,
-                               int dim, float eps) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * dim) { return; }
-    int t = i / dim, d = i % dim;
-    float s[LANES];
-    for (int u = 0; u < LANES; u++) { s[u] = part[t * LANES + u]; }
-    float scale = 1.0f / sqrtf(tree_sum16(s) / dim + eps);
-    out[i] = w[d] * (x[i] * scale);
-}
-
-// The CPU's RMSNorm: one thread per token; the sum of squares is dot(x, x), the 16 interleaved
-// sums of rmsnorm_lanes_kernel added in the same tree, so both give bitwise the same result
-__global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, int n, int dim,
-                                    float eps) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n) { return; }
+    if (i >= n * dim / per_thread) { return; }
+    int t = i * per_thread / dim, first = i * per_thread % dim;
     const float *xt = x + (size_t)t * dim;
     float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps);
-    for (int d = 0; d < dim; d++) { out[(size_t)t * dim + d] = w[d] * (xt[d] * scale); }
+    for (int d = first; d < first + per_thread; d++) {
+        out[(size_t)t * dim + d] = w[d] * (xt[d] * scale);
+    }
 }
 
-// out (n, dim) = RMSNorm(x) * w
-static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int n, int dim,
-                    float eps) {
-    if (!gpu_mapping) { LAUNCH(rmsnorm_rows_kernel, n, out, x, w, n, dim, eps); return; }
-    LAUNCH(rmsnorm_lanes_kernel, n * LANES, s->norm_part, x, n, dim);
-    LAUNCH(rmsnorm_kernel, n * dim, out, x, s->norm_part, w, n, dim, eps);
+static void rmsnorm(float *out, const float *x, const float *w, int n, int dim, float eps) {
+    int per_thread = gpu_mapping ? 1 : dim;
+    LAUNCH(rmsnorm_kernel, n * dim / per_thread, out, x, w, n, dim, eps, per_thread);
 }
 
-// one thread per (token, head, pair i): rotate (v[i], v[i + half]) by angle (pos + depth[t]) * f_i.
-// HF's rotate_half convention: pairs are the two halves of a head, not adjacent elements.
-// In place is safe here: each thread reads and writes only its own two elements.
-__global__ void rope_kernel(float *v, int stride, const int *depth, int pos, const float *inv_freq,
-                            int n, int n_heads, int head_dim) {
-    int half = head_dim / 2;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * n_heads * half) { return; }
-    int t = i / (n_heads * half), h = (i / half) % n_heads, k = i % half;
-    float angle = (float)(pos + depth[t]) * inv_freq[k];
-    float c = cosf(angle), s = sinf(angle);
-    float *vh = v + (size_t)t * stride + (size_t)h * head_dim;
-    float a = vh[k], b = vh[k + half];
-    vh[k] = a * c - b * s;
-    vh[k + half] = b * c + a * s;
-}
-
-// Attention in three launches, one thread per output element in each, so that no thread loops
-// over an accumulator in global memory: the scores, the softmax of each (token, head) row, and
-// the weighted sum of values. Token t sees every cached slot < pos, and slot pos + u of this pass
-// when mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads).
+// Attention: token t sees every cached slot < pos and slot pos + u of this pass when
+// mask[t * n + u]; pos is read from device memory (state.pos), so that no launch depends on it.
+// GQA: head h reads kv head h / (n_heads / n_kv_heads), at kv_offset in a cache slot.
 __device__ int visible(const unsigned char *mask, int t, int n, int pos, int s) {
     return s < pos || mask[t * n + (s - pos)];
 }
-
-// one thread per (token, head, slot s < pos + n): att[t][h][s] = q . k_s / sqrt(head_dim), in
-// the matmul's fixed order; slots t does not see are left as they are (no later stage reads them)
-__global__ void attention_scores_kernel(float *att, const float *q, const float *key_cache,
-                                        const unsigned char *mask, int n, int pos, int n_heads,
-                                        int n_kv_heads, int head_dim, int seq_len) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x, span = pos + n;
-    if (i >= n * n_heads * span) { return; }
-    int row = i / span, s = i % span, t = row / n_heads, h = row % n_heads; // row = t * n_heads + h
-    if (!visible(mask, t, n, pos, s)) { return; }
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
-    const float *qt = q + (size_t)row * head_dim;
-    att[(size_t)row * seq_len + s] =
-        dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) *
-        (1.0f / sqrtf((float)head_dim));
+__device__ size_t kv_offset(int row, const Config *c) { // row = t * n_heads + h
+    return (size_t)(row % c->n_heads / (c->n_heads / c->n_kv_heads)) * c->head_dim;
 }
 
-// one thread per (token, head): its score row becomes exp(score - max) in place, serially over
-// the visible slots, and att_sum gets their sum (each thread reads and writes only its own row)
-__global__ void attention_softmax_kernel(float *att, float *att_sum, const unsigned char *mask,
-                                         int n, int pos, int n_heads, int seq_len) {
-    int row = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row >= n * n_heads) { return; }
-    int t = row / n_heads;
-    float *a = att + (size_t)row * seq_len, max = -FLT_MAX, sum = 0.0f;
+// The score of query row q (a head of one token) for slot s of k, its kv head's cache column:
+// q . k_s / sqrt(head_dim), in the matmul's fixed order
+__device__ float attention_score(const float *q, const float *k, int s, const Config *c) {
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    return dot(q, k + s * kv_dim, c->head_dim) * (1.0f / sqrtf((float)c->head_dim));
+}
+
+// The GPU's attention, stage 1: one thread per (token, head, slot s < seq_len): att[t][h][s] =
+// the score, for the slots t sees (the grid spans the context, whatever pos is; slots t does not
+// see are left as they are: no later stage reads them)
+__global__ void attention_scores_kernel(float *att, const float *q, const float *key_cache,
+                                        const unsigned char *mask, const int *pos, int n,
+                                        Config c) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, row = i / c.seq_len, s = i % c.seq_len;
+    if (i >= n * c.n_heads * c.seq_len || s >= *pos + n) { return; }
+    if (!visible(mask, row / c.n_heads, n, *pos, s)) { return; }
+    const float *qr = q + (size_t)row * c.head_dim, *k = key_cache + kv_offset(row, &c);
+    att[(size_t)row * c.seq_len + s] = attention_score(qr, k, s, &c);
+}
+
+// Stage 2: one thread per (token, head, d): out[t][h][d] = sum over the visible s of
+// exp(score_s - max) v[s][d], in order of s, divided by the sum of the exponentials. Each thread
+// takes its row's max and exponentials itself (head_dim threads do it again, so that no thread
+// reads what another writes); neighbouring threads read neighbouring words of a value row.
+__global__ void attention_values_kernel(float *out, const float *att, const float *value_cache,
+                                        const unsigned char *mask, const int *pos, int n,
+                                        Config c) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, span = *pos + n;
+    if (i >= n * c.n_heads * c.head_dim) { return; }
+    int row = i / c.head_dim, t = row / c.n_heads, kv_dim = c.n_kv_heads * c.head_dim;
+    const float *a = att + (size_t)row * c.seq_len;
+    const float *v = value_cache + kv_offset(row, &c) + i % c.head_dim;
+    float max = -FLT_MAX, sum = 0.0f, o = 0.0f;
+    for (int s = 0; s < span; s++) {
+        if (visible(mask, t, n, *pos, s)) { max = a[s] > max ? a[s] : max; }
+    }
+    for (int s = 0; s < span; s++) {
+        if (!visible(mask, t, n, *pos, s)) { continue; }
+        float p = expf(a[s] - max);
+        sum += p;
+        o += p * v[(size_t)s * kv_dim];
+    }
+    out[i] = o / sum;
+}
+
+// The CPU's attention: one thread per (token, head): softmax(q k^T / sqrt(head_dim)) v over the
+// visible keys, serial over keys, the two stages above in one thread with the same arithmetic in
+// the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output row,
+// which on the CPU is cache and which the key-outer loop walks contiguously (vectorized over d); a
+// GPU runs the stages instead, where such a loop is a chain of global read-modify-writes.
+__global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
+                                 const float *value_cache, const unsigned char *mask,
+                                 const int *pos_p, int n, Config c) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, pos = *pos_p, hd = c.head_dim;
+    if (i >= n * c.n_heads) { return; }
+    int t = i / c.n_heads, kv_dim = c.n_kv_heads * hd;
+    float *a = att + (size_t)i * c.seq_len, max = -FLT_MAX, sum = 0.0f;
+    const float *qi = q + (size_t)i * hd, *k = key_cache + kv_offset(i, &c);
     for (int s = 0; s < pos + n; s++) {
-        if (visible(mask, t, n, pos, s)) { max = a[s] > max ? a[s] : max; }
+        if (!visible(mask, t, n, pos, s)) { continue; }
+        a[s] = attention_score(qi, k, s, &c);
+        max = a[s] > max ? a[s] : max;
     }
     for (int s = 0; s < pos + n; s++) {
         if (!visible(mask, t, n, pos, s)) { continue; }
         a[s] = expf(a[s] - max);
         sum += a[s];
     }
-    att_sum[row] = sum;
-}
-
-// one thread per (token, head, d): out[t][h][d] = sum over visible s of p[s] v[s][d], in order of
-// s, divided by the row's sum; neighbouring threads read neighbouring words of a value row
-__global__ void attention_values_kernel(float *out, const float *att, const float *att_sum,
-                                        const float *value_cache, const unsigned char *mask, int n,
-                                        int pos, int n_heads, int n_kv_heads, int head_dim,
-                                        int seq_len) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * n_heads * head_dim) { return; }
-    int row = i / head_dim, d = i % head_dim, t = row / n_heads, h = row % n_heads;
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
-    const float *a = att + (size_t)row * seq_len, *v = value_cache + (size_t)kvh * head_dim + d;
-    float o = 0.0f;
-    for (int s = 0; s < pos + n; s++) {
-        if (visible(mask, t, n, pos, s)) { o += a[s] * v[(size_t)s * kv_dim]; }
-    }
-    out[i] = o / att_sum[row];
-}
-
-// The CPU's attention: one thread per (token, head): softmax(q k^T / sqrt(head_dim)) v over the
-// visible keys, serial over keys, the three stages above in one thread with the same arithmetic in
-// the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output row,
-// which on the CPU is cache and which the key-outer loop walks contiguously (vectorized over d); a
-// GPU runs the stages instead, where such a loop is a chain of global read-modify-writes.
-__global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
-                                 const float *value_cache, const unsigned char *mask, int n,
-                                 int pos, int n_heads, int n_kv_heads, int head_dim, int seq_len) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * n_heads) { return; }
-    int t = i / n_heads, h = i % n_heads, kv_dim = n_kv_heads * head_dim;
-    int kvh = h / (n_heads / n_kv_heads);
-    const float *qt = q + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
-    float *a = att + (size_t)i * seq_len;
-    float scale = 1.0f / sqrtf((float)head_dim), max = -FLT_MAX;
-    for (int s = 0; s < pos + n; s++) {
-        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-        a[s] = dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) * scale;
-        max = a[s] > max ? a[s] : max;
-    }
-    float sum = 0.0f;
-    for (int s = 0; s < pos + n; s++) {
-        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-        a[s] = expf(a[s] - max);
-        sum += a[s];
-    }
     // o[d] = sum_s a[s] v[s][d], summed over s in order for every d; the key loop is the outer
     // one so that the inner loop walks a contiguous value row (and vectorizes over d)
-    float *o = out + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
-    for (int d = 0; d < head_dim; d++) { o[d] = 0.0f; }
+    float *o = out + (size_t)i * hd;
+    for (int d = 0; d < hd; d++) { o[d] = 0.0f; }
     for (int s = 0; s < pos + n; s++) {
-        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-        const float *v = value_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim;
-        for (int d = 0; d < head_dim; d++) { o[d] += a[s] * v[d]; }
+        if (!visible(mask, t, n, pos, s)) { continue; }
+        const float *v = value_cache + kv_offset(i, &c) + (size_t)s * kv_dim;
+        for (int d = 0; d < hd; d++) { o[d] += a[s] * v[d]; }
     }
-    for (int d = 0; d < head_dim; d++) { o[d] = o[d] / sum; }
+    for (int d = 0; d < hd; d++) { o[d] = o[d] / sum; }
 }
 
 // out (n, n_heads * head_dim) = softmax(q k^T / sqrt(head_dim)) v for the n tokens of this pass
 // (set_pass done) against the cache of one layer, slots [0, pos + n)
 static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l,
-                      int n, int pos, const Config *c) {
+                      int n, const Config *c) {
     if (!gpu_mapping) {
-        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, n, pos,
-               c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
+        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, s->pos, n, *c);
         return;
     }
-    LAUNCH(attention_scores_kernel, n * c->n_heads * (pos + n), s->att, q, k_l, s->mask, n, pos,
-           c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
-    LAUNCH(attention_softmax_kernel, n * c->n_heads, s->att, s->att_sum, s->mask, n, pos,
-           c->n_heads, c->seq_len);
-    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, s->att_sum, v_l,
-           s->mask, n, pos, c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
-}
-
-// one thread per element: up = silu(gate) * up   (PyTorch: down(silu(gate(x)) * up(x)))
-__global__ void swiglu_kernel(float *up, const float *gate, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) { return; }
-    float g = gate[i];
-    up[i] = g / (1.0f + expf(-g)) * up[i];
+    LAUNCH(attention_scores_kernel, n * c->n_heads * c->seq_len, s->att, q, k_l, s->mask, s->pos,
+           n, *c);
+    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, v_l, s->mask,
+           s->pos, n, *c);
 }
 
 // ----------------------------------------------------------------------------
@@ -616,15 +629,15 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     size_t wide = q_dim > dim ? q_dim : dim, cache = (size_t)c->n_layers * c->seq_len * kv_dim;
-    size_t rows = wide > hid ? wide : hid; // the largest out_dim of a matmul
-    rows = rows > (size_t)c->vocab_size ? rows : (size_t)c->vocab_size;
+    size_t stacked = q_dim + 2 * kv_dim > 2 * hid ? q_dim + 2 * kv_dim : 2 * hid; // raw's rows
+    stacked = stacked > dim ? stacked : dim;
+    size_t rows = stacked > (size_t)c->vocab_size ? stacked : (size_t)c->vocab_size;
     // part: only the lanes mapping of the matmul touches it (the GPU's; the CPU build's tests)
-    size_t sizes[] = {T * dim, T * wide, T * dim, T * q_dim, T * hid, T * hid,
-                      T * c->n_heads * c->seq_len, T * c->n_heads, T * c->vocab_size, cache, cache,
-                      T * LANES, MAX_SWEEP_TOKENS * rows * LANES};
-    float **slots[] = {&s->x,           &s->xb,        &s->xb2,     &s->q,      &s->hb,
-                       &s->hb2,         &s->att,       &s->att_sum, &s->logits, &s->key_cache,
-                       &s->value_cache, &s->norm_part, &s->part};
+    size_t sizes[] = {T * dim,   T * wide,  T * q_dim, T * hid, T * stacked,
+                      T * c->n_heads * c->seq_len, T * c->vocab_size, cache, cache,
+                      MAX_SWEEP_TOKENS * rows * LANES};
+    float **slots[] = {&s->x,   &s->xb,     &s->q,         &s->hb,          &s->raw,
+                       &s->att, &s->logits, &s->key_cache, &s->value_cache, &s->part};
     enum { N_SLOTS = sizeof(sizes) / sizeof(sizes[0]) };
     size_t total = 0;
     for (int k = 0; k < N_SLOTS; k++) { total += sizes[k]; }
@@ -632,12 +645,13 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t off = 0;
     for (int k = 0; k < N_SLOTS; k++) { *slots[k] = base + off; off += sizes[k]; }
     s->max_tokens = max_tokens;
-    // tokens, depth and mask of a pass sit together on both sides, so set_pass uploads them at once
-    size_t pass_bytes = 2 * T * sizeof(int) + T * T;
-    s->tokens = (int *)device_malloc(pass_bytes);
+    // position, tokens, depth and mask of a pass sit together on both sides: one upload
+    size_t pass_bytes = (1 + 2 * T) * sizeof(int) + T * T;
+    s->pos = (int *)device_malloc(pass_bytes);
+    s->tokens = s->pos + 1;
     s->depth = s->tokens + T;
     s->mask = (unsigned char *)(s->depth + T);
-    s->pass_host = (int *)malloc_check(pass_bytes);
+    s->pass_host = (int *)calloc_check(pass_bytes, 1);
     s->logits_host = (float *)malloc_check((T * c->vocab_size + 2 * c->n_layers * kv_dim) *
                                            sizeof(float));
     s->slot_host = s->logits_host + T * c->vocab_size;
@@ -645,7 +659,7 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
 
 static void free_run_state(RunState *s) {
     device_free(s->x);
-    device_free(s->tokens);
+    device_free(s->pos);
     free(s->pass_host);
     free(s->logits_host);
 }
@@ -654,47 +668,42 @@ static void free_run_state(RunState *s) {
 // it bounds a draft plus its verification, a SWIFT tree and a CLaSp batch.
 enum { MAX_PASS_TOKENS = 64 };
 
-// Uploads this pass's tokens (NULL: keep those on the device), RoPE offsets and mask (a causal
-// chain when tree is NULL) in one copy, from the staging buffer laid out like the device's.
-static void set_pass(Model *m, const int *tokens, int n, const TokenTree *tree) {
+// Uploads this pass's position, tokens (NULL: the last pass's stay, as the staging buffer holds
+// them), RoPE offsets and mask (a causal chain when tree is NULL) in one copy, from the staging
+// buffer laid out like the device's.
+static void set_pass(Model *m, const int *tokens, int n, int pos, const TokenTree *tree) {
     RunState *s = &m->state;
     size_t T = (size_t)s->max_tokens;
-    int *depth = s->pass_host + T;
-    unsigned char *mask = (unsigned char *)(s->pass_host + 2 * T);
+    int *depth = s->pass_host + 1 + T;
+    unsigned char *mask = (unsigned char *)(depth + T);
+    s->pass_host[0] = pos;
+    if (tokens) { memcpy(s->pass_host + 1, tokens, (size_t)n * sizeof(int)); }
     for (int t = 0; t < n; t++) {
         depth[t] = tree ? tree->depth[t] : t;
         for (int u = 0; u < n; u++) { mask[t * n + u] = tree ? tree->mask[t * n + u] : (u <= t); }
     }
-    if (tokens) {
-        memcpy(s->pass_host, tokens, (size_t)n * sizeof(int));
-        copy_to_device(s->tokens, s->pass_host, 2 * T * sizeof(int) + (size_t)n * n);
-    } else {
-        copy_to_device(s->depth, depth, T * sizeof(int) + (size_t)n * n);
-    }
+    copy_to_device(s->pos, s->pass_host, (1 + 2 * T) * sizeof(int) + (size_t)n * n);
 }
 
 // Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn).
 // Writes K and V at cache slots pos..pos+n-1. Slots >= pos are scratch: a later pass
 // overwrites them before anything reads them, which is what makes rollback free.
-static void attention_sublayer(Model *m, int l, int n, int pos) {
+static void attention_sublayer(Model *m, int l, int n) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     RunState *s = &m->state;
     int dim = c->dim, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    int half = c->head_dim / 2;
+    size_t lq = (size_t)l * q_dim * dim, lkv = (size_t)l * kv_dim * dim;
     float *k_l = s->key_cache + (size_t)l * c->seq_len * kv_dim;
     float *v_l = s->value_cache + (size_t)l * c->seq_len * kv_dim;
-    rmsnorm(s, s->xb, s->x, w->rms_att + (size_t)l * dim, n, dim, c->norm_eps);
-    matmul(s, s->q, s->xb, w->wq + (size_t)l * q_dim * dim, n, dim, q_dim);
-    matmul(s, k_l + (size_t)pos * kv_dim, s->xb, w->wk + (size_t)l * kv_dim * dim, n, dim, kv_dim);
-    matmul(s, v_l + (size_t)pos * kv_dim, s->xb, w->wv + (size_t)l * kv_dim * dim, n, dim, kv_dim);
-    LAUNCH(rope_kernel, n * c->n_heads * half, s->q, q_dim, s->depth, pos, w->rope_inv_freq, n,
-           c->n_heads, c->head_dim);
-    LAUNCH(rope_kernel, n * c->n_kv_heads * half, k_l + (size_t)pos * kv_dim, kv_dim, s->depth, pos,
-           w->rope_inv_freq, n, c->n_kv_heads, c->head_dim);
-    attention(s, s->xb, s->q, k_l, v_l, n, pos, c);
-    // x += o_proj(...)
-    matmul_residual(s, s->xb, w->wo + (size_t)l * dim * q_dim, n, q_dim, dim);
+    rmsnorm(s->xb, s->x, w->rms_att + (size_t)l * dim, n, dim, c->norm_eps);
+    MatmulOp qkv = {MM_QKV, n, dim, {q_dim, kv_dim, kv_dim}, c->head_dim, s->xb,
+                    {w->wq + lq, w->wk + lkv, w->wv + lkv}, {s->q, k_l, v_l}, s->raw,
+                    s->pos, s->depth, w->rope_inv_freq};
+    matmul(s, qkv);
+    attention(s, s->xb, s->q, k_l, v_l, n, c);
+    MatmulOp o = {MM_ADD, n, q_dim, {dim}, 0, s->xb, {w->wo + lq}, {s->x}, s->raw, 0, 0, 0};
+    matmul(s, o); // x += o_proj(...)
 }
 
 // MLP sublayer of layer l: x += down(silu(gate(norm(x))) * up(norm(x))).
@@ -703,11 +712,13 @@ static void mlp_sublayer(Model *m, int l, int n) {
     const Weights *w = &m->weights;
     RunState *s = &m->state;
     int dim = c->dim, hid = c->hidden_dim;
-    rmsnorm(s, s->xb, s->x, w->rms_ffn + (size_t)l * dim, n, dim, c->norm_eps);
-    matmul(s, s->hb, s->xb, w->w_gate + (size_t)l * hid * dim, n, dim, hid);
-    matmul(s, s->hb2, s->xb, w->w_up + (size_t)l * hid * dim, n, dim, hid);
-    LAUNCH(swiglu_kernel, n * hid, s->hb2, s->hb, n * hid);
-    matmul_residual(s, s->hb2, w->w_down + (size_t)l * dim * hid, n, hid, dim); // x += down(..)
+    size_t lh = (size_t)l * hid * dim;
+    rmsnorm(s->xb, s->x, w->rms_ffn + (size_t)l * dim, n, dim, c->norm_eps);
+    MatmulOp gate_up = {MM_SWIGLU, n, dim, {hid, hid}, 0, s->xb, {w->w_gate + lh, w->w_up + lh},
+                        {s->hb}, s->raw, 0, 0, 0};
+    matmul(s, gate_up);
+    MatmulOp down = {MM_ADD, n, hid, {dim}, 0, s->hb, {w->w_down + lh}, {s->x}, s->raw, 0, 0, 0};
+    matmul(s, down);
 }
 
 // Copies the residual rows of the captured tokens at sublayer boundary b, one copy per run of
@@ -745,16 +756,34 @@ static void kv_slots(Model *m, int slot, int n, float *buf, int save) {
 // Layers [first, last) on the n residual rows in state.x (set_pass done), under skip (NULL = run
 // every sublayer), capturing the rows at each sublayer boundary. forward runs all the layers;
 // CLaSp's DP runs one layer at a time on a batch of candidate states.
-static void forward_layers(Model *m, int n, int pos, const SkipSet *skip, int first, int last,
+static void forward_layers(Model *m, int n, const SkipSet *skip, int first, int last,
                            Capture *capture) {
     for (int l = first; l < last; l++) {
         int run_attn = !(skip && skip->attn[l]), run_mlp = !(skip && skip->mlp[l]);
-        if (run_attn) { attention_sublayer(m, l, n, pos); }
+        if (run_attn) { attention_sublayer(m, l, n); }
         capture_boundary(m, capture, 2 * l + 1);
         if (run_mlp) { mlp_sublayer(m, l, n); }
         capture_boundary(m, capture, 2 * l + 2);
         m->state.n_sublayers += (uint64_t)(run_attn + run_mlp);
     }
+}
+
+// The launches of a pass (set_pass done): the embedding, the layers under skip, and the logits
+// rows [first_row, n) (first_row = n: none). The position is not an argument: the kernels read
+// it from state.pos, so a pass's launches are the same at every position.
+static void run_pass(Model *m, int n, const SkipSet *skip, int first_row, Capture *capture) {
+    const Config *c = &m->config;
+    RunState *s = &m->state;
+    LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
+    capture_boundary(m, capture, 0);
+    forward_layers(m, n, skip, 0, c->n_layers, capture);
+    if (first_row >= n) { return; }
+    size_t f = (size_t)first_row;
+    float *x = s->xb + f * c->dim, *logits = s->logits + f * c->vocab_size;
+    rmsnorm(x, s->x + f * c->dim, m->weights.rms_final, n - first_row, c->dim, c->norm_eps);
+    MatmulOp head = {MM_STORE, n - first_row, c->dim, {c->vocab_size}, 0, x,
+                     {m->weights.lm_head}, {logits}, logits, 0, 0, 0};
+    matmul(s, head);
 }
 
 // forward, computing and copying back only the logits rows [first_row, n) (first_row = n: none),
@@ -767,16 +796,10 @@ static void forward_rows(Model *m, const int *tokens, int n, int pos, const Skip
         die(__FILE__, __LINE__, "forward: %d tokens at position %d do not fit (max %d per pass, "
             "context %d)", n, pos, s->max_tokens, c->seq_len);
     }
-    set_pass(m, tokens, n, tree);
-    LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
-    capture_boundary(m, capture, 0);
-    forward_layers(m, n, pos, skip, 0, c->n_layers, capture);
+    set_pass(m, tokens, n, pos, tree);
+    run_pass(m, n, skip, first_row, capture);
     if (first_row >= n) { return; }
-    size_t f = (size_t)first_row, dim = (size_t)c->dim, vocab = (size_t)c->vocab_size;
-    rmsnorm(s, s->xb + f * dim, s->x + f * dim, m->weights.rms_final, n - first_row, c->dim,
-            c->norm_eps);
-    matmul(s, s->logits + f * vocab, s->xb + f * dim, m->weights.lm_head, n - first_row, c->dim,
-           c->vocab_size);
+    size_t f = (size_t)first_row, vocab = (size_t)c->vocab_size;
     copy_to_host(s->logits_host + f * vocab, s->logits + f * vocab,
                  (n - f) * vocab * sizeof(float));
 }
@@ -1237,9 +1260,9 @@ static void run_layer_batch(Model *m, int l, float *rows, int n, int slot) {
         for (int u = 0; u < n; u++) { mask[t * n + u] = t == u; }
     }
     TokenTree tree = {depth, mask};
-    set_pass(m, NULL, n, &tree);
+    set_pass(m, NULL, n, slot, &tree);
     copy_to_device(m->state.x, rows, bytes);
-    forward_layers(m, n, slot, NULL, l, l + 1, NULL);
+    forward_layers(m, n, NULL, l, l + 1, NULL);
     copy_to_host(rows, m->state.x, bytes);
 }
 

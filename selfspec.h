@@ -81,22 +81,22 @@ typedef struct {
     int max_tokens;      // largest n for one forward call (longer prompts are prefilled in chunks)
     float *x;            // (max_tokens, dim) the residual stream
     float *xb;           // (max_tokens, max(dim, q_dim)) normed input / attention output
-    float *xb2;          // (max_tokens, dim) sublayer output before the residual add
     float *q;            // (max_tokens, q_dim)
-    float *hb;           // (max_tokens, hidden_dim) gate
-    float *hb2;          // (max_tokens, hidden_dim) up, then silu(gate) * up
+    float *hb;           // (max_tokens, hidden_dim) silu(gate) * up
+    float *raw;          // (max_tokens, max(q_dim + 2 kv_dim, 2 hidden_dim, dim)) a matmul's dot
+                         // products, before what its launch does with them (RoPE, SwiGLU, x +=)
     float *att;          // (max_tokens, n_heads, seq_len) attention scores, then probabilities
-    float *att_sum;      // (max_tokens, n_heads) softmax denominators
     float *logits;       // (max_tokens, vocab_size)
     float *key_cache;    // (n_layers, seq_len, kv_dim)
     float *value_cache;  // (n_layers, seq_len, kv_dim)
-    float *norm_part;    // (max_tokens, 16) RMSNorm's partial sums of squares
     float *part;         // (8, max_rows, 16) the matmul's partial sums when it runs one thread
-                         // per (row, lane): the GPU's mapping (max_rows: the largest out_dim)
-    int *tokens;         // (max_tokens) token ids of this pass; then depth and mask, one upload
+                         // per (row, lane): the GPU's mapping (max_rows: the most rows of a matmul)
+    int *pos;            // (1) this pass's position: the kernels read it here, so that a pass's
+                         // launches are the same at every position; then tokens, depth and mask
+    int *tokens;         // (max_tokens) token ids of this pass
     int *depth;          // (max_tokens) RoPE offsets of this pass
     unsigned char *mask; // (max_tokens, max_tokens) attention mask within this pass
-    int *pass_host;      // host staging of tokens, depth and mask, uploaded in one copy
+    int *pass_host;      // host staging of pos, tokens, depth and mask, uploaded in one copy
     float *logits_host;  // (max_tokens, vocab_size) logits copied back to the host
     float *slot_host;    // (2, n_layers, kv_dim) one cache slot's K and V rows, on their way
                          // (SWIFT's accepted leaf moving to the chain); after logits_host
