@@ -125,20 +125,18 @@ static double lap_ms(double *t) {
 
 // ----- the launch shim: one kernel source, two builds
 //
-// nvcc: kernels launch with <<<grid, block>>> and every CUDA call is checked.
+// nvcc: kernels launch with <<<grid, block>>> on the per-thread default stream (which a CUDA graph
+// can capture) and every CUDA call is checked.
 // C compiler: blockIdx/threadIdx are thread-local variables and LAUNCH runs the grid as a host
 // loop, OpenMP over blocks. That is exact because no kernel uses shared memory, __syncthreads,
 // warp functions or atomics, and no thread reads what another thread of the same launch writes.
 // The block size never changes a result (kernels only use the flat index), so each build picks
-// its own. A launch goes parallel only when it has 64 blocks or more, 65,536 units of work
-// (LAUNCH_WORK: a matmul's multiply-adds; LAUNCH: one per thread) and more than one thread may
-// run them: below that, entering an OpenMP region costs more than the work (measured in
-// test/bench/README.md, "The launch shim's thresholds"). Both builds count their launches.
-
-static uint64_t launch_count; // kernels launched: test/bench/verify_cost and the tests read it
+// its own. A launch goes parallel only with 64 blocks or more, 65,536 units of work (LAUNCH_WORK:
+// a matmul's multiply-adds; LAUNCH: a thread's one) and threads to run them (test/bench/README.md).
+static uint64_t launch_count; // kernels launched, in both builds (verify_cost and tests read it)
 
 #ifdef __CUDACC__
-enum { BLOCK_SIZE = 128 };
+enum { BLOCK_SIZE = 128, GRAPHS = 1 }; // GRAPHS: passes replay as CUDA graphs (forward)
 
 #define cuda_check(call) cuda_check_((call), #call, __FILE__, __LINE__)
 static void cuda_check_(cudaError_t e, const char *what, const char *file, int line) {
@@ -148,9 +146,9 @@ static void cuda_check_(cudaError_t e, const char *what, const char *file, int l
 #define LAUNCH_WORK(kernel, n_threads, work, ...) LAUNCH(kernel, n_threads, __VA_ARGS__)
 #define LAUNCH(kernel, n_threads, ...)                                                      \
     do {                                                                                    \
-        int n_ = (n_threads);                                                               \
+        int n_ = (n_threads), grid_ = (n_ + BLOCK_SIZE - 1) / BLOCK_SIZE;                   \
         if (n_ > 0) {                                                                       \
-            kernel<<<(n_ + BLOCK_SIZE - 1) / BLOCK_SIZE, BLOCK_SIZE>>>(__VA_ARGS__);        \
+            kernel<<<grid_, BLOCK_SIZE, 0, cudaStreamPerThread>>>(__VA_ARGS__);             \
             cuda_check(cudaGetLastError());                                                 \
             launch_count++;                                                                 \
         }                                                                                   \
@@ -173,13 +171,11 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 #else
-enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64, MIN_PARALLEL_WORK = 1 << 16 };
-// Kernels are inlined into the loop that runs their grid (LAUNCH_BLOCK): no call per thread, and
-// a kernel's arguments stay in registers across its threads.
+enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64, MIN_PARALLEL_WORK = 1 << 16, GRAPHS = 0 };
+// Kernels are inlined into the loop that runs their grid, device functions into their callers
+// (as nvcc does: with gcc's mere hint, dot_row_tokens may stay a call and the matmul's sums leave
+// the registers, test/bench/README.md, "Speed that does not depend on the rest of the file").
 #define __global__ static inline __attribute__((always_inline))
-// Always inlined, as nvcc inlines device functions: with gcc's mere hint, dot_row_tokens may stay
-// a call, and the matmul's sums leave the registers (test/bench/README.md, "Speed that does not
-// depend on the rest of the file").
 #define __device__ static inline __attribute__((always_inline))
 #define __host__ // with __device__: a function that launchers and kernels both call
 #ifdef __cplusplus
@@ -228,12 +224,9 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst
 
 // ----- the kernels and their launchers
 
-// Which mappings the launchers run. 0, the CPU's: one thread per output row (a matmul's unit
-// walks each weight row once for all the tokens, from cache lines it walks alone; RMSNorm and
-// attention vectorize along the row). 1, the GPU's: the matmul one thread per (row, lane) and a
-// combine, so that neighbouring threads read neighbouring words; RMSNorm one thread per element;
-// attention in two stages of one thread per output element. The same arithmetic, bitwise; the
-// CPU tests set it to 1 to run the GPU's kernels through the launch shim and compare.
+// The launchers' mapping. 0, the CPU's: a thread per row or unit of rows. 1, the GPU's: a thread
+// per (row, lane) and a combine, so that neighbouring threads read neighbouring words; RMSNorm and
+// attention a thread per output element. The same arithmetic: the CPU tests set 1 and compare.
 #ifdef __CUDACC__
 static int gpu_mapping = 1;
 #else
@@ -252,27 +245,34 @@ __global__ void embed_kernel(float *x, const float *token_embedding, const int *
 // The fixed tree that adds 16 partial sums: 16 -> 8 -> 4 -> 2 -> 1. Every reduction that runs as
 // 16 interleaved partial sums (the matmul, dot, RMSNorm) ends here, in both builds.
 enum { LANES = 16 };
-__device__ float tree_sum16(float *s) {
+__device__ float tree_sum16(const float *p) {
+    float s[16];
+    for (int u = 0; u < 16; u++) { s[u] = p[u]; }
     for (int u = 0; u < 8; u++) { s[u] += s[u + 8]; }
     for (int u = 0; u < 4; u++) { s[u] += s[u + 4]; }
     return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
-// Dot products of one weight row wr with n_tok consecutive token vectors (n_tok <= 8),
-// written to out[0], out[out_dim], ... Each dot product keeps 16 interleaved partial sums,
-// s[u] += w[c] x[c] for c = u mod 16, combined in a fixed tree: the order depends only on
-// in_dim, never on how many tokens share the sweep, so an n-token pass gives bitwise the
-// results of n one-token passes. The input index c is the outer loop and the tokens the inner
-// one: each chunk of 16 weights is loaded once and multiplied into every token's sums, which
-// stay in registers when n_tok is a constant. "omp simd" makes the 16-wide chunk the vector
-// (gcc otherwise vectorizes across chunks: test/bench/README.md); nvcc and compilers without OpenMP
-// ignore it.
+// Dot products of one weight row wr with the n_tok tokens t0.. of x (n_tok <= 8), to out[t0 *
+// out_dim], ... (add: added to it). Each keeps 16 interleaved partial sums, s[u] += w[c] x[c] for
+// c = u mod 16, in the fixed tree: the order depends only on in_dim, not on the tokens sharing the
+// sweep, so an n-token pass gives bitwise n one-token passes. A chunk of 16 weights is loaded once
+// for all the tokens; "omp simd" makes it the vector (test/bench/README.md). With lane >= 0 (the
+// GPU's matmul_lanes_kernel) the thread sums that one of the 16 and stores it, untreed.
 enum { MAX_SWEEP_TOKENS = 8 };
-__device__ void dot_row_tokens(float *out, const float *wr, const float *x, int n_tok, int in_dim,
-                               int out_dim, int add) {
+__device__ void dot_row_tokens(float *out, const float *wr, const float *x, int t0, int n_tok,
+                               int in_dim, int out_dim, int add, int lane) {
     float s[MAX_SWEEP_TOKENS][16];
+    x += (size_t)t0 * in_dim, out += (size_t)t0 * out_dim;
     for (int t = 0; t < n_tok; t++) {
         for (int u = 0; u < 16; u++) { s[t][u] = 0.0f; }
+    }
+    if (lane >= 0) {
+        for (int c = lane; c < in_dim; c += LANES) {
+            for (int t = 0; t < n_tok; t++) { s[t][0] += wr[c] * x[(size_t)t * in_dim + c]; }
+        }
+        for (int t = 0; t < n_tok; t++) { out[(size_t)t * out_dim] = s[t][0]; }
+        return;
     }
     int c = 0;
     for (; c + 16 <= in_dim; c += 16) {
@@ -282,9 +282,11 @@ __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int 
             for (int u = 0; u < 16; u++) { s[t][u] += wr[c + u] * xt[c + u]; }
         }
     }
-    for (int t = 0; t < n_tok; t++) {
-        const float *xt = x + (size_t)t * in_dim;
-        for (int cc = c; cc < in_dim; cc++) { s[t][cc % 16] += wr[cc] * xt[cc]; }
+    for (int t = 0; t < n_tok; t++) { // the last, partial chunk with constant indices (an index
+        const float *xt = x + (size_t)t * in_dim; // computed at run time puts s in GPU memory)
+        for (int u = 0; c < in_dim && u < 16; u++) {
+            if (c + u < in_dim) { s[t][u] += wr[c + u] * xt[c + u]; }
+        }
         float y = tree_sum16(s[t]);
         out[(size_t)t * out_dim] = add ? out[(size_t)t * out_dim] + y : y;
     }
@@ -293,47 +295,28 @@ __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int 
 // dot(a, b) over n elements, in the same fixed order as the matmul
 __device__ float dot(const float *a, const float *b, int n) {
     float result;
-    dot_row_tokens(&result, a, b, 1, n, 0, 0);
+    dot_row_tokens(&result, a, b, 0, 1, n, 0, 0, -1);
     return result;
 }
 
-// One weight row against the n tokens of a pass, out[t * out_dim] = dot(wr, x[t]). Each weight
-// row is read from memory once per pass and reused for all n tokens, which is what makes
-// verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Once a pass over
-// several tokens is compute-bound (on the CPU from about 4 tokens), what counts is how often a
-// weight is loaded into a register: the tokens go through dot_row_tokens 8 at a time, then 4, 2
-// and 1, each sweep a constant count the compiler can keep in registers. Four loops rather than
-// one over the counts, so that the compiler specializes each (test/bench/README.md has the
-// measurements).
+// One weight row against the n tokens of a pass, read once for all of them (so verifying k tokens
+// costs about one token where memory is the limit); where compute is, the tokens go 8 at a time,
+// then 4, 2, 1, each a constant count whose sums stay in registers (test/bench/README.md).
 __device__ void dot_rows(float *out, const float *wr, const float *x, int n, int in_dim,
-                         int out_dim, int add) {
+                         int out_dim, int add, int lane) {
     int t = 0;
-    for (; t + 8 <= n; t += 8) {
-        dot_row_tokens(out + (size_t)t * out_dim, wr, x + (size_t)t * in_dim, 8, in_dim, out_dim,
-                       add);
-    }
-    for (; t + 4 <= n; t += 4) {
-        dot_row_tokens(out + (size_t)t * out_dim, wr, x + (size_t)t * in_dim, 4, in_dim, out_dim,
-                       add);
-    }
-    for (; t + 2 <= n; t += 2) {
-        dot_row_tokens(out + (size_t)t * out_dim, wr, x + (size_t)t * in_dim, 2, in_dim, out_dim,
-                       add);
-    }
-    for (; t < n; t++) {
-        dot_row_tokens(out + (size_t)t * out_dim, wr, x + (size_t)t * in_dim, 1, in_dim, out_dim,
-                       add);
-    }
+    for (; t + 8 <= n; t += 8) { dot_row_tokens(out, wr, x, t, 8, in_dim, out_dim, add, lane); }
+    for (; t + 4 <= n; t += 4) { dot_row_tokens(out, wr, x, t, 4, in_dim, out_dim, add, lane); }
+    for (; t + 2 <= n; t += 2) { dot_row_tokens(out, wr, x, t, 2, in_dim, out_dim, add, lane); }
+    for (; t < n; t++) { dot_row_tokens(out, wr, x, t, 1, in_dim, out_dim, add, lane); }
 }
 
-// A matmul and what rides along in its launch: up to three weight matrices stacked (row r of
-// the op is row r - (the rows before it) of w[j]), each dot product rounded to a float in raw
-// (n, stacked rows), then an epilogue on each unit, the rows it combines. Each output element
-// does the arithmetic separate launches did, in the same order (test_forward checks the bits):
-//   MM_STORE  out[0] = x w[0]^T, raw being out[0] (the output head)              unit: a row
-//   MM_ADD    out[0] += x w[0]^T: the residual add (o_proj, down)                unit: a row
-//   MM_SWIGLU out[0] = silu(x w[0]^T) * (x w[1]^T) (PyTorch: silu(gate(x)) * up(x)),
-//             unit: row i of gate and of up
+// A matmul and what rides along in its launch: up to three weight matrices stacked (raw column c
+// is row c - (the rows before it) of w[j]), each dot product rounded to a float in raw, then an
+// epilogue on each unit of columns: the arithmetic separate launches did (test_forward: bits).
+//   MM_STORE  out[0] = x w[0]^T, raw being out[0] (the output head)               unit: a row
+//   MM_ADD    out[0] += x w[0]^T: the residual add (o_proj, down)                 unit: a row
+//   MM_SWIGLU out[0] = silu(x w[0]^T) * (x w[1]^T) (PyTorch: silu(gate(x)) * up(x))  unit: row i
 //   MM_QKV    q, k, v = x w[0..2]^T into out[0] and the layer's KV cache out[1], out[2] from
 //             slot *pos, q and k rotated by RoPE; unit: rows (i, i + head_dim / 2) of a head
 enum { MM_STORE, MM_ADD, MM_SWIGLU, MM_QKV };
@@ -345,179 +328,129 @@ typedef struct {
     const float *inv_freq;                  // MM_QKV: RoPE's inverse frequencies
 } MatmulOp;
 
-__host__ __device__ int op_rows(const MatmulOp *op) {
-    return op->rows[0] + op->rows[1] + op->rows[2];
-}
-__host__ __device__ int op_units(const MatmulOp *op) {
-    return op->kind == MM_QKV ? op_rows(op) / 2 : op->rows[0];
+__host__ __device__ int op_rows(const MatmulOp *o) { return o->rows[0] + o->rows[1] + o->rows[2]; }
+__host__ __device__ int op_units(const MatmulOp *o) {
+    return o->kind == MM_QKV ? op_rows(o) / 2 : o->rows[0];
 }
 
-// The raw columns of unit u: c0, and the pair's c1 (MM_SWIGLU: up's row; MM_QKV: the row half a
-// head on, as u is pair i of head h of the q, k and v heads stacked)
-__device__ int unit_col(const MatmulOp *op, int u) {
-    int half = op->head_dim / 2;
-    return op->kind == MM_QKV ? u / half * op->head_dim + u % half : u;
-}
-__device__ int unit_pair(const MatmulOp *op, int c0) {
-    return c0 + (op->kind == MM_QKV ? op->head_dim / 2 : op->rows[0]);
+// Unit u's raw column c0, and *c1 its pair's (up's row; MM_QKV: half a head on, u pair i of head
+// h; c0 again for a one-row unit)
+__device__ int unit_cols(const MatmulOp *op, int u, int *c1) {
+    int half = op->head_dim / 2, c0 = op->kind == MM_QKV ? u / half * op->head_dim + u % half : u;
+    *c1 = c0 + (op->kind == MM_QKV ? half : op->kind == MM_SWIGLU ? op->rows[0] : 0);
+    return c0;
 }
 
-// The matrix j that holds raw column c; *row becomes its row in w[j] and out[j]
-__device__ int op_matrix(const MatmulOp *op, int c, int *row) {
-    int j = (c >= op->rows[0]) + (op->kind == MM_QKV && c >= op->rows[0] + op->rows[1]);
-    *row = c - (j > 0 ? op->rows[0] : 0) - (j > 1 ? op->rows[1] : 0);
-    return j;
+// Raw column c's weight row, its column of out[j] and rows[j], j the matrix holding it (picked by
+// selects, not an index: a GPU keeps an indexed kernel argument in memory)
+typedef struct {
+    const float *w;
+    float *out;
+    int rows;
+} OpRow;
+__device__ OpRow op_row(const MatmulOp *op, int c) {
+    int j1 = c >= op->rows[0], j2 = op->kind == MM_QKV && c >= op->rows[0] + op->rows[1];
+    int row = c - (j1 ? op->rows[0] : 0) - (j2 ? op->rows[1] : 0);
+    OpRow r = {(j2 ? op->w[2] : j1 ? op->w[1] : op->w[0]) + (size_t)row * op->in_dim,
+               (j2 ? op->out[2] : j1 ? op->out[1] : op->out[0]) + row,
+               j2 ? op->rows[2] : j1 ? op->rows[1] : op->rows[0]};
+    return r;
 }
 
-// Where raw column c of token t goes: out[j], whose rows start at slot *pos in a KV cache
+// Where raw column c of token t goes: its column of out[j], from slot *pos in a KV cache
 __device__ float *op_out(const MatmulOp *op, int t, int c) {
-    int row, j = op_matrix(op, c, &row);
-    size_t slot = (size_t)t + (op->kind == MM_QKV && j > 0 ? *op->pos : 0);
-    return op->out[j] + slot * op->rows[j] + row;
+    OpRow r = op_row(op, c);
+    return r.out + ((size_t)t + (op->kind == MM_QKV && c >= op->rows[0] ? *op->pos : 0)) * r.rows;
 }
 
-// The epilogue of unit u for token t: reads the unit's products in raw (columns c0 and c1), which
-// only the calling thread wrote, and writes the unit's outputs, which only it touches
+// Unit u's epilogue for token t: reads raw columns c0, c1; writes the unit's outputs (its alone)
 __device__ void finish_unit(const MatmulOp *op, int t, int u, int c0, int c1) {
     const float *y = op->raw + (size_t)t * op_rows(op);
-    float a = y[c0], *o = op_out(op, t, c0);
+    float a = y[c0], b = y[c1], *o = op_out(op, t, c0);
     if (op->kind == MM_ADD) {
         *o = *o + a;
     } else if (op->kind == MM_SWIGLU) {
-        *o = a / (1.0f + expf(-a)) * y[c1];
-    } else if (op->kind == MM_QKV && c0 >= op->rows[0] + op->rows[1]) { // v: no rotation
-        *o = a;
-        *op_out(op, t, c1) = y[c1];
-    } else if (op->kind == MM_QKV) {
-        // RoPE, HF's rotate_half convention (pairs are the two halves of a head, not adjacent
-        // elements): rotate (a, b) by angle (pos + depth[t]) * f_i
+        *o = a / (1.0f + expf(-a)) * b;
+    } else if (op->kind == MM_QKV && c0 >= op->rows[0] + op->rows[1]) { // v: not rotated
+        *o = a, *op_out(op, t, c1) = b;
+    } else if (op->kind == MM_QKV) { // RoPE, HF's rotate_half convention (the pairs are the two
+        // halves of a head, not adjacent elements): (a, b) turns by (pos + depth[t]) * f_i
         float angle = (float)(*op->pos + op->depth[t]) * op->inv_freq[u % (op->head_dim / 2)];
-        float c = cosf(angle), s = sinf(angle), b = y[c1];
-        *o = a * c - b * s;
-        *op_out(op, t, c1) = b * c + a * s;
+        float c = cosf(angle), s = sinf(angle);
+        *o = a * c - b * s, *op_out(op, t, c1) = b * c + a * s;
     }
 }
 
-// The CPU's matmul: one thread per unit, each of its rows through dot_rows for all n tokens,
-// then its epilogue token by token. kind is op.kind, a constant at each of matmul's launches, so
-// that each inlined copy of the kernel keeps only its own epilogue (0.7M instructions fewer a
-// token of kjv-12l than a kind read at run time).
+// The CPU's matmul: one thread per unit, its rows through dot_rows (MM_ADD's straight into out[0],
+// added; MM_STORE's raw is out[0]), then a pair's epilogue. kind is op.kind as a constant, one
+// launch site per kind, so that each inlined copy keeps only its epilogue (0.7M instructions a
+// token of kjv-12l).
 __global__ void matmul_kernel(MatmulOp op, int kind) {
     op.kind = kind;
-    int u = blockIdx.x * blockDim.x + threadIdx.x, in = op.in_dim, rows = op_rows(&op);
+    int u = blockIdx.x * blockDim.x + threadIdx.x, in = op.in_dim, rows = op_rows(&op), c1;
     if (u >= op_units(&op)) { return; }
-    if (kind == MM_STORE || kind == MM_ADD) { // straight into out, or added to it
-        dot_rows(op.out[0] + u, op.w[0] + (size_t)u * in, op.x, op.n, in, rows, kind == MM_ADD);
-        return;
+    int c0 = unit_cols(&op, u, &c1), add = kind == MM_ADD;
+    dot_rows((add ? op.out[0] : op.raw) + c0, op_row(&op, c0).w, op.x, op.n, in, rows, add, -1);
+    if (kind == MM_SWIGLU || kind == MM_QKV) {
+        dot_rows(op.raw + c1, op_row(&op, c1).w, op.x, op.n, in, rows, 0, -1);
+        for (int t = 0; t < op.n; t++) { finish_unit(&op, t, u, c0, c1); }
     }
-    int c0 = unit_col(&op, u), c1 = unit_pair(&op, c0), row0, row1;
-    int j0 = op_matrix(&op, c0, &row0), j1 = op_matrix(&op, c1, &row1);
-    dot_rows(op.raw + c0, op.w[j0] + (size_t)row0 * in, op.x, op.n, in, rows, 0);
-    dot_rows(op.raw + c1, op.w[j1] + (size_t)row1 * in, op.x, op.n, in, rows, 0);
-    for (int t = 0; t < op.n; t++) { finish_unit(&op, t, u, c0, c1); }
 }
 
-// The GPU's matmul: the same arithmetic as matmul_kernel, mapped so that loads coalesce. There,
-// one thread walks a whole row, and neighbouring threads read rows in_dim floats apart, so no
-// load coalesces. Here each of matmul_kernel's 16 partial sums becomes a thread: one thread per
-// (row r, lane u) sums w[r][c] x[t][c] over c = u mod 16 in increasing c, so 16 neighbouring
-// threads read 16 neighbouring words of a row; then matmul_combine_kernel, one thread per
-// (token, unit), adds each row's 16 lanes in the fixed tree and runs the epilogue. Each output
-// element sees the same products added in the same order as in matmul_kernel, so both mappings
-// give bitwise the same result (test_forward checks it; nvcc must not fuse multiply-adds:
-// -fmad=false in the Makefile). The tokens go in sweeps of 8, 4, 2, 1 as in dot_rows, so a
-// thread's sums stay in registers. part is (n_t, stacked rows, 16), n_t <= MAX_SWEEP_TOKENS: the
-// launcher runs longer passes in chunks of tokens t0..t0 + n_t.
-__device__ void lane_sums_tokens(float *part, const float *wr, const float *x, int n_tok, int lane,
-                                 int in_dim, size_t part_stride) {
-    float s[MAX_SWEEP_TOKENS];
-    for (int t = 0; t < n_tok; t++) { s[t] = 0.0f; }
-    for (int c = lane; c < in_dim; c += LANES) {
-        float w = wr[c];
-        for (int t = 0; t < n_tok; t++) { s[t] += w * x[(size_t)t * in_dim + c]; }
-    }
-    for (int t = 0; t < n_tok; t++) { part[(size_t)t * part_stride] = s[t]; }
-}
-
-// one thread per (stacked row, lane of 16): part[t][r][u] = sum of w[r][c] x[t0 + t][c] over
-// c = u mod 16
-__global__ void matmul_lanes_kernel(float *part, MatmulOp op, int t0, int n_t) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x, in = op.in_dim, row, t = 0;
+// The GPU's matmul, coalesced (in matmul_kernel neighbouring threads read rows in_dim floats
+// apart): one thread per (stacked row r, lane u) sums w[r][c] x[t][c] over c = u mod 16 into part
+// (n, stacked rows, 16); then one thread per (token, unit) adds each row's 16 lanes in the fixed
+// tree into raw and runs the epilogue. The CPU's bits (nvcc must not fuse: -fmad=false).
+__global__ void matmul_lanes_kernel(float *part, MatmulOp op) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= op_rows(&op) * LANES) { return; }
-    int lane = i % LANES, j = op_matrix(&op, i / LANES, &row);
-    const float *wr = op.w[j] + (size_t)row * in, *x = op.x + (size_t)t0 * in;
-    size_t stride = (size_t)op_rows(&op) * LANES; // from one token's partial sums to the next's
-    for (; t + 8 <= n_t; t += 8) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in, 8, lane, in, stride);
-    }
-    for (; t + 4 <= n_t; t += 4) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in, 4, lane, in, stride);
-    }
-    for (; t + 2 <= n_t; t += 2) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in, 2, lane, in, stride);
-    }
-    for (; t < n_t; t++) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in, 1, lane, in, stride);
-    }
+    dot_rows(part + i, op_row(&op, i / LANES).w, op.x, op.n, op.in_dim, op_rows(&op) * LANES, 0,
+             i % LANES);
 }
 
-// one thread per (token, unit): raw[t0 + t][c] = the 16 lanes of part[t][c] added in the fixed
-// tree, for the raw column c of each row of the unit; then the unit's epilogue
-__global__ void matmul_combine_kernel(const float *part, MatmulOp op, int t0, int n_t) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x, units = op_units(&op);
-    if (i >= n_t * units) { return; }
-    int t = i / units, u = i % units, c0 = unit_col(&op, u), c[2] = {c0, unit_pair(&op, c0)};
-    for (int k = 0; k < (op.kind == MM_SWIGLU || op.kind == MM_QKV ? 2 : 1); k++) {
-        float s[LANES];
-        size_t at = (size_t)t * op_rows(&op) + c[k];
-        for (int l = 0; l < LANES; l++) { s[l] = part[at * LANES + l]; }
-        op.raw[(size_t)t0 * op_rows(&op) + at] = tree_sum16(s);
-    }
-    finish_unit(&op, t0 + t, u, c[0], c[1]);
+__global__ void matmul_combine_kernel(const float *part, MatmulOp op) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, units = op_units(&op), c1;
+    if (i >= op.n * units) { return; }
+    int t = i / units, u = i % units, c0 = unit_cols(&op, u, &c1);
+    size_t row = (size_t)t * op_rows(&op);
+    op.raw[row + c0] = tree_sum16(part + (row + c0) * LANES);
+    op.raw[row + c1] = tree_sum16(part + (row + c1) * LANES); // (c0 again for a one-row unit)
+    finish_unit(&op, t, u, c0, c1);
 }
 
-// op's matmul and epilogue: on the GPU in chunks of 8 tokens (state.part holds 8 tokens' lanes)
+// op's matmul and epilogue, in the mapping gpu_mapping names
 static void matmul(RunState *s, MatmulOp op) {
     int units = op_units(&op), rows = op_rows(&op);
-    if (!gpu_mapping) {
-        double work = (double)op.n * op.in_dim * rows / units; // multiply-adds per thread
-        if (op.kind == MM_STORE) { LAUNCH_WORK(matmul_kernel, units, work, op, MM_STORE); }
-        if (op.kind == MM_ADD) { LAUNCH_WORK(matmul_kernel, units, work, op, MM_ADD); }
-        if (op.kind == MM_SWIGLU) { LAUNCH_WORK(matmul_kernel, units, work, op, MM_SWIGLU); }
-        if (op.kind == MM_QKV) { LAUNCH_WORK(matmul_kernel, units, work, op, MM_QKV); }
-        return;
-    }
-    for (int t = 0; t < op.n; t += MAX_SWEEP_TOKENS) {
-        int len = op.n - t < MAX_SWEEP_TOKENS ? op.n - t : MAX_SWEEP_TOKENS;
-        LAUNCH(matmul_lanes_kernel, rows * LANES, s->part, op, t, len);
-        LAUNCH(matmul_combine_kernel, len * units, s->part, op, t, len);
+    double work = (double)op.n * op.in_dim * rows / units; // multiply-adds per thread
+    switch (gpu_mapping ? -1 : op.kind) {
+    case MM_STORE: LAUNCH_WORK(matmul_kernel, units, work, op, MM_STORE); break;
+    case MM_ADD: LAUNCH_WORK(matmul_kernel, units, work, op, MM_ADD); break;
+    case MM_SWIGLU: LAUNCH_WORK(matmul_kernel, units, work, op, MM_SWIGLU); break;
+    case MM_QKV: LAUNCH_WORK(matmul_kernel, units, work, op, MM_QKV); break;
+    default:
+        LAUNCH(matmul_lanes_kernel, rows * LANES, s->part, op);
+        LAUNCH(matmul_combine_kernel, op.n * units, s->part, op);
     }
 }
 
-// out (n, dim) = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm), mean(x^2) from
-// dot(x, x). Each thread writes per_thread elements of a row: the CPU's mapping a whole row
-// (per_thread = dim), the GPU's one element, each thread adding the row's squares again, so that
-// no thread writes a whole row (dim is 2048 in a 1B model).
+// out (n, dim) = x / sqrt(mean(x^2) + eps) * w (PyTorch: LlamaRMSNorm), mean(x^2) from dot(x, x).
+// A thread writes per_thread elements: the CPU's a row, the GPU's one (adding the squares again).
 __global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int n, int dim,
-                               float eps, int per_thread) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+                               float eps, int whole_rows) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, per_thread = whole_rows ? dim : 1;
     if (i >= n * dim / per_thread) { return; }
     int t = i * per_thread / dim, first = i * per_thread % dim;
     const float *xt = x + (size_t)t * dim;
-    float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps);
-    for (int d = first; d < first + per_thread; d++) {
-        out[(size_t)t * dim + d] = w[d] * (xt[d] * scale);
-    }
+    float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps), *ot = out + (size_t)t * dim;
+    for (int d = first; d < first + per_thread; d++) { ot[d] = w[d] * (xt[d] * scale); }
 }
 
 static void rmsnorm(float *out, const float *x, const float *w, int n, int dim, float eps) {
-    int per_thread = gpu_mapping ? 1 : dim;
-    LAUNCH(rmsnorm_kernel, n * dim / per_thread, out, x, w, n, dim, eps, per_thread);
+    LAUNCH(rmsnorm_kernel, gpu_mapping ? n * dim : n, out, x, w, n, dim, eps, !gpu_mapping);
 }
 
-// Attention: token t sees every cached slot < pos and slot pos + u of this pass when
-// mask[t * n + u]; pos is read from device memory (state.pos), so that no launch depends on it.
-// GQA: head h reads kv head h / (n_heads / n_kv_heads), at kv_offset in a cache slot.
+// Attention: token t sees every cached slot < pos and slot pos + u of this pass when mask[t * n +
+// u], pos read from state.pos. GQA: head h reads kv head h / (n_heads / n_kv_heads), kv_offset.
 __device__ int visible(const unsigned char *mask, int t, int n, int pos, int s) {
     return s < pos || mask[t * n + (s - pos)];
 }
@@ -525,30 +458,27 @@ __device__ size_t kv_offset(int row, const Config *c) { // row = t * n_heads + h
     return (size_t)(row % c->n_heads / (c->n_heads / c->n_kv_heads)) * c->head_dim;
 }
 
-// The score of query row q (a head of one token) for slot s of k, its kv head's cache column:
-// q . k_s / sqrt(head_dim), in the matmul's fixed order
+// query row q's score for slot s of k (its kv head's column of the cache): q . k_s / sqrt(head_dim)
 __device__ float attention_score(const float *q, const float *k, int s, const Config *c) {
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     return dot(q, k + s * kv_dim, c->head_dim) * (1.0f / sqrtf((float)c->head_dim));
 }
 
-// The GPU's attention, stage 1: one thread per (token, head, slot s < seq_len): att[t][h][s] =
-// the score, for the slots t sees (the grid spans the context, whatever pos is; slots t does not
-// see are left as they are: no later stage reads them)
+// The GPU's attention, stage 1: one thread per (token, head, slot s < seq_len, the grid spanning
+// the context whatever pos is): att[t][h][s] = the score for the slots t sees (no stage reads more)
 __global__ void attention_scores_kernel(float *att, const float *q, const float *key_cache,
                                         const unsigned char *mask, const int *pos, int n,
                                         Config c) {
     int i = blockIdx.x * blockDim.x + threadIdx.x, row = i / c.seq_len, s = i % c.seq_len;
     if (i >= n * c.n_heads * c.seq_len || s >= *pos + n) { return; }
     if (!visible(mask, row / c.n_heads, n, *pos, s)) { return; }
-    const float *qr = q + (size_t)row * c.head_dim, *k = key_cache + kv_offset(row, &c);
-    att[(size_t)row * c.seq_len + s] = attention_score(qr, k, s, &c);
+    const float *k = key_cache + kv_offset(row, &c);
+    att[(size_t)row * c.seq_len + s] = attention_score(q + (size_t)row * c.head_dim, k, s, &c);
 }
 
-// Stage 2: one thread per (token, head, d): out[t][h][d] = sum over the visible s of
-// exp(score_s - max) v[s][d], in order of s, divided by the sum of the exponentials. Each thread
-// takes its row's max and exponentials itself (head_dim threads do it again, so that no thread
-// reads what another writes); neighbouring threads read neighbouring words of a value row.
+// Stage 2: one thread per (token, head, d): out[t][h][d] = sum over the visible s, in order, of
+// exp(score_s - max) v[s][d] over the exponentials' sum, each thread taking the row's max and
+// exponentials itself (no thread reads what another writes)
 __global__ void attention_values_kernel(float *out, const float *att, const float *value_cache,
                                         const unsigned char *mask, const int *pos, int n,
                                         Config c) {
@@ -564,43 +494,35 @@ __global__ void attention_values_kernel(float *out, const float *att, const floa
     for (int s = 0; s < span; s++) {
         if (!visible(mask, t, n, *pos, s)) { continue; }
         float p = expf(a[s] - max);
-        sum += p;
-        o += p * v[(size_t)s * kv_dim];
+        sum += p, o += p * v[(size_t)s * kv_dim];
     }
     out[i] = o / sum;
 }
 
-// The CPU's attention: one thread per (token, head): softmax(q k^T / sqrt(head_dim)) v over the
-// visible keys, serial over keys, the two stages above in one thread with the same arithmetic in
-// the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output row,
-// which on the CPU is cache and which the key-outer loop walks contiguously (vectorized over d); a
-// GPU runs the stages instead, where such a loop is a chain of global read-modify-writes.
+// The CPU's attention: one thread per (token, head), the two stages above in one thread with the
+// same arithmetic in the same order (test_forward: the bits). Its o[d] accumulators live in the
+// output row, in cache, walked contiguously by the key-outer loop (vectorized over d); on a GPU
+// such a loop is a chain of global read-modify-writes, hence the stages there.
 __global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
                                  const float *value_cache, const unsigned char *mask,
                                  const int *pos_p, int n, Config c) {
     int i = blockIdx.x * blockDim.x + threadIdx.x, pos = *pos_p, hd = c.head_dim;
     if (i >= n * c.n_heads) { return; }
     int t = i / c.n_heads, kv_dim = c.n_kv_heads * hd;
-    float *a = att + (size_t)i * c.seq_len, max = -FLT_MAX, sum = 0.0f;
-    const float *qi = q + (size_t)i * hd, *k = key_cache + kv_offset(i, &c);
+    float *a = att + (size_t)i * c.seq_len, max = -FLT_MAX, sum = 0.0f, *o = out + (size_t)i * hd;
+    const float *k = key_cache + kv_offset(i, &c), *v = value_cache + kv_offset(i, &c);
     for (int s = 0; s < pos + n; s++) {
         if (!visible(mask, t, n, pos, s)) { continue; }
-        a[s] = attention_score(qi, k, s, &c);
-        max = a[s] > max ? a[s] : max;
+        a[s] = attention_score(q + (size_t)i * hd, k, s, &c), max = a[s] > max ? a[s] : max;
     }
     for (int s = 0; s < pos + n; s++) {
         if (!visible(mask, t, n, pos, s)) { continue; }
-        a[s] = expf(a[s] - max);
-        sum += a[s];
+        a[s] = expf(a[s] - max), sum += a[s];
     }
-    // o[d] = sum_s a[s] v[s][d], summed over s in order for every d; the key loop is the outer
-    // one so that the inner loop walks a contiguous value row (and vectorizes over d)
-    float *o = out + (size_t)i * hd;
     for (int d = 0; d < hd; d++) { o[d] = 0.0f; }
     for (int s = 0; s < pos + n; s++) {
         if (!visible(mask, t, n, pos, s)) { continue; }
-        const float *v = value_cache + kv_offset(i, &c) + (size_t)s * kv_dim;
-        for (int d = 0; d < hd; d++) { o[d] += a[s] * v[d]; }
+        for (int d = 0; d < hd; d++) { o[d] += a[s] * v[(size_t)s * kv_dim + d]; }
     }
     for (int d = 0; d < hd; d++) { o[d] = o[d] / sum; }
 }
@@ -622,6 +544,28 @@ static void attention(RunState *s, float *out, const float *q, const float *k_l,
 // ----------------------------------------------------------------------------
 // forward: one pass over n tokens, any sublayers skipped
 
+// CUDA graphs: a GPU pass of kjv-12l is ~150 launches of microseconds each. A graph records the
+// launches of one pass shape (n, first_row, skip set, mapping), replayed in one call at any
+// position (the kernels read set_pass's upload). A shape is captured when it runs a second time;
+// the cache keeps MAX_GRAPHS, replacing the least recently used (the sets SWIFT and CLaSp drop age
+// out). The CPU build "replays" by running the entry's own shape, so its tests check the cache.
+enum { MAX_GRAPHS = 16 };
+struct PassGraph {
+    int n, first_row, mapping, runs; // the shape; 1: ran once, 2: captured, 3: replayed
+    SkipSet skip;                    // 0/1 for each sublayer of the model
+    uint64_t last_use, launches, sublayers; // LRU stamp; what a replay adds to the counters
+#ifdef __CUDACC__
+    cudaGraphExec_t exec;
+#endif
+};
+
+static void drop_graph(struct PassGraph *g) {
+#ifdef __CUDACC__
+    if (g->runs >= 2) { cuda_check(cudaGraphExecDestroy(g->exec)); }
+#endif
+    g->runs = 0;
+}
+
 // No product here can overflow: read_config bounds every size by 2^24, n_layers by 256 and
 // n_heads * head_dim by 2^24, so the largest, n_layers * seq_len * kv_dim, is below 2^56.
 // Everything a pass needs is allocated here, once: forward allocates nothing.
@@ -633,9 +577,9 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     stacked = stacked > dim ? stacked : dim;
     size_t rows = stacked > (size_t)c->vocab_size ? stacked : (size_t)c->vocab_size;
     // part: only the lanes mapping of the matmul touches it (the GPU's; the CPU build's tests)
-    size_t sizes[] = {T * dim,   T * wide,  T * q_dim, T * hid, T * stacked,
+    size_t sizes[] = {T * dim, T * wide, T * q_dim, T * hid, T * stacked,
                       T * c->n_heads * c->seq_len, T * c->vocab_size, cache, cache,
-                      MAX_SWEEP_TOKENS * rows * LANES};
+                      T * rows * LANES};
     float **slots[] = {&s->x,   &s->xb,     &s->q,         &s->hb,          &s->raw,
                        &s->att, &s->logits, &s->key_cache, &s->value_cache, &s->part};
     enum { N_SLOTS = sizeof(sizes) / sizeof(sizes[0]) };
@@ -648,16 +592,19 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     // position, tokens, depth and mask of a pass sit together on both sides: one upload
     size_t pass_bytes = (1 + 2 * T) * sizeof(int) + T * T;
     s->pos = (int *)device_malloc(pass_bytes);
-    s->tokens = s->pos + 1;
-    s->depth = s->tokens + T;
-    s->mask = (unsigned char *)(s->depth + T);
+    s->tokens = s->pos + 1, s->depth = s->tokens + T, s->mask = (unsigned char *)(s->depth + T);
     s->pass_host = (int *)calloc_check(pass_bytes, 1);
     s->logits_host = (float *)malloc_check((T * c->vocab_size + 2 * c->n_layers * kv_dim) *
                                            sizeof(float));
     s->slot_host = s->logits_host + T * c->vocab_size;
+    s->graphs = (struct PassGraph *)calloc_check(MAX_GRAPHS, sizeof(struct PassGraph));
+    const char *graphs = getenv("SELFSPEC_GRAPHS"); // 0 or 1; unset: GRAPHS, the build's default
+    s->use_graphs = graphs ? strcmp(graphs, "0") != 0 : GRAPHS;
 }
 
 static void free_run_state(RunState *s) {
+    for (int k = 0; k < MAX_GRAPHS; k++) { drop_graph(&s->graphs[k]); }
+    free(s->graphs);
     device_free(s->x);
     device_free(s->pos);
     free(s->pass_host);
@@ -668,9 +615,8 @@ static void free_run_state(RunState *s) {
 // it bounds a draft plus its verification, a SWIFT tree and a CLaSp batch.
 enum { MAX_PASS_TOKENS = 64 };
 
-// Uploads this pass's position, tokens (NULL: the last pass's stay, as the staging buffer holds
-// them), RoPE offsets and mask (a causal chain when tree is NULL) in one copy, from the staging
-// buffer laid out like the device's.
+// Uploads this pass's position, tokens (NULL: the last pass's, still staged), RoPE offsets and
+// mask (a causal chain when tree is NULL) in one copy, from staging laid out like the device's.
 static void set_pass(Model *m, const int *tokens, int n, int pos, const TokenTree *tree) {
     RunState *s = &m->state;
     size_t T = (size_t)s->max_tokens;
@@ -685,9 +631,9 @@ static void set_pass(Model *m, const int *tokens, int n, int pos, const TokenTre
     copy_to_device(s->pos, s->pass_host, (1 + 2 * T) * sizeof(int) + (size_t)n * n);
 }
 
-// Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn).
-// Writes K and V at cache slots pos..pos+n-1. Slots >= pos are scratch: a later pass
-// overwrites them before anything reads them, which is what makes rollback free.
+// Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn),
+// K and V written at cache slots pos..; slots >= pos are scratch, overwritten before read (so
+// rollback is free).
 static void attention_sublayer(Model *m, int l, int n) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
@@ -733,22 +679,17 @@ static void capture_boundary(const Model *m, Capture *cap, int b) {
     }
 }
 
-// Copies the K and V rows of cache slots [slot, slot + n) of every layer to or from buf
-// (2 * n_layers * n * kv_dim floats). Scoring passes that run at slots holding accepted text
-// (SWIFT's matchness, CLaSp's DP) save those slots first and restore them after.
+// Copies the K and V rows of cache slots [slot, slot + n) of every layer to or from buf (2 n_layers
+// n kv_dim floats): passes at slots of accepted text (SWIFT's matchness, CLaSp) save and restore.
 static void kv_slots(Model *m, int slot, int n, float *buf, int save) {
     const Config *c = &m->config;
-    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, row = (size_t)n * kv_dim;
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, bytes = (size_t)n * kv_dim * sizeof(float);
     for (int l = 0; l < c->n_layers; l++) {
         size_t off = ((size_t)l * c->seq_len + slot) * kv_dim;
         float *caches[2] = {m->state.key_cache + off, m->state.value_cache + off};
         for (int kv = 0; kv < 2; kv++) {
-            float *b = buf + (2 * (size_t)l + kv) * row;
-            if (save) {
-                copy_to_host(b, caches[kv], row * sizeof(float));
-            } else {
-                copy_to_device(caches[kv], b, row * sizeof(float));
-            }
+            float *b = buf + (2 * (size_t)l + kv) * n * kv_dim;
+            save ? copy_to_host(b, caches[kv], bytes) : copy_to_device(caches[kv], b, bytes);
         }
     }
 }
@@ -768,9 +709,8 @@ static void forward_layers(Model *m, int n, const SkipSet *skip, int first, int 
     }
 }
 
-// The launches of a pass (set_pass done): the embedding, the layers under skip, and the logits
-// rows [first_row, n) (first_row = n: none). The position is not an argument: the kernels read
-// it from state.pos, so a pass's launches are the same at every position.
+// The launches of a pass (set_pass done): the embedding, the layers under skip, the logits rows
+// [first_row, n) (n: none). No position: the kernels read state.pos, so a pass replays anywhere.
 static void run_pass(Model *m, int n, const SkipSet *skip, int first_row, Capture *capture) {
     const Config *c = &m->config;
     RunState *s = &m->state;
@@ -786,6 +726,54 @@ static void run_pass(Model *m, int n, const SkipSet *skip, int first_row, Captur
     matmul(s, head);
 }
 
+// The cache entry of this pass shape: found, or the least recently used one, reset to it
+static struct PassGraph *pass_graph(RunState *s, int n, int first_row, const SkipSet *skip, int L) {
+    static uint64_t clock;
+    SkipSet key = {{0}, {0}};
+    for (int l = 0; l < L && skip; l++) {
+        key.attn[l] = skip->attn[l] != 0, key.mlp[l] = skip->mlp[l] != 0;
+    }
+    struct PassGraph *g = s->graphs, *oldest = g;
+    for (int k = 0; k < MAX_GRAPHS; k++, g++) {
+        if (g->runs && g->n == n && g->first_row == first_row && g->mapping == gpu_mapping &&
+            memcmp(&g->skip, &key, sizeof(key)) == 0) { break; }
+        oldest = g->last_use < oldest->last_use ? g : oldest;
+    }
+    if (g == s->graphs + MAX_GRAPHS) { // not cached: the oldest entry becomes this shape
+        drop_graph(g = oldest);
+        g->n = n, g->first_row = first_row, g->mapping = gpu_mapping, g->skip = key;
+    }
+    g->last_use = ++clock;
+    return g;
+}
+
+// run_pass, through the graph cache unless graphs are off or the pass captures hidden states: a
+// shape runs the first time, is captured the second, replayed after (counted as if it ran)
+static void replay_pass(Model *m, int n, const SkipSet *skip, int first_row, Capture *capture) {
+    RunState *s = &m->state;
+    if (!s->use_graphs || capture) { run_pass(m, n, skip, first_row, capture); return; }
+    struct PassGraph *g = pass_graph(s, n, first_row, skip, m->config.n_layers);
+    g->runs += g->runs < 3;
+    if (g->runs == 1) { run_pass(m, n, skip, first_row, NULL); return; }
+#ifdef __CUDACC__
+    if (g->runs == 2) {
+        uint64_t launches = launch_count, sublayers = s->n_sublayers;
+        cudaGraph_t graph;
+        cuda_check(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal));
+        run_pass(m, n, &g->skip, first_row, NULL);
+        cuda_check(cudaStreamEndCapture(cudaStreamPerThread, &graph));
+        cuda_check(cudaGraphInstantiate(&g->exec, graph, 0));
+        cuda_check(cudaGraphDestroy(graph));
+        g->launches = launch_count - launches, g->sublayers = s->n_sublayers - sublayers;
+        launch_count = launches, s->n_sublayers = sublayers;
+    }
+    cuda_check(cudaGraphLaunch(g->exec, cudaStreamPerThread));
+    launch_count += g->launches, s->n_sublayers += g->sublayers;
+#else
+    run_pass(m, g->n, &g->skip, g->first_row, NULL); // the entry's shape, not the caller's
+#endif
+}
+
 // forward, computing and copying back only the logits rows [first_row, n) (first_row = n: none),
 // to the same rows of state.logits_host: a prefill reads only its last row
 static void forward_rows(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
@@ -797,7 +785,7 @@ static void forward_rows(Model *m, const int *tokens, int n, int pos, const Skip
             "context %d)", n, pos, s->max_tokens, c->seq_len);
     }
     set_pass(m, tokens, n, pos, tree);
-    run_pass(m, n, skip, first_row, capture);
+    replay_pass(m, n, skip, first_row, capture);
     if (first_row >= n) { return; }
     size_t f = (size_t)first_row, vocab = (size_t)c->vocab_size;
     copy_to_host(s->logits_host + f * vocab, s->logits + f * vocab,

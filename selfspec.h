@@ -89,7 +89,7 @@ typedef struct {
     float *logits;       // (max_tokens, vocab_size)
     float *key_cache;    // (n_layers, seq_len, kv_dim)
     float *value_cache;  // (n_layers, seq_len, kv_dim)
-    float *part;         // (8, max_rows, 16) the matmul's partial sums when it runs one thread
+    float *part;         // (max_tokens, max_rows, 16) the matmul's partial sums when it runs a thread
                          // per (row, lane): the GPU's mapping (max_rows: the most rows of a matmul)
     int *pos;            // (1) this pass's position: the kernels read it here, so that a pass's
                          // launches are the same at every position; then tokens, depth and mask
@@ -101,6 +101,8 @@ typedef struct {
     float *slot_host;    // (2, n_layers, kv_dim) one cache slot's K and V rows, on their way
                          // (SWIFT's accepted leaf moving to the chain); after logits_host
     uint64_t n_sublayers; // sublayers run, summed over passes (a pass streams each weight once)
+    struct PassGraph *graphs; // (16) the passes captured as CUDA graphs, by shape (selfspec.cu)
+    int use_graphs;      // replay passes through graphs: the CUDA build's default
 } RunState;
 
 typedef struct {

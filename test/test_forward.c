@@ -184,6 +184,56 @@ static void test_bit_identity(Model *m, const char *target) {
     }
 }
 
+// The graph path (state.use_graphs): a pass through the cache of captured pass shapes gives the
+// bits of the same pass run directly. One-token passes at every position (one shape replayed at
+// new positions) under three skip sets; then 20 pass sizes, more than the cache holds
+// (MAX_GRAPHS): the least recently used shapes are replaced, the others replayed, and an evicted
+// shape runs again. The CPU build "replays" a shape by running its entry's own shape, so a cache
+// that confused two shapes gives the other shape's logits here; the CUDA build replays graphs.
+static void test_graphs(Model *m, const char *target) {
+    int ids[23], n = 23, vocab = m->config.vocab_size, saved = m->state.use_graphs;
+    for (int t = 0; t < n; t++) { ids[t] = (7 * t + 3) % vocab; }
+    SkipSet skips[3];
+    char err[SS_ERR_LEN];
+    parse_skip_spec("-", m->config.n_layers, &skips[0], err);
+    parse_skip_spec("attn:1,3 mlp:2", m->config.n_layers, &skips[1], err);
+    parse_skip_spec("attn:0-5 mlp:0,5", m->config.n_layers, &skips[2], err);
+    for (int k = 0; k < 3; k++) {
+        m->state.use_graphs = 0;
+        float *want = logits_one_by_one(m, ids, n, &skips[k]);
+        m->state.use_graphs = 1;
+        float *got = logits_one_by_one(m, ids, n, &skips[k]);
+        int d = first_diff(want, got, (size_t)n * vocab);
+        check(d < 0, "%s skip set %d: one-token passes through graphs differ at float %d", target, k, d);
+        free(want);
+        free(got);
+    }
+    float *want = (float *)malloc_check((size_t)20 * vocab * sizeof(float));
+    int sizes[] = {1, 20, 5, 20, 5, 20, 1, 1}; // rounds: sizes from, to
+    for (int round = 0; round < 4; round++) {
+        for (int len = sizes[2 * round]; len <= sizes[2 * round + 1]; len++) {
+            m->state.use_graphs = 0;
+            forward(m, ids, len, 2, NULL, NULL, NULL);
+            memcpy(want, m->state.logits_host, (size_t)len * vocab * sizeof(float));
+            m->state.use_graphs = 1; // (no stale row may pass for a computed one)
+            device_memset(m->state.logits, 0, (size_t)len * vocab * sizeof(float));
+            forward(m, ids, len, 2, NULL, NULL, NULL);
+            int d = first_diff(want, m->state.logits_host, (size_t)len * vocab);
+            check(d < 0, "%s round %d: a %d-token pass through graphs differs at float %d", target, round, len, d);
+        }
+        if (round == 0) { // sizes 1..4 were the least recently used of 20
+            int kept = 0;
+            for (int k = 0; k < MAX_GRAPHS; k++) { kept += m->state.graphs[k].n >= 5; }
+            check(kept == MAX_GRAPHS, "%s: after 20 pass sizes the cache keeps %d of sizes 5..20", target, kept);
+        }
+    }
+    int replayed = 0;
+    for (int k = 0; k < MAX_GRAPHS; k++) { replayed += m->state.graphs[k].runs >= 3; }
+    check(replayed >= MAX_GRAPHS - 1, "%s: only %d cached shapes were replayed", target, replayed);
+    free(want);
+    m->state.use_graphs = saved;
+}
+
 // Launches per pass (the shim's launch_count), each mapping: a layer's attention sublayer and
 // MLP sublayer, from passes that skip everything, every MLP, or nothing, over 1 and 8 tokens. Each
 // matmul fuses what follows it (RoPE, SwiGLU, the residual add), RMSNorm is one launch and the
@@ -248,11 +298,9 @@ static void matmul_double(double *want, const float *x, const MatmulOp *op) {
     int rows = op_rows(op);
     for (int t = 0; t < op->n; t++) {
         for (int r = 0; r < rows; r++) {
-            int row, j = op_matrix(op, r, &row);
+            const float *wr = op_row(op, r).w;
             double s = 0;
-            for (int c = 0; c < op->in_dim; c++) {
-                s += (double)op->w[j][(size_t)row * op->in_dim + c] * x[(size_t)t * op->in_dim + c];
-            }
+            for (int c = 0; c < op->in_dim; c++) { s += (double)wr[c] * x[(size_t)t * op->in_dim + c]; }
             want[(size_t)t * rows + r] = s;
         }
     }
@@ -263,7 +311,7 @@ static void matmul_double(double *want, const float *x, const MatmulOp *op) {
 static void matmul_both(const char *what, MatmulOp op, float **outs, const size_t *sizes, int n_outs) {
     RunState s;
     memset(&s, 0, sizeof(s));
-    s.part = (float *)calloc_check((size_t)MAX_SWEEP_TOKENS * op_rows(&op) * LANES, sizeof(float));
+    s.part = (float *)calloc_check((size_t)op.n * op_rows(&op) * LANES, sizeof(float));
     float *start[3], *cpu[3];
     for (int j = 0; j < n_outs; j++) {
         start[j] = (float *)malloc_check(sizes[j] * sizeof(float));
@@ -540,6 +588,7 @@ int main(int argc, char **argv) {
         test_hf_greedy(&m, ref_dir, targets[k]);
         test_bit_identity(&m, targets[k]);
         test_launches(&m, targets[k]);
+        test_graphs(&m, targets[k]);
         free_model(&m);
     }
     return test_summary("test_forward");
