@@ -174,7 +174,7 @@ def parse_results(text):
         if m:
             set_name = m.group(1)
             continue
-        m = re.match(r"\s+(\d+)\s+[\d.]+\s+([\d.]+)x$", line)  # verify_cost: k, ms/pass, vs k=1
+        m = re.match(r"\s+(\d+)\s+[\d.]+\s+([\d.]+)x(\s|$)", line)  # verify_cost: k, ms/pass, vs k=1
         if m and model:
             data[model]["cost"].append((int(m.group(1)), float(m.group(2))))
             continue

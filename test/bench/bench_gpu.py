@@ -97,7 +97,7 @@ def verify_cost(binary, model, repeats):
     out = run([binary, model, str(repeats)])
     copy = float(re.search(r"copy bandwidth.*?: ([0-9.]+) GB/s", out).group(1))
     ks = {int(m.group(1)): (float(m.group(2)), float(m.group(3)))
-          for m in re.finditer(r"^\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)x$", out, re.M)}
+          for m in re.finditer(r"^\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)x(?:\s.*)?$", out, re.M)}
     draft = float(re.search(r"= ([0-9.]+) of a full pass", out).group(1))
     return copy, ks, draft, out.strip()
 
