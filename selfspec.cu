@@ -125,14 +125,13 @@ static double lap_ms(double *t) {
 
 // ----- the launch shim: one kernel source, two builds
 //
-// nvcc: kernels launch with <<<grid, block>>> on the per-thread default stream (which a CUDA graph
-// can capture) and every CUDA call is checked.
+// nvcc: <<<grid, block>>> on the per-thread stream (which a graph can capture); calls checked.
 // C compiler: blockIdx/threadIdx are thread-local variables and LAUNCH runs the grid as a host
 // loop, OpenMP over blocks. That is exact because no kernel uses shared memory, __syncthreads,
 // warp functions or atomics, and no thread reads what another thread of the same launch writes.
 // The block size never changes a result (kernels only use the flat index), so each build picks
-// its own. A launch goes parallel only with 64 blocks or more, 65,536 units of work (LAUNCH_WORK:
-// a matmul's multiply-adds; LAUNCH: a thread's one) and threads to run them (test/bench/README.md).
+// its own. A launch is parallel only with 64 blocks, 65,536 units of work (LAUNCH_WORK: multiply-
+// adds) and 2 threads or more (test/bench/README.md).
 static uint64_t launch_count; // kernels launched, in both builds (verify_cost and tests read it)
 
 #ifdef __CUDACC__
@@ -224,9 +223,8 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst
 
 // ----- the kernels and their launchers
 
-// The launchers' mapping. 0, the CPU's: a thread per row or unit of rows. 1, the GPU's: a thread
-// per (row, lane) and a combine, so that neighbouring threads read neighbouring words; RMSNorm and
-// attention a thread per output element. The same arithmetic: the CPU tests set 1 and compare.
+// The launchers' mapping: 0, the CPU's, a thread per row or unit of rows; 1, the GPU's, a thread
+// per (row, lane) or output element (coalesced). The same bits: the CPU tests set 1 and compare.
 #ifdef __CUDACC__
 static int gpu_mapping = 1;
 #else
@@ -238,77 +236,89 @@ __global__ void embed_kernel(float *x, const float *token_embedding, const int *
                              int dim) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * dim) { return; }
-    int t = i / dim, d = i % dim;
-    x[i] = token_embedding[(size_t)tokens[t] * dim + d];
+    x[i] = token_embedding[(size_t)tokens[i / dim] * dim + i % dim];
 }
 
-// The fixed tree that adds 16 partial sums: 16 -> 8 -> 4 -> 2 -> 1. Every reduction that runs as
-// 16 interleaved partial sums (the matmul, dot, RMSNorm) ends here, in both builds.
+// The fixed tree that adds 16 partial sums: 16 -> 8 -> 4 -> 2 -> 1 (the matmul, dot, RMSNorm).
 enum { LANES = 16 };
 __device__ float tree_sum16(const float *p) {
-    float s[16];
-    for (int u = 0; u < 16; u++) { s[u] = p[u]; }
-    for (int u = 0; u < 8; u++) { s[u] += s[u + 8]; }
+    float s[8];
+    for (int u = 0; u < 8; u++) { s[u] = p[u] + p[u + 8]; }
     for (int u = 0; u < 4; u++) { s[u] += s[u + 4]; }
     return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
-// Dot products of one weight row wr with the n_tok tokens t0.. of x (n_tok <= 8), to out[t0 *
-// out_dim], ... (add: added to it). Each keeps 16 interleaved partial sums, s[u] += w[c] x[c] for
-// c = u mod 16, in the fixed tree: the order depends only on in_dim, not on the tokens sharing the
-// sweep, so an n-token pass gives bitwise n one-token passes. A chunk of 16 weights is loaded once
-// for all the tokens; "omp simd" makes it the vector (test/bench/README.md). With lane >= 0 (the
-// GPU's matmul_lanes_kernel) the thread sums that one of the 16 and stores it, untreed.
+// Dot products of len weights wr with the n_tok tokens t0.. of x (rows stride apart, n_tok <= 8),
+// to out[t0 * out_dim], ... (add: added to it), each as 16 interleaved sums, s[u] += w[c] x[c] for
+// c = u mod 16, in the fixed tree: the order depends only on len, so an n-token pass gives n
+// one-token passes bitwise. A 16-weight chunk is loaded once for all the tokens ("omp simd": the
+// vector, test/bench/README.md).
 enum { MAX_SWEEP_TOKENS = 8 };
 __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int t0, int n_tok,
-                               int in_dim, int out_dim, int add, int lane) {
+                               int len, int stride, int out_dim, int add) {
     float s[MAX_SWEEP_TOKENS][16];
-    x += (size_t)t0 * in_dim, out += (size_t)t0 * out_dim;
+    x += (size_t)t0 * stride, out += (size_t)t0 * out_dim;
     for (int t = 0; t < n_tok; t++) {
         for (int u = 0; u < 16; u++) { s[t][u] = 0.0f; }
     }
-    if (lane >= 0) {
-        for (int c = lane; c < in_dim; c += LANES) {
-            for (int t = 0; t < n_tok; t++) { s[t][0] += wr[c] * x[(size_t)t * in_dim + c]; }
-        }
-        for (int t = 0; t < n_tok; t++) { out[(size_t)t * out_dim] = s[t][0]; }
-        return;
-    }
     int c = 0;
-    for (; c + 16 <= in_dim; c += 16) {
+    for (; c + 16 <= len; c += 16) {
         for (int t = 0; t < n_tok; t++) {
-            const float *xt = x + (size_t)t * in_dim;
+            const float *xt = x + (size_t)t * stride;
 #pragma omp simd
             for (int u = 0; u < 16; u++) { s[t][u] += wr[c + u] * xt[c + u]; }
         }
     }
     for (int t = 0; t < n_tok; t++) { // the last, partial chunk with constant indices (an index
-        const float *xt = x + (size_t)t * in_dim; // computed at run time puts s in GPU memory)
-        for (int u = 0; c < in_dim && u < 16; u++) {
-            if (c + u < in_dim) { s[t][u] += wr[c + u] * xt[c + u]; }
+        const float *xt = x + (size_t)t * stride; // computed at run time puts s in GPU memory)
+        for (int u = 0; c < len && u < 16; u++) {
+            if (c + u < len) { s[t][u] += wr[c + u] * xt[c + u]; }
         }
         float y = tree_sum16(s[t]);
         out[(size_t)t * out_dim] = add ? out[(size_t)t * out_dim] + y : y;
     }
 }
 
-// dot(a, b) over n elements, in the same fixed order as the matmul
+// dot(a, b) over n elements: dot_row_tokens' order, one segment of any length (attention, RMSNorm)
 __device__ float dot(const float *a, const float *b, int n) {
     float result;
-    dot_row_tokens(&result, a, b, 0, 1, n, 0, 0, -1);
+    dot_row_tokens(&result, a, b, 0, 1, n, n, 0, 0);
     return result;
 }
 
 // One weight row against the n tokens of a pass, read once for all of them (so verifying k tokens
 // costs about one token where memory is the limit); where compute is, the tokens go 8 at a time,
 // then 4, 2, 1, each a constant count whose sums stay in registers (test/bench/README.md).
-__device__ void dot_rows(float *out, const float *wr, const float *x, int n, int in_dim,
-                         int out_dim, int add, int lane) {
+__device__ void dot_rows(float *out, const float *wr, const float *x, int n, int len, int stride,
+                         int out_dim, int add) {
     int t = 0;
-    for (; t + 8 <= n; t += 8) { dot_row_tokens(out, wr, x, t, 8, in_dim, out_dim, add, lane); }
-    for (; t + 4 <= n; t += 4) { dot_row_tokens(out, wr, x, t, 4, in_dim, out_dim, add, lane); }
-    for (; t + 2 <= n; t += 2) { dot_row_tokens(out, wr, x, t, 2, in_dim, out_dim, add, lane); }
-    for (; t < n; t++) { dot_row_tokens(out, wr, x, t, 1, in_dim, out_dim, add, lane); }
+    for (; t + 8 <= n; t += 8) { dot_row_tokens(out, wr, x, t, 8, len, stride, out_dim, add); }
+    for (; t + 4 <= n; t += 4) { dot_row_tokens(out, wr, x, t, 4, len, stride, out_dim, add); }
+    for (; t + 2 <= n; t += 2) { dot_row_tokens(out, wr, x, t, 2, len, stride, out_dim, add); }
+    for (; t < n; t++) { dot_row_tokens(out, wr, x, t, 1, len, stride, out_dim, add); }
+}
+
+// A matmul row is cut into segments of SEGMENT inputs, summed as above and added in order, so that
+// a GPU row gets several threads' loads in flight. Decision: SEGMENT = 512, the widest row of the
+// committed models (their bits: one segment's); a 1B model's 2048 inputs give 64 GPU threads.
+enum { SEGMENT = 512 };
+__host__ __device__ int row_lanes(int in_dim) { return LANES * ((in_dim + SEGMENT - 1) / SEGMENT); }
+
+// A row's dot products: one segment (add: added to out), or segments added in order in out
+__device__ void dot_segments(float *out, const float *wr, const float *x, int n, int in_dim,
+                             int out_dim, int add) {
+    if (in_dim <= SEGMENT) { dot_rows(out, wr, x, n, in_dim, in_dim, out_dim, add); return; }
+    for (int c0 = 0; c0 < in_dim; c0 += SEGMENT) {
+        int len = in_dim - c0 < SEGMENT ? in_dim - c0 : SEGMENT;
+        dot_rows(out, wr + c0, x + c0, n, len, in_dim, out_dim, c0 > 0);
+    }
+}
+
+// A row's partial sums from the lanes (row_lanes(in_dim) of them) added as dot_segments adds them
+__device__ float combine_lanes(const float *p, int in_dim) {
+    float y = tree_sum16(p);
+    for (int b = 1; b * SEGMENT < in_dim; b++) { y = y + tree_sum16(p + b * LANES); }
+    return y;
 }
 
 // A matmul and what rides along in its launch: up to three weight matrices stacked (raw column c
@@ -333,8 +343,7 @@ __host__ __device__ int op_units(const MatmulOp *o) {
     return o->kind == MM_QKV ? op_rows(o) / 2 : o->rows[0];
 }
 
-// Unit u's raw column c0, and *c1 its pair's (up's row; MM_QKV: half a head on, u pair i of head
-// h; c0 again for a one-row unit)
+// Unit u's raw column c0; *c1 its pair's (up's row; MM_QKV: half a head on), c0 for a lone row
 __device__ int unit_cols(const MatmulOp *op, int u, int *c1) {
     int half = op->head_dim / 2, c0 = op->kind == MM_QKV ? u / half * op->head_dim + u % half : u;
     *c1 = c0 + (op->kind == MM_QKV ? half : op->kind == MM_SWIGLU ? op->rows[0] : 0);
@@ -343,11 +352,7 @@ __device__ int unit_cols(const MatmulOp *op, int u, int *c1) {
 
 // Raw column c's weight row, its column of out[j] and rows[j], j the matrix holding it (picked by
 // selects, not an index: a GPU keeps an indexed kernel argument in memory)
-typedef struct {
-    const float *w;
-    float *out;
-    int rows;
-} OpRow;
+typedef struct { const float *w; float *out; int rows; } OpRow;
 __device__ OpRow op_row(const MatmulOp *op, int c) {
     int j1 = c >= op->rows[0], j2 = op->kind == MM_QKV && c >= op->rows[0] + op->rows[1];
     int row = c - (j1 ? op->rows[0] : 0) - (j2 ? op->rows[1] : 0);
@@ -373,48 +378,55 @@ __device__ void finish_unit(const MatmulOp *op, int t, int u, int c0, int c1) {
         *o = a / (1.0f + expf(-a)) * b;
     } else if (op->kind == MM_QKV && c0 >= op->rows[0] + op->rows[1]) { // v: not rotated
         *o = a, *op_out(op, t, c1) = b;
-    } else if (op->kind == MM_QKV) { // RoPE, HF's rotate_half convention (the pairs are the two
-        // halves of a head, not adjacent elements): (a, b) turns by (pos + depth[t]) * f_i
+    } else if (op->kind == MM_QKV) { // RoPE, HF's rotate_half: a pair is a head's two halves
         float angle = (float)(*op->pos + op->depth[t]) * op->inv_freq[u % (op->head_dim / 2)];
         float c = cosf(angle), s = sinf(angle);
         *o = a * c - b * s, *op_out(op, t, c1) = b * c + a * s;
     }
 }
 
-// The CPU's matmul: one thread per unit, its rows through dot_rows (MM_ADD's straight into out[0],
-// added; MM_STORE's raw is out[0]), then a pair's epilogue. kind is op.kind as a constant, one
-// launch site per kind, so that each inlined copy keeps only its epilogue (0.7M instructions a
-// token of kjv-12l).
+// The CPU's matmul: one thread per unit, its rows' dot products, then its epilogue (MM_ADD's of one
+// segment straight into out[0]). kind: op.kind as a constant (one copy per kind: -0.7M a token).
 __global__ void matmul_kernel(MatmulOp op, int kind) {
     op.kind = kind;
     int u = blockIdx.x * blockDim.x + threadIdx.x, in = op.in_dim, rows = op_rows(&op), c1;
     if (u >= op_units(&op)) { return; }
-    int c0 = unit_cols(&op, u, &c1), add = kind == MM_ADD;
-    dot_rows((add ? op.out[0] : op.raw) + c0, op_row(&op, c0).w, op.x, op.n, in, rows, add, -1);
+    int c0 = unit_cols(&op, u, &c1), add = kind == MM_ADD && in <= SEGMENT; // (else through raw)
+    dot_segments((add ? op.out[0] : op.raw) + c0, op_row(&op, c0).w, op.x, op.n, in, rows, add);
     if (kind == MM_SWIGLU || kind == MM_QKV) {
-        dot_rows(op.raw + c1, op_row(&op, c1).w, op.x, op.n, in, rows, 0, -1);
-        for (int t = 0; t < op.n; t++) { finish_unit(&op, t, u, c0, c1); }
+        dot_segments(op.raw + c1, op_row(&op, c1).w, op.x, op.n, in, rows, 0);
     }
+    for (int t = 0; t < op.n && kind != MM_STORE && !add; t++) { finish_unit(&op, t, u, c0, c1); }
 }
 
-// The GPU's matmul, coalesced (in matmul_kernel neighbouring threads read rows in_dim floats
-// apart): one thread per (stacked row r, lane u) sums w[r][c] x[t][c] over c = u mod 16 into part
-// (n, stacked rows, 16); then one thread per (token, unit) adds each row's 16 lanes in the fixed
-// tree into raw and runs the epilogue. The CPU's bits (nvcc must not fuse: -fmad=false).
+// The GPU's matmul, coalesced: one thread per (stacked row r, lane: partial sum u of segment b)
+// into part (n, stacked rows, row_lanes); then one thread per (token, unit) adds a row's lanes as
+// dot_segments does, into raw, and runs the epilogue. The CPU's bits (nvcc's -fmad=false).
 __global__ void matmul_lanes_kernel(float *part, MatmulOp op) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= op_rows(&op) * LANES) { return; }
-    dot_rows(part + i, op_row(&op, i / LANES).w, op.x, op.n, op.in_dim, op_rows(&op) * LANES, 0,
-             i % LANES);
+    int i = blockIdx.x * blockDim.x + threadIdx.x, lanes = row_lanes(op.in_dim), in = op.in_dim;
+    if (i >= op_rows(&op) * lanes) { return; }
+    const float *wr = op_row(&op, i / lanes).w; // lane i % lanes: partial sum u of segment b
+    int b = i % lanes / LANES, end = (b + 1) * SEGMENT < in ? (b + 1) * SEGMENT : in;
+    for (int t0 = 0; t0 < op.n; t0 += MAX_SWEEP_TOKENS) { // 8 tokens' sums in registers at a time
+        float y[MAX_SWEEP_TOKENS] = {0};
+        for (int c = b * SEGMENT + i % LANES; c < end; c += LANES) {
+            for (int t = 0; t < MAX_SWEEP_TOKENS; t++) {
+                if (t0 + t < op.n) { y[t] += wr[c] * op.x[(size_t)(t0 + t) * in + c]; }
+            }
+        }
+        for (int t = 0; t < MAX_SWEEP_TOKENS; t++) { // (constant indices: y stays in registers)
+            if (t0 + t < op.n) { part[(size_t)(t0 + t) * op_rows(&op) * lanes + i] = y[t]; }
+        }
+    }
 }
 
 __global__ void matmul_combine_kernel(const float *part, MatmulOp op) {
     int i = blockIdx.x * blockDim.x + threadIdx.x, units = op_units(&op), c1;
     if (i >= op.n * units) { return; }
     int t = i / units, u = i % units, c0 = unit_cols(&op, u, &c1);
-    size_t row = (size_t)t * op_rows(&op);
-    op.raw[row + c0] = tree_sum16(part + (row + c0) * LANES);
-    op.raw[row + c1] = tree_sum16(part + (row + c1) * LANES); // (c0 again for a one-row unit)
+    size_t row = (size_t)t * op_rows(&op), lanes = row_lanes(op.in_dim);
+    op.raw[row + c0] = combine_lanes(part + (row + c0) * lanes, op.in_dim);
+    op.raw[row + c1] = combine_lanes(part + (row + c1) * lanes, op.in_dim); // (c0: a one-row unit)
     finish_unit(&op, t, u, c0, c1);
 }
 
@@ -428,7 +440,7 @@ static void matmul(RunState *s, MatmulOp op) {
     case MM_SWIGLU: LAUNCH_WORK(matmul_kernel, units, work, op, MM_SWIGLU); break;
     case MM_QKV: LAUNCH_WORK(matmul_kernel, units, work, op, MM_QKV); break;
     default:
-        LAUNCH(matmul_lanes_kernel, rows * LANES, s->part, op);
+        LAUNCH(matmul_lanes_kernel, rows * row_lanes(op.in_dim), s->part, op);
         LAUNCH(matmul_combine_kernel, op.n * units, s->part, op);
     }
 }
@@ -449,8 +461,8 @@ static void rmsnorm(float *out, const float *x, const float *w, int n, int dim, 
     LAUNCH(rmsnorm_kernel, gpu_mapping ? n * dim : n, out, x, w, n, dim, eps, !gpu_mapping);
 }
 
-// Attention: token t sees every cached slot < pos and slot pos + u of this pass when mask[t * n +
-// u], pos read from state.pos. GQA: head h reads kv head h / (n_heads / n_kv_heads), kv_offset.
+// Attention: token t sees the cached slots < pos, and slot pos + u when mask[t * n + u]; GQA: head
+// h reads kv head h / (n_heads / n_kv_heads). pos is state.pos, read on the device.
 __device__ int visible(const unsigned char *mask, int t, int n, int pos, int s) {
     return s < pos || mask[t * n + (s - pos)];
 }
@@ -476,83 +488,66 @@ __global__ void attention_scores_kernel(float *att, const float *q, const float 
     att[(size_t)row * c.seq_len + s] = attention_score(q + (size_t)row * c.head_dim, k, s, &c);
 }
 
-// Stage 2: one thread per (token, head, d): out[t][h][d] = sum over the visible s, in order, of
-// exp(score_s - max) v[s][d] over the exponentials' sum, each thread taking the row's max and
-// exponentials itself (no thread reads what another writes)
+// o[d] for d < count = the sum over the slots s token t sees, in order, of exp(a[s] - max) v[s][d]
+// (v: a column of the cache, kv_dim floats a slot), over the sum of the exponentials
+__device__ void softmax_values(float *o, const float *a, const float *v, const unsigned char *mask,
+                               int t, int n, int pos, int kv_dim, int count) {
+    float max = -FLT_MAX, sum = 0.0f;
+    for (int s = 0; s < pos + n; s++) {
+        if (visible(mask, t, n, pos, s)) { max = a[s] > max ? a[s] : max; }
+    }
+    for (int d = 0; d < count; d++) { o[d] = 0.0f; }
+    for (int s = 0; s < pos + n; s++) {
+        if (!visible(mask, t, n, pos, s)) { continue; }
+        float p = expf(a[s] - max);
+        sum += p;
+        for (int d = 0; d < count; d++) { o[d] += p * v[(size_t)s * kv_dim + d]; }
+    }
+    for (int d = 0; d < count; d++) { o[d] = o[d] / sum; }
+}
+
+// Stage 2: one thread per (token, head, d), taking its row's max and exponentials itself (no
+// thread reads what another writes); neighbouring threads read neighbouring words of a value row
 __global__ void attention_values_kernel(float *out, const float *att, const float *value_cache,
                                         const unsigned char *mask, const int *pos, int n,
                                         Config c) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x, span = *pos + n;
+    int i = blockIdx.x * blockDim.x + threadIdx.x, row = i / c.head_dim;
     if (i >= n * c.n_heads * c.head_dim) { return; }
-    int row = i / c.head_dim, t = row / c.n_heads, kv_dim = c.n_kv_heads * c.head_dim;
-    const float *a = att + (size_t)row * c.seq_len;
     const float *v = value_cache + kv_offset(row, &c) + i % c.head_dim;
-    float max = -FLT_MAX, sum = 0.0f, o = 0.0f;
-    for (int s = 0; s < span; s++) {
-        if (visible(mask, t, n, *pos, s)) { max = a[s] > max ? a[s] : max; }
-    }
-    for (int s = 0; s < span; s++) {
-        if (!visible(mask, t, n, *pos, s)) { continue; }
-        float p = expf(a[s] - max);
-        sum += p, o += p * v[(size_t)s * kv_dim];
-    }
-    out[i] = o / sum;
+    float o; // (in a register: a sum in global memory would be a chain of read-modify-writes)
+    softmax_values(&o, att + (size_t)row * c.seq_len, v, mask, row / c.n_heads, n, *pos,
+                   c.n_kv_heads * c.head_dim, 1);
+    out[i] = o;
 }
 
-// The CPU's attention: one thread per (token, head), the two stages above in one thread with the
-// same arithmetic in the same order (test_forward: the bits). Its o[d] accumulators live in the
-// output row, in cache, walked contiguously by the key-outer loop (vectorized over d); on a GPU
-// such a loop is a chain of global read-modify-writes, hence the stages there.
+// The CPU's attention: one thread per (token, head), the two stages above in one thread, in the
+// same order (test_forward: the bits); its o[d] sums live in the output row, in cache, walked by
+// the key-outer loop (vectorized over d), which on a GPU would be global read-modify-writes.
 __global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
                                  const float *value_cache, const unsigned char *mask,
-                                 const int *pos_p, int n, Config c) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x, pos = *pos_p, hd = c.head_dim;
+                                 const int *pos, int n, Config c) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, hd = c.head_dim;
     if (i >= n * c.n_heads) { return; }
-    int t = i / c.n_heads, kv_dim = c.n_kv_heads * hd;
-    float *a = att + (size_t)i * c.seq_len, max = -FLT_MAX, sum = 0.0f, *o = out + (size_t)i * hd;
-    const float *k = key_cache + kv_offset(i, &c), *v = value_cache + kv_offset(i, &c);
-    for (int s = 0; s < pos + n; s++) {
-        if (!visible(mask, t, n, pos, s)) { continue; }
-        a[s] = attention_score(q + (size_t)i * hd, k, s, &c), max = a[s] > max ? a[s] : max;
+    float *a = att + (size_t)i * c.seq_len;
+    for (int s = 0; s < *pos + n; s++) {
+        if (visible(mask, i / c.n_heads, n, *pos, s)) {
+            a[s] = attention_score(q + (size_t)i * hd, key_cache + kv_offset(i, &c), s, &c);
+        }
     }
-    for (int s = 0; s < pos + n; s++) {
-        if (!visible(mask, t, n, pos, s)) { continue; }
-        a[s] = expf(a[s] - max), sum += a[s];
-    }
-    for (int d = 0; d < hd; d++) { o[d] = 0.0f; }
-    for (int s = 0; s < pos + n; s++) {
-        if (!visible(mask, t, n, pos, s)) { continue; }
-        for (int d = 0; d < hd; d++) { o[d] += a[s] * v[(size_t)s * kv_dim + d]; }
-    }
-    for (int d = 0; d < hd; d++) { o[d] = o[d] / sum; }
-}
-
-// out (n, n_heads * head_dim) = softmax(q k^T / sqrt(head_dim)) v for the n tokens of this pass
-// (set_pass done) against the cache of one layer, slots [0, pos + n)
-static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l,
-                      int n, const Config *c) {
-    if (!gpu_mapping) {
-        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, s->pos, n, *c);
-        return;
-    }
-    LAUNCH(attention_scores_kernel, n * c->n_heads * c->seq_len, s->att, q, k_l, s->mask, s->pos,
-           n, *c);
-    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, v_l, s->mask,
-           s->pos, n, *c);
+    softmax_values(out + (size_t)i * hd, a, value_cache + kv_offset(i, &c), mask, i / c.n_heads, n,
+                   *pos, c.n_kv_heads * hd, hd);
 }
 
 // ----------------------------------------------------------------------------
 // forward: one pass over n tokens, any sublayers skipped
 
-// CUDA graphs: a GPU pass of kjv-12l is ~150 launches of microseconds each. A graph records the
-// launches of one pass shape (n, first_row, skip set, mapping), replayed in one call at any
-// position (the kernels read set_pass's upload). A shape is captured when it runs a second time;
-// the cache keeps MAX_GRAPHS, replacing the least recently used (the sets SWIFT and CLaSp drop age
-// out). The CPU build "replays" by running the entry's own shape, so its tests check the cache.
+// CUDA graphs (a GPU pass of kjv-12l is ~150 launches of microseconds each): a pass shape's (n,
+// first_row, skip set, mapping) launches, captured when it runs a second time, replayed at any
+// position; MAX_GRAPHS kept, the least recently used replaced. The CPU "replays" the shape's pass.
 enum { MAX_GRAPHS = 16 };
 struct PassGraph {
     int n, first_row, mapping, runs; // the shape; 1: ran once, 2: captured, 3: replayed
-    SkipSet skip;                    // 0/1 for each sublayer of the model
+    SkipSet skip;                    // the pass's, or none skipped
     uint64_t last_use, launches, sublayers; // LRU stamp; what a replay adds to the counters
 #ifdef __CUDACC__
     cudaGraphExec_t exec;
@@ -566,9 +561,8 @@ static void drop_graph(struct PassGraph *g) {
     g->runs = 0;
 }
 
-// No product here can overflow: read_config bounds every size by 2^24, n_layers by 256 and
-// n_heads * head_dim by 2^24, so the largest, n_layers * seq_len * kv_dim, is below 2^56.
-// Everything a pass needs is allocated here, once: forward allocates nothing.
+// Everything a pass needs, allocated once (forward allocates nothing). No product can overflow:
+// read_config bounds sizes by 2^24 and n_layers by 256, so n_layers * seq_len * kv_dim < 2^56.
 static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
@@ -576,10 +570,11 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t stacked = q_dim + 2 * kv_dim > 2 * hid ? q_dim + 2 * kv_dim : 2 * hid; // raw's rows
     stacked = stacked > dim ? stacked : dim;
     size_t rows = stacked > (size_t)c->vocab_size ? stacked : (size_t)c->vocab_size;
-    // part: only the lanes mapping of the matmul touches it (the GPU's; the CPU build's tests)
+    size_t in = q_dim > hid ? q_dim : hid, lanes = dim * row_lanes((int)in); // part: the most lanes
+    lanes = rows * row_lanes(c->dim) > lanes ? rows * row_lanes(c->dim) : lanes; // (GPU mapping)
     size_t sizes[] = {T * dim, T * wide, T * q_dim, T * hid, T * stacked,
                       T * c->n_heads * c->seq_len, T * c->vocab_size, cache, cache,
-                      T * rows * LANES};
+                      T * lanes};
     float **slots[] = {&s->x,   &s->xb,     &s->q,         &s->hb,          &s->raw,
                        &s->att, &s->logits, &s->key_cache, &s->value_cache, &s->part};
     enum { N_SLOTS = sizeof(sizes) / sizeof(sizes[0]) };
@@ -589,8 +584,7 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t off = 0;
     for (int k = 0; k < N_SLOTS; k++) { *slots[k] = base + off; off += sizes[k]; }
     s->max_tokens = max_tokens;
-    // position, tokens, depth and mask of a pass sit together on both sides: one upload
-    size_t pass_bytes = (1 + 2 * T) * sizeof(int) + T * T;
+    size_t pass_bytes = (1 + 2 * T) * sizeof(int) + T * T; // pos, tokens, depth, mask: one upload
     s->pos = (int *)device_malloc(pass_bytes);
     s->tokens = s->pos + 1, s->depth = s->tokens + T, s->mask = (unsigned char *)(s->depth + T);
     s->pass_host = (int *)calloc_check(pass_bytes, 1);
@@ -631,9 +625,8 @@ static void set_pass(Model *m, const int *tokens, int n, int pos, const TokenTre
     copy_to_device(s->pos, s->pass_host, (1 + 2 * T) * sizeof(int) + (size_t)n * n);
 }
 
-// Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn),
-// K and V written at cache slots pos..; slots >= pos are scratch, overwritten before read (so
-// rollback is free).
+// Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn), K
+// and V written at slots pos.. (slots >= pos are scratch, overwritten before read: free rollback)
 static void attention_sublayer(Model *m, int l, int n) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
@@ -647,7 +640,14 @@ static void attention_sublayer(Model *m, int l, int n) {
                     {w->wq + lq, w->wk + lkv, w->wv + lkv}, {s->q, k_l, v_l}, s->raw,
                     s->pos, s->depth, w->rope_inv_freq};
     matmul(s, qkv);
-    attention(s, s->xb, s->q, k_l, v_l, n, c);
+    if (gpu_mapping) { // xb = softmax(q k^T / sqrt(head_dim)) v, slots [0, pos + n) of the cache
+        LAUNCH(attention_scores_kernel, n * c->n_heads * c->seq_len, s->att, s->q, k_l, s->mask,
+               s->pos, n, *c);
+        LAUNCH(attention_values_kernel, n * q_dim, s->xb, s->att, v_l, s->mask, s->pos, n, *c);
+    } else {
+        LAUNCH(attention_kernel, n * c->n_heads, s->xb, s->att, s->q, k_l, v_l, s->mask, s->pos, n,
+               *c);
+    }
     MatmulOp o = {MM_ADD, n, q_dim, {dim}, 0, s->xb, {w->wo + lq}, {s->x}, s->raw, 0, 0, 0};
     matmul(s, o); // x += o_proj(...)
 }
@@ -684,19 +684,16 @@ static void capture_boundary(const Model *m, Capture *cap, int b) {
 static void kv_slots(Model *m, int slot, int n, float *buf, int save) {
     const Config *c = &m->config;
     size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, bytes = (size_t)n * kv_dim * sizeof(float);
-    for (int l = 0; l < c->n_layers; l++) {
-        size_t off = ((size_t)l * c->seq_len + slot) * kv_dim;
-        float *caches[2] = {m->state.key_cache + off, m->state.value_cache + off};
-        for (int kv = 0; kv < 2; kv++) {
-            float *b = buf + (2 * (size_t)l + kv) * n * kv_dim;
-            save ? copy_to_host(b, caches[kv], bytes) : copy_to_device(caches[kv], b, bytes);
-        }
+    for (int h = 0; h < 2 * c->n_layers; h++) { // layer h / 2's K rows, then its V rows
+        size_t off = ((size_t)(h / 2) * c->seq_len + slot) * kv_dim;
+        float *cache = (h % 2 ? m->state.value_cache : m->state.key_cache) + off;
+        float *b = buf + (size_t)h * n * kv_dim;
+        save ? copy_to_host(b, cache, bytes) : copy_to_device(cache, b, bytes);
     }
 }
 
-// Layers [first, last) on the n residual rows in state.x (set_pass done), under skip (NULL = run
-// every sublayer), capturing the rows at each sublayer boundary. forward runs all the layers;
-// CLaSp's DP runs one layer at a time on a batch of candidate states.
+// Layers [first, last) on the n residual rows in state.x (set_pass done), under skip (NULL: none),
+// capturing the rows at each sublayer boundary (CLaSp's DP runs one layer on a batch of states).
 static void forward_layers(Model *m, int n, const SkipSet *skip, int first, int last,
                            Capture *capture) {
     for (int l = first; l < last; l++) {
@@ -727,12 +724,9 @@ static void run_pass(Model *m, int n, const SkipSet *skip, int first_row, Captur
 }
 
 // The cache entry of this pass shape: found, or the least recently used one, reset to it
-static struct PassGraph *pass_graph(RunState *s, int n, int first_row, const SkipSet *skip, int L) {
+static struct PassGraph *pass_graph(RunState *s, int n, int first_row, const SkipSet *skip) {
     static uint64_t clock;
-    SkipSet key = {{0}, {0}};
-    for (int l = 0; l < L && skip; l++) {
-        key.attn[l] = skip->attn[l] != 0, key.mlp[l] = skip->mlp[l] != 0;
-    }
+    SkipSet none = {{0}, {0}}, key = skip ? *skip : none; // (a set exact to its last byte)
     struct PassGraph *g = s->graphs, *oldest = g;
     for (int k = 0; k < MAX_GRAPHS; k++, g++) {
         if (g->runs && g->n == n && g->first_row == first_row && g->mapping == gpu_mapping &&
@@ -752,7 +746,7 @@ static struct PassGraph *pass_graph(RunState *s, int n, int first_row, const Ski
 static void replay_pass(Model *m, int n, const SkipSet *skip, int first_row, Capture *capture) {
     RunState *s = &m->state;
     if (!s->use_graphs || capture) { run_pass(m, n, skip, first_row, capture); return; }
-    struct PassGraph *g = pass_graph(s, n, first_row, skip, m->config.n_layers);
+    struct PassGraph *g = pass_graph(s, n, first_row, skip);
     g->runs += g->runs < 3;
     if (g->runs == 1) { run_pass(m, n, skip, first_row, NULL); return; }
 #ifdef __CUDACC__

@@ -311,7 +311,7 @@ static void matmul_double(double *want, const float *x, const MatmulOp *op) {
 static void matmul_both(const char *what, MatmulOp op, float **outs, const size_t *sizes, int n_outs) {
     RunState s;
     memset(&s, 0, sizeof(s));
-    s.part = (float *)calloc_check((size_t)op.n * op_rows(&op) * LANES, sizeof(float));
+    s.part = (float *)calloc_check((size_t)op.n * op_rows(&op) * row_lanes(op.in_dim), sizeof(float));
     float *start[3], *cpu[3];
     for (int j = 0; j < n_outs; j++) {
         start[j] = (float *)malloc_check(sizes[j] * sizeof(float));
@@ -464,7 +464,50 @@ static void test_kernels(void) {
     free(x); free(w); free(raw); free(want); free(res); free(out); free(q); free(kc); free(vc); free(kc0);
     free(aq); free(att); free(ao);
 }
+
+// Rows longer than a segment (SEGMENT = 512 inputs; no committed model has one): 1100 inputs, three
+// segments, the last with a partial chunk. MM_STORE, MM_ADD (on the CPU through raw, as several
+// segments must be summed before the residual add) and MM_SWIGLU in both mappings (the same bits)
+// and against the double loop; a 15-token pass against 15 one-token passes, bitwise; RMSNorm over
+// 1100 (one segment, dot's order) in both mappings.
+static void test_segments(void) {
+    Rng r;
+    rng_seed(&r, 9);
+    enum { N = 15, IN = 1100, OUT = 7 };
+    float *x = random_floats(&r, N * IN, 1.0f), *w = random_floats(&r, 2 * OUT * IN, 1.0f);
+    float *res = random_floats(&r, N * OUT, 1.0f), *g = random_floats(&r, IN, 1.0f);
+    float *out = (float *)calloc_check(N * OUT, sizeof(float)), *one = (float *)calloc_check(N * OUT, sizeof(float));
+    float *raw = (float *)calloc_check(N * 2 * OUT, sizeof(float));
+    double want[N * 2 * OUT], res_want[N * OUT];
+    size_t n_out = N * OUT, n_one = OUT;
+    MatmulOp store = {MM_STORE, N, IN, {OUT}, 0, x, {w}, {out}, out, 0, 0, 0};
+    matmul_both("MM_STORE, 1100 inputs", store, &out, &n_out, 1);
+    matmul_double(want, x, &store);
+    check_close("MM_STORE, 1100 inputs", out, want, N * OUT, 1e-5);
+    for (int t = 0; t < N; t++) {
+        float *o = one + t * OUT;
+        MatmulOp alone = {MM_STORE, 1, IN, {OUT}, 0, x + t * IN, {w}, {o}, o, 0, 0, 0};
+        matmul_both("MM_STORE, 1100 inputs, one token", alone, &o, &n_one, 1);
+    }
+    int d = first_diff(one, out, N * OUT);
+    check(d < 0, "1100 inputs: a 15-token pass differs from one-token passes at %d (%.9g vs %.9g)", d,
+          d >= 0 ? out[d] : 0, d >= 0 ? one[d] : 0);
+    for (int i = 0; i < N * OUT; i++) { res_want[i] = (double)res[i] + want[i]; }
+    MatmulOp add = {MM_ADD, N, IN, {OUT}, 0, x, {w}, {res}, raw, 0, 0, 0};
+    matmul_both("MM_ADD, 1100 inputs", add, &res, &n_out, 1);
+    check_close("MM_ADD, 1100 inputs", res, res_want, N * OUT, 1e-5);
+    MatmulOp swiglu = {MM_SWIGLU, N, IN, {OUT, OUT}, 0, x, {w, w + OUT * IN}, {out}, raw, 0, 0, 0};
+    matmul_both("MM_SWIGLU, 1100 inputs", swiglu, &out, &n_out, 1);
+    float *norm = (float *)calloc_check(N * IN, sizeof(float)), *norm_gpu = (float *)calloc_check(N * IN, sizeof(float));
+    rmsnorm(norm, x, g, N, IN, 1e-5f);
+    gpu_mapping = 1;
+    rmsnorm(norm_gpu, x, g, N, IN, 1e-5f);
+    gpu_mapping = 0;
+    check(memcmp(norm, norm_gpu, N * IN * sizeof(float)) == 0, "rmsnorm over 1100: the mappings differ");
+    free(x); free(w); free(res); free(g); free(out); free(one); free(raw); free(norm); free(norm_gpu);
+}
 #else
+static void test_segments(void) {}
 static void test_kernels(void) {} // the CPU build checks the kernels against double loops
 #endif
 
@@ -569,6 +612,7 @@ static void test_long_model_path(void) {
 // Targets: the committed tiny models by default; `make test-big` names smollm2.
 int main(int argc, char **argv) {
     test_kernels();
+    test_segments();
     test_half_to_float();
     test_sharded("tiny_models/llama3-tiny-random");
     test_long_model_path();

@@ -134,8 +134,18 @@ static void stage_norm(Model *m, int n) {
     rmsnorm(m->state.xb, m->state.x, m->weights.rms_att, n, m->config.dim, m->config.norm_eps);
 }
 static void stage_qkv(Model *m, int n) { matmul(&m->state, layer_op(m, 0, n)); }
-static void stage_attention(Model *m, int n) {
-    attention(&m->state, m->state.xb, m->state.q, m->state.key_cache, m->state.value_cache, n, &m->config);
+static void stage_attention(Model *m, int n) { // attention_sublayer's launches, layer 0
+    RunState *s = &m->state;
+    const Config *c = &m->config;
+    if (gpu_mapping) {
+        LAUNCH(attention_scores_kernel, n * c->n_heads * c->seq_len, s->att, s->q, s->key_cache, s->mask,
+               s->pos, n, *c);
+        LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, s->xb, s->att, s->value_cache, s->mask,
+               s->pos, n, *c);
+    } else {
+        LAUNCH(attention_kernel, n * c->n_heads, s->xb, s->att, s->q, s->key_cache, s->value_cache, s->mask,
+               s->pos, n, *c);
+    }
 }
 static void stage_o(Model *m, int n) { matmul(&m->state, layer_op(m, 1, n)); }
 static void stage_gate_up(Model *m, int n) { matmul(&m->state, layer_op(m, 2, n)); }
