@@ -85,12 +85,12 @@ typedef struct {
     float *hb;           // (max_tokens, hidden_dim) silu(gate) * up
     float *raw;          // (max_tokens, max(q_dim + 2 kv_dim, 2 hidden_dim, dim)) a matmul's dot
                          // products, before what its launch does with them (RoPE, SwiGLU, x +=)
-    float *att;          // (max_tokens, n_heads, seq_len) attention scores, then probabilities
+    float *att;          // (max_tokens, n_heads, seq_len) attention scores
     float *logits;       // (max_tokens, vocab_size)
     float *key_cache;    // (n_layers, seq_len, kv_dim)
     float *value_cache;  // (n_layers, seq_len, kv_dim)
-    float *part;         // (max_tokens, max_rows, 16) the matmul's partial sums when it runs a thread
-                         // per (row, lane): the GPU's mapping (max_rows: the most rows of a matmul)
+    float *part;         // (max_tokens, rows, lanes) the matmul's partial sums when it runs a
+                         // thread per (row, lane): the GPU's mapping (16 lanes a 512-input segment)
     int *pos;            // (1) this pass's position: the kernels read it here, so that a pass's
                          // launches are the same at every position; then tokens, depth and mask
     int *tokens;         // (max_tokens) token ids of this pass
@@ -102,7 +102,7 @@ typedef struct {
                          // (SWIFT's accepted leaf moving to the chain); after logits_host
     uint64_t n_sublayers; // sublayers run, summed over passes (a pass streams each weight once)
     struct PassGraph *graphs; // (16) the passes captured as CUDA graphs, by shape (selfspec.cu)
-    int use_graphs;      // replay passes through graphs: the CUDA build's default
+    int use_graphs;      // passes through the graphs (SELFSPEC_GRAPHS; the CUDA build's default)
 } RunState;
 
 typedef struct {
@@ -132,7 +132,8 @@ void free_model(Model *m);
 // Runs the n tokens at positions pos..pos+n-1 (n <= state.max_tokens) through the model under
 // skip (NULL = full model). Writes the KV cache at slots pos..pos+n-1 of every attention that
 // runs, and leaves logits (n, vocab_size) in state.logits_host. One n-token call gives bitwise
-// the logits of n one-token calls.
+// the logits of n one-token calls. With state.use_graphs a pass of a shape seen before replays
+// its captured CUDA graph (the same kernels: the same bits).
 void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
              const TokenTree *tree, Capture *capture);
 
