@@ -48,7 +48,7 @@ HAVE_JSMN := $(shell $(CC) -I. -E -x c /dev/null -include jsmn.h >/dev/null 2>&1
 JSMN_CHECK = $(if $(HAVE_JSMN),@true,@echo "jsmn.h not found: install libjsmn-dev (Debian/Ubuntu), or put the single header from https://github.com/zserge/jsmn (jsmn.h) next to selfspec.cu" && false)
 CUDA_TESTS = test/test_forward_cuda test/test_decode_cuda test/test_select_cuda
 
-.PHONY: all cuda cuda-tests test test-build bug-zoo test-draw test-big test-cuda test-asan test-asan-quick asan-build print-tests fuzz demo bench bench-guard bench-gpu help clean
+.PHONY: all cuda cuda-tests test test-build bug-zoo test-draw test-big test-cuda test-asan test-asan-quick asan-build print-tests fuzz demo bench bench-guard bench-gpu device-check help clean
 
 # the CPU binary ./selfspec
 all: selfspec
@@ -190,6 +190,12 @@ test/bench/verify_cost_cuda: test/bench/verify_cost.c selfspec.cu selfspec.h
 # the GPU benchmark table of test/bench/README.md (needs nvcc and an NVIDIA GPU)
 bench-gpu: selfspec-cuda test/bench/verify_cost_cuda
 	$(PYTHON) test/bench/bench_gpu.py $(BENCH_GPU_ARGS)
+
+# what a lent GPU runs, in one go, under 8 minutes on an H200: the CUDA build, make test-cuda,
+# bench_gpu.py part by part with time limits, a profile; writes the device section of
+# test/bench/README.md (test/bench/device_check.sh; OUT=folder for its log and figures)
+device-check:
+	sh test/bench/device_check.sh $(OUT)
 
 # self-speculative decoding with the default model (the trained KJV model in tiny_models/),
 # checked against plain decoding in the same run

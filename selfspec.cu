@@ -125,18 +125,17 @@ static double lap_ms(double *t) {
 
 // ----- the launch shim: one kernel source, two builds
 //
-// nvcc: kernels launch with <<<grid, block>>> and every CUDA call is checked.
+// nvcc: <<<grid, block>>> on the per-thread stream (which a graph can capture); calls checked.
 // C compiler: blockIdx/threadIdx are thread-local variables and LAUNCH runs the grid as a host
 // loop, OpenMP over blocks. That is exact because no kernel uses shared memory, __syncthreads,
 // warp functions or atomics, and no thread reads what another thread of the same launch writes.
 // The block size never changes a result (kernels only use the flat index), so each build picks
-// its own. A launch goes parallel only when it has 64 blocks or more, 65,536 units of work
-// (LAUNCH_WORK: a matmul's multiply-adds; LAUNCH: one per thread) and more than one thread may
-// run them: below that, entering an OpenMP region costs more than the work (measured in
-// test/bench/README.md, "The launch shim's thresholds").
+// its own. A launch is parallel only with 64 blocks, 65,536 units of work (LAUNCH_WORK: multiply-
+// adds) and 2 threads or more (test/bench/README.md).
+static uint64_t launch_count; // kernels launched, in both builds (verify_cost and tests read it)
 
 #ifdef __CUDACC__
-enum { BLOCK_SIZE = 128 };
+enum { BLOCK_SIZE = 128, GRAPHS = 1 }; // GRAPHS: passes replay as CUDA graphs (forward)
 
 #define cuda_check(call) cuda_check_((call), #call, __FILE__, __LINE__)
 static void cuda_check_(cudaError_t e, const char *what, const char *file, int line) {
@@ -146,10 +145,11 @@ static void cuda_check_(cudaError_t e, const char *what, const char *file, int l
 #define LAUNCH_WORK(kernel, n_threads, work, ...) LAUNCH(kernel, n_threads, __VA_ARGS__)
 #define LAUNCH(kernel, n_threads, ...)                                                      \
     do {                                                                                    \
-        int n_ = (n_threads);                                                               \
+        int n_ = (n_threads), grid_ = (n_ + BLOCK_SIZE - 1) / BLOCK_SIZE;                   \
         if (n_ > 0) {                                                                       \
-            kernel<<<(n_ + BLOCK_SIZE - 1) / BLOCK_SIZE, BLOCK_SIZE>>>(__VA_ARGS__);        \
+            kernel<<<grid_, BLOCK_SIZE, 0, cudaStreamPerThread>>>(__VA_ARGS__);             \
             cuda_check(cudaGetLastError());                                                 \
+            launch_count++;                                                                 \
         }                                                                                   \
     } while (0)
 
@@ -170,11 +170,13 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 #else
-enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64, MIN_PARALLEL_WORK = 1 << 16 };
-#define __global__ static
-// Always inlined, as nvcc inlines device functions: with gcc's mere hint, dot_row_tokens may stay
-// a call, and the matmul's sums leave the registers (test/bench/README.md, issue 29).
+enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64, MIN_PARALLEL_WORK = 1 << 16, GRAPHS = 0 };
+// Kernels are inlined into the loop that runs their grid, device functions into their callers
+// (as nvcc does: with gcc's mere hint, dot_row_tokens may stay a call and the matmul's sums leave
+// the registers, test/bench/README.md, "Speed that does not depend on the rest of the file").
+#define __global__ static inline __attribute__((always_inline))
 #define __device__ static inline __attribute__((always_inline))
+#define __host__ // with __device__: a function that launchers and kernels both call
 #ifdef __cplusplus
 #define THREAD_LOCAL thread_local
 #else
@@ -197,6 +199,7 @@ static int launch_reverse; // 1: blocks and threads in reverse order (tests: no 
 #define LAUNCH_WORK(kernel, n_threads, work, ...)                                           \
     do {                                                                                    \
         int grid_ = ((n_threads) + BLOCK_SIZE - 1) / BLOCK_SIZE;                            \
+        launch_count += grid_ > 0;                                                          \
         if (launch_in_parallel(grid_, (double)(n_threads) * (work))) {                      \
             _Pragma("omp parallel for schedule(static)")                                    \
             for (int b_ = 0; b_ < grid_; b_++) { LAUNCH_BLOCK(kernel, b_, grid_, __VA_ARGS__); } \
@@ -220,13 +223,8 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) { memmove(dst
 
 // ----- the kernels and their launchers
 
-// Which mappings the launchers run. 0, the CPU's: matmul_kernel (one thread per row: each weight
-// row is loaded once for all the tokens, from cache lines the thread walks alone),
-// rmsnorm_rows_kernel and attention_kernel (one thread per row, vectorized along it). 1, the
-// GPU's: matmul_lanes_kernel + matmul_combine_kernel (one thread per (row, lane): neighbouring
-// threads read neighbouring words), and RMSNorm and attention in stages with one thread per
-// output element. The same arithmetic, bitwise; the CPU tests set it to 1 to run the GPU's
-// kernels through the launch shim and compare.
+// The launchers' mapping: 0, the CPU's, a thread per row or unit of rows; 1, the GPU's, a thread
+// per (row, lane) or output element (coalesced). The same bits: the CPU tests set 1 and compare.
 #ifdef __CUDACC__
 static int gpu_mapping = 1;
 #else
@@ -238,388 +236,346 @@ __global__ void embed_kernel(float *x, const float *token_embedding, const int *
                              int dim) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n * dim) { return; }
-    int t = i / dim, d = i % dim;
-    x[i] = token_embedding[(size_t)tokens[t] * dim + d];
+    x[i] = token_embedding[(size_t)tokens[i / dim] * dim + i % dim];
 }
 
-// The fixed tree that adds 16 partial sums: 16 -> 8 -> 4 -> 2 -> 1. Every reduction that runs as
-// 16 interleaved partial sums (the matmul, dot, RMSNorm) ends here, in both builds.
+// The fixed tree that adds 16 partial sums: 16 -> 8 -> 4 -> 2 -> 1 (the matmul, dot, RMSNorm).
 enum { LANES = 16 };
-__device__ float tree_sum16(float *s) {
-    for (int u = 0; u < 8; u++) { s[u] += s[u + 8]; }
+__device__ float tree_sum16(const float *p) {
+    float s[8];
+    for (int u = 0; u < 8; u++) { s[u] = p[u] + p[u + 8]; }
     for (int u = 0; u < 4; u++) { s[u] += s[u + 4]; }
     return (s[0] + s[2]) + (s[1] + s[3]);
 }
 
-// Dot products of one weight row wr with n_tok consecutive token vectors (n_tok <= 8),
-// written to out[0], out[out_dim], ... Each dot product keeps 16 interleaved partial sums,
-// s[u] += w[c] x[c] for c = u mod 16, combined in a fixed tree: the order depends only on
-// in_dim, never on how many tokens share the sweep, so an n-token pass gives bitwise the
-// results of n one-token passes. The input index c is the outer loop and the tokens the inner
-// one: each chunk of 16 weights is loaded once and multiplied into every token's sums, which
-// stay in registers when n_tok is a constant. "omp simd" makes the 16-wide chunk the vector
-// (gcc otherwise vectorizes across chunks: test/bench/README.md); nvcc and compilers without OpenMP
-// ignore it.
+// Dot products of len weights wr with the n_tok tokens t0.. of x (rows stride apart, n_tok <= 8),
+// to out[t0 * out_dim], ... (add: added to it), each as 16 interleaved sums, s[u] += w[c] x[c] for
+// c = u mod 16, in the fixed tree: the order depends only on len, so an n-token pass gives n
+// one-token passes bitwise. A 16-weight chunk is loaded once for all the tokens ("omp simd": the
+// vector, test/bench/README.md).
 enum { MAX_SWEEP_TOKENS = 8 };
-__device__ void dot_row_tokens(float *out, const float *wr, const float *x, int n_tok, int in_dim,
-                               int out_dim) {
+__device__ void dot_row_tokens(float *out, const float *wr, const float *x, int t0, int n_tok,
+                               int len, int stride, int out_dim, int add) {
     float s[MAX_SWEEP_TOKENS][16];
+    x += (size_t)t0 * stride, out += (size_t)t0 * out_dim;
     for (int t = 0; t < n_tok; t++) {
         for (int u = 0; u < 16; u++) { s[t][u] = 0.0f; }
     }
     int c = 0;
-    for (; c + 16 <= in_dim; c += 16) {
+    for (; c + 16 <= len; c += 16) {
         for (int t = 0; t < n_tok; t++) {
-            const float *xt = x + (size_t)t * in_dim;
+            const float *xt = x + (size_t)t * stride;
 #pragma omp simd
             for (int u = 0; u < 16; u++) { s[t][u] += wr[c + u] * xt[c + u]; }
         }
     }
-    for (int t = 0; t < n_tok; t++) {
-        const float *xt = x + (size_t)t * in_dim;
-        for (int cc = c; cc < in_dim; cc++) { s[t][cc % 16] += wr[cc] * xt[cc]; }
-        out[(size_t)t * out_dim] = tree_sum16(s[t]);
+    for (int t = 0; t < n_tok; t++) { // the last, partial chunk with constant indices (an index
+        const float *xt = x + (size_t)t * stride; // computed at run time puts s in GPU memory)
+        for (int u = 0; c < len && u < 16; u++) {
+            if (c + u < len) { s[t][u] += wr[c + u] * xt[c + u]; }
+        }
+        float y = tree_sum16(s[t]);
+        out[(size_t)t * out_dim] = add ? out[(size_t)t * out_dim] + y : y;
     }
 }
 
-// dot(a, b) over n elements, in the same fixed order as the matmul
+// dot(a, b) over n elements: dot_row_tokens' order, one segment of any length (attention, RMSNorm)
 __device__ float dot(const float *a, const float *b, int n) {
     float result;
-    dot_row_tokens(&result, a, b, 1, n, 0);
+    dot_row_tokens(&result, a, b, 0, 1, n, n, 0, 0);
     return result;
 }
 
-// one thread per output row r, looping over the n tokens: out[t][r] = dot(w[r], x[t]).
-// Each weight row is read from memory once per pass and reused for all n tokens, which is what
-// makes verifying k draft tokens cost about one token on a memory-bound CPU or GPU. Once a pass
-// over several tokens is compute-bound (on the CPU from about 4 tokens), what counts is how
-// often a weight is loaded into a register: the tokens go through dot_row_tokens 8 at a time,
-// then 4, 2 and 1, each sweep a constant count the compiler can keep in registers. Four loops
-// rather than one over the counts, so that the compiler specializes each (test/bench/README.md has
-// the measurements).
-__global__ void matmul_kernel(float *out, const float *x, const float *w, int n, int in_dim,
-                              int out_dim) {
-    int r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= out_dim) { return; }
-    const float *wr = w + (size_t)r * in_dim;
+// One weight row against the n tokens of a pass, read once for all of them (so verifying k tokens
+// costs about one token where memory is the limit); where compute is, the tokens go 8 at a time,
+// then 4, 2, 1, each a constant count whose sums stay in registers (test/bench/README.md).
+__device__ void dot_rows(float *out, const float *wr, const float *x, int n, int len, int stride,
+                         int out_dim, int add) {
     int t = 0;
-    for (; t + 8 <= n; t += 8) {
-        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 8, in_dim,
-                       out_dim);
-    }
-    for (; t + 4 <= n; t += 4) {
-        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 4, in_dim,
-                       out_dim);
-    }
-    for (; t + 2 <= n; t += 2) {
-        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 2, in_dim,
-                       out_dim);
-    }
-    for (; t < n; t++) {
-        dot_row_tokens(out + (size_t)t * out_dim + r, wr, x + (size_t)t * in_dim, 1, in_dim,
-                       out_dim);
-    }
+    for (; t + 8 <= n; t += 8) { dot_row_tokens(out, wr, x, t, 8, len, stride, out_dim, add); }
+    for (; t + 4 <= n; t += 4) { dot_row_tokens(out, wr, x, t, 4, len, stride, out_dim, add); }
+    for (; t + 2 <= n; t += 2) { dot_row_tokens(out, wr, x, t, 2, len, stride, out_dim, add); }
+    for (; t < n; t++) { dot_row_tokens(out, wr, x, t, 1, len, stride, out_dim, add); }
 }
 
-// The GPU's matmul: the same arithmetic as matmul_kernel, mapped so that loads coalesce. There,
-// one thread walks a whole row, and neighbouring threads read rows in_dim floats apart, so no
-// load coalesces. Here each of matmul_kernel's 16 partial sums becomes a thread: one thread per
-// (row r, lane u) sums w[r][c] x[t][c] over c = u mod 16 in increasing c, so 16 neighbouring
-// threads read 16 neighbouring words of a row; then matmul_combine_kernel, one thread per
-// (token, row), adds the 16 lanes in the fixed tree. Each output element sees the same products
-// added in the same order as in matmul_kernel, so both mappings give bitwise the same result
-// (test_forward checks it; nvcc must not fuse multiply-adds: -fmad=false in the Makefile). The
-// tokens go in sweeps of 8, 4, 2, 1 as in matmul_kernel, so a thread's sums stay in registers.
-// part is (n, out_dim, 16), n <= MAX_SWEEP_TOKENS: the launcher runs longer passes in chunks.
-__device__ void lane_sums_tokens(float *part, const float *wr, const float *x, int n_tok, int lane,
-                                 int in_dim, size_t part_stride) {
-    float s[MAX_SWEEP_TOKENS];
-    for (int t = 0; t < n_tok; t++) { s[t] = 0.0f; }
-    for (int c = lane; c < in_dim; c += LANES) {
-        float w = wr[c];
-        for (int t = 0; t < n_tok; t++) { s[t] += w * x[(size_t)t * in_dim + c]; }
-    }
-    for (int t = 0; t < n_tok; t++) { part[(size_t)t * part_stride] = s[t]; }
-}
+// A matmul row is cut into segments of SEGMENT inputs, summed as above and added in order, so that
+// a GPU row gets several threads' loads in flight. Decision: SEGMENT = 512, the widest row of the
+// committed models (their bits: one segment's); a 1B model's 2048 inputs give 64 GPU threads.
+enum { SEGMENT = 512 };
+__host__ __device__ int row_lanes(int in_dim) { return LANES * ((in_dim + SEGMENT - 1) / SEGMENT); }
 
-// one thread per (output row, lane of 16): part[t][r][u] = sum of w[r][c] x[t][c] over c = u mod 16
-__global__ void matmul_lanes_kernel(float *part, const float *x, const float *w, int n, int in_dim,
-                                    int out_dim) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= out_dim * LANES) { return; }
-    const float *wr = w + (size_t)(i / LANES) * in_dim;
-    size_t stride = (size_t)out_dim * LANES; // from one token's partial sums to the next's
-    int lane = i % LANES, t = 0;
-    for (; t + 8 <= n; t += 8) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 8, lane, in_dim,
-                         stride);
-    }
-    for (; t + 4 <= n; t += 4) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 4, lane, in_dim,
-                         stride);
-    }
-    for (; t + 2 <= n; t += 2) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 2, lane, in_dim,
-                         stride);
-    }
-    for (; t < n; t++) {
-        lane_sums_tokens(part + t * stride + i, wr, x + (size_t)t * in_dim, 1, lane, in_dim,
-                         stride);
+// A row's dot products: one segment (add: added to out), or segments added in order in out
+__device__ void dot_segments(float *out, const float *wr, const float *x, int n, int in_dim,
+                             int out_dim, int add) {
+    if (in_dim <= SEGMENT) { dot_rows(out, wr, x, n, in_dim, in_dim, out_dim, add); return; }
+    for (int c0 = 0; c0 < in_dim; c0 += SEGMENT) {
+        int len = in_dim - c0 < SEGMENT ? in_dim - c0 : SEGMENT;
+        dot_rows(out, wr + c0, x + c0, n, len, in_dim, out_dim, c0 > 0);
     }
 }
 
-// one thread per (token, output row): out[t][r] = the 16 lanes of part[t][r] added in the fixed
-// tree; with residual, out[t][r] += that instead (x + y rounds as residual_kernel's does, and it
-// saves a launch)
-__global__ void matmul_combine_kernel(float *out, const float *part, int n, int out_dim,
-                                      int residual) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * out_dim) { return; }
-    float s[LANES];
-    for (int u = 0; u < LANES; u++) { s[u] = part[(size_t)i * LANES + u]; }
-    float y = tree_sum16(s);
-    out[i] = residual ? out[i] + y : y;
+// A row's partial sums from the lanes (row_lanes(in_dim) of them) added as dot_segments adds them
+__device__ float combine_lanes(const float *p, int in_dim) {
+    float y = tree_sum16(p);
+    for (int b = 1; b * SEGMENT < in_dim; b++) { y = y + tree_sum16(p + b * LANES); }
+    return y;
 }
 
-// one thread per element: x += y (the residual add; each thread owns its element)
-__global__ void residual_kernel(float *x, const float *y, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) { return; }
-    x[i] = x[i] + y[i];
+// A matmul and what rides along in its launch: up to three weight matrices stacked (raw column c
+// is row c - (the rows before it) of w[j]), each dot product rounded to a float in raw, then an
+// epilogue on each unit of columns: the arithmetic separate launches did (test_forward: bits).
+//   MM_STORE  out[0] = x w[0]^T, raw being out[0] (the output head)               unit: a row
+//   MM_ADD    out[0] += x w[0]^T: the residual add (o_proj, down)                 unit: a row
+//   MM_SWIGLU out[0] = silu(x w[0]^T) * (x w[1]^T) (PyTorch: silu(gate(x)) * up(x))  unit: row i
+//   MM_QKV    q, k, v = x w[0..2]^T into out[0] and the layer's KV cache out[1], out[2] from
+//             slot *pos, q and k rotated by RoPE; unit: rows (i, i + head_dim / 2) of a head
+enum { MM_STORE, MM_ADD, MM_SWIGLU, MM_QKV };
+typedef struct {
+    int kind, n, in_dim, rows[3], head_dim; // n tokens; w[j] is (rows[j], in_dim), 0 rows: none
+    const float *x, *w[3];                  // x (n, in_dim)
+    float *out[3], *raw;                    // out[j] (n, rows[j]); raw (n, stacked rows)
+    const int *pos, *depth;                 // MM_QKV: the pass's position and RoPE offsets
+    const float *inv_freq;                  // MM_QKV: RoPE's inverse frequencies
+} MatmulOp;
+
+__host__ __device__ int op_rows(const MatmulOp *o) { return o->rows[0] + o->rows[1] + o->rows[2]; }
+__host__ __device__ int op_units(const MatmulOp *o) {
+    return o->kind == MM_QKV ? op_rows(o) / 2 : o->rows[0];
 }
 
-// The GPU's mapping of a matmul, 8 tokens' lanes at a time; with residual, out += the product.
-static void matmul_lanes(RunState *s, float *out, const float *x, const float *w, int n,
-                         int in_dim, int out_dim, int residual) {
-    for (int t = 0; t < n; t += MAX_SWEEP_TOKENS) { // part holds 8 tokens' lanes
-        int len = n - t < MAX_SWEEP_TOKENS ? n - t : MAX_SWEEP_TOKENS;
-        LAUNCH(matmul_lanes_kernel, out_dim * LANES, s->part, x + (size_t)t * in_dim, w, len,
-               in_dim, out_dim);
-        LAUNCH(matmul_combine_kernel, len * out_dim, out + (size_t)t * out_dim, s->part, len,
-               out_dim, residual);
+// Unit u's raw column c0; *c1 its pair's (up's row; MM_QKV: half a head on), c0 for a lone row
+__device__ int unit_cols(const MatmulOp *op, int u, int *c1) {
+    int half = op->head_dim / 2, c0 = op->kind == MM_QKV ? u / half * op->head_dim + u % half : u;
+    *c1 = c0 + (op->kind == MM_QKV ? half : op->kind == MM_SWIGLU ? op->rows[0] : 0);
+    return c0;
+}
+
+// Raw column c's weight row, its column of out[j] and rows[j], j the matrix holding it (picked by
+// selects, not an index: a GPU keeps an indexed kernel argument in memory)
+typedef struct { const float *w; float *out; int rows; } OpRow;
+__device__ OpRow op_row(const MatmulOp *op, int c) {
+    int j1 = c >= op->rows[0], j2 = op->kind == MM_QKV && c >= op->rows[0] + op->rows[1];
+    int row = c - (j1 ? op->rows[0] : 0) - (j2 ? op->rows[1] : 0);
+    OpRow r = {(j2 ? op->w[2] : j1 ? op->w[1] : op->w[0]) + (size_t)row * op->in_dim,
+               (j2 ? op->out[2] : j1 ? op->out[1] : op->out[0]) + row,
+               j2 ? op->rows[2] : j1 ? op->rows[1] : op->rows[0]};
+    return r;
+}
+
+// Where raw column c of token t goes: its column of out[j], from slot *pos in a KV cache
+__device__ float *op_out(const MatmulOp *op, int t, int c) {
+    OpRow r = op_row(op, c);
+    return r.out + ((size_t)t + (op->kind == MM_QKV && c >= op->rows[0] ? *op->pos : 0)) * r.rows;
+}
+
+// Unit u's epilogue for token t: reads raw columns c0, c1; writes the unit's outputs (its alone)
+__device__ void finish_unit(const MatmulOp *op, int t, int u, int c0, int c1) {
+    const float *y = op->raw + (size_t)t * op_rows(op);
+    float a = y[c0], b = y[c1], *o = op_out(op, t, c0);
+    if (op->kind == MM_ADD) {
+        *o = *o + a;
+    } else if (op->kind == MM_SWIGLU) {
+        *o = a / (1.0f + expf(-a)) * b;
+    } else if (op->kind == MM_QKV && c0 >= op->rows[0] + op->rows[1]) { // v: not rotated
+        *o = a, *op_out(op, t, c1) = b;
+    } else if (op->kind == MM_QKV) { // RoPE, HF's rotate_half: a pair is a head's two halves
+        float angle = (float)(*op->pos + op->depth[t]) * op->inv_freq[u % (op->head_dim / 2)];
+        float c = cosf(angle), s = sinf(angle);
+        *o = a * c - b * s, *op_out(op, t, c1) = b * c + a * s;
     }
 }
 
-// out (n, out_dim) = x (n, in_dim) times w^T, w (out_dim, in_dim)
-static void matmul(RunState *s, float *out, const float *x, const float *w, int n, int in_dim,
-                   int out_dim) {
-    if (gpu_mapping) { matmul_lanes(s, out, x, w, n, in_dim, out_dim, 0); return; }
-    LAUNCH_WORK(matmul_kernel, out_dim, (double)n * in_dim, out, x, w, n, in_dim, out_dim);
+// The CPU's matmul: one thread per unit, its rows' dot products, then its epilogue (MM_ADD's of one
+// segment straight into out[0]). kind: op.kind as a constant (one copy per kind: -0.7M a token).
+__global__ void matmul_kernel(MatmulOp op, int kind) {
+    op.kind = kind;
+    int u = blockIdx.x * blockDim.x + threadIdx.x, in = op.in_dim, rows = op_rows(&op), c1;
+    if (u >= op_units(&op)) { return; }
+    int c0 = unit_cols(&op, u, &c1), add = kind == MM_ADD && in <= SEGMENT; // (else through raw)
+    dot_segments((add ? op.out[0] : op.raw) + c0, op_row(&op, c0).w, op.x, op.n, in, rows, add);
+    if (kind == MM_SWIGLU || kind == MM_QKV) {
+        dot_segments(op.raw + c1, op_row(&op, c1).w, op.x, op.n, in, rows, 0);
+    }
+    for (int t = 0; t < op.n && kind != MM_STORE && !add; t++) { finish_unit(&op, t, u, c0, c1); }
 }
 
-// A sublayer's output projection added to the residual stream: state.x += x w^T. The CPU's
-// mapping puts the product in state.xb2 first; the GPU's adds it as it combines the lanes.
-static void matmul_residual(RunState *s, const float *x, const float *w, int n, int in_dim,
-                            int out_dim) {
-    if (gpu_mapping) { matmul_lanes(s, s->x, x, w, n, in_dim, out_dim, 1); return; }
-    LAUNCH_WORK(matmul_kernel, out_dim, (double)n * in_dim, s->xb2, x, w, n, in_dim, out_dim);
-    LAUNCH(residual_kernel, n * out_dim, s->x, s->xb2, n * out_dim);
+// The GPU's matmul, coalesced: one thread per (stacked row r, lane: partial sum u of segment b)
+// into part (n, stacked rows, row_lanes); then one thread per (token, unit) adds a row's lanes as
+// dot_segments does, into raw, and runs the epilogue. The CPU's bits (nvcc's -fmad=false).
+__global__ void matmul_lanes_kernel(float *part, MatmulOp op) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, lanes = row_lanes(op.in_dim), in = op.in_dim;
+    if (i >= op_rows(&op) * lanes) { return; }
+    const float *wr = op_row(&op, i / lanes).w; // lane i % lanes: partial sum u of segment b
+    int b = i % lanes / LANES, end = (b + 1) * SEGMENT < in ? (b + 1) * SEGMENT : in;
+    for (int t0 = 0; t0 < op.n; t0 += MAX_SWEEP_TOKENS) { // 8 tokens' sums in registers at a time
+        float y[MAX_SWEEP_TOKENS] = {0};
+        for (int c = b * SEGMENT + i % LANES; c < end; c += LANES) {
+            for (int t = 0; t < MAX_SWEEP_TOKENS; t++) {
+                if (t0 + t < op.n) { y[t] += wr[c] * op.x[(size_t)(t0 + t) * in + c]; }
+            }
+        }
+        for (int t = 0; t < MAX_SWEEP_TOKENS; t++) { // (constant indices: y stays in registers)
+            if (t0 + t < op.n) { part[(size_t)(t0 + t) * op_rows(&op) * lanes + i] = y[t]; }
+        }
+    }
 }
 
-// RMSNorm on the GPU in two launches, so that no thread walks a whole row (dim is 2048 in a 1B
-// model); rmsnorm_rows_kernel below is the CPU's, with the same arithmetic.
-// one thread per (token, lane u): part[t][u] = sum of x[t][d]^2 over d = u mod 16, in order
-__global__ void rmsnorm_lanes_kernel(float *part, const float *x, int n, int dim) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * LANES) { return; }
-    const float *xt = x + (size_t)(i / LANES) * dim;
-    float ss = 0.0f;
-    for (int d = i % LANES; d < dim; d += LANES) { ss += xt[d] * xt[d]; }
-    part[i] = ss;
+__global__ void matmul_combine_kernel(const float *part, MatmulOp op) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, units = op_units(&op), c1;
+    if (i >= op.n * units) { return; }
+    int t = i / units, u = i % units, c0 = unit_cols(&op, u, &c1);
+    size_t row = (size_t)t * op_rows(&op), lanes = row_lanes(op.in_dim);
+    op.raw[row + c0] = combine_lanes(part + (row + c0) * lanes, op.in_dim);
+    op.raw[row + c1] = combine_lanes(part + (row + c1) * lanes, op.in_dim); // (c0: a one-row unit)
+    finish_unit(&op, t, u, c0, c1);
 }
 
-// one thread per (token, d): out = x / sqrt(mean(x^2) + eps) * w   (PyTorch: LlamaRMSNorm), the
-// token's 16 partial sums added in the fixed tree (each thread adds them again: 15 adds)
-__global__ void rmsnorm_kernel(float *out, const float *x, const float *part, const float *w, int n,
-                               int dim, float eps) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * dim) { return; }
-    int t = i / dim, d = i % dim;
-    float s[LANES];
-    for (int u = 0; u < LANES; u++) { s[u] = part[t * LANES + u]; }
-    float scale = 1.0f / sqrtf(tree_sum16(s) / dim + eps);
-    out[i] = w[d] * (x[i] * scale);
+// op's matmul and epilogue, in the mapping gpu_mapping names
+static void matmul(RunState *s, MatmulOp op) {
+    int units = op_units(&op), rows = op_rows(&op);
+    double work = (double)op.n * op.in_dim * rows / units; // multiply-adds per thread
+    switch (gpu_mapping ? -1 : op.kind) {
+    case MM_STORE: LAUNCH_WORK(matmul_kernel, units, work, op, MM_STORE); break;
+    case MM_ADD: LAUNCH_WORK(matmul_kernel, units, work, op, MM_ADD); break;
+    case MM_SWIGLU: LAUNCH_WORK(matmul_kernel, units, work, op, MM_SWIGLU); break;
+    case MM_QKV: LAUNCH_WORK(matmul_kernel, units, work, op, MM_QKV); break;
+    default:
+        LAUNCH(matmul_lanes_kernel, rows * row_lanes(op.in_dim), s->part, op);
+        LAUNCH(matmul_combine_kernel, op.n * units, s->part, op);
+    }
 }
 
-// The CPU's RMSNorm: one thread per token; the sum of squares is dot(x, x), the 16 interleaved
-// sums of rmsnorm_lanes_kernel added in the same tree, so both give bitwise the same result
-__global__ void rmsnorm_rows_kernel(float *out, const float *x, const float *w, int n, int dim,
-                                    float eps) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n) { return; }
+// out (n, dim) = x / sqrt(mean(x^2) + eps) * w (PyTorch: LlamaRMSNorm), mean(x^2) from dot(x, x).
+// A thread writes per_thread elements: the CPU's a row, the GPU's one (adding the squares again).
+__global__ void rmsnorm_kernel(float *out, const float *x, const float *w, int n, int dim,
+                               float eps, int whole_rows) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, per_thread = whole_rows ? dim : 1;
+    if (i >= n * dim / per_thread) { return; }
+    int t = i * per_thread / dim, first = i * per_thread % dim;
     const float *xt = x + (size_t)t * dim;
-    float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps);
-    for (int d = 0; d < dim; d++) { out[(size_t)t * dim + d] = w[d] * (xt[d] * scale); }
+    float scale = 1.0f / sqrtf(dot(xt, xt, dim) / dim + eps), *ot = out + (size_t)t * dim;
+    for (int d = first; d < first + per_thread; d++) { ot[d] = w[d] * (xt[d] * scale); }
 }
 
-// out (n, dim) = RMSNorm(x) * w
-static void rmsnorm(RunState *s, float *out, const float *x, const float *w, int n, int dim,
-                    float eps) {
-    if (!gpu_mapping) { LAUNCH(rmsnorm_rows_kernel, n, out, x, w, n, dim, eps); return; }
-    LAUNCH(rmsnorm_lanes_kernel, n * LANES, s->norm_part, x, n, dim);
-    LAUNCH(rmsnorm_kernel, n * dim, out, x, s->norm_part, w, n, dim, eps);
+static void rmsnorm(float *out, const float *x, const float *w, int n, int dim, float eps) {
+    LAUNCH(rmsnorm_kernel, gpu_mapping ? n * dim : n, out, x, w, n, dim, eps, !gpu_mapping);
 }
 
-// one thread per (token, head, pair i): rotate (v[i], v[i + half]) by angle (pos + depth[t]) * f_i.
-// HF's rotate_half convention: pairs are the two halves of a head, not adjacent elements.
-// In place is safe here: each thread reads and writes only its own two elements.
-__global__ void rope_kernel(float *v, int stride, const int *depth, int pos, const float *inv_freq,
-                            int n, int n_heads, int head_dim) {
-    int half = head_dim / 2;
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * n_heads * half) { return; }
-    int t = i / (n_heads * half), h = (i / half) % n_heads, k = i % half;
-    float angle = (float)(pos + depth[t]) * inv_freq[k];
-    float c = cosf(angle), s = sinf(angle);
-    float *vh = v + (size_t)t * stride + (size_t)h * head_dim;
-    float a = vh[k], b = vh[k + half];
-    vh[k] = a * c - b * s;
-    vh[k + half] = b * c + a * s;
-}
-
-// Attention in three launches, one thread per output element in each, so that no thread loops
-// over an accumulator in global memory: the scores, the softmax of each (token, head) row, and
-// the weighted sum of values. Token t sees every cached slot < pos, and slot pos + u of this pass
-// when mask[t * n + u]. GQA: head h reads kv head h / (n_heads / n_kv_heads).
+// Attention: token t sees the cached slots < pos, and slot pos + u when mask[t * n + u]; GQA: head
+// h reads kv head h / (n_heads / n_kv_heads). pos is state.pos, read on the device.
 __device__ int visible(const unsigned char *mask, int t, int n, int pos, int s) {
     return s < pos || mask[t * n + (s - pos)];
 }
-
-// one thread per (token, head, slot s < pos + n): att[t][h][s] = q . k_s / sqrt(head_dim), in
-// the matmul's fixed order; slots t does not see are left as they are (no later stage reads them)
-__global__ void attention_scores_kernel(float *att, const float *q, const float *key_cache,
-                                        const unsigned char *mask, int n, int pos, int n_heads,
-                                        int n_kv_heads, int head_dim, int seq_len) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x, span = pos + n;
-    if (i >= n * n_heads * span) { return; }
-    int row = i / span, s = i % span, t = row / n_heads, h = row % n_heads; // row = t * n_heads + h
-    if (!visible(mask, t, n, pos, s)) { return; }
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
-    const float *qt = q + (size_t)row * head_dim;
-    att[(size_t)row * seq_len + s] =
-        dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) *
-        (1.0f / sqrtf((float)head_dim));
+__device__ size_t kv_offset(int row, const Config *c) { // row = t * n_heads + h
+    return (size_t)(row % c->n_heads / (c->n_heads / c->n_kv_heads)) * c->head_dim;
 }
 
-// one thread per (token, head): its score row becomes exp(score - max) in place, serially over
-// the visible slots, and att_sum gets their sum (each thread reads and writes only its own row)
-__global__ void attention_softmax_kernel(float *att, float *att_sum, const unsigned char *mask,
-                                         int n, int pos, int n_heads, int seq_len) {
-    int row = blockIdx.x * blockDim.x + threadIdx.x;
-    if (row >= n * n_heads) { return; }
-    int t = row / n_heads;
-    float *a = att + (size_t)row * seq_len, max = -FLT_MAX, sum = 0.0f;
+// query row q's score for slot s of k (its kv head's column of the cache): q . k_s / sqrt(head_dim)
+__device__ float attention_score(const float *q, const float *k, int s, const Config *c) {
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
+    return dot(q, k + s * kv_dim, c->head_dim) * (1.0f / sqrtf((float)c->head_dim));
+}
+
+// The GPU's attention, stage 1: one thread per (token, head, slot s < seq_len, the grid spanning
+// the context whatever pos is): att[t][h][s] = the score for the slots t sees (no stage reads more)
+__global__ void attention_scores_kernel(float *att, const float *q, const float *key_cache,
+                                        const unsigned char *mask, const int *pos, int n,
+                                        Config c) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, row = i / c.seq_len, s = i % c.seq_len;
+    if (i >= n * c.n_heads * c.seq_len || s >= *pos + n) { return; }
+    if (!visible(mask, row / c.n_heads, n, *pos, s)) { return; }
+    const float *k = key_cache + kv_offset(row, &c);
+    att[(size_t)row * c.seq_len + s] = attention_score(q + (size_t)row * c.head_dim, k, s, &c);
+}
+
+// o[d] for d < count = the sum over the slots s token t sees, in order, of exp(a[s] - max) v[s][d]
+// (v: a column of the cache, kv_dim floats a slot), over the sum of the exponentials
+__device__ void softmax_values(float *o, const float *a, const float *v, const unsigned char *mask,
+                               int t, int n, int pos, int kv_dim, int count) {
+    float max = -FLT_MAX, sum = 0.0f;
     for (int s = 0; s < pos + n; s++) {
         if (visible(mask, t, n, pos, s)) { max = a[s] > max ? a[s] : max; }
     }
+    for (int d = 0; d < count; d++) { o[d] = 0.0f; }
     for (int s = 0; s < pos + n; s++) {
         if (!visible(mask, t, n, pos, s)) { continue; }
-        a[s] = expf(a[s] - max);
-        sum += a[s];
+        float p = expf(a[s] - max);
+        sum += p;
+        for (int d = 0; d < count; d++) { o[d] += p * v[(size_t)s * kv_dim + d]; }
     }
-    att_sum[row] = sum;
+    for (int d = 0; d < count; d++) { o[d] = o[d] / sum; }
 }
 
-// one thread per (token, head, d): out[t][h][d] = sum over visible s of p[s] v[s][d], in order of
-// s, divided by the row's sum; neighbouring threads read neighbouring words of a value row
-__global__ void attention_values_kernel(float *out, const float *att, const float *att_sum,
-                                        const float *value_cache, const unsigned char *mask, int n,
-                                        int pos, int n_heads, int n_kv_heads, int head_dim,
-                                        int seq_len) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * n_heads * head_dim) { return; }
-    int row = i / head_dim, d = i % head_dim, t = row / n_heads, h = row % n_heads;
-    int kvh = h / (n_heads / n_kv_heads), kv_dim = n_kv_heads * head_dim;
-    const float *a = att + (size_t)row * seq_len, *v = value_cache + (size_t)kvh * head_dim + d;
-    float o = 0.0f;
-    for (int s = 0; s < pos + n; s++) {
-        if (visible(mask, t, n, pos, s)) { o += a[s] * v[(size_t)s * kv_dim]; }
-    }
-    out[i] = o / att_sum[row];
+// Stage 2: one thread per (token, head, d), taking its row's max and exponentials itself (no
+// thread reads what another writes); neighbouring threads read neighbouring words of a value row
+__global__ void attention_values_kernel(float *out, const float *att, const float *value_cache,
+                                        const unsigned char *mask, const int *pos, int n,
+                                        Config c) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, row = i / c.head_dim;
+    if (i >= n * c.n_heads * c.head_dim) { return; }
+    const float *v = value_cache + kv_offset(row, &c) + i % c.head_dim;
+    float o; // (in a register: a sum in global memory would be a chain of read-modify-writes)
+    softmax_values(&o, att + (size_t)row * c.seq_len, v, mask, row / c.n_heads, n, *pos,
+                   c.n_kv_heads * c.head_dim, 1);
+    out[i] = o;
 }
 
-// The CPU's attention: one thread per (token, head): softmax(q k^T / sqrt(head_dim)) v over the
-// visible keys, serial over keys, the three stages above in one thread with the same arithmetic in
-// the same order (bitwise; test_forward checks it). Its o[d] accumulators live in the output row,
-// which on the CPU is cache and which the key-outer loop walks contiguously (vectorized over d); a
-// GPU runs the stages instead, where such a loop is a chain of global read-modify-writes.
+// The CPU's attention: one thread per (token, head), the two stages above in one thread, in the
+// same order (test_forward: the bits); its o[d] sums live in the output row, in cache, walked by
+// the key-outer loop (vectorized over d), which on a GPU would be global read-modify-writes.
 __global__ void attention_kernel(float *out, float *att, const float *q, const float *key_cache,
-                                 const float *value_cache, const unsigned char *mask, int n,
-                                 int pos, int n_heads, int n_kv_heads, int head_dim, int seq_len) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n * n_heads) { return; }
-    int t = i / n_heads, h = i % n_heads, kv_dim = n_kv_heads * head_dim;
-    int kvh = h / (n_heads / n_kv_heads);
-    const float *qt = q + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
-    float *a = att + (size_t)i * seq_len;
-    float scale = 1.0f / sqrtf((float)head_dim), max = -FLT_MAX;
-    for (int s = 0; s < pos + n; s++) {
-        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-        a[s] = dot(qt, key_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim, head_dim) * scale;
-        max = a[s] > max ? a[s] : max;
+                                 const float *value_cache, const unsigned char *mask,
+                                 const int *pos, int n, Config c) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x, hd = c.head_dim;
+    if (i >= n * c.n_heads) { return; }
+    float *a = att + (size_t)i * c.seq_len;
+    const float *qi = q + (size_t)i * hd, *k = key_cache + kv_offset(i, &c);
+    for (int s = 0, p = *pos, t = i / c.n_heads; s < p + n; s++) {
+        if (visible(mask, t, n, p, s)) { a[s] = attention_score(qi, k, s, &c); }
     }
-    float sum = 0.0f;
-    for (int s = 0; s < pos + n; s++) {
-        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-        a[s] = expf(a[s] - max);
-        sum += a[s];
-    }
-    // o[d] = sum_s a[s] v[s][d], summed over s in order for every d; the key loop is the outer
-    // one so that the inner loop walks a contiguous value row (and vectorizes over d)
-    float *o = out + (size_t)t * n_heads * head_dim + (size_t)h * head_dim;
-    for (int d = 0; d < head_dim; d++) { o[d] = 0.0f; }
-    for (int s = 0; s < pos + n; s++) {
-        if (s >= pos && !mask[t * n + (s - pos)]) { continue; }
-        const float *v = value_cache + (size_t)s * kv_dim + (size_t)kvh * head_dim;
-        for (int d = 0; d < head_dim; d++) { o[d] += a[s] * v[d]; }
-    }
-    for (int d = 0; d < head_dim; d++) { o[d] = o[d] / sum; }
-}
-
-// out (n, n_heads * head_dim) = softmax(q k^T / sqrt(head_dim)) v for the n tokens of this pass
-// (set_pass done) against the cache of one layer, slots [0, pos + n)
-static void attention(RunState *s, float *out, const float *q, const float *k_l, const float *v_l,
-                      int n, int pos, const Config *c) {
-    if (!gpu_mapping) {
-        LAUNCH(attention_kernel, n * c->n_heads, out, s->att, q, k_l, v_l, s->mask, n, pos,
-               c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
-        return;
-    }
-    LAUNCH(attention_scores_kernel, n * c->n_heads * (pos + n), s->att, q, k_l, s->mask, n, pos,
-           c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
-    LAUNCH(attention_softmax_kernel, n * c->n_heads, s->att, s->att_sum, s->mask, n, pos,
-           c->n_heads, c->seq_len);
-    LAUNCH(attention_values_kernel, n * c->n_heads * c->head_dim, out, s->att, s->att_sum, v_l,
-           s->mask, n, pos, c->n_heads, c->n_kv_heads, c->head_dim, c->seq_len);
-}
-
-// one thread per element: up = silu(gate) * up   (PyTorch: down(silu(gate(x)) * up(x)))
-__global__ void swiglu_kernel(float *up, const float *gate, int n) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) { return; }
-    float g = gate[i];
-    up[i] = g / (1.0f + expf(-g)) * up[i];
+    softmax_values(out + (size_t)i * hd, a, value_cache + kv_offset(i, &c), mask, i / c.n_heads, n,
+                   *pos, c.n_kv_heads * hd, hd);
 }
 
 // ----------------------------------------------------------------------------
 // forward: one pass over n tokens, any sublayers skipped
 
-// No product here can overflow: read_config bounds every size by 2^24, n_layers by 256 and
-// n_heads * head_dim by 2^24, so the largest, n_layers * seq_len * kv_dim, is below 2^56.
-// Everything a pass needs is allocated here, once: forward allocates nothing.
+// CUDA graphs (a GPU pass of kjv-12l is ~150 launches of microseconds each): a pass shape's (n,
+// first_row, skip set, mapping) launches, captured when it runs a second time, replayed at any
+// position; MAX_GRAPHS kept, the least recently used replaced. The CPU "replays" the shape's pass.
+enum { MAX_GRAPHS = 16 };
+struct PassGraph {
+    int n, first_row, mapping, runs; // the shape; 1: ran once, 2: captured, 3: replayed
+    SkipSet skip;                    // the pass's, or none skipped
+    uint64_t last_use, launches, sublayers; // LRU stamp; what a replay adds to the counters
+#ifdef __CUDACC__
+    cudaGraphExec_t exec;
+#endif
+};
+
+static void drop_graph(struct PassGraph *g) {
+#ifdef __CUDACC__
+    if (g->runs >= 2) { cuda_check(cudaGraphExecDestroy(g->exec)); }
+#endif
+    g->runs = 0;
+}
+
+// Everything a pass needs, allocated once (forward allocates nothing). No product can overflow:
+// read_config bounds sizes by 2^24 and n_layers by 256, so n_layers * seq_len * kv_dim < 2^56.
 static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t T = (size_t)max_tokens, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     size_t wide = q_dim > dim ? q_dim : dim, cache = (size_t)c->n_layers * c->seq_len * kv_dim;
-    size_t rows = wide > hid ? wide : hid; // the largest out_dim of a matmul
-    rows = rows > (size_t)c->vocab_size ? rows : (size_t)c->vocab_size;
-    // part: only the lanes mapping of the matmul touches it (the GPU's; the CPU build's tests)
-    size_t sizes[] = {T * dim, T * wide, T * dim, T * q_dim, T * hid, T * hid,
-                      T * c->n_heads * c->seq_len, T * c->n_heads, T * c->vocab_size, cache, cache,
-                      T * LANES, MAX_SWEEP_TOKENS * rows * LANES};
-    float **slots[] = {&s->x,           &s->xb,        &s->xb2,     &s->q,      &s->hb,
-                       &s->hb2,         &s->att,       &s->att_sum, &s->logits, &s->key_cache,
-                       &s->value_cache, &s->norm_part, &s->part};
+    size_t stacked = q_dim + 2 * kv_dim > 2 * hid ? q_dim + 2 * kv_dim : 2 * hid; // raw's rows
+    stacked = stacked > dim ? stacked : dim;
+    size_t rows = stacked > (size_t)c->vocab_size ? stacked : (size_t)c->vocab_size;
+    size_t in = q_dim > hid ? q_dim : hid, lanes = dim * row_lanes((int)in); // part: the most lanes
+    lanes = rows * row_lanes(c->dim) > lanes ? rows * row_lanes(c->dim) : lanes; // (GPU mapping)
+    size_t sizes[] = {T * dim, T * wide, T * q_dim, T * hid, T * stacked,
+                      T * c->n_heads * c->seq_len, T * c->vocab_size, cache, cache,
+                      T * lanes};
+    float **slots[] = {&s->x,   &s->xb,     &s->q,         &s->hb,          &s->raw,
+                       &s->att, &s->logits, &s->key_cache, &s->value_cache, &s->part};
     enum { N_SLOTS = sizeof(sizes) / sizeof(sizes[0]) };
     size_t total = 0;
     for (int k = 0; k < N_SLOTS; k++) { total += sizes[k]; }
@@ -627,20 +583,23 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     size_t off = 0;
     for (int k = 0; k < N_SLOTS; k++) { *slots[k] = base + off; off += sizes[k]; }
     s->max_tokens = max_tokens;
-    // tokens, depth and mask of a pass sit together on both sides, so set_pass uploads them at once
-    size_t pass_bytes = 2 * T * sizeof(int) + T * T;
-    s->tokens = (int *)device_malloc(pass_bytes);
-    s->depth = s->tokens + T;
-    s->mask = (unsigned char *)(s->depth + T);
-    s->pass_host = (int *)malloc_check(pass_bytes);
+    size_t pass_bytes = (1 + 2 * T) * sizeof(int) + T * T; // pos, tokens, depth, mask: one upload
+    s->pos = (int *)device_malloc(pass_bytes);
+    s->tokens = s->pos + 1, s->depth = s->tokens + T, s->mask = (unsigned char *)(s->depth + T);
+    s->pass_host = (int *)calloc_check(pass_bytes, 1);
     s->logits_host = (float *)malloc_check((T * c->vocab_size + 2 * c->n_layers * kv_dim) *
                                            sizeof(float));
     s->slot_host = s->logits_host + T * c->vocab_size;
+    s->graphs = (struct PassGraph *)calloc_check(MAX_GRAPHS, sizeof(struct PassGraph));
+    const char *graphs = getenv("SELFSPEC_GRAPHS"); // 0 or 1; unset: GRAPHS, the build's default
+    s->use_graphs = graphs ? strcmp(graphs, "0") != 0 : GRAPHS;
 }
 
 static void free_run_state(RunState *s) {
+    for (int k = 0; k < MAX_GRAPHS; k++) { drop_graph(&s->graphs[k]); }
+    free(s->graphs);
     device_free(s->x);
-    device_free(s->tokens);
+    device_free(s->pos);
     free(s->pass_host);
     free(s->logits_host);
 }
@@ -649,47 +608,47 @@ static void free_run_state(RunState *s) {
 // it bounds a draft plus its verification, a SWIFT tree and a CLaSp batch.
 enum { MAX_PASS_TOKENS = 64 };
 
-// Uploads this pass's tokens (NULL: keep those on the device), RoPE offsets and mask (a causal
-// chain when tree is NULL) in one copy, from the staging buffer laid out like the device's.
-static void set_pass(Model *m, const int *tokens, int n, const TokenTree *tree) {
+// Uploads this pass's position, tokens (NULL: the last pass's, still staged), RoPE offsets and
+// mask (a causal chain when tree is NULL) in one copy, from staging laid out like the device's.
+static void set_pass(Model *m, const int *tokens, int n, int pos, const TokenTree *tree) {
     RunState *s = &m->state;
     size_t T = (size_t)s->max_tokens;
-    int *depth = s->pass_host + T;
-    unsigned char *mask = (unsigned char *)(s->pass_host + 2 * T);
+    int *depth = s->pass_host + 1 + T;
+    unsigned char *mask = (unsigned char *)(depth + T);
+    s->pass_host[0] = pos;
+    if (tokens) { memcpy(s->pass_host + 1, tokens, (size_t)n * sizeof(int)); }
     for (int t = 0; t < n; t++) {
         depth[t] = tree ? tree->depth[t] : t;
         for (int u = 0; u < n; u++) { mask[t * n + u] = tree ? tree->mask[t * n + u] : (u <= t); }
     }
-    if (tokens) {
-        memcpy(s->pass_host, tokens, (size_t)n * sizeof(int));
-        copy_to_device(s->tokens, s->pass_host, 2 * T * sizeof(int) + (size_t)n * n);
-    } else {
-        copy_to_device(s->depth, depth, T * sizeof(int) + (size_t)n * n);
-    }
+    copy_to_device(s->pos, s->pass_host, (1 + 2 * T) * sizeof(int) + (size_t)n * n);
 }
 
-// Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn).
-// Writes K and V at cache slots pos..pos+n-1. Slots >= pos are scratch: a later pass
-// overwrites them before anything reads them, which is what makes rollback free.
-static void attention_sublayer(Model *m, int l, int n, int pos) {
+// Attention sublayer of layer l on the n residual rows in state.x (set_pass done): x += o(attn), K
+// and V written at slots pos.. (slots >= pos are scratch, overwritten before read: free rollback)
+static void attention_sublayer(Model *m, int l, int n) {
     const Config *c = &m->config;
     const Weights *w = &m->weights;
     RunState *s = &m->state;
     int dim = c->dim, q_dim = c->n_heads * c->head_dim, kv_dim = c->n_kv_heads * c->head_dim;
-    int half = c->head_dim / 2;
+    size_t lq = (size_t)l * q_dim * dim, lkv = (size_t)l * kv_dim * dim;
     float *k_l = s->key_cache + (size_t)l * c->seq_len * kv_dim;
     float *v_l = s->value_cache + (size_t)l * c->seq_len * kv_dim;
-    rmsnorm(s, s->xb, s->x, w->rms_att + (size_t)l * dim, n, dim, c->norm_eps);
-    matmul(s, s->q, s->xb, w->wq + (size_t)l * q_dim * dim, n, dim, q_dim);
-    matmul(s, k_l + (size_t)pos * kv_dim, s->xb, w->wk + (size_t)l * kv_dim * dim, n, dim, kv_dim);
-    matmul(s, v_l + (size_t)pos * kv_dim, s->xb, w->wv + (size_t)l * kv_dim * dim, n, dim, kv_dim);
-    LAUNCH(rope_kernel, n * c->n_heads * half, s->q, q_dim, s->depth, pos, w->rope_inv_freq, n,
-           c->n_heads, c->head_dim);
-    LAUNCH(rope_kernel, n * c->n_kv_heads * half, k_l + (size_t)pos * kv_dim, kv_dim, s->depth, pos,
-           w->rope_inv_freq, n, c->n_kv_heads, c->head_dim);
-    attention(s, s->xb, s->q, k_l, v_l, n, pos, c);
-    // x += o_proj(...)
-    matmul_residual(s, s->xb, w->wo + (size_t)l * dim * q_dim, n, q_dim, dim);
+    rmsnorm(s->xb, s->x, w->rms_att + (size_t)l * dim, n, dim, c->norm_eps);
+    MatmulOp qkv = {MM_QKV, n, dim, {q_dim, kv_dim, kv_dim}, c->head_dim, s->xb,
+                    {w->wq + lq, w->wk + lkv, w->wv + lkv}, {s->q, k_l, v_l}, s->raw,
+                    s->pos, s->depth, w->rope_inv_freq};
+    matmul(s, qkv);
+    if (gpu_mapping) { // xb = softmax(q k^T / sqrt(head_dim)) v, slots [0, pos + n) of the cache
+        LAUNCH(attention_scores_kernel, n * c->n_heads * c->seq_len, s->att, s->q, k_l, s->mask,
+               s->pos, n, *c);
+        LAUNCH(attention_values_kernel, n * q_dim, s->xb, s->att, v_l, s->mask, s->pos, n, *c);
+    } else {
+        LAUNCH(attention_kernel, n * c->n_heads, s->xb, s->att, s->q, k_l, v_l, s->mask, s->pos, n,
+               *c);
+    }
+    MatmulOp o = {MM_ADD, n, q_dim, {dim}, 0, s->xb, {w->wo + lq}, {s->x}, s->raw, 0, 0, 0};
+    matmul(s, o); // x += o_proj(...)
 }
 
 // MLP sublayer of layer l: x += down(silu(gate(norm(x))) * up(norm(x))).
@@ -698,11 +657,13 @@ static void mlp_sublayer(Model *m, int l, int n) {
     const Weights *w = &m->weights;
     RunState *s = &m->state;
     int dim = c->dim, hid = c->hidden_dim;
-    rmsnorm(s, s->xb, s->x, w->rms_ffn + (size_t)l * dim, n, dim, c->norm_eps);
-    matmul(s, s->hb, s->xb, w->w_gate + (size_t)l * hid * dim, n, dim, hid);
-    matmul(s, s->hb2, s->xb, w->w_up + (size_t)l * hid * dim, n, dim, hid);
-    LAUNCH(swiglu_kernel, n * hid, s->hb2, s->hb, n * hid);
-    matmul_residual(s, s->hb2, w->w_down + (size_t)l * dim * hid, n, hid, dim); // x += down(..)
+    size_t lh = (size_t)l * hid * dim;
+    rmsnorm(s->xb, s->x, w->rms_ffn + (size_t)l * dim, n, dim, c->norm_eps);
+    MatmulOp gate_up = {MM_SWIGLU, n, dim, {hid, hid}, 0, s->xb, {w->w_gate + lh, w->w_up + lh},
+                        {s->hb}, s->raw, 0, 0, 0};
+    matmul(s, gate_up);
+    MatmulOp down = {MM_ADD, n, hid, {dim}, 0, s->hb, {w->w_down + lh}, {s->x}, s->raw, 0, 0, 0};
+    matmul(s, down);
 }
 
 // Copies the residual rows of the captured tokens at sublayer boundary b, one copy per run of
@@ -717,39 +678,93 @@ static void capture_boundary(const Model *m, Capture *cap, int b) {
     }
 }
 
-// Copies the K and V rows of cache slots [slot, slot + n) of every layer to or from buf
-// (2 * n_layers * n * kv_dim floats). Scoring passes that run at slots holding accepted text
-// (SWIFT's matchness, CLaSp's DP) save those slots first and restore them after.
+// Copies the K and V rows of cache slots [slot, slot + n) of every layer to or from buf (2 n_layers
+// n kv_dim floats): passes at slots of accepted text (SWIFT's matchness, CLaSp) save and restore.
 static void kv_slots(Model *m, int slot, int n, float *buf, int save) {
     const Config *c = &m->config;
-    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, row = (size_t)n * kv_dim;
-    for (int l = 0; l < c->n_layers; l++) {
-        size_t off = ((size_t)l * c->seq_len + slot) * kv_dim;
-        float *caches[2] = {m->state.key_cache + off, m->state.value_cache + off};
-        for (int kv = 0; kv < 2; kv++) {
-            float *b = buf + (2 * (size_t)l + kv) * row;
-            if (save) {
-                copy_to_host(b, caches[kv], row * sizeof(float));
-            } else {
-                copy_to_device(caches[kv], b, row * sizeof(float));
-            }
-        }
+    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim, bytes = (size_t)n * kv_dim * sizeof(float);
+    for (int h = 0; h < 2 * c->n_layers; h++) { // layer h / 2's K rows, then its V rows
+        size_t off = ((size_t)(h / 2) * c->seq_len + slot) * kv_dim;
+        float *cache = (h % 2 ? m->state.value_cache : m->state.key_cache) + off;
+        float *b = buf + (size_t)h * n * kv_dim;
+        save ? copy_to_host(b, cache, bytes) : copy_to_device(cache, b, bytes);
     }
 }
 
-// Layers [first, last) on the n residual rows in state.x (set_pass done), under skip (NULL = run
-// every sublayer), capturing the rows at each sublayer boundary. forward runs all the layers;
-// CLaSp's DP runs one layer at a time on a batch of candidate states.
-static void forward_layers(Model *m, int n, int pos, const SkipSet *skip, int first, int last,
+// Layers [first, last) on the n residual rows in state.x (set_pass done), under skip (NULL: none),
+// capturing the rows at each sublayer boundary (CLaSp's DP runs one layer on a batch of states).
+static void forward_layers(Model *m, int n, const SkipSet *skip, int first, int last,
                            Capture *capture) {
     for (int l = first; l < last; l++) {
         int run_attn = !(skip && skip->attn[l]), run_mlp = !(skip && skip->mlp[l]);
-        if (run_attn) { attention_sublayer(m, l, n, pos); }
+        if (run_attn) { attention_sublayer(m, l, n); }
         capture_boundary(m, capture, 2 * l + 1);
         if (run_mlp) { mlp_sublayer(m, l, n); }
         capture_boundary(m, capture, 2 * l + 2);
         m->state.n_sublayers += (uint64_t)(run_attn + run_mlp);
     }
+}
+
+// The launches of a pass (set_pass done): the embedding, the layers under skip, the logits rows
+// [first_row, n) (n: none). No position: the kernels read state.pos, so a pass replays anywhere.
+static void run_pass(Model *m, int n, const SkipSet *skip, int first_row, Capture *capture) {
+    const Config *c = &m->config;
+    RunState *s = &m->state;
+    LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
+    capture_boundary(m, capture, 0);
+    forward_layers(m, n, skip, 0, c->n_layers, capture);
+    if (first_row >= n) { return; }
+    size_t f = (size_t)first_row;
+    float *x = s->xb + f * c->dim, *logits = s->logits + f * c->vocab_size;
+    rmsnorm(x, s->x + f * c->dim, m->weights.rms_final, n - first_row, c->dim, c->norm_eps);
+    MatmulOp head = {MM_STORE, n - first_row, c->dim, {c->vocab_size}, 0, x,
+                     {m->weights.lm_head}, {logits}, logits, 0, 0, 0};
+    matmul(s, head);
+}
+
+// The cache entry of this pass shape: found, or the least recently used one, reset to it
+static struct PassGraph *pass_graph(RunState *s, int n, int first_row, const SkipSet *skip) {
+    static uint64_t clock;
+    SkipSet none = {{0}, {0}}, key = skip ? *skip : none; // (a set exact to its last byte)
+    struct PassGraph *g = s->graphs, *oldest = g;
+    for (int k = 0; k < MAX_GRAPHS; k++, g++) {
+        if (g->runs && g->n == n && g->first_row == first_row && g->mapping == gpu_mapping &&
+            memcmp(&g->skip, &key, sizeof(key)) == 0) { break; }
+        oldest = g->last_use < oldest->last_use ? g : oldest;
+    }
+    if (g == s->graphs + MAX_GRAPHS) { // not cached: the oldest entry becomes this shape
+        drop_graph(g = oldest);
+        g->n = n, g->first_row = first_row, g->mapping = gpu_mapping, g->skip = key;
+    }
+    g->last_use = ++clock;
+    return g;
+}
+
+// run_pass, through the graph cache unless graphs are off or the pass captures hidden states: a
+// shape runs the first time, is captured the second, replayed after (counted as if it ran)
+static void replay_pass(Model *m, int n, const SkipSet *skip, int first_row, Capture *capture) {
+    RunState *s = &m->state;
+    if (!s->use_graphs || capture) { run_pass(m, n, skip, first_row, capture); return; }
+    struct PassGraph *g = pass_graph(s, n, first_row, skip);
+    g->runs += g->runs < 3;
+    if (g->runs == 1) { run_pass(m, n, skip, first_row, NULL); return; }
+#ifdef __CUDACC__
+    if (g->runs == 2) {
+        uint64_t launches = launch_count, sublayers = s->n_sublayers;
+        cudaGraph_t graph;
+        cuda_check(cudaStreamBeginCapture(cudaStreamPerThread, cudaStreamCaptureModeThreadLocal));
+        run_pass(m, n, &g->skip, first_row, NULL);
+        cuda_check(cudaStreamEndCapture(cudaStreamPerThread, &graph));
+        cuda_check(cudaGraphInstantiate(&g->exec, graph, 0));
+        cuda_check(cudaGraphDestroy(graph));
+        g->launches = launch_count - launches, g->sublayers = s->n_sublayers - sublayers;
+        launch_count = launches, s->n_sublayers = sublayers;
+    }
+    cuda_check(cudaGraphLaunch(g->exec, cudaStreamPerThread));
+    launch_count += g->launches, s->n_sublayers += g->sublayers;
+#else
+    run_pass(m, g->n, &g->skip, g->first_row, NULL); // the entry's shape, not the caller's
+#endif
 }
 
 // forward, computing and copying back only the logits rows [first_row, n) (first_row = n: none),
@@ -762,16 +777,10 @@ static void forward_rows(Model *m, const int *tokens, int n, int pos, const Skip
         die(__FILE__, __LINE__, "forward: %d tokens at position %d do not fit (max %d per pass, "
             "context %d)", n, pos, s->max_tokens, c->seq_len);
     }
-    set_pass(m, tokens, n, tree);
-    LAUNCH(embed_kernel, n * c->dim, s->x, m->weights.token_embedding, s->tokens, n, c->dim);
-    capture_boundary(m, capture, 0);
-    forward_layers(m, n, pos, skip, 0, c->n_layers, capture);
+    set_pass(m, tokens, n, pos, tree);
+    replay_pass(m, n, skip, first_row, capture);
     if (first_row >= n) { return; }
-    size_t f = (size_t)first_row, dim = (size_t)c->dim, vocab = (size_t)c->vocab_size;
-    rmsnorm(s, s->xb + f * dim, s->x + f * dim, m->weights.rms_final, n - first_row, c->dim,
-            c->norm_eps);
-    matmul(s, s->logits + f * vocab, s->xb + f * dim, m->weights.lm_head, n - first_row, c->dim,
-           c->vocab_size);
+    size_t f = (size_t)first_row, vocab = (size_t)c->vocab_size;
     copy_to_host(s->logits_host + f * vocab, s->logits + f * vocab,
                  (n - f) * vocab * sizeof(float));
 }
@@ -1219,9 +1228,9 @@ static void run_layer_batch(Model *m, int l, float *rows, int n, int slot) {
         for (int u = 0; u < n; u++) { mask[t * n + u] = t == u; }
     }
     TokenTree tree = {depth, mask};
-    set_pass(m, NULL, n, &tree);
+    set_pass(m, NULL, n, slot, &tree);
     copy_to_device(m->state.x, rows, bytes);
-    forward_layers(m, n, slot, NULL, l, l + 1, NULL);
+    forward_layers(m, n, NULL, l, l + 1, NULL);
     copy_to_host(rows, m->state.x, bytes);
 }
 

@@ -81,26 +81,28 @@ typedef struct {
     int max_tokens;      // largest n for one forward call (longer prompts are prefilled in chunks)
     float *x;            // (max_tokens, dim) the residual stream
     float *xb;           // (max_tokens, max(dim, q_dim)) normed input / attention output
-    float *xb2;          // (max_tokens, dim) sublayer output before the residual add
     float *q;            // (max_tokens, q_dim)
-    float *hb;           // (max_tokens, hidden_dim) gate
-    float *hb2;          // (max_tokens, hidden_dim) up, then silu(gate) * up
-    float *att;          // (max_tokens, n_heads, seq_len) attention scores, then probabilities
-    float *att_sum;      // (max_tokens, n_heads) softmax denominators
+    float *hb;           // (max_tokens, hidden_dim) silu(gate) * up
+    float *raw;          // (max_tokens, max(q_dim + 2 kv_dim, 2 hidden_dim, dim)) a matmul's dot
+                         // products, before what its launch does with them (RoPE, SwiGLU, x +=)
+    float *att;          // (max_tokens, n_heads, seq_len) attention scores
     float *logits;       // (max_tokens, vocab_size)
     float *key_cache;    // (n_layers, seq_len, kv_dim)
     float *value_cache;  // (n_layers, seq_len, kv_dim)
-    float *norm_part;    // (max_tokens, 16) RMSNorm's partial sums of squares
-    float *part;         // (8, max_rows, 16) the matmul's partial sums when it runs one thread
-                         // per (row, lane): the GPU's mapping (max_rows: the largest out_dim)
-    int *tokens;         // (max_tokens) token ids of this pass; then depth and mask, one upload
+    float *part;         // (max_tokens, rows, lanes) the matmul's partial sums when it runs a
+                         // thread per (row, lane): the GPU's mapping (16 lanes a 512-input segment)
+    int *pos;            // (1) this pass's position: the kernels read it here, so that a pass's
+                         // launches are the same at every position; then tokens, depth and mask
+    int *tokens;         // (max_tokens) token ids of this pass
     int *depth;          // (max_tokens) RoPE offsets of this pass
     unsigned char *mask; // (max_tokens, max_tokens) attention mask within this pass
-    int *pass_host;      // host staging of tokens, depth and mask, uploaded in one copy
+    int *pass_host;      // host staging of pos, tokens, depth and mask, uploaded in one copy
     float *logits_host;  // (max_tokens, vocab_size) logits copied back to the host
     float *slot_host;    // (2, n_layers, kv_dim) one cache slot's K and V rows, on their way
                          // (SWIFT's accepted leaf moving to the chain); after logits_host
     uint64_t n_sublayers; // sublayers run, summed over passes (a pass streams each weight once)
+    struct PassGraph *graphs; // (16) the passes captured as CUDA graphs, by shape (selfspec.cu)
+    int use_graphs;      // passes through the graphs (SELFSPEC_GRAPHS; the CUDA build's default)
 } RunState;
 
 typedef struct {
@@ -130,7 +132,8 @@ void free_model(Model *m);
 // Runs the n tokens at positions pos..pos+n-1 (n <= state.max_tokens) through the model under
 // skip (NULL = full model). Writes the KV cache at slots pos..pos+n-1 of every attention that
 // runs, and leaves logits (n, vocab_size) in state.logits_host. One n-token call gives bitwise
-// the logits of n one-token calls.
+// the logits of n one-token calls. With state.use_graphs a pass of a shape seen before replays
+// its captured CUDA graph (the same kernels: the same bits).
 void forward(Model *m, const int *tokens, int n, int pos, const SkipSet *skip,
              const TokenTree *tree, Capture *capture);
 

@@ -184,6 +184,93 @@ static void test_bit_identity(Model *m, const char *target) {
     }
 }
 
+// The graph path (state.use_graphs): a pass through the cache of captured pass shapes gives the
+// bits of the same pass run directly. One-token passes at every position (one shape replayed at
+// new positions) under three skip sets; then 20 pass sizes, more than the cache holds
+// (MAX_GRAPHS): the least recently used shapes are replaced, the others replayed, and an evicted
+// shape runs again. The CPU build "replays" a shape by running its entry's own shape, so a cache
+// that confused two shapes gives the other shape's logits here; the CUDA build replays graphs.
+static void test_graphs(Model *m, const char *target) {
+    int ids[23], n = 23, vocab = m->config.vocab_size, saved = m->state.use_graphs;
+    for (int t = 0; t < n; t++) { ids[t] = (7 * t + 3) % vocab; }
+    SkipSet skips[3];
+    char err[SS_ERR_LEN];
+    parse_skip_spec("-", m->config.n_layers, &skips[0], err);
+    parse_skip_spec("attn:1,3 mlp:2", m->config.n_layers, &skips[1], err);
+    parse_skip_spec("attn:0-5 mlp:0,5", m->config.n_layers, &skips[2], err);
+    for (int k = 0; k < 3; k++) {
+        m->state.use_graphs = 0;
+        float *want = logits_one_by_one(m, ids, n, &skips[k]);
+        m->state.use_graphs = 1;
+        float *got = logits_one_by_one(m, ids, n, &skips[k]);
+        int d = first_diff(want, got, (size_t)n * vocab);
+        check(d < 0, "%s skip set %d: one-token passes through graphs differ at float %d", target, k, d);
+        free(want);
+        free(got);
+    }
+    float *want = (float *)malloc_check((size_t)20 * vocab * sizeof(float));
+    int sizes[] = {1, 20, 5, 20, 5, 20, 1, 1}; // rounds: sizes from, to
+    for (int round = 0; round < 4; round++) {
+        for (int len = sizes[2 * round]; len <= sizes[2 * round + 1]; len++) {
+            m->state.use_graphs = 0;
+            forward(m, ids, len, 2, NULL, NULL, NULL);
+            memcpy(want, m->state.logits_host, (size_t)len * vocab * sizeof(float));
+            m->state.use_graphs = 1; // (no stale row may pass for a computed one)
+            device_memset(m->state.logits, 0, (size_t)len * vocab * sizeof(float));
+            forward(m, ids, len, 2, NULL, NULL, NULL);
+            int d = first_diff(want, m->state.logits_host, (size_t)len * vocab);
+            check(d < 0, "%s round %d: a %d-token pass through graphs differs at float %d", target, round, len, d);
+        }
+        if (round == 0) { // sizes 1..4 were the least recently used of 20
+            int kept = 0;
+            for (int k = 0; k < MAX_GRAPHS; k++) { kept += m->state.graphs[k].n >= 5; }
+            check(kept == MAX_GRAPHS, "%s: after 20 pass sizes the cache keeps %d of sizes 5..20", target, kept);
+        }
+    }
+    int replayed = 0;
+    for (int k = 0; k < MAX_GRAPHS; k++) { replayed += m->state.graphs[k].runs >= 3; }
+    check(replayed >= MAX_GRAPHS - 1, "%s: only %d cached shapes were replayed", target, replayed);
+    free(want);
+    m->state.use_graphs = saved;
+}
+
+// Launches per pass (the shim's launch_count), each mapping: a layer's attention sublayer and
+// MLP sublayer, from passes that skip everything, every MLP, or nothing, over 1 and 8 tokens. Each
+// matmul fuses what follows it (RoPE, SwiGLU, the residual add), RMSNorm is one launch and the
+// GPU's attention two stages: the GPU's mapping runs 7 + 5 = 12 launches a layer, half of its 24
+// before the fusions, and the CPU's 4 + 3, where it ran 15.
+static void test_launches(Model *m, const char *target) {
+    SkipSet all, mlp;
+    memset(&all, 1, sizeof(all));
+    memset(&mlp, 0, sizeof(mlp));
+    memset(mlp.mlp, 1, sizeof(mlp.mlp));
+    int ids[8] = {1, 2, 3, 4, 5, 6, 7, 8}, L = m->config.n_layers;
+    for (int mapping = 0; mapping < 2; mapping++) {
+        gpu_mapping = mapping;
+        for (int n = 1; n <= 8; n += 7) {
+            uint64_t count[3];
+            const SkipSet *skips[3] = {&all, &mlp, NULL};
+            for (int k = 0; k < 3; k++) {
+                uint64_t before = launch_count;
+                forward(m, ids, n, 0, skips[k], NULL, NULL);
+                count[k] = launch_count - before;
+            }
+            uint64_t attn = (count[1] - count[0]) / L, mlps = (count[2] - count[1]) / L;
+            uint64_t want_attn = mapping ? 7 : 4, want_mlp = mapping ? 5 : 3;
+            check(attn == want_attn && mlps == want_mlp && count[0] == (mapping ? 4u : 3u),
+                  "%s, %s mapping, %d tokens: %llu launches per attention sublayer (want %llu), %llu per MLP "
+                  "(want %llu), %llu outside the layers", target, mapping ? "GPU" : "CPU", n,
+                  (unsigned long long)attn, (unsigned long long)want_attn, (unsigned long long)mlps,
+                  (unsigned long long)want_mlp, (unsigned long long)count[0]);
+        }
+    }
+#ifdef __CUDACC__
+    gpu_mapping = 1;
+#else
+    gpu_mapping = 0;
+#endif
+}
+
 // ---------------------------------------------------------------------------- kernels vs double
 
 #ifndef __CUDACC__
@@ -205,121 +292,222 @@ static void check_close(const char *what, const float *got, const double *want, 
 }
 
 // On the CPU build device memory is host memory, so kernels can be launched on plain arrays.
+// Each fused matmul runs in both mappings from the same starting outputs (same bits required)
+// and against a double loop; the op's dot products in double: want[t][r] = x[t] . w(r).
+static void matmul_double(double *want, const float *x, const MatmulOp *op) {
+    int rows = op_rows(op);
+    for (int t = 0; t < op->n; t++) {
+        for (int r = 0; r < rows; r++) {
+            const float *wr = op_row(op, r).w;
+            double s = 0;
+            for (int c = 0; c < op->in_dim; c++) { s += (double)wr[c] * x[(size_t)t * op->in_dim + c]; }
+            want[(size_t)t * rows + r] = s;
+        }
+    }
+}
+
+// Runs op in the CPU's mapping and then, on copies of its outputs' starting values (outs[j],
+// sizes[j] floats), in the GPU's, and checks the two give the same bits; leaves the CPU's.
+static void matmul_both(const char *what, MatmulOp op, float **outs, const size_t *sizes, int n_outs) {
+    RunState s;
+    memset(&s, 0, sizeof(s));
+    s.part = (float *)calloc_check((size_t)op.n * op_rows(&op) * row_lanes(op.in_dim), sizeof(float));
+    float *start[3], *cpu[3];
+    for (int j = 0; j < n_outs; j++) {
+        start[j] = (float *)malloc_check(sizes[j] * sizeof(float));
+        memcpy(start[j], outs[j], sizes[j] * sizeof(float));
+    }
+    matmul(&s, op);
+    for (int j = 0; j < n_outs; j++) {
+        cpu[j] = (float *)malloc_check(sizes[j] * sizeof(float));
+        memcpy(cpu[j], outs[j], sizes[j] * sizeof(float));
+        memcpy(outs[j], start[j], sizes[j] * sizeof(float));
+    }
+    gpu_mapping = 1;
+    matmul(&s, op);
+    gpu_mapping = 0;
+    for (int j = 0; j < n_outs; j++) {
+        int d = first_diff(cpu[j], outs[j], sizes[j]);
+        check(d < 0, "%s: output %d: the GPU's mapping differs from the CPU's at %d (%.9g vs %.9g)",
+              what, j, d, d >= 0 ? outs[j][d] : 0, d >= 0 ? cpu[j][d] : 0);
+        memcpy(outs[j], cpu[j], sizes[j] * sizeof(float));
+        free(start[j]);
+        free(cpu[j]);
+    }
+    free(s.part);
+}
+
 static void test_kernels(void) {
     Rng r;
     rng_seed(&r, 42);
-    enum { N = 3, IN = 37, OUT = 13, H = 3, KVH = 1, HD = 6, POS = 5, SEQ = 16 };
-    float *x = random_floats(&r, N * IN, 1.0f), *w = random_floats(&r, OUT * IN, 1.0f);
-    float *out = (float *)calloc_check(N * IN, sizeof(float));
-    double want[N * IN];
-    // matmul, odd sizes (in_dim not a multiple of 16), over 15 tokens so that the 8-, 4-, 2- and
-    // 1-token sweeps of the kernel all run
-    enum { MN = 15 };
-    float *mx = random_floats(&r, MN * IN, 1.0f), *mout = (float *)calloc_check(MN * OUT, sizeof(float));
-    double mwant[MN * OUT];
-    LAUNCH(matmul_kernel, OUT, mout, mx, w, MN, IN, OUT);
-    // the GPU's mapping of the same matmul, all 15 tokens in one launch: bitwise the same
-    float *part = (float *)calloc_check((size_t)MN * OUT * LANES, sizeof(float));
-    float *lout = (float *)calloc_check(MN * OUT, sizeof(float));
-    LAUNCH(matmul_lanes_kernel, OUT * LANES, part, mx, w, MN, IN, OUT);
-    LAUNCH(matmul_combine_kernel, MN * OUT, lout, part, MN, OUT, 0);
-    int d = -1;
-    for (int i = 0; i < MN * OUT && d < 0; i++) { if (memcmp(&lout[i], &mout[i], sizeof(float)) != 0) { d = i; } }
-    check(d < 0, "matmul_lanes_kernel + matmul_combine_kernel differ from matmul_kernel at %d (%.9g vs %.9g)", d,
-          d >= 0 ? lout[d] : 0, d >= 0 ? mout[d] : 0);
-    free(part);
-    free(lout);
-    for (int t = 0; t < MN; t++) {
-        for (int o = 0; o < OUT; o++) {
-            double s = 0;
-            for (int c = 0; c < IN; c++) { s += (double)w[o * IN + c] * mx[t * IN + c]; }
-            mwant[t * OUT + o] = s;
+    // 15 tokens so that the 8-, 4-, 2- and 1-token sweeps all run; in_dim not a multiple of 16
+    enum { N = 15, IN = 37, OUT = 13, H = 2, KVH = 1, HD = 6, POS = 5, SEQ = 24 };
+    float *x = random_floats(&r, N * IN, 1.0f), *w = random_floats(&r, 3 * OUT * IN, 1.0f);
+    float *raw = (float *)calloc_check(N * 3 * OUT, sizeof(float));
+    double *want = (double *)calloc_check(N * 3 * OUT, sizeof(double));
+    float *res = random_floats(&r, N * OUT, 1.0f), *out = (float *)calloc_check(N * OUT, sizeof(float));
+    size_t n_out = N * OUT;
+    // MM_STORE: out = x w^T, straight into raw = out
+    MatmulOp store = {MM_STORE, N, IN, {OUT}, 0, x, {w}, {out}, out, 0, 0, 0};
+    matmul_both("MM_STORE", store, &out, &n_out, 1);
+    matmul_double(want, x, &store);
+    check_close("MM_STORE 15x37 -> 13", out, want, N * OUT, 1e-5);
+    // MM_ADD: res += x w^T
+    double res_want[N * OUT];
+    for (int i = 0; i < N * OUT; i++) { res_want[i] = (double)res[i] + want[i]; }
+    MatmulOp add = {MM_ADD, N, IN, {OUT}, 0, x, {w}, {res}, raw, 0, 0, 0};
+    matmul_both("MM_ADD", add, &res, &n_out, 1);
+    check_close("MM_ADD (the residual add)", res, res_want, N * OUT, 1e-5);
+    // MM_SWIGLU: out = silu(x gate^T) * (x up^T), gate and up the first two thirds of w
+    MatmulOp swiglu = {MM_SWIGLU, N, IN, {OUT, OUT}, 0, x, {w, w + OUT * IN}, {out}, raw, 0, 0, 0};
+    matmul_both("MM_SWIGLU", swiglu, &out, &n_out, 1);
+    matmul_double(want, x, &swiglu);
+    double sw_want[N * OUT];
+    for (int t = 0; t < N; t++) {
+        for (int i = 0; i < OUT; i++) {
+            double g = want[t * 2 * OUT + i];
+            sw_want[t * OUT + i] = g / (1.0 + exp(-g)) * want[t * 2 * OUT + OUT + i];
         }
     }
-    check_close("matmul_kernel 15x37 -> 13", mout, mwant, MN * OUT, 1e-5);
-    free(mx);
-    free(mout);
-    // rmsnorm
+    check_close("MM_SWIGLU", out, sw_want, N * OUT, 1e-5);
+    // MM_QKV: 2 query heads and 1 kv head of 6 dims, RoPE with depths t % 3 at position POS read
+    // from "device" memory; K and V land at cache slots POS..POS+N-1, and no other slot changes
+    int pos = POS, depth[N];
+    for (int t = 0; t < N; t++) { depth[t] = t % 3; }
+    float inv_freq[HD / 2] = {1.0f, 0.1f, 0.01f};
+    float *q = (float *)calloc_check(N * H * HD, sizeof(float));
+    float *kc = random_floats(&r, SEQ * KVH * HD, 1.0f), *vc = random_floats(&r, SEQ * KVH * HD, 1.0f);
+    float *kc0 = (float *)malloc_check(SEQ * KVH * HD * sizeof(float));
+    memcpy(kc0, kc, SEQ * KVH * HD * sizeof(float));
+    MatmulOp qkv = {MM_QKV, N, IN, {H * HD, KVH * HD, KVH * HD}, HD, x, {w, w + H * HD * IN, w + (H + KVH) * HD * IN},
+                    {q, kc, vc}, raw, &pos, depth, inv_freq};
+    float *outs[3] = {q, kc, vc};
+    size_t sizes[3] = {N * H * HD, SEQ * KVH * HD, SEQ * KVH * HD};
+    matmul_both("MM_QKV", qkv, outs, sizes, 3);
+    matmul_double(want, x, &qkv);
+    int rows = (H + 2 * KVH) * HD, worst = 0;
+    double err = 0;
+    for (int t = 0; t < N; t++) {
+        for (int hh = 0; hh < H + 2 * KVH; hh++) {
+            for (int i = 0; i < HD / 2; i++) {
+                double a = want[t * rows + hh * HD + i], b = want[t * rows + hh * HD + i + HD / 2];
+                double ang = (double)(POS + depth[t]) * inv_freq[i], ra = a, rb = b;
+                if (hh < H + KVH) { ra = a * cos(ang) - b * sin(ang); rb = b * cos(ang) + a * sin(ang); }
+                float *dst = hh < H ? q + (size_t)t * H * HD + hh * HD
+                                    : (hh < H + KVH ? kc : vc) + (size_t)(POS + t) * KVH * HD;
+                double e = fmax(fabs(dst[i] - ra), fabs(dst[i + HD / 2] - rb)) / (1 + fabs(ra) + fabs(rb));
+                if (e > err) { err = e; worst = t; }
+            }
+        }
+    }
+    check(err <= 1e-5, "MM_QKV: q, k, v with RoPE differ from the double loop by %.3g (token %d)", err, worst);
+    check(memcmp(kc, kc0, POS * KVH * HD * sizeof(float)) == 0 &&
+          memcmp(kc + (POS + N) * KVH * HD, kc0 + (POS + N) * KVH * HD, (SEQ - POS - N) * KVH * HD * sizeof(float)) == 0,
+          "MM_QKV wrote K outside slots %d..%d", POS, POS + N - 1);
+    // rmsnorm, both mappings
     float *g = random_floats(&r, IN, 1.0f);
-    float norm_part[N * LANES];
-    LAUNCH(rmsnorm_lanes_kernel, N * LANES, norm_part, x, N, IN);
-    LAUNCH(rmsnorm_kernel, N * IN, out, x, norm_part, g, N, IN, 1e-5f);
+    double nwant[N * IN];
+    float *nout = (float *)calloc_check(N * IN, sizeof(float)), *nout_gpu = (float *)calloc_check(N * IN, sizeof(float));
+    rmsnorm(nout, x, g, N, IN, 1e-5f);
+    gpu_mapping = 1;
+    rmsnorm(nout_gpu, x, g, N, IN, 1e-5f);
+    gpu_mapping = 0;
     for (int t = 0; t < N; t++) {
         double ss = 0;
         for (int c = 0; c < IN; c++) { ss += (double)x[t * IN + c] * x[t * IN + c]; }
-        for (int c = 0; c < IN; c++) { want[t * IN + c] = g[c] * x[t * IN + c] / sqrt(ss / IN + 1e-5); }
+        for (int c = 0; c < IN; c++) { nwant[t * IN + c] = g[c] * x[t * IN + c] / sqrt(ss / IN + 1e-5); }
     }
-    check_close("rmsnorm_kernel dim 37", out, want, N * IN, 1e-5);
-    float *rows_out = (float *)calloc_check(N * IN, sizeof(float));
-    LAUNCH(rmsnorm_rows_kernel, N, rows_out, x, g, N, IN, 1e-5f);
-    check(memcmp(rows_out, out, N * IN * sizeof(float)) == 0, "rmsnorm_rows_kernel differs bitwise from the lanes version");
-    free(rows_out);
-    // swiglu and residual
-    float *up = random_floats(&r, N * IN, 2.0f), *gate = random_floats(&r, N * IN, 4.0f);
-    for (int i = 0; i < N * IN; i++) { want[i] = gate[i] / (1.0 + exp(-(double)gate[i])) * up[i]; }
-    LAUNCH(swiglu_kernel, N * IN, up, gate, N * IN);
-    check_close("swiglu_kernel", up, want, N * IN, 1e-5);
-    for (int i = 0; i < N * IN; i++) { want[i] = (double)x[i] + up[i]; }
-    LAUNCH(residual_kernel, N * IN, x, up, N * IN);
-    check_close("residual_kernel", x, want, N * IN, 1e-6);
-    // rope on 3 tokens x 3 heads x 6 dims with depths {0, 1, 1} (a small tree)
-    int depth[N] = {0, 1, 1};
-    float inv_freq[HD / 2] = {1.0f, 0.1f, 0.01f};
-    float *v = random_floats(&r, N * H * HD, 1.0f);
-    for (int t = 0; t < N; t++) {
-        for (int h = 0; h < H; h++) {
-            for (int k = 0; k < HD / 2; k++) {
-                double a = v[(t * H + h) * HD + k], b = v[(t * H + h) * HD + k + HD / 2];
-                double ang = (double)(POS + depth[t]) * inv_freq[k];
-                want[(t * H + h) * HD + k] = a * cos(ang) - b * sin(ang);
-                want[(t * H + h) * HD + k + HD / 2] = b * cos(ang) + a * sin(ang);
-            }
-        }
-    }
-    LAUNCH(rope_kernel, N * H * HD / 2, v, H * HD, depth, POS, inv_freq, N, H, HD);
-    check_close("rope_kernel", v, want, N * H * HD, 1e-5);
-    // attention: 5 cached slots + 3 new tokens, mask = token 2 sees token 0 and itself only
-    unsigned char mask[N * N] = {1, 0, 0, 1, 1, 0, 1, 0, 1};
-    float *q = random_floats(&r, N * H * HD, 1.0f);
-    float *kc = random_floats(&r, SEQ * KVH * HD, 1.0f), *vc = random_floats(&r, SEQ * KVH * HD, 1.0f);
-    float *att = (float *)calloc_check(N * H * SEQ, sizeof(float));
-    float *ao = (float *)calloc_check(N * H * HD, sizeof(float));
-    float att_sum[N * H];
-    LAUNCH(attention_scores_kernel, N * H * (POS + N), att, q, kc, mask, N, POS, H, KVH, HD, SEQ);
-    LAUNCH(attention_softmax_kernel, N * H, att, att_sum, mask, N, POS, H, SEQ);
-    LAUNCH(attention_values_kernel, N * H * HD, ao, att, att_sum, vc, mask, N, POS, H, KVH, HD, SEQ);
-    for (int t = 0; t < N; t++) {
+    check_close("rmsnorm_kernel dim 37", nout, nwant, N * IN, 1e-5);
+    check(memcmp(nout, nout_gpu, N * IN * sizeof(float)) == 0, "rmsnorm: the GPU's mapping differs bitwise from the CPU's");
+    free(g); free(nout); free(nout_gpu);
+    // attention: POS cached slots + 3 new tokens, mask = token 2 sees token 0 and itself only
+    enum { AN = 3 };
+    Config c;
+    memset(&c, 0, sizeof(c));
+    c.n_heads = H, c.n_kv_heads = KVH, c.head_dim = HD, c.seq_len = SEQ;
+    unsigned char mask[AN * AN] = {1, 0, 0, 1, 1, 0, 1, 0, 1};
+    float *aq = random_floats(&r, AN * H * HD, 1.0f);
+    float *att = (float *)calloc_check(AN * H * SEQ, sizeof(float));
+    float *ao = (float *)calloc_check(AN * H * HD, sizeof(float));
+    LAUNCH(attention_scores_kernel, AN * H * SEQ, att, aq, kc, mask, &pos, AN, c);
+    LAUNCH(attention_values_kernel, AN * H * HD, ao, att, vc, mask, &pos, AN, c);
+    double awant[AN * H * HD];
+    for (int t = 0; t < AN; t++) {
         for (int h = 0; h < H; h++) {
             double sc[SEQ], mx = -1e300, sum = 0;
-            for (int s = 0; s < POS + N; s++) {
-                int vis = s < POS || mask[t * N + s - POS];
+            for (int s = 0; s < POS + AN; s++) {
+                int vis = s < POS || mask[t * AN + s - POS];
                 double d = 0;
-                for (int k = 0; k < HD; k++) { d += (double)q[(t * H + h) * HD + k] * kc[s * HD + k]; }
+                for (int k = 0; k < HD; k++) { d += (double)aq[(t * H + h) * HD + k] * kc[s * HD + k]; }
                 sc[s] = vis ? d / sqrt((double)HD) : -1e300;
                 if (vis && sc[s] > mx) { mx = sc[s]; }
             }
-            for (int s = 0; s < POS + N; s++) { sc[s] = sc[s] > -1e299 ? exp(sc[s] - mx) : 0; sum += sc[s]; }
+            for (int s = 0; s < POS + AN; s++) { sc[s] = sc[s] > -1e299 ? exp(sc[s] - mx) : 0; sum += sc[s]; }
             for (int k = 0; k < HD; k++) {
                 double acc = 0;
-                for (int s = 0; s < POS + N; s++) { acc += sc[s] / sum * vc[s * HD + k]; }
-                want[(t * H + h) * HD + k] = acc;
+                for (int s = 0; s < POS + AN; s++) { acc += sc[s] / sum * vc[s * HD + k]; }
+                awant[(t * H + h) * HD + k] = acc;
             }
         }
     }
-    check_close("attention kernels with a tree mask and GQA", ao, want, N * H * HD, 1e-5);
-    float *ao_cpu = (float *)calloc_check(N * H * HD, sizeof(float));
-    LAUNCH(attention_kernel, N * H, ao_cpu, att, q, kc, vc, mask, N, POS, H, KVH, HD, SEQ);
-    check(memcmp(ao_cpu, ao, N * H * HD * sizeof(float)) == 0, "attention_kernel differs bitwise from the three stages");
+    check_close("attention kernels with a tree mask and GQA", ao, awant, AN * H * HD, 1e-5);
+    float *ao_cpu = (float *)calloc_check(AN * H * HD, sizeof(float));
+    LAUNCH(attention_kernel, AN * H, ao_cpu, att, aq, kc, vc, mask, &pos, AN, c);
+    check(memcmp(ao_cpu, ao, AN * H * HD * sizeof(float)) == 0, "attention_kernel differs bitwise from the two stages");
     free(ao_cpu);
     // embedding gather
-    int tok[N] = {2, 0, 1};
-    LAUNCH(embed_kernel, N * IN, out, w, tok, N, IN);
-    for (int t = 0; t < N; t++) { for (int c = 0; c < IN; c++) { want[t * IN + c] = w[tok[t] * IN + c]; } }
-    check_close("embed_kernel", out, want, N * IN, 0);
-    free(x); free(w); free(out); free(g); free(up); free(gate); free(v); free(q); free(kc); free(vc);
-    free(att); free(ao);
+    int tok[AN] = {2, 0, 1};
+    double ewant[AN * IN];
+    LAUNCH(embed_kernel, AN * IN, raw, w, tok, AN, IN);
+    for (int t = 0; t < AN; t++) { for (int k = 0; k < IN; k++) { ewant[t * IN + k] = w[tok[t] * IN + k]; } }
+    check_close("embed_kernel", raw, ewant, AN * IN, 0);
+    free(x); free(w); free(raw); free(want); free(res); free(out); free(q); free(kc); free(vc); free(kc0);
+    free(aq); free(att); free(ao);
+}
+
+// Rows longer than a segment (SEGMENT = 512 inputs; no committed model has one): 1100 inputs, three
+// segments, the last with a partial chunk. MM_STORE, MM_ADD (on the CPU through raw, as several
+// segments must be summed before the residual add) and MM_SWIGLU in both mappings (the same bits)
+// and against the double loop; a 15-token pass against 15 one-token passes, bitwise; RMSNorm over
+// 1100 (one segment, dot's order) in both mappings.
+static void test_segments(void) {
+    Rng r;
+    rng_seed(&r, 9);
+    enum { N = 15, IN = 1100, OUT = 7 };
+    float *x = random_floats(&r, N * IN, 1.0f), *w = random_floats(&r, 2 * OUT * IN, 1.0f);
+    float *res = random_floats(&r, N * OUT, 1.0f), *g = random_floats(&r, IN, 1.0f);
+    float *out = (float *)calloc_check(N * OUT, sizeof(float)), *one = (float *)calloc_check(N * OUT, sizeof(float));
+    float *raw = (float *)calloc_check(N * 2 * OUT, sizeof(float));
+    double want[N * 2 * OUT], res_want[N * OUT];
+    size_t n_out = N * OUT, n_one = OUT;
+    MatmulOp store = {MM_STORE, N, IN, {OUT}, 0, x, {w}, {out}, out, 0, 0, 0};
+    matmul_both("MM_STORE, 1100 inputs", store, &out, &n_out, 1);
+    matmul_double(want, x, &store);
+    check_close("MM_STORE, 1100 inputs", out, want, N * OUT, 1e-5);
+    for (int t = 0; t < N; t++) {
+        float *o = one + t * OUT;
+        MatmulOp alone = {MM_STORE, 1, IN, {OUT}, 0, x + t * IN, {w}, {o}, o, 0, 0, 0};
+        matmul_both("MM_STORE, 1100 inputs, one token", alone, &o, &n_one, 1);
+    }
+    int d = first_diff(one, out, N * OUT);
+    check(d < 0, "1100 inputs: a 15-token pass differs from one-token passes at %d (%.9g vs %.9g)", d,
+          d >= 0 ? out[d] : 0, d >= 0 ? one[d] : 0);
+    for (int i = 0; i < N * OUT; i++) { res_want[i] = (double)res[i] + want[i]; }
+    MatmulOp add = {MM_ADD, N, IN, {OUT}, 0, x, {w}, {res}, raw, 0, 0, 0};
+    matmul_both("MM_ADD, 1100 inputs", add, &res, &n_out, 1);
+    check_close("MM_ADD, 1100 inputs", res, res_want, N * OUT, 1e-5);
+    MatmulOp swiglu = {MM_SWIGLU, N, IN, {OUT, OUT}, 0, x, {w, w + OUT * IN}, {out}, raw, 0, 0, 0};
+    matmul_both("MM_SWIGLU, 1100 inputs", swiglu, &out, &n_out, 1);
+    float *norm = (float *)calloc_check(N * IN, sizeof(float)), *norm_gpu = (float *)calloc_check(N * IN, sizeof(float));
+    rmsnorm(norm, x, g, N, IN, 1e-5f);
+    gpu_mapping = 1;
+    rmsnorm(norm_gpu, x, g, N, IN, 1e-5f);
+    gpu_mapping = 0;
+    check(memcmp(norm, norm_gpu, N * IN * sizeof(float)) == 0, "rmsnorm over 1100: the mappings differ");
+    free(x); free(w); free(res); free(g); free(out); free(one); free(raw); free(norm); free(norm_gpu);
 }
 #else
+static void test_segments(void) {}
 static void test_kernels(void) {} // the CPU build checks the kernels against double loops
 #endif
 
@@ -477,6 +665,7 @@ static void test_long_model_path(void) {
 // Targets: the committed tiny models by default; `make test-big` names smollm2.
 int main(int argc, char **argv) {
     test_kernels();
+    test_segments();
     test_half_to_float();
     test_sharded("tiny_models/llama3-tiny-random");
     test_long_model_path();
@@ -496,6 +685,8 @@ int main(int argc, char **argv) {
         test_hf_logits(&m, ref_dir, targets[k]);
         test_hf_greedy(&m, ref_dir, targets[k]);
         test_bit_identity(&m, targets[k]);
+        test_launches(&m, targets[k]);
+        test_graphs(&m, targets[k]);
         free_model(&m);
     }
     return test_summary("test_forward");

@@ -22,11 +22,12 @@ import argparse, io, json, os, platform, re, statistics, subprocess, sys, tempfi
 
 BENCH = os.path.dirname(os.path.abspath(__file__))  # test/bench
 ROOT = os.path.dirname(os.path.dirname(BENCH))
-MODELS = {"kjv": "tiny_models/kjv-12l", "smollm2": "tiny_models/smollm2-135m"}
+MODELS = {"kjv": "tiny_models/kjv-12l", "kjv-skip": "tiny_models/kjv-12l-skip", "smollm2": "tiny_models/smollm2-135m"}
 SETS = ["kjv", "stories", "code"]
 # hand-picked drafts (static runs): the best of a few sets tried by hand with --compare on the
 # stories prompts (test/bench/README.md); SmolLM2-135M tolerates very little skipping
-HAND_PICKED = {"kjv": "attn:2,4,6,8,10 mlp:3,5,7,9", "smollm2": "attn:10,14,18,22"}
+HAND_PICKED = {"kjv": "attn:2,4,6,8,10 mlp:3,5,7,9", "kjv-skip": "attn:2,4,6,8,10 mlp:3,5,7,9",
+               "smollm2": "attn:10,14,18,22"}
 
 
 def run(cmd, env=None):
@@ -174,7 +175,7 @@ def parse_results(text):
         if m:
             set_name = m.group(1)
             continue
-        m = re.match(r"\s+(\d+)\s+[\d.]+\s+([\d.]+)x$", line)  # verify_cost: k, ms/pass, vs k=1
+        m = re.match(r"\s+(\d+)\s+[\d.]+\s+([\d.]+)x(\s|$)", line)  # verify_cost: k, ms/pass, vs k=1
         if m and model:
             data[model]["cost"].append((int(m.group(1)), float(m.group(2))))
             continue

@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
 """bench_gpu.py: the GPU build in one table (make bench-gpu).
 
-On one GPU, in one run:
-  1. the device's copy bandwidth (test/bench/verify_cost_cuda copies 1 GB on the device);
-  2. plain decoding tokens/s and effective GB/s (fp32 weight bytes x tokens/s: every weight is
-     read once per token) of ./selfspec-cuda on kjv-12l and on a 1B model of TinyLlama's shape
-     with random weights (22 layers, dim 2048, FFN 5632, GQA 32/4, vocab 2048: 3.9 GB fp32),
-     which it writes with numpy + safetensors if --model-1b names none;
-  3. HF transformers `generate`, fp32, eager attention, greedy, on the same GPU and the same
-     models (skipped, with a line saying why, without torch or CUDA);
-  4. the cost of one pass over k = 1, 2, 4, 8, 16 tokens relative to one token, and of a draft
-     pass skipping half the sublayers (test/bench/verify_cost_cuda);
-  5. every method's speedup over plain decoding with --compare on kjv-12l (and SmolLM2-135M when
-     tiny_models/smollm2-135m exists), with measured / expected (SWIFT Eq. 6);
-and checks the targets it was written for (a table after the measurements, each marked met or
-not). Greedy outputs must be identical to plain decoding, or it stops.
+On one GPU, in one run, each measurement a part (--parts) that can also run alone:
+  cost     test/bench/verify_cost_cuda on kjv-12l and on a 1B model of TinyLlama's shape with
+           random weights (22 layers, dim 2048, FFN 5632, GQA 32/4, vocab 2048: 3.9 GB fp32,
+           written once with numpy + safetensors if --model-1b names none), CUDA graphs on and
+           off (SELFSPEC_GRAPHS=0): the device's copy bandwidth (1 GB, reads + writes), a pass
+           over k = 1, 2, 4, 8, 16 tokens in one-token passes (median of interleaved rounds, with
+           the middle half), the draft's pass skipping half the sublayers, launches per pass, and
+           each stage of a layer alone (CUDA events: the profile where no profiler runs);
+  plain    plain decoding tokens/s and effective GB/s (fp32 weight bytes x tokens/s: every
+           weight is read once per token) of ./selfspec-cuda on both models, graphs on and off;
+  hf       HF transformers `generate`, fp32, eager attention, greedy, on the same GPU and models
+           (skipped, with a line saying why, without torch or CUDA);
+  methods  every method's speedup over plain decoding with --compare on kjv-12l and kjv-12l-skip
+           (and SmolLM2-135M when tiny_models/smollm2-135m exists), measured / expected (Eq. 6);
+then the targets of issue 49, each marked met or not. Greedy outputs must be identical to plain
+decoding, or it stops. --save FILE merges a part's figures into FILE (JSON); --report FILE
+prints the tables from FILE alone, so test/bench/device_check.sh can run each part under its own
+time limit and still print one report, naming the parts that did not finish.
 
-    python3 test/bench/bench_gpu.py [--model-1b DIR] [-n 128] [--repeats 3]
+    python3 test/bench/bench_gpu.py [--model-1b DIR] [-n 128] [--repeats 3] [--parts cost,plain]
     python3 test/bench/bench_gpu.py --cpu      # dry run of the whole script on the CPU build, tiny sizes
 """
 import argparse, json, os, re, shutil, statistics, subprocess, sys, time
@@ -71,20 +75,20 @@ def make_random_llama(out_dir, shape, seed=0):
         "Random weights (test/bench/bench_gpu.py): TinyLlama's layer shapes, kjv-12l's tokenizer. Gibberish text.\n")
 
 
-def run(cmd):
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+def run(cmd, env=None):
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
     if r.returncode != 0:
         sys.exit(f"bench_gpu: {' '.join(cmd)} failed (exit {r.returncode}):\n{r.stderr.strip()}")
     return r.stdout
 
 
-def plain_decoding(binary, model, prompts, n, repeats):
+def plain_decoding(binary, model, prompts, n, repeats, env):
     """Decode-only tokens/s of plain greedy decoding (median over repeats of the mean over prompts)."""
     runs = []
     for _ in range(repeats):
         ms = []
         for p in prompts:
-            out = run([binary, "-m", model, "-p", p, "-n", str(n), "--json"])
+            out = run([binary, "-m", model, "-p", p, "-n", str(n), "--json"], env)
             r = json.loads(next(l for l in out.splitlines() if l.startswith("{")))
             ms.append(r["decode_ms"] / r["n_tokens"])
             device = r["device"]
@@ -92,14 +96,18 @@ def plain_decoding(binary, model, prompts, n, repeats):
     return statistics.median(runs), device
 
 
-def verify_cost(binary, model, repeats):
-    """(copy GB/s, {k: ratio to k = 1}, ms at k = 1, draft ratio) from test/bench/verify_cost."""
-    out = run([binary, model, str(repeats)])
-    copy = float(re.search(r"copy bandwidth.*?: ([0-9.]+) GB/s", out).group(1))
-    ks = {int(m.group(1)): (float(m.group(2)), float(m.group(3)))
-          for m in re.finditer(r"^\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)x$", out, re.M)}
-    draft = float(re.search(r"= ([0-9.]+) of a full pass", out).group(1))
-    return copy, ks, draft, out.strip()
+def verify_cost(binary, model, rounds, env):
+    """verify_cost's figures: copy GB/s, {k: (ms, ratio, p25, p75)}, the draft's (ratio, p25, p75)
+    and the fraction of sublayers it runs, the launch lines, and its whole output."""
+    out = run([binary, model, str(rounds)], env)
+    ks = {int(m.group(1)): tuple(float(m.group(i)) for i in (2, 3, 4, 5))
+          for m in re.finditer(r"^\s+(\d+)\s+([0-9.]+)\s+([0-9.]+)x\s+([0-9.]+)-([0-9.]+)$", out, re.M)}
+    d = re.search(r"skipping (\d+) of (\d+) sublayers: [0-9.]+ ms = ([0-9.]+) of a full pass "
+                  r"\(p25-p75 ([0-9.]+)-([0-9.]+)", out)
+    launches = re.findall(r"^launches per pass, (\w+) mapping: (.*)$", out, re.M)
+    return {"device": out.split(" | ")[1], "copy": float(re.search(r"copy bandwidth.*?: ([0-9.]+) GB/s", out).group(1)), "ks": ks,
+            "draft": [float(d.group(3)), float(d.group(4)), float(d.group(5))],
+            "draft_runs": 1 - int(d.group(1)) / int(d.group(2)), "launches": launches, "raw": out.strip()}
 
 
 def hf_generate(model_dir, prompts, n):
@@ -131,6 +139,128 @@ def hf_generate(model_dir, prompts, n):
     return 1.0 / statistics.mean(per_token)
 
 
+def graphs_env(on):
+    return dict(os.environ, SELFSPEC_GRAPHS="1" if on else "0")
+
+
+def measure(a, parts, binary, vc, big, kjv, res):
+    n, repeats = (16, 1) if a.cpu else (a.n, a.repeats)
+    prompts = bench.prompts_of("stories")[:3]
+    models = {"kjv-12l": kjv, "1B": big}
+    if "cost" in parts:
+        for label, model in models.items():
+            for on in (1, 0):
+                env = graphs_env(on)
+                if on:
+                    env["VERIFY_COST_STAGES"] = "5" if a.cpu else "50"
+                c = verify_cost(vc, model, 5 if a.cpu else 15, env)
+                res.setdefault("cost", {})[f"{label} graphs {'on' if on else 'off'}"] = c
+                res.setdefault("device", c["device"])
+    if "plain" in parts:
+        for label, model in models.items():
+            for on in (1, 0):
+                tps, device = plain_decoding(binary, model, prompts, n, repeats, graphs_env(on))
+                res.setdefault("plain", {})[f"{label} graphs {'on' if on else 'off'}"] = tps
+                res["device"] = device
+            res.setdefault("bytes", {})[label] = bench.model_bytes(model)
+    if "hf" in parts:
+        for label, model in models.items():
+            hf = "skipped: --no-hf" if a.no_hf else hf_generate(model, prompts, n)
+            res.setdefault("hf", {})[label] = hf
+    if "methods" in parts:
+        dev_file = os.path.join(BENCH, "prompts", "dev.txt")
+        spec = [("kjv", kjv), ("kjv-skip", bench.MODELS["kjv-skip"])]
+        if os.path.exists(os.path.join(ROOT, bench.MODELS["smollm2"], "config.json")):
+            spec.append(("smollm2", bench.MODELS["smollm2"]))
+        for name, model in spec:
+            table = bench.spec_methods(name, model, "kjv", n, repeats, graphs_env(1), dev_file, 4 if a.cpu else 16)
+            res.setdefault("methods", {})[name] = [list(r) for r in table]
+    res["n"], res["repeats"], res["cpu"] = n, repeats, a.cpu
+    res.setdefault("date", time.strftime("%Y-%m-%d"))
+    git = subprocess.run(["git", "log", "-1", "--format=%h"], cwd=ROOT, capture_output=True, text=True)
+    res.setdefault("commit", git.stdout.strip() if git.returncode == 0 else "(commit not known)")
+
+
+def report(res, parts_wanted):
+    """The markdown tables of test/bench/README.md's device section, from the figures in res."""
+    cpu, n = res.get("cpu"), res.get("n", 0)
+    print(f"### {res.get('device', 'device not read')}, {res.get('date')}, selfspec {res.get('commit', '')}: "
+          f"test/bench/bench_gpu.py, {n} tokens, median of {res.get('repeats')}"
+          + (" (CPU DRY RUN: not GPU figures)" if cpu else "") + "\n")
+    missing = [p for p in parts_wanted if p not in res]
+    if missing:
+        print(f"Not measured (the part failed or ran out of time): {', '.join(missing)}.\n")
+    rows, checks = [], []
+    cost, plain = res.get("cost", {}), res.get("plain", {})
+    for c in cost.values():  # (JSON keys are strings)
+        c["ks"] = {int(k): v for k, v in c["ks"].items()}
+    copy = next((c["copy"] for c in cost.values()), None)
+    if copy:
+        rows.append(("device copy bandwidth (read + write, 1 GB on the device)", f"{copy:.0f} GB/s", ""))
+    for label in ("kjv-12l", "1B"):
+        for g in ("on", "off"):
+            key = f"{label} graphs {g}"
+            if key in plain:
+                gbs = res["bytes"][label] * plain[key] / 1e9
+                rows.append((f"{label}: plain decoding, CUDA graphs {g}", f"{plain[key]:.1f} tokens/s = {gbs:.1f} GB/s",
+                             f"{plain[key] / plain[label + ' graphs off']:.2f}x graphs off" if g == "on" and
+                             label + " graphs off" in plain else ""))
+        hf = res.get("hf", {}).get(label)
+        if isinstance(hf, float) and f"{label} graphs on" in plain:
+            rows.append((f"{label}: HF transformers generate (fp32, eager, same GPU)", f"{hf:.1f} tokens/s",
+                         f"selfspec {plain[label + ' graphs on'] / hf:.2f}x"))
+        elif hf is not None:
+            rows.append((f"{label}: HF transformers generate", str(hf), ""))
+        for g in ("on", "off"):
+            c = cost.get(f"{label} graphs {g}")
+            if c:
+                ks = c["ks"]
+                rows.append((f"{label}: a pass over k tokens / one token ({ks[1][0]:.3f} ms), graphs {g}",
+                             ", ".join(f"k={k} {v[1]:.2f}x ({v[2]:.2f}-{v[3]:.2f})" for k, v in sorted(ks.items())),
+                             f"draft skipping half: {c['draft'][0]:.2f} ({c['draft'][1]:.2f}-{c['draft'][2]:.2f})"))
+        c = cost.get(f"{label} graphs on")
+        if c:
+            rows.append((f"{label}: kernel launches per pass", "; ".join(f"{m}: {v}" for m, v in c["launches"]), ""))
+    for name, table in res.get("methods", {}).items():
+        for r in table:
+            rows.append((f"{name}: {r[0]} --compare (kjv prompts, {n} tokens)",
+                         f"{r[5]:.2f}x (measured/expected {r[6]:.2f}, alpha {r[2]:.2f}, M {r[3]:.2f})",
+                         f"skip ratio {r[1]:.2f}"))
+    print("| what | measured | note |\n|---|---|---|")
+    for r in rows:
+        print("| %s | %s | %s |" % r)
+    # issue 49's targets, on an H100 or H200
+    if "kjv-12l graphs on" in plain:
+        checks.append(("kjv-12l: plain decoding >= 3,000 tokens/s", plain["kjv-12l graphs on"] >= 3000,
+                       f"{plain['kjv-12l graphs on']:.0f}"))
+    for label in ("kjv-12l", "1B"):
+        c = cost.get(f"{label} graphs on")
+        if c:
+            limit = 0.15 + c["draft_runs"]
+            checks.append((f"{label}: a draft pass <= 0.15 + the fraction of sublayers it runs ({limit:.2f})",
+                           c["draft"][0] <= limit, f"{c['draft'][0]:.2f}"))
+    for name, table in res.get("methods", {}).items():
+        worst = min(table, key=lambda r: r[6])
+        checks.append((f"{name}: every method's speedup >= 0.95 of its Eq. 6 expectation", worst[6] >= 0.95,
+                       f"lowest {worst[0]} {worst[6]:.2f}"))
+        best = max(table, key=lambda r: r[5])
+        checks.append((f"{name}: best method >= 1.15x plain decoding", best[5] >= 1.15, f"{best[0]} {best[5]:.2f}x"))
+    if "1B graphs on" in plain and copy:
+        share = res["bytes"]["1B"] * plain["1B graphs on"] / 1e9 / copy
+        checks.append(("1B: plain decoding >= 40% of the copy bandwidth", share >= 0.40, f"{100 * share:.0f}%"))
+    c = cost.get("1B graphs on")
+    if c and 8 in c["ks"]:
+        checks.append(("1B: a k=8 pass <= 1.3x a one-token pass", c["ks"][8][1] <= 1.3, f"{c['ks'][8][1]:.2f}x"))
+    print("\n| target (issue 49) | measured | met |\n|---|---|---|")
+    for what, ok, val in checks:
+        print(f"| {what} | {val} | {'yes' if ok else 'no'} |")
+    if cost:
+        print("\n```\n" + "\n\n".join(f"# {k}\n{c['raw']}" for k, c in cost.items()) + "\n```")
+
+
+PARTS = ["cost", "plain", "hf", "methods"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--model-1b", help="a LlamaForCausalLM folder (default: the random TinyLlama-shaped one, made once)")
@@ -138,7 +268,16 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--cpu", action="store_true", help="dry run on the CPU build (./selfspec) with a tiny random model")
     ap.add_argument("--no-hf", action="store_true", help="skip HF transformers")
+    ap.add_argument("--parts", default=",".join(PARTS), help="which measurements: " + ",".join(PARTS))
+    ap.add_argument("--save", help="merge this run's figures into this JSON file (and print no report)")
+    ap.add_argument("--report", help="print the report from this JSON file and measure nothing")
     a = ap.parse_args()
+    parts = [p for p in a.parts.split(",") if p]
+    if any(p not in PARTS for p in parts):
+        sys.exit(f"bench_gpu: --parts: each of {','.join(PARTS)}")
+    if a.report:
+        report(json.load(open(a.report)), parts)
+        return
     binary, vc = ("./selfspec", "test/bench/verify_cost") if a.cpu else ("./selfspec-cuda", "test/bench/verify_cost_cuda")
     if a.cpu:
         os.environ.setdefault("OMP_NUM_THREADS", "1")  # a dry run: no OpenMP barriers on a busy machine
@@ -146,71 +285,18 @@ def main():
         if not os.path.exists(os.path.join(ROOT, b)):
             sys.exit(f"bench_gpu: {b} is missing: run `make bench-gpu` (GPU) or `make selfspec test/bench/verify_cost` (--cpu)")
     bench.BINARY = binary
-    n = 16 if a.cpu else a.n
-    repeats = 1 if a.cpu else a.repeats
     big = a.model_1b
     if big is None:
         big = "tiny_models/random-dry-run" if a.cpu else "tiny_models/tinyllama-1b-random"
         if not os.path.exists(os.path.join(ROOT, big, "model.safetensors")):
             print(f"writing a random model of TinyLlama's shape to {big} (numpy + safetensors) ...", file=sys.stderr)
             make_random_llama(os.path.join(ROOT, big), SHAPE_DRY if a.cpu else SHAPE_1B)
-    prompts = bench.prompts_of("stories")[:3]
-    kjv = bench.MODELS["kjv"]
-
-    rows, checks = [], []
-    copy, ks_big, draft_big, raw_big = verify_cost(vc, big, 5 if a.cpu else 15)
-    _, ks_kjv, draft_kjv, raw_kjv = verify_cost(vc, kjv, 5 if a.cpu else 15)
-    rows.append(("device copy bandwidth (read + write, 1 GB on the device)", f"{copy:.0f} GB/s", ""))
-    results = {}
-    big_label = "tiny random (dry run)" if a.cpu and a.model_1b is None else "1B random (TinyLlama shape)"
-    for label, model in (("kjv-12l", kjv), (big_label, big)):
-        tps, device = plain_decoding(binary, model, prompts, n, repeats)
-        gbs = bench.model_bytes(model) * tps / 1e9
-        results[model] = tps
-        rows.append((f"{label}: plain decoding, selfspec ({bench.model_bytes(model) / 1e6:.0f} MB fp32)",
-                     f"{tps:.1f} tokens/s = {gbs:.1f} GB/s", ""))
-        hf = None if a.no_hf else hf_generate(model, prompts, n)
-        if isinstance(hf, float):
-            rows.append((f"{label}: HF transformers generate (fp32, eager, same GPU)", f"{hf:.1f} tokens/s",
-                         f"selfspec {tps / hf:.2f}x"))
-        else:
-            rows.append((f"{label}: HF transformers generate (fp32, eager, same GPU)", hf or "skipped: --no-hf", ""))
-        if model == big:
-            checks.append(("1B: plain decoding >= 1.0 TB/s effective", gbs >= 1000, f"{gbs:.0f} GB/s"))
-            if isinstance(hf, float):
-                checks.append(("1B: >= 5x HF generate", tps >= 5 * hf, f"{tps / hf:.2f}x"))
-        else:
-            checks.append(("kjv-12l: plain decoding >= 1500 tokens/s", tps >= 1500, f"{tps:.0f}"))
-    for label, ks, draft in (("1B", ks_big, draft_big), ("kjv-12l", ks_kjv, draft_kjv)):
-        cost = ", ".join(f"k={k} {ks[k][1]:.2f}x" for k in sorted(ks))
-        rows.append((f"{label}: one pass over k tokens / one token ({ks[1][0]:.2f} ms)", cost,
-                     f"draft skipping half: {draft:.2f}"))
-    checks.append(("1B: a k=8 pass <= 1.5x a one-token pass", ks_big[8][1] <= 1.5, f"{ks_big[8][1]:.2f}x"))
-
-    dev_file = os.path.join(BENCH, "prompts", "dev.txt")
-    spec_models = [("kjv", kjv)]
-    if os.path.exists(os.path.join(ROOT, bench.MODELS["smollm2"], "config.json")):
-        spec_models.append(("smollm2", bench.MODELS["smollm2"]))
-    for name, model in spec_models:
-        table = bench.spec_methods(name, model, "kjv", n, repeats, {**os.environ}, dev_file, 4 if a.cpu else 16)
-        best = max(table, key=lambda r: r[5])
-        for r in table:
-            rows.append((f"{name}: {r[0]} --compare (kjv prompts, {n} tokens)",
-                         f"{r[5]:.2f}x (measured/expected {r[6]:.2f}, alpha {r[2]:.2f}, M {r[3]:.2f})",
-                         f"skip ratio {r[1]:.2f}"))
-        if name == "kjv":
-            checks.append(("kjv-12l: best method >= 1.15x plain decoding", best[5] >= 1.15, f"{best[0]} {best[5]:.2f}x"))
-            checks.append(("kjv-12l: best method measured/expected >= 0.9", best[6] >= 0.9, f"{best[6]:.2f}"))
-
-    print(f"# selfspec GPU bench: {device}, {time.strftime('%Y-%m-%d')}, {n} tokens, median of {repeats}"
-          + (" (CPU DRY RUN: not GPU figures)" if a.cpu else "") + "\n")
-    print("| what | measured | note |\n|---|---|---|")
-    for r in rows:
-        print("| %s | %s | %s |" % r)
-    print("\n| target | measured | met |\n|---|---|---|")
-    for what, ok, val in checks:
-        print(f"| {what} | {val} | {'yes' if ok else 'no'} |")
-    print("\n```\n" + raw_big + "\n\n" + raw_kjv + "\n```")
+    res = json.load(open(a.save)) if a.save and os.path.exists(a.save) else {}
+    measure(a, parts, binary, vc, big, bench.MODELS["kjv"], res)
+    if a.save:
+        json.dump(res, open(a.save, "w"), indent=1)
+    else:
+        report(res, parts)
 
 
 if __name__ == "__main__":

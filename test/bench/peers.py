@@ -5,7 +5,8 @@
     .venv/bin/python test/bench/peers.py [--llama2c DIR] [--repeats 7] [--threads 1,2]
 
 Rows, each a ratio of speeds measured in this run, runs alternating (selfspec, peer, selfspec,
-...) and medians taken, so both see the same machine:
+...) and medians taken, so both see the same machine; beside each ratio of medians, in
+brackets, the range of the rounds' own ratios:
 - stories260K (../shared/models/stories260K) against llama2.c's run.c built as its README says
   (`make runfast`: -Ofast, one thread), when --llama2c (or LLAMA2C) names a checkout. The model
   is written by llama2.c's own export.py (`legacy_export`, the format run.c reads); its HF
@@ -54,6 +55,12 @@ def selfspec(model, prompt, n, threads):
 
 def median(xs):
     return statistics.median(xs)
+
+
+def spread(ours, peer):
+    """The range of the rounds' own ratios (each round ran both programs back to back)."""
+    r = [o / p for o, p in zip(ours, peer) if p]
+    return f"{min(r):.2f}-{max(r):.2f}" if r else "-"
 
 
 # ---------------------------------------------------------------- llama2.c ----
@@ -132,7 +139,7 @@ def llama2c_rows(checkout, repeats, threads_list, positions=256, prompt="Once up
         same = texts[0].startswith((prompt + r["text"])[:200].strip()[:150])
         p = median(peer)
         return [f"| stories260K | {t} | {median(ours[t]):.0f} | llama2.c runfast (1 thread) {p:.0f} | "
-                f"{median(ours[t]) / p:.2f}x | {'same' if same else 'DIFFERENT'} greedy text |"
+                f"{median(ours[t]) / p:.2f}x ({spread(ours[t], peer)}) | {'same' if same else 'DIFFERENT'} greedy text |"
                 for t in threads_list]
 
 
@@ -186,7 +193,7 @@ def llamacpp_rows(threads_list, repeats, convert, n=48, prompt="Once upon a time
             same = text.startswith(r["text"]) or r["text"].startswith(text)
             s, p = median(ours), median(peer)
             rows.append((threads, s, f"| SmolLM2-135M F32 | {threads} | {s:.2f} | llama.cpp {p:.2f} | "
-                                     f"{s / p:.2f}x | {'same' if same else 'DIFFERENT'} greedy text |"))
+                                     f"{s / p:.2f}x ({spread(ours, peer)}) | {'same' if same else 'DIFFERENT'} greedy text |"))
             del llm
     return rows
 
