@@ -3,7 +3,7 @@
 
   python3 test/trace_diff.py A.jsonl B.jsonl [--tol FIELD=REL[,ABS]]... [--ignore FIELD]...
 
-Records are matched in order (the Nth line of A with the Nth of B; lines end at "\n" only);
+Records are matched in order (the Nth line of A with the Nth of B; lines end at "\\n" only);
 within a record every key is compared, JSON values walked recursively, each number by the class
 of the key that holds it (the classes below; a key in no class compares exactly). A record or
 key in one file only is a difference; the order of keys within a record is not. A value that is
