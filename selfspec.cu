@@ -592,7 +592,7 @@ static void build_run_state(RunState *s, const Config *c, int max_tokens) {
     s->slot_host = s->logits_host + T * c->vocab_size;
     s->graphs = (struct PassGraph *)calloc_check(MAX_GRAPHS, sizeof(struct PassGraph));
     const char *graphs = getenv("SELFSPEC_GRAPHS"); // 0 or 1; unset: GRAPHS, the build's default
-    s->use_graphs = graphs ? strcmp(graphs, "0") != 0 : GRAPHS;
+    s->use_graphs = graphs ? strcmp(graphs, "0") != 0 : GRAPHS != 0;
 }
 
 static void free_run_state(RunState *s) {
