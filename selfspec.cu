@@ -2938,11 +2938,10 @@ static int parse_tensor_entry(Json *j, int key, const Shard *sh, TensorInfo *t) 
 // Reads one .safetensors file and appends its tensors to tf: an 8-byte little-endian header
 // length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the raw data.
 static int load_shard(TensorFiles *tf, const char *path, char *err) {
-    Shard *sh = &tf->shards[tf->n_shards];
+    Shard *sh = &tf->shards[tf->n_shards++];
     sh->path = strcpy((char *)malloc_check(strlen(path) + 1), path);
     sh->bytes = read_file(path, &sh->size, err);
     if (sh->bytes == NULL) { return -1; }
-    tf->n_shards++;
     if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
     uint64_t n = 0;
     for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)sh->bytes[k]; }
@@ -2968,8 +2967,7 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
 }
 
 static void free_tensor_files(TensorFiles *tf) {
-    for (int k = 0; k < tf->n_shards; k++) { free(tf->shards[k].bytes); }
-    for (int k = 0; k <= tf->n_shards && tf->shards; k++) { free(tf->shards[k].path); }
+    for (int k = 0; k < tf->n_shards; k++) { free(tf->shards[k].bytes), free(tf->shards[k].path); }
     free(tf->index);
     for (int k = 0; k < tf->n_tensors; k++) { free(tf->tensors[k].name); }
     free(tf->shards);
@@ -2993,7 +2991,7 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     char *path = join_path(dir, "model.safetensors");
     struct stat sb; // (lstat: a dangling symlink is this file too, which read_file cannot open)
     if (lstat(path, &sb) == 0) {
-        tf->shards = (Shard *)calloc_check(2, sizeof(Shard));
+        tf->shards = (Shard *)calloc_check(1, sizeof(Shard));
         int rc = load_shard(tf, path, err);
         free(path);
         return rc;
@@ -3009,7 +3007,7 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     int rc = json_parse(&j, text, len, path, err), map = rc ? -1 : json_get(&j, 0, "weight_map");
     int n = map >= 0 && j.tok[map].type == JSMN_OBJECT ? j.tok[map].size : 0;
     if (rc == 0 && n == 0) { rc = fail(err, "%s: no weight_map object, or an empty one", path); }
-    tf->shards = (Shard *)calloc_check((size_t)n + 1, sizeof(Shard));
+    tf->shards = (Shard *)calloc_check((size_t)n, sizeof(Shard));
     for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
         size_t flen;
         char *file = json_string(&j, key + 1, &flen), *shard = NULL;
