@@ -2621,16 +2621,6 @@ static int json_get(const Json *j, int obj, const char *key) {
     return found;
 }
 
-// i-th element of the array at arr, or -1.
-static int json_at(const Json *j, int arr, int index) {
-    if (arr < 0 || j->tok[arr].type != JSMN_ARRAY || index < 0 || index >= j->tok[arr].size) {
-        return -1;
-    }
-    int i = arr + 1;
-    for (int k = 0; k < index; k++) { i = json_skip(j, i); }
-    return i;
-}
-
 // Whether token i is the literal word (true, false or null), all of it (jsmn also takes `nil`).
 static int json_is_word(const Json *j, int i, const char *word) {
     int n = (int)strlen(word);
@@ -2793,8 +2783,8 @@ static int config_token_ids(Config *c, Json *j) {
     if (n > SS_MAX_EOS) { // dropping some would quietly generate past them
         return json_fail(j, "eos_token_id lists %d ids; at most %d are supported", n, SS_MAX_EOS);
     }
-    for (int k = 0; k < n; k++) {
-        if (json_int(j, is_list ? json_at(j, eos, k) : eos, 0, c->vocab_size - 1, &v)) {
+    for (int k = 0, e = is_list ? eos + 1 : eos; k < n; k++, e = json_skip(j, e)) {
+        if (json_int(j, e, 0, c->vocab_size - 1, &v)) {
             return json_fail(j, "eos_token_id is not a token id below vocab_size");
         }
         c->eos_ids[c->n_eos++] = (int)v;
