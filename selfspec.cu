@@ -2840,8 +2840,7 @@ static int read_config(Config *c, const char *dir, char *err) {
     // from that file when it exists): Llama-3-Instruct's config.json names <|end_of_text|>
     // alone, and its <|eot_id|> is only there. Without it, config.json's ids stay.
     path = join_path(dir, "generation_config.json");
-    struct stat sb;
-    if (rc == 0 && stat(path, &sb) == 0) {
+    if (rc == 0 && access(path, F_OK) == 0) {
         Config g = *c;
         g.n_eos = 0;
         text = read_file(path, &len, err);
@@ -2925,11 +2924,11 @@ static int parse_tensor_entry(Json *j, int key, const Shard *sh, TensorInfo *t) 
     return 0;
 }
 
-// Reads one .safetensors file and appends its tensors to tf: an 8-byte little-endian header
-// length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the raw data.
-static int load_shard(TensorFiles *tf, const char *path, char *err) {
+// Reads one .safetensors file (its shard keeps path) and appends its tensors to tf: an 8-byte
+// little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, the data.
+static int load_shard(TensorFiles *tf, char *path, char *err) {
     Shard *sh = &tf->shards[tf->n_shards++];
-    sh->path = strcpy((char *)malloc_check(strlen(path) + 1), path);
+    sh->path = path;
     sh->bytes = read_file(path, &sh->size, err);
     if (sh->bytes == NULL) { return -1; }
     if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
@@ -2982,9 +2981,7 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     struct stat sb; // (lstat: a dangling symlink is this file too, which read_file cannot open)
     if (lstat(path, &sb) == 0) {
         tf->shards = (Shard *)calloc_check(1, sizeof(Shard));
-        int rc = load_shard(tf, path, err);
-        free(path);
-        return rc;
+        return load_shard(tf, path, err);
     }
     free(path);
     path = tf->index = join_path(dir, "model.safetensors.index.json");
@@ -3000,16 +2997,15 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     tf->shards = (Shard *)calloc_check((size_t)n, sizeof(Shard));
     for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
         size_t flen;
-        char *file = json_string(&j, key + 1, &flen), *shard = NULL;
+        char *file = json_string(&j, key + 1, &flen);
         if (file == NULL || flen == 0 || strlen(file) != flen || strchr(file, '/') != NULL) {
             rc = fail(err, "%s: weight_map entry %d is not a plain file name", path, k);
         } else {
             int seen = 0;
-            shard = join_path(dir, file);
+            char *shard = join_path(dir, file);
             for (int s = 0; s < tf->n_shards; s++) { seen |= !strcmp(tf->shards[s].path, shard); }
-            rc = seen ? 0 : load_shard(tf, shard, err);
+            if (seen) { free(shard); } else { rc = load_shard(tf, shard, err); }
         }
-        free(shard);
         free(file);
     }
     json_free(&j);
@@ -3416,7 +3412,6 @@ struct Tokenizer {
     size_t vocab_cap;
     Merge *merges;           // (merge_cap) open-addressing hash of the merges by id pair
     size_t merge_cap;
-    int max_len;             // longest vocab token, in bytes
     const TokenText **added; // (n_added) the added tokens, in find_added's order
     int n_added;
     int unk_id, fuse_unk, byte_fallback, ignore_merges; // BPE model options; unk_id -1 if none
@@ -3935,7 +3930,6 @@ static int load_vocab(Tokenizer *t, Json *j, int vocab) {
         free(s);
         if (!ok) { return json_fail(j, "model.vocab entry %d: a bad token, or its id taken", k); }
         t->vocab_slots[slot] = (int)id;
-        t->max_len = (int)len > t->max_len ? (int)len : t->max_len;
     }
     return 0;
 }
