@@ -2543,9 +2543,8 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
                       : j->tok[0].type != JSMN_OBJECT ? "not a JSON object"
                       : end != len                    ? "not valid JSON (text after its end)"
                                                       : NULL;
-    for (int i = 1; bad == NULL && i < n; i++) {
-        const jsmntok_t *t = &j->tok[i];
-        if (t->parent >= 0 && j->tok[t->parent].type == JSMN_OBJECT && t->size != 1) {
+    for (int i = 1; bad == NULL && i < n; i++) { // (each lies inside the object: it has a parent)
+        if (j->tok[j->tok[i].parent].type == JSMN_OBJECT && j->tok[i].size != 1) {
             bad = "not valid JSON (a key without a value)";
         }
     }
@@ -3034,10 +3033,9 @@ static void shape_text(char *text, const size_t *shape, int n) {
 static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
                        char *err) {
     const TensorInfo *t = find_tensor(tf, name);
-    if (t == NULL && tf->index) {
-        return fail(err, "%s: tensor %s is in none of the shards it names", tf->index, name);
+    if (t == NULL) { // sharded: the index names no shard that has it
+        return fail(err, "%s: missing tensor %s", tf->index ? tf->index : tf->shards[0].path, name);
     }
-    if (t == NULL) { return fail(err, "%s: missing tensor %s", tf->shards[0].path, name); }
     const Shard *sh = &tf->shards[t->file];
     int want_dims = cols == 0 ? 1 : 2;
     size_t want_shape[2] = {rows, cols};
@@ -3407,7 +3405,7 @@ struct Tokenizer {
     int vocab_size;          // largest id + 1 over the vocab and the added tokens
     TokenText *tok;          // (vocab_size) the text of each id
     char *strings;           // all token texts back to back
-    size_t strings_len, strings_cap;
+    size_t strings_len;
     int *vocab_slots;        // (vocab_cap) open-addressing hash of the BPE vocab: id, or -1
     size_t vocab_cap;
     Merge *merges;           // (merge_cap) open-addressing hash of the merges by id pair
@@ -3630,10 +3628,9 @@ static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from
     return -1;
 }
 
-// HF's AddedVocabulary::extract_and_normalize: pass 0 cuts the added tokens out of the raw text,
-// normalizes each piece between them (recipe 1's normalizer: Prepend("▁"), Replace(" ", "▁"))
-// and runs pass 1 on it, which cuts out the normalized added tokens and pre-tokenizes what is
-// left. at_start: s begins the text.
+// HF's AddedVocabulary::extract_and_normalize, steps (1) and (2) above: pass 0 cuts the added
+// tokens out of the raw text, and pass 1 cuts the normalized ones out of each piece between them,
+// normalized (recipe 1's normalizer), and pre-tokenizes the rest. at_start: s begins the text.
 static void split_added(Encoder *e, const char *s, size_t len, int pass, int at_start) {
     size_t from = 0, at, n = 0;
     for (int id = 0; id >= 0 && !e->failed; from = at) {
@@ -3906,7 +3903,7 @@ static int max_id(Json *j, int vocab, int added) {
 
 // Gives id its text (each id gets one).
 static int set_text(Tokenizer *t, Json *j, int id, const char *s, size_t n) {
-    if (t->tok[id].text != NULL || n > t->strings_cap - t->strings_len) {
+    if (t->tok[id].text != NULL) {
         return json_fail(j, "two tokens have id %d", id);
     }
     t->tok[id].text = (const char *)memcpy(t->strings + t->strings_len, s, n);
@@ -4051,10 +4048,9 @@ static int load_tokenizer(Tokenizer *t, Json *j, size_t file_len) {
     t->vocab_size = max_id(j, vocab, added) + 1;
     if (j->failed || load_post(t, j, json_get(j, 0, "post_processor")) != 0) { return -1; }
     t->tok = (TokenText *)calloc_check((size_t)t->vocab_size, sizeof(TokenText));
-    // the token texts are parts of the file, unescaped, so never longer; a normalized added
-    // token's "▁"s make it at most 3 times the bytes it has in the file
-    t->strings_cap = t->normalizer ? mul_size(file_len, 3) : file_len;
-    t->strings = (char *)malloc_check(t->strings_cap);
+    // each token text is its own string of the file, unescaped, so never longer; a normalized
+    // added token's "▁"s (its front, its spaces) make it at most 3 times its string and quotes
+    t->strings = (char *)malloc_check(t->normalizer ? mul_size(file_len, 3) : file_len);
     if (load_vocab(t, j, vocab) != 0 || load_merges(t, j, model) != 0) { return -1; }
     t->byte_fallback = json_key_bool(j, model, "byte_fallback", 0);
     t->fuse_unk = json_key_bool(j, model, "fuse_unk", 0);

@@ -518,7 +518,7 @@ static void messages_keep_their_reason(void) {
         write_text(d, "model.safetensors.index.json", "{\"weight_map\": {\"lm_head.weight\": "
                    "\"model-00001-of-00002.safetensors\"}}");
         run_model_case("an index that omits a tensor's shard", d, "", "model.safetensors.index.json",
-                       "tensor model.norm.weight is in none of the shards it names");
+                       "missing tensor model.norm.weight");
     }
 }
 
