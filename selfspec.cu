@@ -2630,15 +2630,13 @@ static int json_is_word(const Json *j, int i, const char *word) {
 // An absent key (-1) or a literal null.
 static int json_is_null(const Json *j, int i) { return i < 0 || json_is_word(j, i, "null"); }
 
-// Number at token i into *out; 0 if it is a finite number, -1 otherwise.
+// Number at token i into *out; 0 if it is a finite number, -1 otherwise. (strtod reads in place:
+// strict jsmn ends a primitive at a space, ',', ']' or '}', where no number goes on.)
 static int json_number(const Json *j, int i, double *out) {
-    char buf[64], *end;
-    int n = i >= 0 && j->tok[i].type == JSMN_PRIMITIVE ? j->tok[i].end - j->tok[i].start : 0;
-    if (n <= 0 || n >= (int)sizeof(buf)) { return -1; }
-    memcpy(buf, j->js + j->tok[i].start, (size_t)n); // true, false or null: strtod reads none
-    buf[n] = '\0';
-    *out = strtod(buf, &end);
-    return end == buf + n && isfinite(*out) ? 0 : -1;
+    char *end;
+    if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
+    *out = strtod(j->js + j->tok[i].start, &end);
+    return end == j->js + j->tok[i].end && isfinite(*out) ? 0 : -1;
 }
 
 // Integer at token i that fits in [lo, hi]; 0 on success.

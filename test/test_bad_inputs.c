@@ -1135,6 +1135,14 @@ static void rounds_one_to_three(void) {
               "config.json", "\"rope_theta\" must be");
     text_case("rms_norm_eps 2", "config.json", "\"rms_norm_eps\": 1e-05", "\"rms_norm_eps\": 2", "config.json",
               "\"rms_norm_eps\" must be a normal float in (0, 1]");
+    { // a number of 73 characters, read as Python's json reads it (json_number refused 64 and more)
+        const char *d = broken_copy();
+        char args[512];
+        edit_text(d, "config.json", "\"rms_norm_eps\": 1e-05",
+                  "\"rms_norm_eps\": 0.00001000000000000000000000000000000000000000000000000000000000000000000");
+        snprintf(args, sizeof(args), "-m %s -n 2", d);
+        run_ok_case("rms_norm_eps 1e-05 in 73 characters", args);
+    }
     text_case("llama3 high_freq_factor 3.5e38", "config.json", "\"rope_scaling\": null",
               "\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8, \"low_freq_factor\": 1.0, \"high_freq_factor\": "
               "3.5e38, \"original_max_position_embeddings\": 64}", "config.json", "\"high_freq_factor\" must be");
