@@ -2379,8 +2379,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
 // utilities of the plumbing: error lines for the user, paths, checked growth
 
 // Formats one error line into err (cap bytes). A longer line (a long path comes first) loses
-// its middle, not its end, where the reason is: "/very/long/fo...older/config.json: not valid
-// JSON".
+// its middle, not its end, where the reason is ("/very/lo...older/config.json: not valid JSON").
 static void format_err(char *err, size_t cap, const char *fmt, va_list ap) {
     va_list again;
     va_copy(again, ap);
@@ -2728,11 +2727,10 @@ static int config_check_unsupported(Json *j) {
 }
 
 // RoPE as transformers 5.24 reads it (RotaryEmbeddingConfigMixin.convert_rope_params_to_dict):
-// the settings are rope_scaling's when it is a non-empty object, else rope_parameters'
-// (transformers 5 writes them all there); rope_theta is theirs, else the top level's, else
-// 10000; rope_type theirs, else their "type", else "default". Supported: "default" and "llama3"
-// (Llama 3.1/3.2's scaling; original_max_position_embeddings defaults to
-// max_position_embeddings, as there).
+// the settings are rope_scaling's when it is a non-empty object, else rope_parameters' (where
+// transformers 5 writes them all); rope_theta is theirs, else the top level's, else 10000;
+// rope_type theirs, else their "type", else "default". Supported: "default" and "llama3" (Llama
+// 3.1/3.2's scaling, whose original_max_position_embeddings defaults to max_position_embeddings).
 static int config_rope(Config *c, Json *j) {
     int rs = json_get(j, 0, "rope_scaling"), rp = json_get(j, 0, "rope_parameters");
     if ((!json_is_null(j, rs) && j->tok[rs].type != JSMN_OBJECT) ||
@@ -4061,10 +4059,9 @@ static int load_tokenizer(Tokenizer *t, Json *j, size_t file_len) {
     size_t n;
     char *unk = json_key_string(j, model, "unk_token", &n);
     t->unk_id = unk != NULL ? vocab_find(t, unk, n) : -1;
-    int unk_missing = unk != NULL && t->unk_id < 0;
+    if (unk != NULL && t->unk_id < 0) { json_fail(j, "model.unk_token is not in the vocab"); }
     free(unk);
-    if (unk_missing) { return json_fail(j, "model.unk_token is not in the vocab"); }
-    return load_added(t, j, added) != 0 || j->failed ? -1 : 0;
+    return j->failed || load_added(t, j, added) != 0 ? -1 : 0;
 }
 
 Tokenizer *build_tokenizer(const char *path, char *err) {
