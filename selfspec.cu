@@ -2376,7 +2376,7 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
 // reports, threads and the CLI. A reader of the papers may stop here.
 
 // ----------------------------------------------------------------------------
-// utilities of the plumbing: error lines for the user, paths, checked growth
+// utilities of the plumbing: error lines for the user, paths, checked growth, reading a file
 
 // Formats one error line into err (cap bytes). A longer line (a long path comes first) loses
 // its middle, not its end, where the reason is ("/very/lo...older/config.json: not valid JSON").
@@ -2428,9 +2428,6 @@ static void *realloc_check_(void *p, size_t size, const char *file, int line) {
     return q;
 }
 #define realloc_check(p, size) realloc_check_((p), (size), __FILE__, __LINE__)
-
-// ----------------------------------------------------------------------------
-// files: reading one whole
 
 enum { PIPE_MAX = 1 << 30 }; // what a pipe may hold: `-f <(yes)` stops here, not out of memory
 
