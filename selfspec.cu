@@ -2854,8 +2854,9 @@ typedef struct {
     char *name;         // owned
     int dtype, n_dim;
     size_t shape[4];
-    size_t begin, end;  // byte range within the file's data section
-    int file;           // index into the shard list
+    const char *data;   // (size bytes) its bytes, in its shard's
+    size_t size;
+    const char *path;   // its shard's file
     int used;           // set by find_tensor (one left over: the config is another model's)
 } TensorInfo;
 
@@ -2904,15 +2905,16 @@ static int parse_tensor_entry(Json *j, int key, const Shard *sh, TensorInfo *t) 
         return json_fail(j, "tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", t->name,
                          j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
     }
-    t->n_dim = n_dim, t->begin = off[0], t->end = off[1];
+    t->n_dim = n_dim, t->size = off[1] - off[0], t->path = sh->path;
     for (int d = 0; d < n_dim; d++) { numel = mul_size(numel, t->shape[d]); }
-    if (t->end > sh->size - sh->data_start) {
+    if (off[1] > sh->size - sh->data_start) {
         return json_fail(j, "tensor %s: data_offsets run past the end of the file", t->name);
     }
-    if (mul_size(numel, t->dtype == DTYPE_F32 ? 4 : 2) != t->end - t->begin) {
+    if (mul_size(numel, t->dtype == DTYPE_F32 ? 4 : 2) != t->size) {
         return json_fail(j, "tensor %s: data_offsets span %zu bytes but the shape needs %zu",
-                         t->name, t->end - t->begin, mul_size(numel, t->dtype ? 2 : 4));
+                         t->name, t->size, mul_size(numel, t->dtype ? 2 : 4));
     }
+    t->data = sh->bytes + sh->data_start + off[0];
     return 0;
 }
 
@@ -2940,7 +2942,6 @@ static int load_shard(TensorFiles *tf, char *path, char *err) {
         if (json_eq(&j, key, "__metadata__")) { continue; }
         TensorInfo *t = &tf->tensors[tf->n_tensors++];
         memset(t, 0, sizeof(*t));
-        t->file = tf->n_shards - 1;
         rc = parse_tensor_entry(&j, key, sh, t);
     }
     json_free(&j);
@@ -3029,19 +3030,18 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
     if (t == NULL) { // sharded: the index names no shard that has it
         return fail(err, "%s: missing tensor %s", tf->index ? tf->index : tf->shards[0].path, name);
     }
-    const Shard *sh = &tf->shards[t->file];
     int want_dims = cols == 0 ? 1 : 2;
     size_t want_shape[2] = {rows, cols};
     if (t->n_dim != want_dims || memcmp(t->shape, want_shape, want_dims * sizeof(size_t)) != 0) {
         char have[128], want[128];
         shape_text(have, t->shape, t->n_dim);
         shape_text(want, want_shape, want_dims);
-        return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name,
+        return fail(err, "%s: tensor %s has shape %s but config.json implies %s", t->path, name,
                     have, want);
     }
     size_t n = cols == 0 ? rows : rows * cols;
     if (dst == NULL) { return 0; } // build_model's check of every name and shape
-    const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
+    const unsigned char *src = (const unsigned char *)t->data;
     for (size_t i = 0; i < n; i++) {
         uint16_t h; // an F16 or BF16 weight
         memcpy(&h, src + 2 * i, 2);
@@ -3050,7 +3050,7 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
         if (t->dtype == DTYPE_F16) { dst[i] = half_to_float(h); }
         if (t->dtype == DTYPE_BF16) { memcpy(&dst[i], &bf16, 4); }
         if (!isfinite(dst[i])) { // one would make every logit NaN: argmax then says token 0
-            return fail(err, "%s: tensor %s: weight %zu is %s", sh->path, name, i,
+            return fail(err, "%s: tensor %s: weight %zu is %s", t->path, name, i,
                         isnan(dst[i]) ? "NaN" : "infinite");
         }
     }
@@ -3058,12 +3058,10 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
 }
 
 // Whether tensors a and b hold the same values: the same dtype and the same bytes.
-static int same_tensor(const TensorFiles *tf, const TensorInfo *a, const TensorInfo *b) {
-    const Shard *sa = &tf->shards[a->file], *sb = &tf->shards[b->file];
-    return a->dtype == b->dtype && a->end - a->begin == b->end - b->begin &&
-           memcmp(sa->bytes + sa->data_start + a->begin, sb->bytes + sb->data_start + b->begin,
-                  a->end - a->begin) == 0;
+static int same_tensor(const TensorInfo *a, const TensorInfo *b) {
+    return a->dtype == b->dtype && a->size == b->size && memcmp(a->data, b->data, a->size) == 0;
 }
+
 // RoPE inverse frequencies theta^(-2i/d), with Llama 3's rope_scaling: long wavelengths are
 // slowed down by factor, short ones kept, and the band between blended smoothly.
 static void rope_frequencies(const Config *c, float *inv_freq) {
@@ -3145,7 +3143,7 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
         if (!t->used && !(inv && strcmp(inv, "rotary_emb.inv_freq") == 0)) {
             return fail(err, "%s: tensor %s is not used by the model config.json describes "
                         "(%d layers); the config does not match the checkpoint",
-                        tf->shards[t->file].path, t->name, c->n_layers);
+                        t->path, t->name, c->n_layers);
         }
     }
     if (w->rope_inv_freq) { rope_frequencies(c, w->rope_inv_freq); }
@@ -3166,11 +3164,11 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
     }
     // Decision: tied in config.json, but the file's lm_head differs from the embedding: use the
     // file's head, as transformers 5 does (it warns and does not tie), and say so.
-    if (rc == 0 && c->tied && head != NULL && embed != NULL && !same_tensor(&tf, head, embed)) {
+    if (rc == 0 && c->tied && head != NULL && embed != NULL && !same_tensor(head, embed)) {
         c->tied = 0;
         fprintf(stderr, "selfspec: warning: %s: lm_head.weight differs from "
                 "model.embed_tokens.weight though %s/config.json has tie_word_embeddings true; "
-                "using lm_head.weight, as transformers does\n", tf.shards[head->file].path, dir);
+                "using lm_head.weight, as transformers does\n", head->path, dir);
     }
     // Every weight a tensor of the files with its shape (checked against the file's size), or
     // refused naming the tensor, before the config's sizes are allocated.
