@@ -2378,32 +2378,27 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
 // ----------------------------------------------------------------------------
 // utilities of the plumbing: error lines for the user, paths, checked growth, reading a file
 
-// Formats one error line into err (cap bytes). A longer line (a long path comes first) loses
-// its middle, not its end, where the reason is ("/very/lo...older/config.json: not valid JSON").
-static void format_err(char *err, size_t cap, const char *fmt, va_list ap) {
-    va_list again;
-    va_copy(again, ap);
-    int n = vsnprintf(err, cap, fmt, ap);
-    char *full = n >= 0 && (size_t)n >= cap ? (char *)malloc((size_t)n + 1) : NULL;
-    if (full != NULL) {
-        vsnprintf(full, (size_t)n + 1, fmt, again);
-        size_t head = cap / 4, from = (size_t)n - (cap - head - 4); // "..." and the NUL
-        while (head > 0 && (full[head] & 0xC0) == 0x80) { head--; } // not in a UTF-8 character
-        while ((full[from] & 0xC0) == 0x80) { from++; }
-        snprintf(err, cap, "%.*s...%s", (int)head, full, full + from);
-        free(full);
-    }
-    va_end(again);
-}
-
 // The one idiom for a failure the user can act on: fail formats one line naming the file or flag
 // and the problem into err (SS_ERR_LEN bytes) and returns -1, so a loader writes
 // `return fail(err, "%s: ...", path)`; callers pass it up, adding their context first (flag_fail,
-// json_fail, "-f FILE line 3: ..."), and main prints it once as "selfspec: error: ...".
+// json_fail, "-f FILE line 3: ..."), and main prints it once as "selfspec: error: ...". A longer
+// line (a long path comes first) loses its middle, not its end, where the reason is
+// ("/very/lo...older/config.json: not valid JSON").
 static int fail(char *err, const char *fmt, ...) {
-    va_list ap;
+    va_list ap, again;
     va_start(ap, fmt);
-    format_err(err, SS_ERR_LEN, fmt, ap);
+    va_copy(again, ap);
+    int n = vsnprintf(err, SS_ERR_LEN, fmt, ap);
+    char *full = n >= SS_ERR_LEN ? (char *)malloc((size_t)n + 1) : NULL;
+    if (full != NULL) {
+        vsnprintf(full, (size_t)n + 1, fmt, again);
+        size_t head = SS_ERR_LEN / 4, from = (size_t)n - (SS_ERR_LEN - head - 4); // "...", NUL
+        while (head > 0 && (full[head] & 0xC0) == 0x80) { head--; } // not in a UTF-8 character
+        while ((full[from] & 0xC0) == 0x80) { from++; }
+        snprintf(err, SS_ERR_LEN, "%.*s...%s", (int)head, full, full + from);
+        free(full);
+    }
+    va_end(again);
     va_end(ap);
     return -1;
 }
