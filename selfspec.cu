@@ -3052,11 +3052,6 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
     return 0;
 }
 
-// Whether tensors a and b hold the same values: the same dtype and the same bytes.
-static int same_tensor(const TensorInfo *a, const TensorInfo *b) {
-    return a->dtype == b->dtype && a->size == b->size && memcmp(a->data, b->data, a->size) == 0;
-}
-
 // RoPE inverse frequencies theta^(-2i/d), with Llama 3's rope_scaling: long wavelengths are
 // slowed down by factor, short ones kept, and the band between blended smoothly.
 static void rope_frequencies(const Config *c, float *inv_freq) {
@@ -3157,9 +3152,10 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
         rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has "
                   "tie_word_embeddings false (the default when absent)", tf.shards[0].path, dir);
     }
-    // Decision: tied in config.json, but the file's lm_head differs from the embedding: use the
-    // file's head, as transformers 5 does (it warns and does not tie), and say so.
-    if (rc == 0 && c->tied && head != NULL && embed != NULL && !same_tensor(head, embed)) {
+    // Decision: tied in config.json, but the file's lm_head differs from the embedding (its dtype
+    // or its bytes): use the file's head, as transformers 5 does (it warns and does not tie).
+    if (rc == 0 && c->tied && head != NULL && embed != NULL && (head->dtype != embed->dtype ||
+        head->size != embed->size || memcmp(head->data, embed->data, head->size) != 0)) {
         c->tied = 0;
         fprintf(stderr, "selfspec: warning: %s: lm_head.weight differs from "
                 "model.embed_tokens.weight though %s/config.json has tie_word_embeddings true; "
