@@ -2640,11 +2640,6 @@ static int json_int(const Json *j, int i, long long lo, long long hi, long long 
     return 0;
 }
 
-// The string at key of obj, unescaped (the caller frees it), or NULL.
-static char *json_key_string(const Json *j, int obj, const char *key, size_t *n) {
-    return json_string(j, json_get(j, obj, key), n);
-}
-
 static int json_key_is(const Json *j, int obj, const char *key, const char *s) {
     return json_eq(j, json_get(j, obj, key), s);
 }
@@ -3741,7 +3736,7 @@ static int unsupported(Json *j, const char *what, const char *key, int obj, cons
     int s[6], n = steps_of(j, obj, key, s, 6), seq = n > 0 && type_is(j, obj, "Sequence");
     for (int k = 0; k < n && k < 6; k++) {
         size_t len, o = strlen(have);
-        char *type = json_key_string(j, s[k], "type", &len);
+        char *type = json_string(j, json_get(j, s[k], "type"), &len);
         snprintf(have + o, sizeof(have) - o, "%s%.20s", k ? ", " : "", type ? type : "untyped");
         free(type);
     }
@@ -3844,7 +3839,7 @@ static int load_post(Tokenizer *t, Json *j, int post) {
         int seq = json_get(j, i, "Sequence"), n_ids = 0;
         size_t len;
         if (seq >= 0) { n_a += n_a == 0 && json_key_is(j, seq, "id", "A") ? 1 : 2; continue; }
-        char *name = json_key_string(j, json_get(j, i, "SpecialToken"), "id", &len);
+        char *name = json_string(j, json_get(j, json_get(j, i, "SpecialToken"), "id"), &len);
         int entry = name != NULL ? json_get(j, json_get(j, tp, "special_tokens"), name) : -1;
         if (name != NULL && entry < 0) { // (json_fail keeps this message, not json_key_array's)
             json_fail(j, "post_processor: special_tokens has no \"%.64s\"", name);
@@ -3974,7 +3969,7 @@ static int load_added(Tokenizer *t, Json *j, int arr) {
         long long id = 0;
         size_t len = 0;
         json_int(j, json_get(j, i, "id"), 0, MAX_VOCAB - 1, &id); // checked by max_id
-        char *s = json_key_string(j, i, "content", &len), *w = s;
+        char *s = json_string(j, json_get(j, i, "content"), &len), *w = s;
         TokenText *x = &t->tok[id];
         int special = json_key_bool(j, i, "special", 0), no_text = s == NULL || len == 0, why = -1;
         int normalized = json_key_bool(j, i, "normalized", !special);
@@ -4043,7 +4038,7 @@ static int load_tokenizer(Tokenizer *t, Json *j, size_t file_len) {
         t->byte_ids[b] = vocab_find(t, name, 6);
     }
     size_t n;
-    char *unk = json_key_string(j, model, "unk_token", &n);
+    char *unk = json_string(j, json_get(j, model, "unk_token"), &n);
     t->unk_id = unk != NULL ? vocab_find(t, unk, n) : -1;
     if (unk != NULL && t->unk_id < 0) { json_fail(j, "model.unk_token is not in the vocab"); }
     free(unk);
