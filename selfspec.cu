@@ -3156,8 +3156,7 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
                 "model.embed_tokens.weight though %s/config.json has tie_word_embeddings true; "
                 "using lm_head.weight, as transformers does\n", head->path, dir);
     }
-    // Every weight a tensor of the files with its shape (checked against the file's size), or
-    // refused naming the tensor, before the config's sizes are allocated.
+    // each tensor checked (name, shape, bytes in its file) before the config's sizes are allocated
     Weights host;
     *n = layout_weights(&host, NULL, c);
     if (rc == 0) { rc = load_weights(&host, c, &tf, err); }
