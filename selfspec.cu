@@ -2385,35 +2385,29 @@ static SkipSet select_selfsd(Model *m, const Objective *obj, const SelfSdParams 
 // reports, threads and the CLI. A reader of the papers may stop here.
 
 // ----------------------------------------------------------------------------
-// utilities of the plumbing: error lines for the user, paths, checked growth
-
-// Formats one error line into err (cap bytes). A longer line (a long path comes first) loses
-// its middle, not its end, where the reason is: "/very/long/fo...older/config.json: not valid
-// JSON".
-static void format_err(char *err, size_t cap, const char *fmt, va_list ap) {
-    va_list again;
-    va_copy(again, ap);
-    int n = vsnprintf(err, cap, fmt, ap);
-    char *full = n >= 0 && (size_t)n >= cap ? (char *)malloc((size_t)n + 1) : NULL;
-    if (full != NULL) {
-        vsnprintf(full, (size_t)n + 1, fmt, again);
-        size_t head = cap / 4, from = (size_t)n - (cap - head - 4); // "..." and the NUL
-        while (head > 0 && (full[head] & 0xC0) == 0x80) { head--; } // not in a UTF-8 character
-        while ((full[from] & 0xC0) == 0x80) { from++; }
-        snprintf(err, cap, "%.*s...%s", (int)head, full, full + from);
-        free(full);
-    }
-    va_end(again);
-}
+// utilities of the plumbing: error lines for the user, paths, checked growth, reading a file
 
 // The one idiom for a failure the user can act on: fail formats one line naming the file or flag
 // and the problem into err (SS_ERR_LEN bytes) and returns -1, so a loader writes
 // `return fail(err, "%s: ...", path)`; callers pass it up, adding their context first (flag_fail,
-// json_fail, "-f FILE line 3: ..."), and main prints it once as "selfspec: error: ...".
+// json_fail, "-f FILE line 3: ..."), and main prints it once as "selfspec: error: ...". A longer
+// line (a long path comes first) loses its middle, not its end, where the reason is
+// ("/very/lo...older/config.json: not valid JSON").
 static int fail(char *err, const char *fmt, ...) {
-    va_list ap;
+    va_list ap, again;
     va_start(ap, fmt);
-    format_err(err, SS_ERR_LEN, fmt, ap);
+    va_copy(again, ap);
+    int n = vsnprintf(err, SS_ERR_LEN, fmt, ap);
+    char *full = n >= SS_ERR_LEN ? (char *)malloc((size_t)n + 1) : NULL;
+    if (full != NULL) {
+        vsnprintf(full, (size_t)n + 1, fmt, again);
+        size_t head = SS_ERR_LEN / 4, from = (size_t)n - (SS_ERR_LEN - head - 4); // "...", NUL
+        while (head > 0 && (full[head] & 0xC0) == 0x80) { head--; } // not in a UTF-8 character
+        while ((full[from] & 0xC0) == 0x80) { from++; }
+        snprintf(err, SS_ERR_LEN, "%.*s...%s", (int)head, full, full + from);
+        free(full);
+    }
+    va_end(again);
     va_end(ap);
     return -1;
 }
@@ -2438,9 +2432,6 @@ static void *realloc_check_(void *p, size_t size, const char *file, int line) {
     return q;
 }
 #define realloc_check(p, size) realloc_check_((p), (size), __FILE__, __LINE__)
-
-// ----------------------------------------------------------------------------
-// files: reading one whole
 
 enum { PIPE_MAX = 1 << 30 }; // what a pipe may hold: `-f <(yes)` stops here, not out of memory
 
@@ -2481,13 +2472,30 @@ static char *read_file(const char *path, size_t *len, char *err) {
 // ----------------------------------------------------------------------------
 // JSON: jsmn tokens over a buffer, and the few look-ups the loaders need
 
+// A JSON text parsed by json_parse. Its path starts every message of json_fail, which keeps the
+// first error in the caller's buffer err: every JSON file selfspec reads is read through it.
 typedef struct {
-    const char *js;  // the text (not owned)
-    jsmntok_t *tok;  // (n_tok) tokens in document order
+    const char *js;   // the text (not owned)
+    jsmntok_t *tok;   // (n_tok) tokens in document order
     int n_tok;
+    const char *path; // the file the text is, or what it is ("--json line")
+    char *err;        // (SS_ERR_LEN) the caller's error buffer
+    int failed;       // err holds the first error
 } Json;
 
 enum { JSON_MAX_DEPTH = 64 };
+
+// "path: message" into j->err, unless it holds an error already; returns -1.
+static int json_fail(Json *j, const char *fmt, ...) {
+    char msg[SS_ERR_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    if (!j->failed) { fail(j->err, "%s: %s", j->path, msg); }
+    j->failed = 1;
+    return -1;
+}
 
 static void json_free(Json *j) {
     free(j->tok);
@@ -2508,8 +2516,8 @@ static int json_skip(const Json *j, int i) {
 // truncated text, and text after it (a second value, or a NUL byte, where jsmn stops).
 static int json_parse(Json *j, const char *js, size_t len, const char *what, char *err) {
     memset(j, 0, sizeof(*j));
-    j->js = js;
-    if (len >= (size_t)INT_MAX) { return fail(err, "%s: JSON too large (%zu bytes)", what, len); }
+    j->js = js, j->path = what, j->err = err;
+    if (len >= (size_t)INT_MAX) { return json_fail(j, "JSON too large (%zu bytes)", len); }
     int depth = 0, in_string = 0;
     for (size_t i = 0; i < len && depth <= JSON_MAX_DEPTH; i++) { // brackets outside strings
         char c = js[i];
@@ -2518,7 +2526,7 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
         depth += (c == '{' || c == '[') - (c == '}' || c == ']');
     }
     if (depth > JSON_MAX_DEPTH) {
-        return fail(err, "%s: JSON nested deeper than %d levels", what, JSON_MAX_DEPTH);
+        return json_fail(j, "JSON nested deeper than %d levels", JSON_MAX_DEPTH);
     }
     jsmn_parser p;
     jsmn_init(&p);
@@ -2535,15 +2543,14 @@ static int json_parse(Json *j, const char *js, size_t len, const char *what, cha
                       : j->tok[0].type != JSMN_OBJECT ? "not a JSON object"
                       : end != len                    ? "not valid JSON (text after its end)"
                                                       : NULL;
-    for (int i = 1; bad == NULL && i < n; i++) {
-        const jsmntok_t *t = &j->tok[i];
-        if (t->parent >= 0 && j->tok[t->parent].type == JSMN_OBJECT && t->size != 1) {
+    for (int i = 1; bad == NULL && i < n; i++) { // (each lies inside the object: it has a parent)
+        if (j->tok[j->tok[i].parent].type == JSMN_OBJECT && j->tok[i].size != 1) {
             bad = "not valid JSON (a key without a value)";
         }
     }
     if (bad == NULL) { return 0; }
     json_free(j);
-    return fail(err, "%s: %s", what, bad);
+    return json_fail(j, "%s", bad);
 }
 
 // UTF-8: a lead byte that says how many 6-bit continuation bytes (10xxxxxx) follow it.
@@ -2613,16 +2620,6 @@ static int json_get(const Json *j, int obj, const char *key) {
     return found;
 }
 
-// i-th element of the array at arr, or -1.
-static int json_at(const Json *j, int arr, int index) {
-    if (arr < 0 || j->tok[arr].type != JSMN_ARRAY || index < 0 || index >= j->tok[arr].size) {
-        return -1;
-    }
-    int i = arr + 1;
-    for (int k = 0; k < index; k++) { i = json_skip(j, i); }
-    return i;
-}
-
 // Whether token i is the literal word (true, false or null), all of it (jsmn also takes `nil`).
 static int json_is_word(const Json *j, int i, const char *word) {
     int n = (int)strlen(word);
@@ -2633,15 +2630,13 @@ static int json_is_word(const Json *j, int i, const char *word) {
 // An absent key (-1) or a literal null.
 static int json_is_null(const Json *j, int i) { return i < 0 || json_is_word(j, i, "null"); }
 
-// Number at token i into *out; 0 if it is a finite number, -1 otherwise.
+// Number at token i into *out; 0 if it is a finite number, -1 otherwise. (strtod reads in place:
+// strict jsmn ends a primitive at a space, ',', ']' or '}', where no number goes on.)
 static int json_number(const Json *j, int i, double *out) {
-    char buf[64], *end;
-    int n = i >= 0 && j->tok[i].type == JSMN_PRIMITIVE ? j->tok[i].end - j->tok[i].start : 0;
-    if (n <= 0 || n >= (int)sizeof(buf)) { return -1; }
-    memcpy(buf, j->js + j->tok[i].start, (size_t)n); // true, false or null: strtod reads none
-    buf[n] = '\0';
-    *out = strtod(buf, &end);
-    return end == buf + n && isfinite(*out) ? 0 : -1;
+    char *end;
+    if (i < 0 || j->tok[i].type != JSMN_PRIMITIVE) { return -1; }
+    *out = strtod(j->js + j->tok[i].start, &end);
+    return end == j->js + j->tok[i].end && isfinite(*out) ? 0 : -1;
 }
 
 // Integer at token i that fits in [lo, hi]; 0 on success.
@@ -2654,61 +2649,33 @@ static int json_int(const Json *j, int i, long long lo, long long hi, long long 
     return 0;
 }
 
-// A JSON file being read: its tokens, its path, which starts every message, and the caller's
-// error buffer, which keeps the first error. config.json and tokenizer.json are read through it.
-typedef struct {
-    const Json *j;
-    const char *path;
-    char *err;
-    int failed; // err holds the first error
-} JsonFile;
-
-static int json_fail(JsonFile *f, const char *fmt, ...) {
-    char msg[SS_ERR_LEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    if (!f->failed) { fail(f->err, "%s: %s", f->path, msg); }
-    f->failed = 1;
-    return -1;
-}
-
-// Value of key in obj (its last copy), or -1 if absent.
-static int json_key(JsonFile *f, int obj, const char *key) { return json_get(f->j, obj, key); }
-
-// The string at key of obj, unescaped (the caller frees it), or NULL.
-static char *json_key_string(JsonFile *f, int obj, const char *key, size_t *n) {
-    return json_string(f->j, json_key(f, obj, key), n);
-}
-
-static int json_key_is(JsonFile *f, int obj, const char *key, const char *s) {
-    return json_eq(f->j, json_key(f, obj, key), s);
+static int json_key_is(const Json *j, int obj, const char *key, const char *s) {
+    return json_eq(j, json_get(j, obj, key), s);
 }
 
 // The boolean at key of obj; absent or null (or an error): dflt.
-static int json_key_bool(JsonFile *f, int obj, const char *key, int dflt) {
-    int i = json_key(f, obj, key), yes = json_is_word(f->j, i, "true");
-    if (yes || json_is_word(f->j, i, "false")) { return yes; }
-    if (!json_is_null(f->j, i)) { json_fail(f, "%s must be true or false", key); }
+static int json_key_bool(Json *j, int obj, const char *key, int dflt) {
+    int i = json_get(j, obj, key), yes = json_is_word(j, i, "true");
+    if (yes || json_is_word(j, i, "false")) { return yes; }
+    if (!json_is_null(j, i)) { json_fail(j, "%s must be true or false", key); }
     return dflt;
 }
 
 // First element of the array at key of obj (its length in *n), or -1 with an error.
-static int json_key_array(JsonFile *f, int obj, const char *key, int *n) {
-    int i = json_key(f, obj, key), is_array = i >= 0 && f->j->tok[i].type == JSMN_ARRAY;
-    *n = is_array ? f->j->tok[i].size : 0;
-    return is_array ? i + 1 : json_fail(f, "%s must be an array", key);
+static int json_key_array(Json *j, int obj, const char *key, int *n) {
+    int i = json_get(j, obj, key), is_array = i >= 0 && j->tok[i].type == JSMN_ARRAY;
+    *n = is_array ? j->tok[i].size : 0;
+    return is_array ? i + 1 : json_fail(j, "%s must be an array", key);
 }
 
 // The one rule for a float at token i: absent (-1) keeps *out; else a number (not null, as
 // transformers' config classes say) that as a float is normal and in (lo, hi] ((float)1e300 is
 // inf, 1e-300 is 0, 1e-40 subnormal: each refused).
-static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, float *out) {
+static int json_float(Json *j, int i, const char *key, float lo, float hi, float *out) {
     double v;
     if (i < 0) { return 0; }
-    if (json_number(f->j, i, &v) != 0 || !isnormal((float)v) || (float)v <= lo || (float)v > hi) {
-        return json_fail(f, "\"%s\" must be a normal float in (%g, %g]", key, lo, hi);
+    if (json_number(j, i, &v) != 0 || !isnormal((float)v) || (float)v <= lo || (float)v > hi) {
+        return json_fail(j, "\"%s\" must be a normal float in (%g, %g]", key, lo, hi);
     }
     *out = (float)v;
     return 0;
@@ -2721,12 +2688,12 @@ static int json_float(JsonFile *f, int i, const char *key, float lo, float hi, f
 enum { CONFIG_MAX = 1 << 24 };
 
 // The int at key, in [1, hi]; absent or null: an error if required, else *out is kept.
-static int config_int(JsonFile *f, const char *key, int required, int hi, int *out) {
-    int i = json_key(f, 0, key);
+static int config_int(Json *j, const char *key, int required, int hi, int *out) {
+    int i = json_get(j, 0, key);
     long long v;
-    if (json_is_null(f->j, i)) { return required ? json_fail(f, "missing \"%s\"", key) : 0; }
-    if (json_int(f->j, i, 1, hi, &v) != 0) {
-        return json_fail(f, "\"%s\" must be an integer in [1, %d]", key, hi);
+    if (json_is_null(j, i)) { return required ? json_fail(j, "missing \"%s\"", key) : 0; }
+    if (json_int(j, i, 1, hi, &v) != 0) {
+        return json_fail(j, "\"%s\" must be an integer in [1, %d]", key, hi);
     }
     *out = (int)v;
     return 0;
@@ -2735,49 +2702,46 @@ static int config_int(JsonFile *f, const char *key, int required, int hi, int *o
 // The model is the one AutoModelForCausalLM builds, chosen by model_type alone (architectures
 // is not read: "mistral" with Llama's architectures builds Mistral and its sliding window).
 // A bias or non-SiLU activation would change the math; refuse rather than compute garbage.
-static int config_check_unsupported(JsonFile *f) {
-    const Json *j = f->j;
+static int config_check_unsupported(Json *j) {
     if (!json_eq(j, json_get(j, 0, "model_type"), "llama")) {
-        return json_fail(f, "model_type is not \"llama\"; only LLaMA models are supported");
+        return json_fail(j, "model_type is not \"llama\"; only LLaMA models are supported");
     }
     int act = json_get(j, 0, "hidden_act"); // transformers' ACT2FN: "swish" is SiLU too
     if (act >= 0 && !json_eq(j, act, "silu") && !json_eq(j, act, "swish")) {
-        return json_fail(f, "hidden_act must be \"silu\" (or \"swish\", the same function)");
+        return json_fail(j, "hidden_act must be \"silu\" (or \"swish\", the same function)");
     }
     const char *bools[] = {"attention_bias", "mlp_bias", "tie_word_embeddings"};
     for (int k = 0; k < 3; k++) { // (null: refused by transformers' strict config class too)
         if (json_is_word(j, json_get(j, 0, bools[k]), "null")) {
-            return json_fail(f, "%s must be true or false", bools[k]);
+            return json_fail(j, "%s must be true or false", bools[k]);
         }
-        if (k < 2 && json_key_bool(f, 0, bools[k], 0)) {
-            return json_fail(f, "%s=true is not supported", bools[k]);
+        if (k < 2 && json_key_bool(j, 0, bools[k], 0)) {
+            return json_fail(j, "%s=true is not supported", bools[k]);
         }
     }
-    return f->failed ? -1 : 0;
+    return j->failed ? -1 : 0;
 }
 
 // RoPE as transformers 5.24 reads it (RotaryEmbeddingConfigMixin.convert_rope_params_to_dict):
-// the settings are rope_scaling's when it is a non-empty object, else rope_parameters'
-// (transformers 5 writes them all there); rope_theta is theirs, else the top level's, else
-// 10000; rope_type theirs, else their "type", else "default". Supported: "default" and "llama3"
-// (Llama 3.1/3.2's scaling; original_max_position_embeddings defaults to
-// max_position_embeddings, as there).
-static int config_rope(Config *c, JsonFile *f) {
-    const Json *j = f->j;
+// the settings are rope_scaling's when it is a non-empty object, else rope_parameters' (where
+// transformers 5 writes them all); rope_theta is theirs, else the top level's, else 10000;
+// rope_type theirs, else their "type", else "default". Supported: "default" and "llama3" (Llama
+// 3.1/3.2's scaling, whose original_max_position_embeddings defaults to max_position_embeddings).
+static int config_rope(Config *c, Json *j) {
     int rs = json_get(j, 0, "rope_scaling"), rp = json_get(j, 0, "rope_parameters");
     if ((!json_is_null(j, rs) && j->tok[rs].type != JSMN_OBJECT) ||
         (!json_is_null(j, rp) && j->tok[rp].type != JSMN_OBJECT)) {
-        return json_fail(f, "rope_scaling and rope_parameters must be objects (or null)");
+        return json_fail(j, "rope_scaling and rope_parameters must be objects (or null)");
     }
     int rope = rs >= 0 && j->tok[rs].size > 0 ? rs : rp;
     int theta = json_get(j, rope, "rope_theta"), type = json_get(j, rope, "rope_type");
     if (theta < 0) { theta = json_get(j, 0, "rope_theta"); }
     if (type < 0) { type = json_get(j, rope, "type"); }
-    if (json_float(f, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta)) { return -1; }
+    if (json_float(j, theta, "rope_theta", 1, FLT_MAX, &c->rope_theta)) { return -1; }
     if (type < 0 || json_eq(j, type, "default")) { return 0; }
     if (!json_eq(j, type, "llama3")) {
         int n = j->tok[type].end - j->tok[type].start;
-        return json_fail(f, "rope_type \"%.*s\" is not supported (only \"default\" and \"llama3\")",
+        return json_fail(j, "rope_type \"%.*s\" is not supported (only \"default\" and \"llama3\")",
                          n < 64 ? n : 64, j->js + j->tok[type].start);
     }
     c->rope_llama3 = 1;
@@ -2785,35 +2749,34 @@ static int config_rope(Config *c, JsonFile *f) {
     float *dst[3] = {&c->rope_factor, &c->rope_low_freq, &c->rope_high_freq};
     for (int k = 0; k < 3; k++) {
         int v = json_get(j, rope, keys[k]);
-        if (v < 0) { return json_fail(f, "rope_type llama3 needs \"%s\"", keys[k]); }
-        if (json_float(f, v, keys[k], 0, FLT_MAX, dst[k])) { return -1; }
+        if (v < 0) { return json_fail(j, "rope_type llama3 needs \"%s\"", keys[k]); }
+        if (json_float(j, v, keys[k], 0, FLT_MAX, dst[k])) { return -1; }
     }
     long long orig = c->max_pos;
     int o = json_get(j, rope, "original_max_position_embeddings");
     if ((o >= 0 && json_int(j, o, 1, CONFIG_MAX, &orig)) || c->rope_high_freq <= c->rope_low_freq) {
-        return json_fail(f, "rope_type llama3 needs low_freq_factor < high_freq_factor and an "
+        return json_fail(j, "rope_type llama3 needs low_freq_factor < high_freq_factor and an "
                          "integer original_max_position_embeddings");
     }
     c->rope_orig_max = (int)orig;
     return 0;
 }
 
-static int config_token_ids(Config *c, JsonFile *f) {
-    const Json *j = f->j;
+static int config_token_ids(Config *c, Json *j) {
     long long v = -1; // no bos_token_id: -1
     int bos = json_get(j, 0, "bos_token_id"), eos = json_get(j, 0, "eos_token_id");
     if (!json_is_null(j, bos) && json_int(j, bos, 0, c->vocab_size - 1, &v)) {
-        return json_fail(f, "bos_token_id is not a token id below vocab_size");
+        return json_fail(j, "bos_token_id is not a token id below vocab_size");
     }
     c->bos_id = (int)v;
     if (json_is_null(j, eos)) { return 0; }
     int is_list = j->tok[eos].type == JSMN_ARRAY, n = is_list ? j->tok[eos].size : 1;
     if (n > SS_MAX_EOS) { // dropping some would quietly generate past them
-        return json_fail(f, "eos_token_id lists %d ids; at most %d are supported", n, SS_MAX_EOS);
+        return json_fail(j, "eos_token_id lists %d ids; at most %d are supported", n, SS_MAX_EOS);
     }
-    for (int k = 0; k < n; k++) {
-        if (json_int(j, is_list ? json_at(j, eos, k) : eos, 0, c->vocab_size - 1, &v)) {
-            return json_fail(f, "eos_token_id is not a token id below vocab_size");
+    for (int k = 0, e = is_list ? eos + 1 : eos; k < n; k++, e = json_skip(j, e)) {
+        if (json_int(j, e, 0, c->vocab_size - 1, &v)) {
+            return json_fail(j, "eos_token_id is not a token id below vocab_size");
         }
         c->eos_ids[c->n_eos++] = (int)v;
     }
@@ -2821,31 +2784,31 @@ static int config_token_ids(Config *c, JsonFile *f) {
 }
 
 // The settings of a parsed config.json into c, every one checked.
-static int config_from_json(Config *c, JsonFile *f) {
-    if (config_check_unsupported(f) || config_int(f, "hidden_size", 1, CONFIG_MAX, &c->dim) ||
-        config_int(f, "intermediate_size", 1, CONFIG_MAX, &c->hidden_dim) ||
-        config_int(f, "num_hidden_layers", 1, SS_MAX_LAYERS, &c->n_layers) ||
-        config_int(f, "num_attention_heads", 1, CONFIG_MAX, &c->n_heads) ||
-        config_int(f, "vocab_size", 1, CONFIG_MAX, &c->vocab_size) ||
-        config_int(f, "max_position_embeddings", 1, CONFIG_MAX, &c->max_pos)) {
+static int config_from_json(Config *c, Json *j) {
+    if (config_check_unsupported(j) || config_int(j, "hidden_size", 1, CONFIG_MAX, &c->dim) ||
+        config_int(j, "intermediate_size", 1, CONFIG_MAX, &c->hidden_dim) ||
+        config_int(j, "num_hidden_layers", 1, SS_MAX_LAYERS, &c->n_layers) ||
+        config_int(j, "num_attention_heads", 1, CONFIG_MAX, &c->n_heads) ||
+        config_int(j, "vocab_size", 1, CONFIG_MAX, &c->vocab_size) ||
+        config_int(j, "max_position_embeddings", 1, CONFIG_MAX, &c->max_pos)) {
         return -1;
     }
     c->n_kv_heads = c->n_heads;
     c->head_dim = c->dim / c->n_heads;
-    if (config_int(f, "num_key_value_heads", 0, CONFIG_MAX, &c->n_kv_heads) ||
-        config_int(f, "head_dim", 0, CONFIG_MAX, &c->head_dim) ||
-        json_float(f, json_get(f->j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
-        config_rope(c, f) || config_token_ids(c, f)) {
+    if (config_int(j, "num_key_value_heads", 0, CONFIG_MAX, &c->n_kv_heads) ||
+        config_int(j, "head_dim", 0, CONFIG_MAX, &c->head_dim) ||
+        json_float(j, json_get(j, 0, "rms_norm_eps"), "rms_norm_eps", 0, 1, &c->norm_eps) ||
+        config_rope(c, j) || config_token_ids(c, j)) {
         return -1;
     }
-    c->tied = json_key_bool(f, 0, "tie_word_embeddings", 0);
-    if (f->failed) { return -1; }
+    c->tied = json_key_bool(j, 0, "tie_word_embeddings", 0);
+    if (j->failed) { return -1; }
     if (c->dim % c->n_heads != 0 || c->n_heads % c->n_kv_heads != 0) { // (LlamaConfig: the first)
-        return json_fail(f, "hidden_size %d must be a multiple of num_attention_heads %d, and it "
+        return json_fail(j, "hidden_size %d must be a multiple of num_attention_heads %d, and it "
                          "of num_key_value_heads %d", c->dim, c->n_heads, c->n_kv_heads);
     }
     if (c->head_dim % 2 != 0 || (size_t)c->n_heads * c->head_dim > CONFIG_MAX) {
-        return json_fail(f, "head_dim %d must be even (RoPE rotates pairs), and "
+        return json_fail(j, "head_dim %d must be even (RoPE rotates pairs), and "
                          "num_attention_heads x head_dim at most %d", c->head_dim, CONFIG_MAX);
     }
     return 0;
@@ -2858,9 +2821,8 @@ static int read_config(Config *c, const char *dir, char *err) {
     c->norm_eps = 1e-6f;
     size_t len;
     char *text = read_file(path, &len, err);
-    Json j = {NULL, NULL, 0};
-    JsonFile f = {&j, path, err, 0};
-    int rc = text == NULL || json_parse(&j, text, len, path, err) || config_from_json(c, &f);
+    Json j = {NULL, NULL, 0, path, err, 0};
+    int rc = text == NULL || json_parse(&j, text, len, path, err) || config_from_json(c, &j);
     json_free(&j);
     free(text);
     free(path);
@@ -2869,13 +2831,11 @@ static int read_config(Config *c, const char *dir, char *err) {
     // from that file when it exists): Llama-3-Instruct's config.json names <|end_of_text|>
     // alone, and its <|eot_id|> is only there. Without it, config.json's ids stay.
     path = join_path(dir, "generation_config.json");
-    f.path = path;
-    struct stat sb;
-    if (rc == 0 && stat(path, &sb) == 0) {
+    if (rc == 0 && access(path, F_OK) == 0) {
         Config g = *c;
         g.n_eos = 0;
         text = read_file(path, &len, err);
-        rc = text == NULL || json_parse(&j, text, len, path, err) || config_token_ids(&g, &f);
+        rc = text == NULL || json_parse(&j, text, len, path, err) || config_token_ids(&g, &j);
         if (g.n_eos > 0) { memcpy(c->eos_ids, g.eos_ids, sizeof(c->eos_ids)), c->n_eos = g.n_eos; }
         json_free(&j);
         free(text);
@@ -2893,8 +2853,9 @@ typedef struct {
     char *name;         // owned
     int dtype, n_dim;
     size_t shape[4];
-    size_t begin, end;  // byte range within the file's data section
-    int file;           // index into the shard list
+    const char *data;   // (size bytes) its bytes, in its shard's
+    size_t size;
+    const char *path;   // its shard's file
     int used;           // set by find_tensor (one left over: the config is another model's)
 } TensorInfo;
 
@@ -2924,46 +2885,45 @@ static int json_sizes(const Json *j, int arr, int n, size_t *out) {
 // Parses one tensor entry of a safetensors header and checks its dtype, shape and byte range.
 // Two tensors' ranges may overlap (the safetensors library refuses such a file): each lies
 // inside the file's data, so each is read in bounds, as its offsets say.
-static int parse_tensor_entry(const Json *j, int key, const Shard *sh, TensorInfo *t, char *err) {
+static int parse_tensor_entry(Json *j, int key, const Shard *sh, TensorInfo *t) {
     static const char *const dtypes[] = {"F32", "F16", "BF16"}; // DTYPE_* order
     size_t name_len, off[2], numel = 1;
     t->name = json_string(j, key, &name_len);
     if (t->name == NULL || strlen(t->name) != name_len) { // "a\u0000b" would be read as "a"
-        return fail(err, "%s: bad tensor name in header (a bad escape or a NUL byte)", sh->path);
+        return json_fail(j, "bad tensor name in header (a bad escape or a NUL byte)");
     }
     int v = key + 1, dt = json_get(j, v, "dtype"), shp = json_get(j, v, "shape");
     int n_dim = shp >= 0 ? j->tok[shp].size : 0;
     if (dt < 0 || json_sizes(j, shp, n_dim, t->shape) ||
         json_sizes(j, json_get(j, v, "data_offsets"), 2, off) || off[0] > off[1]) {
-        return fail(err, "%s: tensor %s: needs a dtype, a shape of at most 4 sizes and "
-                    "data_offsets [begin, end]", sh->path, t->name);
+        return json_fail(j, "tensor %s: needs a dtype, a shape of at most 4 sizes and "
+                         "data_offsets [begin, end]", t->name);
     }
     for (t->dtype = DTYPE_BF16; t->dtype >= 0 && !json_eq(j, dt, dtypes[t->dtype]); t->dtype--) {}
     if (t->dtype < 0) {
-        return fail(err, "%s: tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", sh->path,
-                    t->name, j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
+        return json_fail(j, "tensor %s: unsupported dtype %.*s (F32, F16, BF16 only)", t->name,
+                         j->tok[dt].end - j->tok[dt].start, j->js + j->tok[dt].start);
     }
-    t->n_dim = n_dim, t->begin = off[0], t->end = off[1];
+    t->n_dim = n_dim, t->size = off[1] - off[0], t->path = sh->path;
     for (int d = 0; d < n_dim; d++) { numel = mul_size(numel, t->shape[d]); }
-    if (t->end > sh->size - sh->data_start) {
-        return fail(err, "%s: tensor %s: data_offsets run past the end of the file", sh->path,
-                    t->name);
+    if (off[1] > sh->size - sh->data_start) {
+        return json_fail(j, "tensor %s: data_offsets run past the end of the file", t->name);
     }
-    if (mul_size(numel, t->dtype == DTYPE_F32 ? 4 : 2) != t->end - t->begin) {
-        return fail(err, "%s: tensor %s: data_offsets span %zu bytes but the shape needs %zu",
-                    sh->path, t->name, t->end - t->begin, mul_size(numel, t->dtype ? 2 : 4));
+    if (mul_size(numel, t->dtype == DTYPE_F32 ? 4 : 2) != t->size) {
+        return json_fail(j, "tensor %s: data_offsets span %zu bytes but the shape needs %zu",
+                         t->name, t->size, mul_size(numel, t->dtype ? 2 : 4));
     }
+    t->data = sh->bytes + sh->data_start + off[0];
     return 0;
 }
 
-// Reads one .safetensors file and appends its tensors to tf: an 8-byte little-endian header
-// length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, then the raw data.
-static int load_shard(TensorFiles *tf, const char *path, char *err) {
-    Shard *sh = &tf->shards[tf->n_shards];
-    sh->path = strcpy((char *)malloc_check(strlen(path) + 1), path);
+// Reads one .safetensors file (its shard keeps path) and appends its tensors to tf: an 8-byte
+// little-endian header length N, N bytes of JSON {name: {dtype, shape, data_offsets}}, the data.
+static int load_shard(TensorFiles *tf, char *path, char *err) {
+    Shard *sh = &tf->shards[tf->n_shards++];
+    sh->path = path;
     sh->bytes = read_file(path, &sh->size, err);
     if (sh->bytes == NULL) { return -1; }
-    tf->n_shards++;
     if (sh->size < 8) { return fail(err, "%s: truncated: %zu bytes, no header", path, sh->size); }
     uint64_t n = 0;
     for (int k = 7; k >= 0; k--) { n = (n << 8) | (unsigned char)sh->bytes[k]; }
@@ -2981,16 +2941,14 @@ static int load_shard(TensorFiles *tf, const char *path, char *err) {
         if (json_eq(&j, key, "__metadata__")) { continue; }
         TensorInfo *t = &tf->tensors[tf->n_tensors++];
         memset(t, 0, sizeof(*t));
-        t->file = tf->n_shards - 1;
-        rc = parse_tensor_entry(&j, key, sh, t, err);
+        rc = parse_tensor_entry(&j, key, sh, t);
     }
     json_free(&j);
     return rc;
 }
 
 static void free_tensor_files(TensorFiles *tf) {
-    for (int k = 0; k < tf->n_shards; k++) { free(tf->shards[k].bytes); }
-    for (int k = 0; k <= tf->n_shards && tf->shards; k++) { free(tf->shards[k].path); }
+    for (int k = 0; k < tf->n_shards; k++) { free(tf->shards[k].bytes), free(tf->shards[k].path); }
     free(tf->index);
     for (int k = 0; k < tf->n_tensors; k++) { free(tf->tensors[k].name); }
     free(tf->shards);
@@ -3014,10 +2972,8 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     char *path = join_path(dir, "model.safetensors");
     struct stat sb; // (lstat: a dangling symlink is this file too, which read_file cannot open)
     if (lstat(path, &sb) == 0) {
-        tf->shards = (Shard *)calloc_check(2, sizeof(Shard));
-        int rc = load_shard(tf, path, err);
-        free(path);
-        return rc;
+        tf->shards = (Shard *)calloc_check(1, sizeof(Shard));
+        return load_shard(tf, path, err);
     }
     free(path);
     path = tf->index = join_path(dir, "model.safetensors.index.json");
@@ -3030,19 +2986,18 @@ static int open_tensor_files(TensorFiles *tf, const char *dir, char *err) {
     int rc = json_parse(&j, text, len, path, err), map = rc ? -1 : json_get(&j, 0, "weight_map");
     int n = map >= 0 && j.tok[map].type == JSMN_OBJECT ? j.tok[map].size : 0;
     if (rc == 0 && n == 0) { rc = fail(err, "%s: no weight_map object, or an empty one", path); }
-    tf->shards = (Shard *)calloc_check((size_t)n + 1, sizeof(Shard));
+    tf->shards = (Shard *)calloc_check((size_t)n, sizeof(Shard));
     for (int k = 0, key = map + 1; rc == 0 && k < n; k++, key = json_skip(&j, key + 1)) {
         size_t flen;
-        char *file = json_string(&j, key + 1, &flen), *shard = NULL;
+        char *file = json_string(&j, key + 1, &flen);
         if (file == NULL || flen == 0 || strlen(file) != flen || strchr(file, '/') != NULL) {
             rc = fail(err, "%s: weight_map entry %d is not a plain file name", path, k);
         } else {
             int seen = 0;
-            shard = join_path(dir, file);
+            char *shard = join_path(dir, file);
             for (int s = 0; s < tf->n_shards; s++) { seen |= !strcmp(tf->shards[s].path, shard); }
-            rc = seen ? 0 : load_shard(tf, shard, err);
+            if (seen) { free(shard); } else { rc = load_shard(tf, shard, err); }
         }
-        free(shard);
         free(file);
     }
     json_free(&j);
@@ -3071,23 +3026,21 @@ static void shape_text(char *text, const size_t *shape, int n) {
 static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t cols, float *dst,
                        char *err) {
     const TensorInfo *t = find_tensor(tf, name);
-    if (t == NULL && tf->index) {
-        return fail(err, "%s: tensor %s is in none of the shards it names", tf->index, name);
+    if (t == NULL) { // sharded: the index names no shard that has it
+        return fail(err, "%s: missing tensor %s", tf->index ? tf->index : tf->shards[0].path, name);
     }
-    if (t == NULL) { return fail(err, "%s: missing tensor %s", tf->shards[0].path, name); }
-    const Shard *sh = &tf->shards[t->file];
     int want_dims = cols == 0 ? 1 : 2;
     size_t want_shape[2] = {rows, cols};
     if (t->n_dim != want_dims || memcmp(t->shape, want_shape, want_dims * sizeof(size_t)) != 0) {
         char have[128], want[128];
         shape_text(have, t->shape, t->n_dim);
         shape_text(want, want_shape, want_dims);
-        return fail(err, "%s: tensor %s has shape %s but config.json implies %s", sh->path, name,
+        return fail(err, "%s: tensor %s has shape %s but config.json implies %s", t->path, name,
                     have, want);
     }
     size_t n = cols == 0 ? rows : rows * cols;
     if (dst == NULL) { return 0; } // build_model's check of every name and shape
-    const unsigned char *src = (const unsigned char *)sh->bytes + sh->data_start + t->begin;
+    const unsigned char *src = (const unsigned char *)t->data;
     for (size_t i = 0; i < n; i++) {
         uint16_t h; // an F16 or BF16 weight
         memcpy(&h, src + 2 * i, 2);
@@ -3096,20 +3049,13 @@ static int load_tensor(TensorFiles *tf, const char *name, size_t rows, size_t co
         if (t->dtype == DTYPE_F16) { dst[i] = half_to_float(h); }
         if (t->dtype == DTYPE_BF16) { memcpy(&dst[i], &bf16, 4); }
         if (!isfinite(dst[i])) { // one would make every logit NaN: argmax then says token 0
-            return fail(err, "%s: tensor %s: weight %zu is %s", sh->path, name, i,
+            return fail(err, "%s: tensor %s: weight %zu is %s", t->path, name, i,
                         isnan(dst[i]) ? "NaN" : "infinite");
         }
     }
     return 0;
 }
 
-// Whether tensors a and b hold the same values: the same dtype and the same bytes.
-static int same_tensor(const TensorFiles *tf, const TensorInfo *a, const TensorInfo *b) {
-    const Shard *sa = &tf->shards[a->file], *sb = &tf->shards[b->file];
-    return a->dtype == b->dtype && a->end - a->begin == b->end - b->begin &&
-           memcmp(sa->bytes + sa->data_start + a->begin, sb->bytes + sb->data_start + b->begin,
-                  a->end - a->begin) == 0;
-}
 // RoPE inverse frequencies theta^(-2i/d), with Llama 3's rope_scaling: long wavelengths are
 // slowed down by factor, short ones kept, and the band between blended smoothly.
 static void rope_frequencies(const Config *c, float *inv_freq) {
@@ -3191,7 +3137,7 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
         if (!t->used && !(inv && strcmp(inv, "rotary_emb.inv_freq") == 0)) {
             return fail(err, "%s: tensor %s is not used by the model config.json describes "
                         "(%d layers); the config does not match the checkpoint",
-                        tf->shards[t->file].path, t->name, c->n_layers);
+                        t->path, t->name, c->n_layers);
         }
     }
     if (w->rope_inv_freq) { rope_frequencies(c, w->rope_inv_freq); }
@@ -3210,16 +3156,16 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
         rc = fail(err, "%s: missing tensor lm_head.weight, and %s/config.json has "
                   "tie_word_embeddings false (the default when absent)", tf.shards[0].path, dir);
     }
-    // Decision: tied in config.json, but the file's lm_head differs from the embedding: use the
-    // file's head, as transformers 5 does (it warns and does not tie), and say so.
-    if (rc == 0 && c->tied && head != NULL && embed != NULL && !same_tensor(&tf, head, embed)) {
+    // Decision: tied in config.json, but the file's lm_head differs from the embedding (its dtype
+    // or its bytes): use the file's head, as transformers 5 does (it warns and does not tie).
+    if (rc == 0 && c->tied && head != NULL && embed != NULL && (head->dtype != embed->dtype ||
+        head->size != embed->size || memcmp(head->data, embed->data, head->size) != 0)) {
         c->tied = 0;
         fprintf(stderr, "selfspec: warning: %s: lm_head.weight differs from "
                 "model.embed_tokens.weight though %s/config.json has tie_word_embeddings true; "
-                "using lm_head.weight, as transformers does\n", tf.shards[head->file].path, dir);
+                "using lm_head.weight, as transformers does\n", head->path, dir);
     }
-    // Every weight a tensor of the files with its shape (checked against the file's size), or
-    // refused naming the tensor, before the config's sizes are allocated.
+    // each tensor checked (name, shape, bytes in its file) before the config's sizes are allocated
     Weights host;
     *n = layout_weights(&host, NULL, c);
     if (rc == 0) { rc = load_weights(&host, c, &tf, err); }
@@ -3444,12 +3390,11 @@ struct Tokenizer {
     int vocab_size;          // largest id + 1 over the vocab and the added tokens
     TokenText *tok;          // (vocab_size) the text of each id
     char *strings;           // all token texts back to back
-    size_t strings_len, strings_cap;
+    size_t strings_len;
     int *vocab_slots;        // (vocab_cap) open-addressing hash of the BPE vocab: id, or -1
     size_t vocab_cap;
     Merge *merges;           // (merge_cap) open-addressing hash of the merges by id pair
     size_t merge_cap;
-    int max_len;             // longest vocab token, in bytes
     const TokenText **added; // (n_added) the added tokens, in find_added's order
     int n_added;
     int unk_id, fuse_unk, byte_fallback, ignore_merges; // BPE model options; unk_id -1 if none
@@ -3668,10 +3613,9 @@ static int find_added(const Tokenizer *t, const char *s, size_t len, size_t from
     return -1;
 }
 
-// HF's AddedVocabulary::extract_and_normalize: pass 0 cuts the added tokens out of the raw text,
-// normalizes each piece between them (recipe 1's normalizer: Prepend("▁"), Replace(" ", "▁"))
-// and runs pass 1 on it, which cuts out the normalized added tokens and pre-tokenizes what is
-// left. at_start: s begins the text.
+// HF's AddedVocabulary::extract_and_normalize, steps (1) and (2) above: pass 0 cuts the added
+// tokens out of the raw text, and pass 1 cuts the normalized ones out of each piece between them,
+// normalized (recipe 1's normalizer), and pre-tokenizes the rest. at_start: s begins the text.
 static void split_added(Encoder *e, const char *s, size_t len, int pass, int at_start) {
     size_t from = 0, at, n = 0;
     for (int id = 0; id >= 0 && !e->failed; from = at) {
@@ -3779,101 +3723,100 @@ size_t decode_end(const Tokenizer *t, DecodeState *st, char *out, size_t cap) {
 
 // ----- loading tokenizer.json
 
-static int type_is(JsonFile *f, int obj, const char *type) {
-    return json_key_is(f, obj, "type", type);
+static int type_is(Json *j, int obj, const char *type) {
+    return json_key_is(j, obj, "type", type);
 }
 
 // The steps of a component: the ones a Sequence lists under key, else the component itself (none
 // when it is null). The first max go into step[]; returns how many there are.
-static int steps_of(JsonFile *f, int obj, const char *key, int *step, int max) {
-    if (json_is_null(f->j, obj)) { return 0; }
-    if (key == NULL || !type_is(f, obj, "Sequence")) { step[0] = obj; return 1; }
-    int n, i = json_key_array(f, obj, key, &n);
-    for (int k = 0; k < n && k < max; k++, i = json_skip(f->j, i)) { step[k] = i; }
+static int steps_of(Json *j, int obj, const char *key, int *step, int max) {
+    if (json_is_null(j, obj)) { return 0; }
+    if (key == NULL || !type_is(j, obj, "Sequence")) { step[0] = obj; return 1; }
+    int n, i = json_key_array(j, obj, key, &n);
+    for (int k = 0; k < n && k < max; k++, i = json_skip(j, i)) { step[k] = i; }
     return n;
 }
 
 // The refusal of what neither recipe holds: the component (listing its steps under key), their
 // types ("null": none), and what selfspec reads there.
-static int unsupported(JsonFile *f, const char *what, const char *key, int obj, const char *reads) {
+static int unsupported(Json *j, const char *what, const char *key, int obj, const char *reads) {
     char have[160] = "";
-    int s[6], n = steps_of(f, obj, key, s, 6), seq = n > 0 && type_is(f, obj, "Sequence");
+    int s[6], n = steps_of(j, obj, key, s, 6), seq = n > 0 && type_is(j, obj, "Sequence");
     for (int k = 0; k < n && k < 6; k++) {
         size_t len, o = strlen(have);
-        char *type = json_key_string(f, s[k], "type", &len);
+        char *type = json_string(j, json_get(j, s[k], "type"), &len);
         snprintf(have + o, sizeof(have) - o, "%s%.20s", k ? ", " : "", type ? type : "untyped");
         free(type);
     }
-    return json_fail(f, "unsupported %s %s%s%s (selfspec reads %s)", what, seq ? "Sequence[" : "",
+    return json_fail(j, "unsupported %s %s%s%s (selfspec reads %s)", what, seq ? "Sequence[" : "",
                      n > 0 ? have : "null", seq ? "]" : "", reads);
 }
 
 // Whether step i is Replace(from, to) with a String pattern
-static int is_replace(JsonFile *f, int i, const char *from, const char *to) {
-    return type_is(f, i, "Replace") && json_key_is(f, json_key(f, i, "pattern"), "String", from) &&
-           json_key_is(f, i, "content", to);
+static int is_replace(Json *j, int i, const char *from, const char *to) {
+    return type_is(j, i, "Replace") && json_key_is(j, json_get(j, i, "pattern"), "String", from) &&
+           json_key_is(j, i, "content", to);
 }
 
 // Recipe 1: its decoder, then either spelling of its "▁"s.
 // Decision: only what transformers writes for LLaMA with add_prefix_space (its default); a
 // tokenizer without the front "▁" (no Prepend, prepend_scheme never, no Strip) and Metaspace with
 // split true (ALBERT's, T5's) are refused, not approximated.
-static int load_sentencepiece(Tokenizer *t, JsonFile *f, int norm, int pre, int dec) {
-    const Json *j = f->j;
+static int load_sentencepiece(Tokenizer *t, Json *j, int norm, int pre, int dec) {
     int s[4];
     long long one, zero;
-    if (steps_of(f, dec, "decoders", s, 4) != 4 || !is_replace(f, s[0], SPACE_MARK, " ") ||
-        !type_is(f, s[1], "ByteFallback") || !type_is(f, s[2], "Fuse") ||
-        !type_is(f, s[3], "Strip") || !json_key_is(f, s[3], "content", " ") ||
-        json_int(j, json_key(f, s[3], "start"), 1, 1, &one) != 0 ||
-        json_int(j, json_key(f, s[3], "stop"), 0, 0, &zero) != 0) {
-        return unsupported(f, "decoder", "decoders", dec, "Sequence[Replace(\"▁\", \" \"), "
+    if (steps_of(j, dec, "decoders", s, 4) != 4 || !is_replace(j, s[0], SPACE_MARK, " ") ||
+        !type_is(j, s[1], "ByteFallback") || !type_is(j, s[2], "Fuse") ||
+        !type_is(j, s[3], "Strip") || !json_key_is(j, s[3], "content", " ") ||
+        json_int(j, json_get(j, s[3], "start"), 1, 1, &one) != 0 ||
+        json_int(j, json_get(j, s[3], "stop"), 0, 0, &zero) != 0) {
+        return unsupported(j, "decoder", "decoders", dec, "Sequence[Replace(\"▁\", \" \"), "
                            "ByteFallback, Fuse, Strip(\" \", 1, 0)], or ByteLevel");
     }
     if (json_is_null(j, pre)) {
-        t->normalizer = steps_of(f, norm, "normalizers", s, 2) == 2 &&
-                        type_is(f, s[0], "Prepend") &&
-                        json_key_is(f, s[0], "prepend", SPACE_MARK) &&
-                        is_replace(f, s[1], " ", SPACE_MARK);
-        return t->normalizer ? 0 : unsupported(f, "normalizer", "normalizers", norm,
+        t->normalizer = steps_of(j, norm, "normalizers", s, 2) == 2 &&
+                        type_is(j, s[0], "Prepend") &&
+                        json_key_is(j, s[0], "prepend", SPACE_MARK) &&
+                        is_replace(j, s[1], " ", SPACE_MARK);
+        return t->normalizer ? 0 : unsupported(j, "normalizer", "normalizers", norm,
                                                "Sequence[Prepend(\"▁\"), Replace(\" \", \"▁\")], "
                                                "or Metaspace and none");
     }
-    t->prepend_first = json_key_is(f, pre, "prepend_scheme", "first");
-    if (!type_is(f, pre, "Metaspace") || !json_key_is(f, pre, "replacement", SPACE_MARK) ||
-        !(t->prepend_first || json_key_is(f, pre, "prepend_scheme", "always")) ||
-        json_key_bool(f, pre, "split", 1)) {
-        return unsupported(f, "pre_tokenizer", "pretokenizers", pre, "Metaspace(\"▁\", "
+    t->prepend_first = json_key_is(j, pre, "prepend_scheme", "first");
+    if (!type_is(j, pre, "Metaspace") || !json_key_is(j, pre, "replacement", SPACE_MARK) ||
+        !(t->prepend_first || json_key_is(j, pre, "prepend_scheme", "always")) ||
+        json_key_bool(j, pre, "split", 1)) {
+        return unsupported(j, "pre_tokenizer", "pretokenizers", pre, "Metaspace(\"▁\", "
                            "prepend_scheme first or always, split false), or none");
     }
-    return json_is_null(j, norm) ? 0 : unsupported(f, "normalizer", "normalizers", norm, "none");
+    return json_is_null(j, norm) ? 0 : unsupported(j, "normalizer", "normalizers", norm, "none");
 }
 
 // Recipe 2: [Digits,] Split(the Llama 3 or GPT-2 regex, Isolated), ByteLevel(use_regex false); or
 // [Digits,] ByteLevel(use_regex true), whose own regex is GPT-2's; add_prefix_space false, no
 // normalizer. Then GPT-2's bytes_to_unicode: printable bytes stand for themselves, the 68 others
 // for U+0100...
-static int load_byte_level(Tokenizer *t, JsonFile *f, int norm, int pre) {
-    int s[3], n = steps_of(f, pre, "pretokenizers", s, 3), k = 0, regex = -1;
-    if (n > 1 && type_is(f, s[0], "Digits")) {
-        t->digits = json_key_bool(f, s[k++], "individual_digits", 0) ? 1 : 2;
+static int load_byte_level(Tokenizer *t, Json *j, int norm, int pre) {
+    int s[3], n = steps_of(j, pre, "pretokenizers", s, 3), k = 0, regex = -1;
+    if (n > 1 && type_is(j, s[0], "Digits")) {
+        t->digits = json_key_bool(j, s[k++], "individual_digits", 0) ? 1 : 2;
     }
-    if (n - k == 2 && type_is(f, s[k], "Split") && json_key_is(f, s[k], "behavior", "Isolated") &&
-        !json_key_bool(f, s[k], "invert", 0)) {
-        int p = json_key(f, s[k++], "pattern");
-        t->pattern = json_key_is(f, p, "Regex", LLAMA3_PATTERN) ? PATTERN_LLAMA3
-                     : json_key_is(f, p, "Regex", GPT2_PATTERN) ? PATTERN_GPT2 : 0;
+    if (n - k == 2 && type_is(j, s[k], "Split") && json_key_is(j, s[k], "behavior", "Isolated") &&
+        !json_key_bool(j, s[k], "invert", 0)) {
+        int p = json_get(j, s[k++], "pattern");
+        t->pattern = json_key_is(j, p, "Regex", LLAMA3_PATTERN) ? PATTERN_LLAMA3
+                     : json_key_is(j, p, "Regex", GPT2_PATTERN) ? PATTERN_GPT2 : 0;
     }
-    if (n - k == 1 && type_is(f, s[k], "ByteLevel") &&
-        !json_key_bool(f, s[k], "add_prefix_space", 1)) {
-        regex = json_key_bool(f, s[k], "use_regex", 1);
+    if (n - k == 1 && type_is(j, s[k], "ByteLevel") &&
+        !json_key_bool(j, s[k], "add_prefix_space", 1)) {
+        regex = json_key_bool(j, s[k], "use_regex", 1);
     }
     if (regex < 0 || regex == (t->pattern != 0)) {
-        return unsupported(f, "pre_tokenizer", "pretokenizers", pre, "[Digits,] Split(the Llama 3 "
+        return unsupported(j, "pre_tokenizer", "pretokenizers", pre, "[Digits,] Split(the Llama 3 "
                            "or GPT-2 regex) and ByteLevel, or [Digits,] ByteLevel with its regex");
     }
-    if (!json_is_null(f->j, norm)) {
-        return unsupported(f, "normalizer", "normalizers", norm, "none");
+    if (!json_is_null(j, norm)) {
+        return unsupported(j, "normalizer", "normalizers", norm, "none");
     }
     t->pattern = regex ? PATTERN_GPT2 : t->pattern;
     t->byte_level = 1;
@@ -3888,57 +3831,55 @@ static int load_byte_level(Tokenizer *t, JsonFile *f, int norm, int pre) {
 
 // The post-processor: TemplateProcessing (the special tokens before and after $A in its single
 // template), ByteLevel (it only adjusts offsets), the two in a Sequence (Llama 3), or none.
-static int load_post(Tokenizer *t, JsonFile *f, int post) {
-    const Json *j = f->j;
-    int s[2], n = steps_of(f, post, "processors", s, 2), tp = -1, bad = n > 2;
+static int load_post(Tokenizer *t, Json *j, int post) {
+    int s[2], n = steps_of(j, post, "processors", s, 2), tp = -1, bad = n > 2;
     for (int k = 0; k < n && k < 2; k++) {
-        if (type_is(f, s[k], "TemplateProcessing") && tp < 0) { tp = s[k]; }
-        else if (!type_is(f, s[k], "ByteLevel")) { bad = 1; }
+        if (type_is(j, s[k], "TemplateProcessing") && tp < 0) { tp = s[k]; }
+        else if (!type_is(j, s[k], "ByteLevel")) { bad = 1; }
     }
     if (bad) {
-        return unsupported(f, "post_processor", "processors", post, "TemplateProcessing, "
+        return unsupported(j, "post_processor", "processors", post, "TemplateProcessing, "
                            "ByteLevel, the two in a Sequence, or none");
     }
     if (tp < 0) { return 0; }
-    int m, i = json_key_array(f, tp, "single", &m), n_a = 0; // 1 after the one $A, 2 if not one
+    int m, i = json_key_array(j, tp, "single", &m), n_a = 0; // 1 after the one $A, 2 if not one
     for (int k = 0; k < m && i >= 0 && n_a < 2; k++, i = json_skip(j, i)) {
-        int seq = json_key(f, i, "Sequence"), n_ids = 0;
+        int seq = json_get(j, i, "Sequence"), n_ids = 0;
         size_t len;
-        if (seq >= 0) { n_a += n_a == 0 && json_key_is(f, seq, "id", "A") ? 1 : 2; continue; }
-        char *name = json_key_string(f, json_key(f, i, "SpecialToken"), "id", &len);
-        int entry = name != NULL ? json_key(f, json_key(f, tp, "special_tokens"), name) : -1;
+        if (seq >= 0) { n_a += n_a == 0 && json_key_is(j, seq, "id", "A") ? 1 : 2; continue; }
+        char *name = json_string(j, json_get(j, json_get(j, i, "SpecialToken"), "id"), &len);
+        int entry = name != NULL ? json_get(j, json_get(j, tp, "special_tokens"), name) : -1;
         if (name != NULL && entry < 0) { // (json_fail keeps this message, not json_key_array's)
-            json_fail(f, "post_processor: special_tokens has no \"%.64s\"", name);
+            json_fail(j, "post_processor: special_tokens has no \"%.64s\"", name);
         }
-        int e = name != NULL ? json_key_array(f, entry, "ids", &n_ids) : -1;
+        int e = name != NULL ? json_key_array(j, entry, "ids", &n_ids) : -1;
         free(name);
-        if (e < 0) { return json_fail(f, "post_processor: a template token without ids"); }
+        if (e < 0) { return json_fail(j, "post_processor: a template token without ids"); }
         int *count = n_a ? &t->n_suffix : &t->n_prefix, *ids = n_a ? t->suffix : t->prefix;
         for (int q = 0; q < n_ids; q++, e = json_skip(j, e)) {
             long long id;
             if (json_int(j, e, 0, t->vocab_size - 1, &id) != 0 || *count == MAX_TEMPLATE) {
-                return json_fail(f, "post_processor: bad special token id");
+                return json_fail(j, "post_processor: bad special token id");
             }
             ids[(*count)++] = (int)id;
         }
     }
-    return i < 0 || n_a != 1 ? json_fail(f, "post_processor: the single template must hold $A once")
+    return i < 0 || n_a != 1 ? json_fail(j, "post_processor: the single template must hold $A once")
                              : 0;
 }
 
 // Largest id in the vocab and the added tokens, each checked to be in [0, MAX_VOCAB).
-static int max_id(JsonFile *f, int vocab, int added) {
-    const Json *j = f->j;
+static int max_id(Json *j, int vocab, int added) {
     long long id, top = -1;
     for (int k = 0, i = vocab + 1; k < j->tok[vocab].size; k++, i = json_skip(j, i + 1)) {
         if (json_int(j, i + 1, 0, MAX_VOCAB - 1, &id) != 0) {
-            return json_fail(f, "model.vocab entry %d: id not in [0, %d)", k, MAX_VOCAB);
+            return json_fail(j, "model.vocab entry %d: id not in [0, %d)", k, MAX_VOCAB);
         }
         top = id > top ? id : top;
     }
     for (int k = 0, i = added + 1; added >= 0 && k < j->tok[added].size; k++, i = json_skip(j, i)) {
-        if (json_int(j, json_key(f, i, "id"), 0, MAX_VOCAB - 1, &id) != 0) {
-            return json_fail(f, "added_tokens[%d]: id not in [0, %d)", k, MAX_VOCAB);
+        if (json_int(j, json_get(j, i, "id"), 0, MAX_VOCAB - 1, &id) != 0) {
+            return json_fail(j, "added_tokens[%d]: id not in [0, %d)", k, MAX_VOCAB);
         }
         top = id > top ? id : top;
     }
@@ -3946,9 +3887,9 @@ static int max_id(JsonFile *f, int vocab, int added) {
 }
 
 // Gives id its text (each id gets one).
-static int set_text(Tokenizer *t, JsonFile *f, int id, const char *s, size_t n) {
-    if (t->tok[id].text != NULL || n > t->strings_cap - t->strings_len) {
-        return json_fail(f, "two tokens have id %d", id);
+static int set_text(Tokenizer *t, Json *j, int id, const char *s, size_t n) {
+    if (t->tok[id].text != NULL) {
+        return json_fail(j, "two tokens have id %d", id);
     }
     t->tok[id].text = (const char *)memcpy(t->strings + t->strings_len, s, n);
     t->tok[id].len = (int)n;
@@ -3957,8 +3898,7 @@ static int set_text(Tokenizer *t, JsonFile *f, int id, const char *s, size_t n) 
 }
 
 // The vocab: a token given twice keeps its last id, as Python's json and HF's map read it.
-static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
-    const Json *j = f->j;
+static int load_vocab(Tokenizer *t, Json *j, int vocab) {
     t->vocab_slots = (int *)table_alloc((size_t)j->tok[vocab].size, sizeof(int), &t->vocab_cap);
     for (int k = 0, i = vocab + 1; k < j->tok[vocab].size; k++, i = json_skip(j, i + 1)) {
         long long id = 0;
@@ -3968,11 +3908,10 @@ static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
         if (s != NULL && t->vocab_slots[slot = vocab_slot(t, s, len)] >= 0) {
             t->tok[t->vocab_slots[slot]].text = NULL; // the earlier id loses it
         }
-        int ok = s != NULL && set_text(t, f, (int)id, s, len) == 0;
+        int ok = s != NULL && set_text(t, j, (int)id, s, len) == 0;
         free(s);
-        if (!ok) { return json_fail(f, "model.vocab entry %d: a bad token, or its id taken", k); }
+        if (!ok) { return json_fail(j, "model.vocab entry %d: a bad token, or its id taken", k); }
         t->vocab_slots[slot] = (int)id;
-        t->max_len = (int)len > t->max_len ? (int)len : t->max_len;
     }
     return 0;
 }
@@ -3980,9 +3919,8 @@ static int load_vocab(Tokenizer *t, JsonFile *f, int vocab) {
 // Merge k, "a b" or ["a", "b"], joins the tokens a and b into the token ab with rank k (lower
 // ranks merge first); ab holds the two back to back, a its first cut bytes. A pair listed twice
 // keeps its last rank, as in HF's HashMap.
-static int load_merges(Tokenizer *t, JsonFile *f, int merges) {
-    const Json *j = f->j;
-    int n, i = json_key_array(f, merges, "merges", &n);
+static int load_merges(Tokenizer *t, Json *j, int merges) {
+    int n, i = json_key_array(j, merges, "merges", &n);
     t->merges = (Merge *)table_alloc((size_t)n, sizeof(Merge), &t->merge_cap);
     for (int k = 0; k < n; k++, i = json_skip(j, i)) {
         size_t len = 0, cut = 0, nb = 0;
@@ -4009,12 +3947,12 @@ static int load_merges(Tokenizer *t, JsonFile *f, int merges) {
         free(a);
         free(b);
         if (left < 0 || right < 0 || joined < 0) {
-            return json_fail(f, "model.merges[%d]: not two vocab tokens that join into one", k);
+            return json_fail(j, "model.merges[%d]: not two vocab tokens that join into one", k);
         }
         Merge *m = &t->merges[merge_slot(t, left, right)];
         m->left = left, m->right = right, m->rank = k, m->id = joined;
     }
-    return f->failed ? -1 : 0;
+    return j->failed ? -1 : 0;
 }
 
 // Added tokens by their keys (added_key: pass, then text, a prefix first), then by id.
@@ -4031,29 +3969,28 @@ static int compare_added(const void *a, const void *b) {
 // Decision: under recipe 1's normalizer a normalized token (transformers' add_tokens on a Llama 2
 // tokenizer) is its normalized content, as HF matches and decodes it (its id_to_token): "<x>" is
 // "▁<x>", cut out of "a <x>" ("▁a▁<x>") but not of "a<x>", and decodes as " <x>".
-static int load_added(Tokenizer *t, JsonFile *f, int arr) {
+static int load_added(Tokenizer *t, Json *j, int arr) {
     static const char *const flags[3] = {"lstrip", "rstrip", "single_word"};
-    const Json *j = f->j;
     t->added = (const TokenText **)calloc_check(arr < 0 ? 0 : (size_t)j->tok[arr].size,
                                                 sizeof(*t->added));
     for (int k = 0, i = arr + 1; arr >= 0 && k < j->tok[arr].size; k++, i = json_skip(j, i)) {
         long long id = 0;
         size_t len = 0;
-        json_int(j, json_key(f, i, "id"), 0, MAX_VOCAB - 1, &id); // checked by max_id
-        char *s = json_key_string(f, i, "content", &len), *w = s;
+        json_int(j, json_get(j, i, "id"), 0, MAX_VOCAB - 1, &id); // checked by max_id
+        char *s = json_string(j, json_get(j, i, "content"), &len), *w = s;
         TokenText *x = &t->tok[id];
-        int special = json_key_bool(f, i, "special", 0), no_text = s == NULL || len == 0, why = -1;
-        int normalized = json_key_bool(f, i, "normalized", !special);
-        for (int q = 0; q < 3; q++) { why = json_key_bool(f, i, flags[q], 0) ? q : why; }
+        int special = json_key_bool(j, i, "special", 0), no_text = s == NULL || len == 0, why = -1;
+        int normalized = json_key_bool(j, i, "normalized", !special);
+        for (int q = 0; q < 3; q++) { why = json_key_bool(j, i, flags[q], 0) ? q : why; }
         int grown = !no_text && normalized && t->normalizer; // matched as its normalized content
         if (grown) { w = with_space_marks(s, len, 1, &len); }
         int ok = !no_text && why < 0 &&
-                 (x->text == NULL ? set_text(t, f, (int)id, w, len) == 0
+                 (x->text == NULL ? set_text(t, j, (int)id, w, len) == 0
                                   : (size_t)x->len == len && memcmp(x->text, w, len) == 0);
         if (grown) { free(w); }
         free(s);
         if (!ok) { // (each cause named: lstrip, rstrip and single_word change how HF matches)
-            return json_fail(f, "added_tokens[%d]: %s%s", k, why >= 0 ? flags[why] : "",
+            return json_fail(j, "added_tokens[%d]: %s%s", k, why >= 0 ? flags[why] : "",
                              why >= 0  ? "=true is not supported"
                              : no_text ? "no \"content\" text"
                              : grown   ? "\"content\", normalized, is not the vocab's text for its id"
@@ -4070,53 +4007,50 @@ static int load_added(Tokenizer *t, JsonFile *f, int arr) {
 // The BPE model (without dropout, subword prefix or suffix: each changes what encode returns;
 // truncation and padding, which transformers turns off for one text, are not read), the recipe,
 // the post-processor, the vocab, merges and added tokens.
-static int load_tokenizer(Tokenizer *t, JsonFile *f, size_t file_len) {
+static int load_tokenizer(Tokenizer *t, Json *j, size_t file_len) {
     static const char *const options[3] = {"dropout", "continuing_subword_prefix",
                                            "end_of_word_suffix"};
-    const Json *j = f->j;
-    int model = json_key(f, 0, "model"), vocab = json_key(f, model, "vocab"), s[1];
-    int added = json_key(f, 0, "added_tokens"), dec = json_key(f, 0, "decoder");
+    int model = json_get(j, 0, "model"), vocab = json_get(j, model, "vocab"), s[1];
+    int added = json_get(j, 0, "added_tokens"), dec = json_get(j, 0, "decoder");
     added = json_is_null(j, added) ? -1 : added;
-    if (!type_is(f, model, "BPE")) { return unsupported(f, "model", NULL, model, "BPE"); }
+    if (!type_is(j, model, "BPE")) { return unsupported(j, "model", NULL, model, "BPE"); }
     if (vocab < 0 || j->tok[vocab].type != JSMN_OBJECT ||
         (added >= 0 && j->tok[added].type != JSMN_ARRAY)) {
-        return json_fail(f, "model.vocab must be an object and added_tokens an array");
+        return json_fail(j, "model.vocab must be an object and added_tokens an array");
     }
     for (int k = 0; k < 3; k++) { // each null, or HF's default ("", 0)
-        int v = json_key(f, model, options[k]);
+        int v = json_get(j, model, options[k]);
         double p = 0;
         if (!json_is_null(j, v) && !json_eq(j, v, "") && (json_number(j, v, &p) != 0 || p != 0)) {
-            return json_fail(f, "unsupported model.%s", options[k]);
+            return json_fail(j, "unsupported model.%s", options[k]);
         }
     }
-    int norm = json_key(f, 0, "normalizer"), pre = json_key(f, 0, "pre_tokenizer");
-    int byte_level = steps_of(f, dec, "decoders", s, 1) == 1 && type_is(f, s[0], "ByteLevel");
-    if (byte_level ? load_byte_level(t, f, norm, pre) : load_sentencepiece(t, f, norm, pre, dec)) {
+    int norm = json_get(j, 0, "normalizer"), pre = json_get(j, 0, "pre_tokenizer");
+    int byte_level = steps_of(j, dec, "decoders", s, 1) == 1 && type_is(j, s[0], "ByteLevel");
+    if (byte_level ? load_byte_level(t, j, norm, pre) : load_sentencepiece(t, j, norm, pre, dec)) {
         return -1;
     }
-    t->vocab_size = max_id(f, vocab, added) + 1;
-    if (f->failed || load_post(t, f, json_key(f, 0, "post_processor")) != 0) { return -1; }
+    t->vocab_size = max_id(j, vocab, added) + 1;
+    if (j->failed || load_post(t, j, json_get(j, 0, "post_processor")) != 0) { return -1; }
     t->tok = (TokenText *)calloc_check((size_t)t->vocab_size, sizeof(TokenText));
-    // the token texts are parts of the file, unescaped, so never longer; a normalized added
-    // token's "▁"s make it at most 3 times the bytes it has in the file
-    t->strings_cap = t->normalizer ? mul_size(file_len, 3) : file_len;
-    t->strings = (char *)malloc_check(t->strings_cap);
-    if (load_vocab(t, f, vocab) != 0 || load_merges(t, f, model) != 0) { return -1; }
-    t->byte_fallback = json_key_bool(f, model, "byte_fallback", 0);
-    t->fuse_unk = json_key_bool(f, model, "fuse_unk", 0);
-    t->ignore_merges = json_key_bool(f, model, "ignore_merges", 0);
+    // each token text is its own string of the file, unescaped, so never longer; a normalized
+    // added token's "▁"s (its front, its spaces) make it at most 3 times its string and quotes
+    t->strings = (char *)malloc_check(t->normalizer ? mul_size(file_len, 3) : file_len);
+    if (load_vocab(t, j, vocab) != 0 || load_merges(t, j, model) != 0) { return -1; }
+    t->byte_fallback = json_key_bool(j, model, "byte_fallback", 0);
+    t->fuse_unk = json_key_bool(j, model, "fuse_unk", 0);
+    t->ignore_merges = json_key_bool(j, model, "ignore_merges", 0);
     for (int b = 0; b < 256; b++) {
         char name[8];
         snprintf(name, sizeof(name), "<0x%02X>", b);
         t->byte_ids[b] = vocab_find(t, name, 6);
     }
     size_t n;
-    char *unk = json_key_string(f, model, "unk_token", &n);
+    char *unk = json_string(j, json_get(j, model, "unk_token"), &n);
     t->unk_id = unk != NULL ? vocab_find(t, unk, n) : -1;
-    int unk_missing = unk != NULL && t->unk_id < 0;
+    if (unk != NULL && t->unk_id < 0) { json_fail(j, "model.unk_token is not in the vocab"); }
     free(unk);
-    if (unk_missing) { return json_fail(f, "model.unk_token is not in the vocab"); }
-    return load_added(t, f, added) != 0 || f->failed ? -1 : 0;
+    return j->failed || load_added(t, j, added) != 0 ? -1 : 0;
 }
 
 Tokenizer *build_tokenizer(const char *path, char *err) {
@@ -4124,9 +4058,8 @@ Tokenizer *build_tokenizer(const char *path, char *err) {
     Json j;
     char *js = read_file(path, &len, err);
     if (js == NULL || json_parse(&j, js, len, path, err) != 0) { free(js); return NULL; }
-    JsonFile f = {&j, path, err, 0};
     Tokenizer *t = (Tokenizer *)calloc_check(1, sizeof(Tokenizer));
-    if (load_tokenizer(t, &f, len) != 0) { free_tokenizer(t), t = NULL; } // (f holds the error)
+    if (load_tokenizer(t, &j, len) != 0) { free_tokenizer(t), t = NULL; } // (j holds the error)
     json_free(&j);
     free(js);
     return t;
@@ -5273,26 +5206,26 @@ static int parse_options(int argc, char **argv, Options *o, char *err) {
 static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err) {
     size_t len;
     char *text = read_file(path, &len, err);
-    Json j = {NULL, NULL, 0};
-    JsonFile f = {&j, path, err, text == NULL || json_parse(&j, text, len, path, err) != 0};
+    Json j = {NULL, NULL, 0, path, err, 0};
+    j.failed = text == NULL || json_parse(&j, text, len, path, err) != 0;
     memset(s, 0, sizeof(*s));
-    for (int k = 0, key = 1; !f.failed && k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
+    for (int k = 0, key = 1; !j.failed && k < j.tok[0].size; k++, key = json_skip(&j, key + 1)) {
         if (!json_eq(&j, key, "attn") && !json_eq(&j, key, "mlp")) { // a typo would skip nothing
             int n = j.tok[key].end - j.tok[key].start;
-            json_fail(&f, "unknown key \"%.*s\" (only \"attn\" and \"mlp\")", n < 64 ? n : 64,
+            json_fail(&j, "unknown key \"%.*s\" (only \"attn\" and \"mlp\")", n < 64 ? n : 64,
                       j.js + j.tok[key].start);
         }
     }
-    for (int k = 0; k < 2 && !f.failed; k++) { // (a key given twice: its last list)
+    for (int k = 0; k < 2 && !j.failed; k++) { // (a key given twice: its last list)
         const char *key = k ? "mlp" : "attn";
-        int arr = json_key(&f, 0, key), n = arr >= 0 ? j.tok[arr].size : 0;
+        int arr = json_get(&j, 0, key), n = arr >= 0 ? j.tok[arr].size : 0;
         if (arr >= 0 && j.tok[arr].type != JSMN_ARRAY) {
-            json_fail(&f, "\"%s\" must be an array of layer numbers", key);
+            json_fail(&j, "\"%s\" must be an array of layer numbers", key);
         }
-        for (int e = arr + 1, i = 0; !f.failed && i < n; i++, e = json_skip(&j, e)) {
+        for (int e = arr + 1, i = 0; !j.failed && i < n; i++, e = json_skip(&j, e)) {
             long long l;
             if (json_int(&j, e, 0, n_layers - 1, &l)) {
-                json_fail(&f, "\"%s\" holds something that is not a layer in [0, %d]", key,
+                json_fail(&j, "\"%s\" holds something that is not a layer in [0, %d]", key,
                           n_layers - 1);
             } else {
                 (k ? s->mlp : s->attn)[l] = 1;
@@ -5301,7 +5234,7 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
     }
     json_free(&j);
     free(text);
-    return f.failed ? -1 : 0;
+    return j.failed ? -1 : 0;
 }
 
 // Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).

@@ -526,8 +526,8 @@ static void write_shard(const char *path, const TensorFiles *tf, int which) {
         h += (size_t)snprintf(header + h, 512, "%s\"%s\": {\"dtype\": \"%s\", \"shape\": [%zu%s", h > 1 ? ", " : "",
                               t->name, dt, t->shape[0], t->n_dim > 1 ? ", " : "");
         if (t->n_dim > 1) { h += (size_t)snprintf(header + h, 64, "%zu", t->shape[1]); }
-        h += (size_t)snprintf(header + h, 128, "], \"data_offsets\": [%zu, %zu]}", offset, offset + t->end - t->begin);
-        offset += t->end - t->begin;
+        h += (size_t)snprintf(header + h, 128, "], \"data_offsets\": [%zu, %zu]}", offset, offset + t->size);
+        offset += t->size;
     }
     header[h++] = '}';
     while (h % 8) { header[h++] = ' '; }
@@ -536,8 +536,7 @@ static void write_shard(const char *path, const TensorFiles *tf, int which) {
     fwrite(header, 1, h, f);
     for (int k = which; k < tf->n_tensors; k += 2) {
         const TensorInfo *t = &tf->tensors[k];
-        const Shard *sh = &tf->shards[t->file];
-        fwrite(sh->bytes + sh->data_start + t->begin, 1, t->end - t->begin, f);
+        fwrite(t->data, 1, t->size, f);
     }
     fclose(f);
     free(header);
