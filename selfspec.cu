@@ -4231,26 +4231,6 @@ static int class_at(const char *s, size_t len, size_t i, size_t *n) {
 // ----------------------------------------------------------------------------
 // statistics and reporting
 
-// The device a run used, as the reports name it.
-#ifndef __CUDACC__
-static const char *threads_reason = "one per core"; // set by the CLI (choose_threads)
-#endif
-static const char *device_name(void) {
-    static char name[300];
-#if defined(__CUDACC__)
-    cudaDeviceProp prop;
-    cuda_check(cudaGetDeviceProperties(&prop, 0));
-    snprintf(name, sizeof(name), "GPU: %s", prop.name);
-#elif defined(_OPENMP)
-    int n = omp_get_max_threads();
-    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s",
-             threads_reason);
-#else
-    snprintf(name, sizeof(name), "CPU: 1 thread");
-#endif
-    return name;
-}
-
 // The skip set as the papers draw it: one row per sublayer kind, X = skipped.
 static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
     for (int l = 0; l < n_layers; l++) {
@@ -4687,25 +4667,37 @@ static void watch_candidate(void *ctx, const Candidate *c) {
 }
 
 // ----------------------------------------------------------------------------
-// threads: how many the CPU build runs on
+// threads: how many the CPU build runs on, and the device the reports name
 
-#ifndef __CUDACC__
 // --threads N, else OMP_NUM_THREADS (libgomp read it before main), else libgomp's default, one
 // per core. Between kernels the threads wait for each other by spinning, the fastest wait on an
 // idle machine; on a busy one a thread spinning for a sibling the OS has descheduled burns its
 // time slice, and decoding slows down several times: there, give fewer threads than the cores, or
-// 1 (README, Threads). Returns the reason, which the reports name beside the count.
-static const char *choose_threads(int threads_flag) {
+// 1 (README, Threads). The reports name the reason beside the count.
+static const char *threads_reason = "one per core";
+static void choose_threads(int threads_flag) {
 #ifdef _OPENMP
     if (threads_flag > 0) { omp_set_num_threads(threads_flag); }
-    return threads_flag > 0 ? "--threads" : getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS"
-                                                                       : "one per core";
-#else
-    (void)threads_flag;
-    return "no OpenMP";
 #endif
+    threads_reason = threads_flag > 0 ? "--threads" : getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS"
+                                                                               : "one per core";
 }
+
+static const char *device_name(void) {
+    static char name[300];
+#if defined(__CUDACC__)
+    cudaDeviceProp prop;
+    cuda_check(cudaGetDeviceProperties(&prop, 0));
+    snprintf(name, sizeof(name), "GPU: %s", prop.name);
+#elif defined(_OPENMP)
+    int n = omp_get_max_threads();
+    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s",
+             threads_reason);
+#else
+    snprintf(name, sizeof(name), "CPU: 1 thread");
 #endif
+    return name;
+}
 
 // ----------------------------------------------------------------------------
 // CLI
@@ -5829,9 +5821,7 @@ static int load_run(CliRun *r, Options *o, char *err) {
         return -1;
     }
     const Config *c = &r->m.config;
-#ifndef __CUDACC__
-    threads_reason = choose_threads(o->threads);
-#endif
+    choose_threads(o->threads);
     // positions past it were never trained (and RoPE scaling assumes them)
     if (o->ctx > c->max_pos) {
         return fail(err, "%s %d: above max_position_embeddings %d of %s/config.json",
