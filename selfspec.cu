@@ -4408,7 +4408,7 @@ typedef struct {
     int prompt;              // the prompt being decoded (0-based)
     int n_layers, exit_none; // the model's layers; --exit none (no threshold: gamma null)
     int verbose, cost_model; // Self-SD's progress lines; the search's objective (its unit)
-    double t0, shown;        // the search's first set, and its last progress line
+    double t0;               // when the search scored its first set
     DraftStats ds;           // this prompt's drafts (reset by each prefill)
     void (*show)(void *ctx, const Round *r, const Selector *sel); // the CLI's view of each round,
     void *show_ctx;                                                // in words and colours, or NULL
@@ -4624,34 +4624,12 @@ static void trace_round(void *ctx, const Round *r, const Selector *sel) {
     fprintf(f, "}\n");
 }
 
-// The search's progress on stderr: Self-SD's iterations (unless --json).
-static void search_progress(Trace *t, const Candidate *c) {
-    const char *unit = t->cost_model ? "sublayers/token" : "ms/token";
-    int L = t->n_layers, skips = skip_count(&c->best, L);
-    double now = time_ms();
-    if (c->i == 0 && !c->done) { t->t0 = t->shown = now; }
-    if (c->method == METHOD_SELFSD && t->verbose) {
-        if (c->done == 2) {
-            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n",
-                    c->objective, c->best_objective, unit,
-                    c->objective < c->best_objective ? "" : ": keeping the empty set");
-        } else if (c->done && search_interrupted) {
-            fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d "
-                    "of %d, cost %.4f %s\n", c->i - 1, c->of, skips, 2 * L, c->objective, unit);
-        } else if (!c->done && c->i == 0) {
-            fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n",
-                    c->objective, unit);
-        } else if (!c->done) {
-            fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, "
-                    "~%.0f s left\n", c->i, c->of, c->objective, unit, c->best_objective, skips,
-                    2 * L, (now - t->t0) / c->i * (c->of - c->i) / 1e3);
-        }
-    }
-}
-
-// A search's set: a "search" record (done: "search_done", the set chosen), and its progress.
+// A search's set: a "search" record (done: "search_done", the set chosen), and the progress
+// line on stderr (unless --json) of Self-SD, the only search the CLI runs.
 static void watch_candidate(void *ctx, const Candidate *c) {
     Trace *t = (Trace *)ctx;
+    const char *unit = t->cost_model ? "sublayers/token" : "ms/token";
+    int L = t->n_layers, skips = skip_count(&c->best, L);
     if (t->f && c->done != 2) { // the re-check only decides between the winner and plain
         fprintf(t->f, c->done ? "{\"type\": \"search_done\", \"method\": \"%s\", \"scored\": %d"
                               : "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d",
@@ -4659,11 +4637,27 @@ static void watch_candidate(void *ctx, const Candidate *c) {
         if (c->done) { fprintf(t->f, ", \"interrupted\": %s", search_interrupted ? "true" : "false"); }
         const char *phase = c->i == 0 ? "empty" : c->gp ? "gp" : "random"; // how it was proposed
         if (!c->done) { fprintf(t->f, ", \"phase\": \"%s\"", phase); }
-        write_skip(t->f, ", \"skip\": ", &c->skip, t->n_layers);
+        write_skip(t->f, ", \"skip\": ", &c->skip, L);
         trace_float(t->f, ", \"objective\": ", c->objective);
         fprintf(t->f, "}\n");
     }
-    search_progress(t, c);
+    if (c->i == 0 && !c->done) { t->t0 = time_ms(); }
+    if (!t->verbose) { return; }
+    if (c->done == 2) {
+        fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n",
+                c->objective, c->best_objective, unit,
+                c->objective < c->best_objective ? "" : ": keeping the empty set");
+    } else if (c->done && search_interrupted) {
+        fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d of "
+                "%d, cost %.4f %s\n", c->i - 1, c->of, skips, 2 * L, c->objective, unit);
+    } else if (!c->done && c->i == 0) {
+        fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n",
+                c->objective, unit);
+    } else if (!c->done) {
+        fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, ~%.0f s "
+                "left\n", c->i, c->of, c->objective, unit, c->best_objective, skips, 2 * L,
+                (time_ms() - t->t0) / c->i * (c->of - c->i) / 1e3);
+    }
 }
 
 // ----------------------------------------------------------------------------
