@@ -4529,11 +4529,8 @@ static void trace_event(FILE *f, const Round *r, const Selector *sel, int L) {
         fprintf(f, "%s\"clasp\": {\"ran\": true", lead);
         write_skip(f, ", \"skip\": ", &r->next, L);
         trace_float(f, ", \"margin\": ", d->margin);
-        if (d->layer < 0) {
-            fprintf(f, ", \"closest\": null");
-        } else {
-            fprintf(f, ", \"closest\": {\"layer\": %d, \"skips\": %d}", d->layer, d->skips);
-        }
+        fprintf(f, d->layer < 0 ? ", \"closest\": null" : ", \"closest\": {\"layer\": %d, "
+                "\"skips\": %d}", d->layer, d->skips);
         for (int l = 0; l < L; l++) { trace_float(f, l ? ", " : ", \"path\": [", d->path[l]); }
         fprintf(f, "]}");
         lead = ", ";
@@ -5499,7 +5496,8 @@ static double threshold_mean(const SpecStats *st) {
     return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
 }
 
-// --trace's header: the settings the run decodes with (README: the trace).
+// --trace's header: the settings the run decodes with (README: the trace). Each is finite (a
+// flag's range, or a paper's default), so %.9g needs no trace_float.
 static void trace_header(FILE *f, const Options *o, const CliRun *r) {
     int L = r->m.config.n_layers, method = o->method;
     const DraftExit *e = &o->exit;
@@ -5510,49 +5508,39 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
             "\"seq_len\": %d, \"prompts\": %d, \"exit\": {\"mode\": \"%s\"",
             method == METHOD_NONE ? "plain" : method_name(method), L, o->max_draft, o->n_new,
             r->m.config.seq_len, r->prompts.n, modes[e->mode]);
-    if (e->mode != EXIT_NONE) { trace_float(f, ", \"gamma\": ", e->threshold); }
+    if (e->mode != EXIT_NONE) { fprintf(f, ", \"gamma\": %.9g", e->threshold); }
     if (e->mode == EXIT_ADAPTIVE) {
-        trace_float(f, ", \"alpha\": ", e->target);
-        trace_float(f, ", \"step\": ", e->step);
-        trace_float(f, ", \"beta1\": ", e->beta1);
-        trace_float(f, ", \"beta2\": ", e->beta2);
+        fprintf(f, ", \"alpha\": %.9g, \"step\": %.9g, \"beta1\": %.9g, \"beta2\": %.9g",
+                e->target, e->step, e->beta1, e->beta2);
     }
-    trace_float(f, "}, \"sampler\": {\"temperature\": ", o->temperature);
-    trace_float(f, ", \"top_p\": ", o->top_p);
-    fprintf(f, ", \"seed\": %d}", o->seed);
+    fprintf(f, "}, \"sampler\": {\"temperature\": %.9g, \"top_p\": %.9g, \"seed\": %d}",
+            o->temperature, o->top_p, o->seed);
     // the set the first round drafts with, unless the method chooses one before it
     SkipSet start = method == METHOD_SWIFT ? r->sel.swift.best
                     : method == METHOD_CLASP ? alternate_layers(L) : r->skip;
     write_skip(f, ", \"skip\": ", &start, L);
     fprintf(f, ", \"params\": {");
     if (method == METHOD_SELFSD) {
-        fprintf(f, "\"objective\": \"%s\", \"search_on\": \"%s\", \"dev_tokens\": %d, ",
+        fprintf(f, "\"objective\": \"%s\", \"search_on\": \"%s\", \"dev_tokens\": %d, "
+                "\"iters\": %d, \"n_candidates\": %d, \"kappa\": %.9g",
                 o->cost_model ? "cost" : "time", o->dev_prompts ? "dev-prompts" : "prompt",
-                p->selfsd.dev_tokens);
-    }
-    if (method == METHOD_SELFSD) {
-        fprintf(f, "\"iters\": %d, \"n_candidates\": %d", p->selfsd.iters, p->selfsd.n_candidates);
-        trace_float(f, ", \"kappa\": ", p->selfsd.kappa);
+                p->selfsd.dev_tokens, p->selfsd.iters, p->selfsd.n_candidates, p->selfsd.kappa);
     } else if (method == METHOD_SWIFT) {
         const SwiftParams *w = &p->swift;
+        const TreeShape *t = &w->tree;
         fprintf(f, "\"window\": %d, \"max_steps\": %d, \"patience\": %d, \"bo_every\": %d, "
-                "\"n_candidates\": %d", w->window, w->max_steps, w->patience, w->bo_every,
-                w->n_candidates);
-        trace_float(f, ", \"kappa\": ", w->kappa);
-        trace_float(f, ", \"target\": ", w->target);
-        trace_float(f, ", \"skip_ratio\": ", w->skip_ratio);
-        trace_float(f, ", \"budget\": ", w->budget);
-        for (int k = 0; k < 3; k++) {
-            trace_float(f, k ? ", " : ", \"tree_confidence\": [", w->tree.confidence[k]);
-        }
-        fprintf(f, "], \"tree_width\": [%d, %d, %d, %d], \"tree\": %s", w->tree.width[0],
-                w->tree.width[1], w->tree.width[2], w->tree.width[3], w->tree_on ? "true" : "false");
+                "\"n_candidates\": %d, \"kappa\": %.9g, \"target\": %.9g, \"skip_ratio\": %.9g, "
+                "\"budget\": %.9g, \"tree_confidence\": [%.9g, %.9g, %.9g], \"tree_width\": [%d, "
+                "%d, %d, %d], \"tree\": %s", w->window, w->max_steps, w->patience, w->bo_every,
+                w->n_candidates, w->kappa, w->target, w->skip_ratio, w->budget, t->confidence[0],
+                t->confidence[1], t->confidence[2], t->width[0], t->width[1], t->width[2],
+                t->width[3], w->tree_on ? "true" : "false");
     } else if (method == METHOD_ASD) {
-        trace_float(f, "\"cos_threshold\": ", p->asd.cos_threshold);
-        fprintf(f, ", \"every_m\": %d, \"keep_last_n\": %d", p->asd.every_m, p->asd.keep_last_n);
+        fprintf(f, "\"cos_threshold\": %.9g, \"every_m\": %d, \"keep_last_n\": %d",
+                p->asd.cos_threshold, p->asd.every_m, p->asd.keep_last_n);
     } else if (method == METHOD_CLASP) {
-        fprintf(f, "\"interval\": %d, \"M\": %d", p->clasp.interval, r->sel.clasp_skip);
-        trace_float(f, ", \"skip_ratio\": ", p->clasp.skip_ratio);
+        fprintf(f, "\"interval\": %d, \"M\": %d, \"skip_ratio\": %.9g", p->clasp.interval,
+                r->sel.clasp_skip, p->clasp.skip_ratio);
     }
     fprintf(f, "}}\n");
 }
@@ -5564,21 +5552,19 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
 // consecutive DP sets (null: fewer than two DPs).
 static void print_draft_stats(FILE *f, const DraftStats *d, int rounds, int drafted) {
     int n = rounds > 0 ? d->longest + 1 : 0;
-    for (int i = 0; i < n; i++) { fprintf(f, i ? ", %d" : ", \"draft_lengths\": [%d", d->lengths[i]); }
-    fprintf(f, n ? "]" : ", \"draft_lengths\": []");
+    fprintf(f, ", \"draft_lengths\": [");
+    for (int i = 0; i < n; i++) { fprintf(f, i ? ", %d" : "%d", d->lengths[i]); }
+    fprintf(f, "], \"accept_by_position\": [");
     for (int i = 0; i < n - 1; i++) {
-        fprintf(f, i ? ", %.4f" : ", \"accept_by_position\": [%.4f", (double)d->kept[i] / d->reached[i]);
+        fprintf(f, i ? ", %.4f" : "%.4f", (double)d->kept[i] / d->reached[i]);
     }
-    fprintf(f, n > 1 ? "]" : ", \"accept_by_position\": []");
-    fprintf(f, ", \"draft_ends\": {\"exit\": %d, \"K\": %d, \"room\": %d, \"eos\": %d}",
+    fprintf(f, "], \"draft_ends\": {\"exit\": %d, \"K\": %d, \"room\": %d, \"eos\": %d}",
             d->ends[END_EXIT], d->ends[END_K], d->ends[END_ROOM], d->ends[END_EOS]);
-    if (drafted > 0) { fprintf(f, ", \"conf_mean\": %.4f", d->conf_sum / drafted); }
-    else { fprintf(f, ", \"conf_mean\": null"); } // no draft token: no mean, as dp_overlap
-    if (d->dps > 1) {
-        fprintf(f, ", \"dp_overlap\": %.4f", d->overlap_sum / (d->dps - 1));
-    } else {
-        fprintf(f, ", \"dp_overlap\": null");
-    }
+    // a mean over no draft token, or over fewer than two DPs, is null, not 0
+    fprintf(f, drafted > 0 ? ", \"conf_mean\": %.4f" : ", \"conf_mean\": null",
+            drafted > 0 ? d->conf_sum / drafted : 0);
+    fprintf(f, d->dps > 1 ? ", \"dp_overlap\": %.4f" : ", \"dp_overlap\": null",
+            d->dps > 1 ? d->overlap_sum / (d->dps - 1) : 0);
 }
 
 // --json: one object per prompt, on one line (JSON Lines with -f), after lead ("{", or --trace's
