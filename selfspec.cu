@@ -4988,23 +4988,9 @@ static const Flag *find_flag(const char *name) {
     return NULL;
 }
 
-// The flag whose value is stored at field of o.
-static int flag_index(const Options *o, const void *field) {
-    for (int k = 0; k < N_FLAGS; k++) {
-        if ((const char *)o + FLAGS[k].offset == (const char *)field) { return k; }
-    }
-    die(__FILE__, __LINE__, "no flag stores its value at offset %td of Options",
-        (const char *)field - (const char *)o);
-    return -1;
-}
-
-static const char *flag_name(const Options *o, const void *field) {
-    return FLAGS[flag_index(o, field)].name;
-}
-
-// Whether the flag whose value is stored at field was on the command line.
-static int given(const Options *o, const void *field) {
-    return o->given >> flag_index(o, field) & 1;
+// Whether the flag called name was on the command line.
+static int given(const Options *o, const char *name) {
+    return o->given >> (find_flag(name) - FLAGS) & 1;
 }
 
 // The defaults before any flag: the papers' settings (MethodParams) and the exit rule's.
@@ -5175,35 +5161,33 @@ static int parse_args(int argc, char **argv, Options *o, char *err) {
 // Flags that contradict each other, or that the chosen method never reads, are errors.
 static int check_flags(const Options *o, char *err) {
     int method = o->method, drafts = method != METHOD_NONE;
-    if (given(o, &o->prompt) && o->prompt_file) {
-        return flag_fail(err, flag_name(o, &o->prompt), NULL, "give -p or -f, not both");
+    if (given(o, "-p") && o->prompt_file) {
+        return flag_fail(err, "-p", NULL, "give -p or -f, not both");
     }
     struct stat st;
     if (stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        return flag_fail(err, flag_name(o, &o->model_dir), o->model_dir,
-                         "a file, not a folder: give the folder that holds "
-                         "config.json, model.safetensors and tokenizer.json");
+        return flag_fail(err, "-m", o->model_dir, "a file, not a folder: give the folder that "
+                         "holds config.json, model.safetensors and tokenizer.json");
     }
     // llama2.c's -p is top-p; here it is the prompt. Decision: a warning (a number is a prompt)
     char *end = NULL;
-    if (given(o, &o->prompt)) { strtod(o->prompt, &end); }
+    if (given(o, "-p")) { strtod(o->prompt, &end); }
     if (end != NULL && end != o->prompt && *end == '\0') {
         fprintf(stderr, "selfspec: warning: -p %s: the prompt is a number; -p is the prompt here "
                         "(llama2.c's top-p is --top-p)\n", o->prompt);
     }
     if (method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
-        return flag_fail(err, flag_name(o, &o->method), "static", "needs --skip or --skip-file");
+        return flag_fail(err, "--method", "static", "needs --skip or --skip-file");
     }
     if (o->compare && !drafts) {
-        return flag_fail(err, flag_name(o, &o->compare), NULL, given(o, &o->method)
+        return flag_fail(err, "--compare", NULL, given(o, "--method")
                          ? "--method none is plain decoding itself; --compare compares a "
                            "speculative method with it"
                          : "compares a speculative method with plain decoding: give --method "
                            "or --skip");
     }
     if (o->skip_spec && o->skip_file) {
-        return flag_fail(err, flag_name(o, &o->skip_file), NULL,
-                         "give --skip or --skip-file, not both");
+        return flag_fail(err, "--skip-file", NULL, "give --skip or --skip-file, not both");
     }
     for (int k = 0; k < N_FLAGS; k++) { // a flag the chosen method never reads
         const Flag *fl = &FLAGS[k];
@@ -5214,13 +5198,12 @@ static int check_flags(const Options *o, char *err) {
                              fl->only ? fl->only : method_name(reader));
         }
     }
-    if (given(o, &o->exit.target) && (!drafts || o->exit.mode != EXIT_ADAPTIVE)) {
-        return flag_fail(err, flag_name(o, &o->exit.target), NULL,
-                         "only the adaptive draft exit has a target");
+    if (given(o, "--alpha") && (!drafts || o->exit.mode != EXIT_ADAPTIVE)) {
+        return flag_fail(err, "--alpha", NULL, "only the adaptive draft exit has a target");
     }
-    if (given(o, &o->top_p) && o->temperature == 0) {
-        return flag_fail(err, flag_name(o, &o->top_p), NULL,
-                         "greedy decoding (-t 0) does not sample; give -t too");
+    if (given(o, "--top-p") && o->temperature == 0) {
+        return flag_fail(err, "--top-p", NULL, "greedy decoding (-t 0) does not sample; give -t "
+                         "too");
     }
     return 0;
 }
@@ -5234,8 +5217,8 @@ static int parse_options(int argc, char **argv, Options *o, char *err) {
     int max_draft;
     DraftExit rule;
     method_drafting(o->method, &max_draft, &rule);
-    if (!given(o, &o->max_draft)) { o->max_draft = max_draft; }
-    if (!given(o, &o->exit)) {
+    if (!given(o, "-K")) { o->max_draft = max_draft; }
+    if (!given(o, "--exit")) {
         o->exit.mode = rule.mode;
         o->exit.threshold = rule.threshold;
     }
@@ -5468,8 +5451,8 @@ static double search_skip_set(CliRun *r, const Options *o) {
     double ms = time_ms() - t0;
     // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
     if (o->dev_prompts) {
-        fprintf(stderr, "%s: searched on %d prompts of %s %s\n", method_name(o->method), r->dev.n,
-                flag_name(o, &o->dev_prompts), o->dev_prompts);
+        fprintf(stderr, "%s: searched on %d prompts of --dev-prompts %s\n", method_name(o->method),
+                r->dev.n, o->dev_prompts);
     } else {
         fprintf(stderr, "%s: searched on the first prompt itself, not on a separate development "
                 "set as Self-SD does (give one with --dev-prompts F)\n", method_name(o->method));
@@ -5779,12 +5762,11 @@ static void getter_hint(const char *dir, char *err) {
 // refusing one of the run's inputs (README "Scope and limits", item 4). 0, or -1 with err set.
 static int open_outputs(CliRun *r, const Options *o, char *err) {
     const char *const inputs[] = {o->prompt_file, o->skip_file, o->dev_prompts};
-    const char *const *paths[] = {&o->save_skip, &o->trace};
+    const char *paths[] = {o->save_skip, o->trace}, *flags[] = {"--save-skip", "--trace"};
     for (int k = 0; k < 2; k++) {
-        if (*paths[k] == NULL) { continue; }
+        if (paths[k] == NULL) { continue; }
         OutputFile *f = &r->outs[r->n_outs]; // (free_outputs frees what a failed open made)
-        if (open_output(f, r->n_outs++, flag_name(o, paths[k]), *paths[k], inputs, 3,
-                        o->model_dir, err)) {
+        if (open_output(f, r->n_outs++, flags[k], paths[k], inputs, 3, o->model_dir, err)) {
             return -1;
         }
         if (k == 0) { r->save_skip = f->f; } else { r->trace.f = f->f; }
@@ -5804,8 +5786,8 @@ static int load_run(CliRun *r, Options *o, char *err) {
     choose_threads(o->threads);
     // positions past it were never trained (and RoPE scaling assumes them)
     if (o->ctx > c->max_pos) {
-        return fail(err, "%s %d: above max_position_embeddings %d of %s/config.json",
-                    flag_name(o, &o->ctx), o->ctx, c->max_pos, o->model_dir);
+        return fail(err, "-c %d: above max_position_embeddings %d of %s/config.json", o->ctx,
+                    c->max_pos, o->model_dir);
     }
     char *path = join_path(o->model_dir, "tokenizer.json");
     r->tok = build_tokenizer(path, err);
@@ -5816,16 +5798,16 @@ static int load_run(CliRun *r, Options *o, char *err) {
     free(path);
     if (r->tok == NULL || tokenizer_vocab_size(r->tok) > c->vocab_size) { return -1; }
     if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, why)) {
-        return fail(err, "%s %s", flag_name(o, &o->skip_spec), why);
+        return fail(err, "--skip %s", why);
     }
     if (o->skip_file && read_skip_file(o->skip_file, c->n_layers, &r->skip, why)) {
-        return fail(err, "%s %s", flag_name(o, &o->skip_file), why);
+        return fail(err, "--skip-file %s", why);
     }
     // Every prompt is encoded and checked before the first one generates: a bad line 7 fails
     // now, not after six prompts' output. So are the search's: --dev-prompts', else the first
     // prompt itself.
-    snprintf(extra, sizeof(extra), "%s %d new tokens", flag_name(o, &o->n_new), o->n_new);
-    const char *flag = flag_name(o, o->prompt_file ? &o->prompt_file : &o->prompt);
+    snprintf(extra, sizeof(extra), "-n %d new tokens", o->n_new);
+    const char *flag = o->prompt_file ? "-f" : "-p";
     if (load_prompts(&r->prompts, r->tok, c, flag, o->prompt_file, o->prompt, o->n_new, extra,
                      err)) {
         return -1;
@@ -5833,7 +5815,7 @@ static int load_run(CliRun *r, Options *o, char *err) {
     if (o->method == METHOD_SELFSD) {
         int n_dev = o->params.selfsd.dev_tokens;
         snprintf(extra, sizeof(extra), "the %d tokens the search scores", n_dev);
-        flag = o->dev_prompts ? flag_name(o, &o->dev_prompts) : "the prompt the search runs on";
+        flag = o->dev_prompts ? "--dev-prompts" : "the prompt the search runs on";
         if (load_prompts(&r->dev, r->tok, c, flag, o->dev_prompts, r->prompts.text[0], n_dev,
                          extra, err)) {
             return -1;
@@ -5935,8 +5917,7 @@ int main(int argc, char **argv) {
     } else {
         for (int pi = 0; pi < r.prompts.n; pi++) {
             if (run_prompt(&r, &o, pi)) { // the other prompts still run
-                fail(err, "%s: greedy self-speculative output differs from plain decoding",
-                     flag_name(&o, &o.compare));
+                fail(err, "--compare: greedy self-speculative output differs from plain decoding");
                 failed = print_error(err);
             }
         }
