@@ -5060,16 +5060,17 @@ static int flag_fail(char *err, const char *flag, const char *value, const char 
                 value ? value : "", why);
 }
 
-static int parse_long(const char *flag, const char *v, double lo, double hi, long *x, char *err) {
+static int parse_int(const char *flag, const char *v, double lo, double hi, int *x, char *err) {
     char *end;
     errno = 0;
-    *x = strtol(v, &end, 10);
+    long l = strtol(v, &end, 10);
     if (end == v || *end != '\0' || (errno != 0 && errno != ERANGE)) {
         return flag_fail(err, flag, v, "not an integer");
     }
-    if (errno == ERANGE || *x < lo || *x > hi) {
+    if (errno == ERANGE || l < lo || l > hi) {
         return flag_fail(err, flag, v, "must be in [%ld, %ld]", (long)lo, (long)hi);
     }
+    *x = (int)l; // (lo and hi are ints)
     return 0;
 }
 
@@ -5087,8 +5088,7 @@ static int parse_number(const char *flag, const char *v, double lo, double hi, i
 
 // Stores one flag's value v where the table says, as the kind it is.
 static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
-    char *p = (char *)o + fl->offset, fixed[32];
-    long x;
+    char *p = (char *)o + fl->offset;
     switch (fl->kind) {
     case ARG_PATH:
         if (*v == '\0') { return flag_fail(err, fl->name, NULL, "the path is empty"); }
@@ -5107,12 +5107,8 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
         if (strncmp(v, "fixed:", 6) != 0) {
             return flag_fail(err, fl->name, v, "expected adaptive, fixed:GAMMA or none");
         }
-        snprintf(fixed, sizeof(fixed), "%s fixed:", fl->name);
-        return parse_number(fixed, v + 6, 0, 1, 0, &o->exit.threshold, NULL, err);
-    case ARG_INT:
-        if (parse_long(fl->name, v, fl->lo, fl->hi, &x, err)) { return -1; }
-        *(int *)p = (int)x;
-        return 0;
+        return parse_number("--exit fixed:", v + 6, 0, 1, 0, &o->exit.threshold, NULL, err);
+    case ARG_INT: return parse_int(fl->name, v, fl->lo, fl->hi, (int *)p, err);
     case ARG_OBJECTIVE:
         o->cost_model = is(v, "cost");
         if (is(v, "time") || is(v, "cost")) { return 0; }
@@ -5222,8 +5218,7 @@ static int parse_options(int argc, char **argv, Options *o, char *err) {
         o->exit.mode = rule.mode;
         o->exit.threshold = rule.threshold;
     }
-    if (check_flags(o, err)) { return -1; }
-    return 0;
+    return check_flags(o, err);
 }
 
 // Reads {"attn": [..], "mlp": [..]} into s. Returns 0, or -1 with err set.
