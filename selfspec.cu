@@ -4270,15 +4270,14 @@ static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_
     r.skip_ratio = (double)skip_count(skip, n_layers) / (2.0 * n_layers);
     r.acceptance = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
     r.mean_accepted = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
-    double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;
     // Eq. 6's r is the one the drafts were drafted with (SWIFT and CLaSp change sets): a mean over
     // the draft tokens, as the drafting cost sums them; the last set's when nothing was drafted
     double drafted_r = st->drafted > 0 ? (double)st->skipped / st->drafted / (2.0 * n_layers)
                                        : r.skip_ratio;
     r.draft_cost = 1.0 - drafted_r;
+    double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;
     r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, drafted_r,
-                                                        drafts_per_round)
-                                     : 1.0;
+                                                        drafts_per_round) : 1.0;
     return r;
 }
 
@@ -5569,20 +5568,17 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
                "\"accept_rate\": %.4f, \"mean_accepted\": %.4f", sum.skip_ratio, st->rounds,
                st->drafted, st->accepted, sum.acceptance, sum.mean_accepted);
     // no threshold: plain decoding, or --exit none (always K tokens)
-    if (o->exit.mode == EXIT_NONE || o->method == METHOD_NONE) {
-        fprintf(f, ", \"gamma_first\": null, \"gamma_last\": null, \"gamma_mean\": null");
-    } else {
-        fprintf(f, ", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
-                st->threshold_first, st->threshold_last, threshold_mean(st));
-    }
+    fprintf(f, o->exit.mode == EXIT_NONE || o->method == METHOD_NONE
+            ? ", \"gamma_first\": null, \"gamma_last\": null, \"gamma_mean\": null"
+            : ", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
+            st->threshold_first, st->threshold_last, threshold_mean(st));
     if (o->method == METHOD_SELFSD) {
         fprintf(f, ", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
     }
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
-               ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
-               st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
-    fprintf(f, ", \"draft_weight_share\": %.4f",
-            draft_weight_share(r->ds, st->drafted, r->skip, &m->config));
+               ", \"selections\": %d, \"expected_speedup\": %.4f, \"draft_weight_share\": %.4f",
+               st->draft_ms, st->verify_ms, st->select_ms, st->search_ms, st->selections,
+               sum.expected_speedup, draft_weight_share(r->ds, st->drafted, r->skip, &m->config));
     print_draft_stats(f, r->ds, st->rounds, st->drafted);
     json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
                                                r->sel, note, sizeof(note)));
@@ -5648,12 +5644,9 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                 sum.mean_accepted);
         print_draft_lines(r->ds, st->rounds, st->drafted, o->exit.mode == EXIT_NONE,
                           r->sel->clasp_skip, L);
-        if (o->exit.mode == EXIT_NONE) { // always K tokens: no threshold to print
-            fprintf(stderr, "no exit threshold (--exit none) | ");
-        } else {
-            fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | ", st->threshold_first,
-                    st->threshold_last, threshold_mean(st));
-        }
+        fprintf(stderr, o->exit.mode == EXIT_NONE ? "no exit threshold (--exit none) | "
+                : "gamma first %.3f last %.3f mean %.3f | ", st->threshold_first,
+                st->threshold_last, threshold_mean(st)); // (--exit none: always K tokens)
         fprintf(stderr, "draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
                 st->draft_ms, st->verify_ms, st->select_ms,
                 st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms);
