@@ -5029,11 +5029,9 @@ static void usage(FILE *f) {
                  fl->arg ? fl->arg : "");
         // a help's %g: its default; -K's also show SWIFT's K and the cap (hi), --exit's the
         // methods whose own exit rule is a fixed threshold
-        double v[3] = {default_value(&d, fl), (double)swift_k, fl->hi};
-        if (fl->kind == ARG_EXIT) {
-            v[0] = swift.threshold;
-            v[1] = clasp.threshold;
-        }
+        int exit_rule = fl->kind == ARG_EXIT;
+        double v[3] = {exit_rule ? swift.threshold : default_value(&d, fl),
+                       exit_rule ? clasp.threshold : swift_k, fl->hi};
         snprintf(help, sizeof(help), fl->help, v[0], v[1], v[2]);
         fprintf(f, "  %-16s ", head);
         for (const char *c = help; *c; c++) { // continuation lines under the first
