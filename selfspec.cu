@@ -5255,48 +5255,13 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
 
 // Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).
 typedef struct {
-    char **text; // (n) each prompt's text
-    int *line;   // (n) the line of the prompts file it is on (1-based); NULL for -p's text
+    char *buf;   // the text they are read from (a copy of -p's), each prompt ended in place
+    char **text; // (n) each prompt's text, in buf
+    int *line;   // (n) the line of the prompts file it is on (1-based)
     int **ids;   // (n) its token ids, len[k] of them
     int *len;    // (n)
     int n;
 } Prompts;
-
-// Reads the non-empty lines of a prompts file or pipe into p's text and line (a two-character \\n
-// is a newline). Returns 0, or -1 with err set; free_prompts frees p either way.
-static int read_prompts(const char *path, Prompts *p, char *err) {
-    size_t len;
-    char *text = read_input(path, 1, &len, err);
-    if (text == NULL) { return -1; }
-    int line = 1;
-    p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
-    p->line = (int *)malloc_check((len / 2 + 2) * sizeof(int));
-    // a UTF-8 byte order mark (Notepad writes one) is not part of the first prompt
-    size_t bom = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-    for (char *q = text + bom, *end; q < text + len; q = end + 1, line++) {
-        end = (char *)memchr(q, '\n', (size_t)(text + len - q));
-        if (end == NULL) { end = text + len; }
-        size_t k = (size_t)(end - q);
-        if (k > 0 && q[k - 1] == '\r') { k--; }
-        if (memchr(q, '\0', k) != NULL) { // strtok-style splitting would drop the rest
-            free(text);
-            return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)",
-                        path, line);
-        }
-        if (k == 0) { continue; }
-        char *prompt = (char *)malloc_check(k + 1), *o = prompt;
-        for (size_t i = 0; i < k; i++) {
-            int newline = q[i] == '\\' && i + 1 < k && q[i + 1] == 'n';
-            *o++ = newline ? '\n' : q[i];
-            i += newline;
-        }
-        *o = '\0';
-        p->line[p->n] = line;
-        p->text[p->n++] = prompt;
-    }
-    free(text);
-    return p->n > 0 ? 0 : fail(err, "%s: no prompts (one per line)", path);
-}
 
 // Streams generated text to stdout (text mode) and keeps it for the JSON output.
 typedef struct {
@@ -5351,49 +5316,72 @@ static void show_round(void *ctx, const Round *r, const Selector *sel) {
     ts->shown = ts->len;
 }
 
-
-// The lines of file (flag: -f or --dev-prompts), or text alone when file is NULL (flag then
-// names it), each encoded and checked against the context with the n_extra tokens to come after
-// it (extra names them). Returns 0, or -1 with err set; free_prompts frees p either way.
+// The non-empty lines of file (flag: -f or --dev-prompts; a file or a pipe, a two-character \n
+// a newline), or text alone when file is NULL (flag then names it), each encoded and checked
+// against the context with the n_extra tokens to come after it (extra names them). Returns 0,
+// or -1 with err set; free_prompts frees p either way.
 static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const char *flag,
                         const char *file, const char *text, int n_extra, const char *extra,
                         char *err) {
     char why[SS_ERR_LEN], where[SS_ERR_LEN];
-    int rc = 0;
-    if (file && read_prompts(file, p, why)) { return fail(err, "%s %s", flag, why); }
-    if (file == NULL) {
-        p->text = (char **)malloc_check(sizeof(char *));
-        p->text[p->n++] = (char *)memcpy(malloc_check(strlen(text) + 1), text, strlen(text) + 1);
+    size_t len = file ? 0 : strlen(text);
+    p->buf = file ? read_input(file, 1, &len, why) : strcpy((char *)malloc_check(len + 1), text);
+    if (p->buf == NULL) { return fail(err, "%s %s", flag, why); }
+    p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
+    p->line = (int *)malloc_check((len / 2 + 2) * sizeof(int));
+    if (file == NULL) { p->text[p->n++] = p->buf; }
+    // a UTF-8 byte order mark (Notepad writes one) is not part of the first prompt
+    size_t bom = file && len >= 3 && memcmp(p->buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    int line = 1;
+    for (char *q = p->buf + bom, *end; file && q < p->buf + len; q = end + 1, line++) {
+        end = (char *)memchr(q, '\n', (size_t)(p->buf + len - q));
+        if (end == NULL) { end = p->buf + len; }
+        size_t k = (size_t)(end - q);
+        if (k > 0 && q[k - 1] == '\r') { k--; }
+        if (memchr(q, '\0', k) != NULL) { // strtok-style splitting would drop the rest
+            return fail(err, "%s %s line %d: a NUL byte (a prompts file is text, one prompt per "
+                        "line)", flag, file, line);
+        }
+        if (k == 0) { continue; }
+        char *o = q; // (unescaped in place: the text only shrinks)
+        for (size_t i = 0; i < k; i++) {
+            int newline = q[i] == '\\' && i + 1 < k && q[i + 1] == 'n';
+            *o++ = newline ? '\n' : q[i];
+            i += newline;
+        }
+        *o = '\0';
+        p->line[p->n] = line;
+        p->text[p->n++] = q;
     }
+    if (p->n == 0) { return fail(err, "%s %s: no prompts (one per line)", flag, file); }
     p->ids = (int **)calloc_check((size_t)p->n, sizeof(int *));
     p->len = (int *)calloc_check((size_t)p->n, sizeof(int));
-    for (int k = 0; k < p->n && rc == 0; k++) {
+    for (int k = 0; k < p->n; k++) {
         if (file) { snprintf(where, sizeof(where), "%s %s line %d", flag, file, p->line[k]); }
         const char *at = file ? where : flag; // "-p", "-f FILE line 3"
         int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
-        int len = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
-        if (len < 0 || len >= c->seq_len) {
-            rc = fail(err, "%s: the prompt does not fit the context of %d tokens "
-                      "(max_position_embeddings or -c)", at, c->seq_len);
-        } else if (len == 0) {
-            rc = fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
-                      "BOS)", at);
-        } else if ((long)len + n_extra - 1 > c->seq_len) {
-            rc = fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
-                      "max_position_embeddings)", at, len, extra, c->seq_len);
-        } else { // to its length: a long -f file of short prompts
-            p->len[k] = len;
-            p->ids[k] = (int *)realloc_check(ids, (size_t)len * sizeof(int));
+        int n = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
+        if (n < 0 || n >= c->seq_len) {
+            return fail(err, "%s: the prompt does not fit the context of %d tokens "
+                        "(max_position_embeddings or -c)", at, c->seq_len);
         }
+        if (n == 0) {
+            return fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
+                        "BOS)", at);
+        }
+        if ((long)n + n_extra - 1 > c->seq_len) {
+            return fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
+                        "max_position_embeddings)", at, n, extra, c->seq_len);
+        }
+        p->len[k] = n; // and ids to that length: a long -f file of short prompts
+        p->ids[k] = (int *)realloc_check(ids, (size_t)n * sizeof(int));
     }
-    return rc;
+    return 0;
 }
 
 static void free_prompts(Prompts *p) {
-    for (int k = 0; k < p->n; k++) {
-        free(p->text[k]);
-        free(p->ids ? p->ids[k] : NULL); // (NULL: read_prompts failed on a later line)
-    }
+    for (int k = 0; p->ids && k < p->n; k++) { free(p->ids[k]); }
+    free(p->buf);
     free(p->text);
     free(p->line);
     free(p->ids);
