@@ -4384,10 +4384,9 @@ static void json_field(FILE *f, const char *lead, const char *s) {
 
 // --trace FILE: JSON Lines, one object per event, each with a "type" (README: the trace). The
 // CLI writes the header and each prompt's summary; the rest comes through the engine's Observer
-// (trace_prefill, trace_round, watch_candidate), which also keeps each prompt's draft statistics
-// and prints the searches' progress. Floats as %.9g (a float32 round-trips), a value that is not
-// finite as null; only the keys ending in _ms or _per_s, or starting with measured_, hold
-// measurements.
+// (trace_prefill, trace_round, watch_candidate), which also counts each prompt's drafts and
+// prints Self-SD's progress. Floats as %.9g (a float32 round-trips), one not finite as null;
+// only the keys ending in _ms or _per_s, or starting with measured_, hold measurements.
 typedef struct {
     int lengths[MAX_DRAFT + 1]; // rounds that drafted i tokens
     int reached[MAX_DRAFT];     // rounds whose draft reached position i + 1
@@ -4660,10 +4659,8 @@ static void watch_candidate(void *ctx, const Candidate *c) {
 // threads: how many the CPU build runs on, and the device the reports name
 
 // --threads N, else OMP_NUM_THREADS (libgomp read it before main), else libgomp's default, one
-// per core. Between kernels the threads wait for each other by spinning, the fastest wait on an
-// idle machine; on a busy one a thread spinning for a sibling the OS has descheduled burns its
-// time slice, and decoding slows down several times: there, give fewer threads than the cores, or
-// 1 (README, Threads). The reports name the reason beside the count.
+// per core; the reports name which. On a busy machine give fewer (README, Threads: the threads
+// spin between kernels, and one spinning for a descheduled sibling burns its time slice).
 static const char *threads_reason = "one per core";
 static void choose_threads(int threads_flag) {
 #ifdef _OPENMP
@@ -4733,11 +4730,10 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
 
 // ----- output files: --save-skip and --trace (README "Scope and limits", item 4)
 // A regular file is written to a temporary file beside the file its path names (through a
-// symlink: beside the file the link names), open from before the run, and renamed over that
-// file when the run succeeds: it is either the old file or the whole new one. Anything else
-// (/dev/null, a FIFO, /dev/stdout, a link to one) is written in place. After a failed run no
-// temporary file is left: free_outputs removes them, exit does after die(), and on_stop after
-// Ctrl-C or SIGTERM.
+// symlink, the file the link names), open from before the run and renamed over that file when
+// the run succeeds: the old file or the whole new one. Anything else (/dev/null, a FIFO,
+// /dev/stdout, a link to one) is written in place. A failed run leaves no temporary file:
+// free_outputs removes them, exit does after die(), on_stop after Ctrl-C or SIGTERM.
 typedef struct {
     const char *flag, *path; // the flag and the path as given
     char *target, *tmp;      // the file replaced and its temporary file; NULL: written in place
@@ -5508,11 +5504,10 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
     fprintf(f, "}}\n");
 }
 
-// --json's draft statistics (README "The trace"): draft_lengths[i], the rounds
-// that drafted i tokens (they sum to rounds); accept_by_position[i], the share of the rounds whose
-// draft reached position i + 1 that kept it; draft_ends, the rounds by why drafting stopped;
-// conf_mean, the draft tokens' mean confidence; dp_overlap, CLaSp's mean Jaccard overlap of
-// consecutive DP sets (null: fewer than two DPs).
+// --json's draft statistics (README "The trace"): draft_lengths[i], the rounds that drafted i
+// tokens (they sum to rounds); accept_by_position[i], the share of the rounds whose draft reached
+// position i + 1 that kept it; draft_ends, the rounds by why drafting stopped; conf_mean, the
+// draft tokens' mean confidence; dp_overlap, CLaSp's mean Jaccard overlap of consecutive DP sets.
 static void print_draft_stats(FILE *f, const DraftStats *d, int rounds, int drafted) {
     int n = rounds > 0 ? d->longest + 1 : 0;
     fprintf(f, ", \"draft_lengths\": [");
@@ -5777,9 +5772,8 @@ static int load_run(CliRun *r, Options *o, char *err) {
     if (o->skip_file && read_skip_file(o->skip_file, c->n_layers, &r->skip, why)) {
         return fail(err, "--skip-file %s", why);
     }
-    // Every prompt is encoded and checked before the first one generates: a bad line 7 fails
-    // now, not after six prompts' output. So are the search's: --dev-prompts', else the first
-    // prompt itself.
+    // Every prompt is encoded and checked before the first one generates (a bad line 7 fails now,
+    // not after six prompts' output), and so are the search's: --dev-prompts', else the first.
     snprintf(extra, sizeof(extra), "-n %d new tokens", o->n_new);
     const char *flag = o->prompt_file ? "-f" : "-p";
     if (load_prompts(&r->prompts, r->tok, c, flag, o->prompt_file, o->prompt, o->n_new, extra,
@@ -5808,9 +5802,8 @@ static int load_run(CliRun *r, Options *o, char *err) {
     return 0;
 }
 
-// One prompt: the search before decoding (the first prompt, selfsd: r->dev is empty for the
-// others), decoding, the report, and --compare's plain run. Returns 1 when greedy output differs
-// from plain decoding, else 0.
+// One prompt: Self-SD's search before the first (r->dev is empty otherwise), decoding, the
+// report, and --compare's plain run. Returns 1 when greedy output differs from plain decoding.
 static int run_prompt(CliRun *r, Options *o, int pi) {
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
     SpecStats st, plain;
@@ -5847,9 +5840,8 @@ static int print_error(const char *err) {
     return 1;
 }
 
-// After the last prompt: stdout checked, then the outputs renamed over their files, only when
-// every step before succeeded (a failed run leaves the old files as they were). Returns 1 on
-// failure.
+// After the last prompt: stdout checked, then the outputs renamed over their files only when
+// every step before succeeded (a failed run leaves the old files as they were). 1 on failure.
 static int finish_run(CliRun *r, int failed) {
     char err[SS_ERR_LEN];
     if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
