@@ -5239,9 +5239,7 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
             if (json_int(&j, e, 0, n_layers - 1, &l)) {
                 json_fail(&f, "\"%s\" holds something that is not a layer in [0, %d]", key,
                           n_layers - 1);
-            } else {
-                (k ? s->mlp : s->attn)[l] = 1;
-            }
+            } else { (k ? s->mlp : s->attn)[l] = 1; }
         }
     }
     json_free(&j);
@@ -5426,13 +5424,9 @@ static double search_skip_set(CliRun *r, const Options *o) {
     }
     double ms = time_ms() - t0;
     // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
-    if (o->dev_prompts) {
-        fprintf(stderr, "%s: searched on %d prompts of --dev-prompts %s\n", method_name(o->method),
-                r->dev.n, o->dev_prompts);
-    } else {
-        fprintf(stderr, "%s: searched on the first prompt itself, not on a separate development "
-                "set as Self-SD does (give one with --dev-prompts F)\n", method_name(o->method));
-    }
+    fprintf(stderr, o->dev_prompts ? "selfsd: searched on %d prompts of --dev-prompts %s\n"
+            : "selfsd: searched on the first prompt itself, not on a separate development set as "
+              "Self-SD does (give one with --dev-prompts F)\n", r->dev.n, o->dev_prompts);
     r->searched = r->skip; // saved at the end (--save-skip)
     return ms;
 }
@@ -5883,8 +5877,8 @@ int main(int argc, char **argv) {
     } else {
         for (int pi = 0; pi < r.prompts.n; pi++) {
             if (run_prompt(&r, &o, pi)) { // the other prompts still run
-                fail(err, "--compare: greedy self-speculative output differs from plain decoding");
-                failed = print_error(err);
+                failed = print_error("--compare: greedy self-speculative output differs from "
+                                     "plain decoding");
             }
         }
         failed = finish_run(&r, failed);
