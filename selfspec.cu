@@ -4262,6 +4262,7 @@ typedef struct {
     double acceptance;       // alpha: accepted / drafted
     double mean_accepted;    // M: tokens emitted per verification (accepted + 1)
     double expected_speedup; // SWIFT Eq. 6 (1 for plain decoding)
+    double gamma_mean;       // the exit threshold after each round, averaged (none: the first)
 } RunSummary;
 
 static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_layers,
@@ -4275,6 +4276,7 @@ static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_
     double drafted_r = st->drafted > 0 ? (double)st->skipped / st->drafted / (2.0 * n_layers)
                                        : r.skip_ratio;
     r.draft_cost = 1.0 - drafted_r;
+    r.gamma_mean = st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
     double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;
     r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, drafted_r,
                                                         drafts_per_round) : 1.0;
@@ -4946,8 +4948,7 @@ static const Flag FLAGS[] = {
      1 << METHOD_SWIFT, NULL, "swift: optimize only while its steps take at most this share of\n"
      "the time (default %g; 1 = a step before every decoding step, as in\nthe paper)"},
     {"--swift-tree", "X", ARG_ONOFF, offsetof(Options, params.swift.tree_on), 0, 0, 0,
-     1 << METHOD_SWIFT, NULL,
-     "swift: on (default) verifies a tree of the draft's top alternatives\n"
+     1 << METHOD_SWIFT, NULL, "swift: on (default) verifies a tree of the draft's top alternatives\n"
      "(greedy only), off the draft chain alone"},
     {"--asd-alpha", "A", ARG_DOUBLE, offsetof(Options, params.asd.cos_threshold), -1, 1, 0,
      1 << METHOD_ASD, NULL, "asd: skip attention l when its prompt cosine C_l >= A (default %g)"},
@@ -5445,10 +5446,6 @@ typedef struct {
     const DraftStats *ds; // the drafts, round by round (Trace)
 } PromptResult;
 
-static double threshold_mean(const SpecStats *st) {
-    return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
-}
-
 // --trace's header: the settings the run decodes with (README: the trace). Each is finite (a
 // flag's range, or a paper's default), so %.9g needs no trace_float.
 static void trace_header(FILE *f, const Options *o, const CliRun *r) {
@@ -5546,7 +5543,7 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
     fprintf(f, o->exit.mode == EXIT_NONE || o->method == METHOD_NONE
             ? ", \"gamma_first\": null, \"gamma_last\": null, \"gamma_mean\": null"
             : ", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
-            st->threshold_first, st->threshold_last, threshold_mean(st));
+            st->threshold_first, st->threshold_last, sum.gamma_mean);
     if (o->method == METHOD_SELFSD) {
         fprintf(f, ", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
     }
@@ -5621,7 +5618,7 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                           r->sel->clasp_skip, L);
         fprintf(stderr, o->exit.mode == EXIT_NONE ? "no exit threshold (--exit none) | "
                 : "gamma first %.3f last %.3f mean %.3f | ", st->threshold_first,
-                st->threshold_last, threshold_mean(st)); // (--exit none: always K tokens)
+                st->threshold_last, sum.gamma_mean); // (--exit none: always K tokens)
         fprintf(stderr, "draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
                 st->draft_ms, st->verify_ms, st->select_ms,
                 st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms);
