@@ -4628,9 +4628,8 @@ static void watch_candidate(void *ctx, const Candidate *c) {
     const char *unit = t->cost_model ? "sublayers/token" : "ms/token";
     int L = t->n_layers, skips = skip_count(&c->best, L);
     if (t->f && c->done != 2) { // the re-check only decides between the winner and plain
-        fprintf(t->f, c->done ? "{\"type\": \"search_done\", \"method\": \"%s\", \"scored\": %d"
-                              : "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d",
-                method_name(c->method), c->i);
+        fprintf(t->f, c->done ? "{\"type\": \"search_done\", \"method\": \"selfsd\", \"scored\": %d"
+                              : "{\"type\": \"search\", \"method\": \"selfsd\", \"i\": %d", c->i);
         if (c->done) { fprintf(t->f, ", \"interrupted\": %s", search_interrupted ? "true" : "false"); }
         const char *phase = c->i == 0 ? "empty" : c->gp ? "gp" : "random"; // how it was proposed
         if (!c->done) { fprintf(t->f, ", \"phase\": \"%s\"", phase); }
@@ -5394,7 +5393,7 @@ static void on_interrupt(int sig) {
 typedef struct {
     Model m;
     Tokenizer *tok;
-    SkipSet skip, searched;  // the set decoding uses; the one the search chose (--save-skip)
+    SkipSet skip;            // the set decoding uses (Self-SD's search: the one it chose)
     Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd)
     int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
     Selector sel;
@@ -5428,7 +5427,6 @@ static double search_skip_set(CliRun *r, const Options *o) {
     fprintf(stderr, o->dev_prompts ? "selfsd: searched on %d prompts of --dev-prompts %s\n"
             : "selfsd: searched on the first prompt itself, not on a separate development set as "
               "Self-SD does (give one with --dev-prompts F)\n", r->dev.n, o->dev_prompts);
-    r->searched = r->skip; // saved at the end (--save-skip)
     return ms;
 }
 
@@ -5838,8 +5836,8 @@ static int finish_run(CliRun *r, int failed) {
     if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
         failed = print_error("writing to stdout failed");
     }
-    if (r->save_skip) {
-        write_skip(r->save_skip, "", &r->searched, r->m.config.n_layers);
+    if (r->save_skip) { // (Self-SD's set: its decoding never changes it)
+        write_skip(r->save_skip, "", &r->skip, r->m.config.n_layers);
         fputc('\n', r->save_skip);
     }
     if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }
