@@ -5437,7 +5437,6 @@ typedef struct {
     int n, n_prompt;
     const SpecStats *st;
     const SkipSet *skip;  // the last skip set used
-    int n_plain;          // --compare: plain decoding's token count; -1: not run
     double plain_tps;     // --compare: plain decoding's tokens/s
     int identical;        // --compare: the same tokens
     const Selector *sel;  // the method's state: SWIFT's steps, ASD's C_l
@@ -5552,7 +5551,7 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
     print_draft_stats(f, r->ds, st->rounds, st->drafted);
     json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
                                                r->sel, note, sizeof(note)));
-    if (r->n_plain >= 0) {
+    if (o->compare) {
         PassCosts pc = pass_costs(st, r->plain_tps);
         fprintf(f, ", \"plain_tokens_per_s\": %.3f, \"measured_speedup\": %.4f, \"identical\": %s",
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0,
@@ -5637,7 +5636,7 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
             fprintf(stderr, "%s: %s\n", name, note);
         }
     }
-    if (r->n_plain >= 0) {
+    if (o->compare) {
         PassCosts pc = pass_costs(st, r->plain_tps);
         fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n",
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0, sum.expected_speedup,
@@ -5803,13 +5802,12 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
     if (!o->json) { printf("\n"); }
     st.select_ms += search_ms;
     st.search_ms = search_ms;
-    PromptResult res = {text, r->out, n, r->prompts.len[pi], &st, &r->skip, -1, 0, 1,
-                        &r->sel, &r->trace.ds};
+    PromptResult res = {text, r->out, n, r->prompts.len[pi], &st, &r->skip, 0, 1, &r->sel,
+                        &r->trace.ds};
     if (o->compare) {
-        res.n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);
-        res.plain_tps = tokens_per_s(res.n_plain, plain.gen.decode_ms);
-        res.identical = n == res.n_plain &&
-                        memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
+        int n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);
+        res.plain_tps = tokens_per_s(n_plain, plain.gen.decode_ms);
+        res.identical = n == n_plain && memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
     if (o->json) {
         print_json_report(stdout, "{", o, &r->m, &res);
