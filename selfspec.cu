@@ -5053,30 +5053,25 @@ static int flag_fail(char *err, const char *flag, const char *value, const char 
                 value ? value : "", why);
 }
 
-static int parse_int(const char *flag, const char *v, double lo, double hi, int *x, char *err) {
+// Parsed and range-checked as the type it becomes, an int, a float or a double (kind), stored at
+// out: 1e-300 is 0 as a float, outside (0, 1]; an int past a long's range (strtol's LONG_MAX) is
+// out of the flag's.
+static int parse_number(const char *flag, const char *v, ArgKind kind, double lo, double hi,
+                        int lo_open, void *out, char *err) {
     char *end;
-    errno = 0;
-    long l = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || (errno != 0 && errno != ERANGE)) {
-        return flag_fail(err, flag, v, "not an integer");
+    double x = kind == ARG_INT ? (double)strtol(v, &end, 10)
+               : kind == ARG_FLOAT ? strtof(v, &end) : strtod(v, &end);
+    if (end == v || *end != '\0' || isnan(x)) {
+        return flag_fail(err, flag, v, kind == ARG_INT ? "not an integer" : "not a number");
     }
-    if (errno == ERANGE || l < lo || l > hi) {
-        return flag_fail(err, flag, v, "must be in [%ld, %ld]", (long)lo, (long)hi);
+    if (x < lo || x > hi || (lo_open && x == lo)) {
+        return flag_fail(err, flag, v, kind == ARG_INT ? "must be in %c%.0f, %.0f]"
+                         : "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
     }
-    *x = (int)l; // (lo and hi are ints)
+    if (kind == ARG_INT) { *(int *)out = (int)x; }
+    if (kind == ARG_FLOAT) { *(float *)out = (float)x; }
+    if (kind == ARG_DOUBLE) { *(double *)out = x; }
     return 0;
-}
-
-// Parsed and range-checked as the type it becomes, a float (xf) or a double (xd): 1e-300 is 0
-// as a float, outside (0, 1].
-static int parse_number(const char *flag, const char *v, double lo, double hi, int lo_open,
-                        float *xf, double *xd, char *err) {
-    char *end;
-    double x = xf ? strtof(v, &end) : strtod(v, &end);
-    if (xf) { *xf = (float)x; } else { *xd = x; }
-    if (end == v || *end != '\0' || isnan(x)) { return flag_fail(err, flag, v, "not a number"); }
-    if (x >= lo && x <= hi && !(lo_open && x == lo)) { return 0; }
-    return flag_fail(err, flag, v, "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
 }
 
 // Stores one flag's value v where the table says, as the kind it is.
@@ -5088,9 +5083,8 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
         *(const char **)p = v;
         return 0;
     case ARG_TEXT: *(const char **)p = v; return 0;
-    case ARG_FLOAT: case ARG_DOUBLE:
-        return parse_number(fl->name, v, fl->lo, fl->hi, fl->lo_open,
-                            fl->kind == ARG_FLOAT ? (float *)p : NULL, (double *)p, err);
+    case ARG_INT: case ARG_FLOAT: case ARG_DOUBLE:
+        return parse_number(fl->name, v, fl->kind, fl->lo, fl->hi, fl->lo_open, p, err);
     case ARG_ONOFF:
         *(int *)p = is(v, "on");
         return is(v, "on") || is(v, "off") ? 0 : flag_fail(err, fl->name, v, "expected on or off");
@@ -5100,8 +5094,7 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
         if (strncmp(v, "fixed:", 6) != 0) {
             return flag_fail(err, fl->name, v, "expected adaptive, fixed:GAMMA or none");
         }
-        return parse_number("--exit fixed:", v + 6, 0, 1, 0, &o->exit.threshold, NULL, err);
-    case ARG_INT: return parse_int(fl->name, v, fl->lo, fl->hi, (int *)p, err);
+        return parse_number("--exit fixed:", v + 6, ARG_FLOAT, 0, 1, 0, &o->exit.threshold, err);
     case ARG_OBJECTIVE:
         o->cost_model = is(v, "cost");
         if (is(v, "time") || is(v, "cost")) { return 0; }
