@@ -5100,9 +5100,7 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
         if (is(v, "time") || is(v, "cost")) { return 0; }
         return flag_fail(err, fl->name, v, "expected time or cost");
     case ARG_METHOD:
-        for (int k = 0; k <= METHOD_CLASP; k++) {
-            if (is(v, method_name(k))) { o->method = k; }
-        }
+        for (int k = 0; k <= METHOD_CLASP; k++) { if (is(v, method_name(k))) { o->method = k; } }
         return o->method >= 0 ? 0 : flag_fail(err, fl->name, v, "unknown method (none, static, "
                                               "selfsd, swift, asd, clasp)");
     default:
