@@ -4261,12 +4261,11 @@ typedef struct {
     double draft_cost;       // Eq. 6's c = 1 - r, r the mean over the draft tokens' sets
     double acceptance;       // alpha: accepted / drafted
     double mean_accepted;    // M: tokens emitted per verification (accepted + 1)
-    double expected_speedup; // SWIFT Eq. 6 (1 for plain decoding)
+    double expected_speedup; // SWIFT Eq. 6 (plain decoding drafts nothing: 1)
     double gamma_mean;       // the exit threshold after each round, averaged (none: the first)
 } RunSummary;
 
-static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_layers,
-                                int speculative) {
+static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_layers) {
     RunSummary r;
     r.skip_ratio = (double)skip_count(skip, n_layers) / (2.0 * n_layers);
     r.acceptance = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
@@ -4278,8 +4277,8 @@ static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_
     r.draft_cost = 1.0 - drafted_r;
     r.gamma_mean = st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
     double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;
-    r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, drafted_r,
-                                                        drafts_per_round) : 1.0;
+    r.expected_speedup = expected_speedup(r.mean_accepted, r.acceptance, drafted_r,
+                                          drafts_per_round);
     return r;
 }
 
@@ -4512,37 +4511,34 @@ static double draft_weight_share(const DraftStats *d, int drafted, const SkipSet
 // A round's event: SWIFT's step before it; CLaSp's DP, or SWIFT's App. C.2 restart, after it.
 static void trace_event(FILE *f, const Round *r, const Selector *sel, int L) {
     const Swift *w = &sel->swift;
-    const char *lead = "{";
+    int n = r->stepped; // the events written so far, SWIFT's step first
     if (r->stepped) { // swift_step
         static const char *phase[] = {"start", "random", "gp"};
-        fprintf(f, "{\"swift\": {\"phase\": \"%s\"", phase[w->phase]); // lead is "{"
+        fprintf(f, "{\"swift\": {\"phase\": \"%s\"", phase[w->phase]);
         write_skip(f, ", \"candidate\": ", &w->cand, L);
         trace_float(f, ", \"matchness\": ", w->cand_score);
         trace_float(f, ", \"kept_matchness\": ", w->kept_score >= 0 ? w->kept_score : NAN);
         trace_float(f, ", \"ratio\": ", w->cand_ratio);
         fprintf(f, ", \"replaced\": %s}", w->kept_score >= 0 && w->cand_score > w->kept_score
                                               ? "true" : "false");
-        lead = ", ";
     }
     if (r->dp) { // select_clasp
         const ClaspDp *d = &sel->clasp_dp;
-        fprintf(f, "%s\"clasp\": {\"ran\": true", lead);
+        fprintf(f, "%s\"clasp\": {\"ran\": true", n++ ? ", " : "{");
         write_skip(f, ", \"skip\": ", &r->next, L);
         trace_float(f, ", \"margin\": ", d->margin);
         fprintf(f, d->layer < 0 ? ", \"closest\": null" : ", \"closest\": {\"layer\": %d, "
                 "\"skips\": %d}", d->layer, d->skips);
         for (int l = 0; l < L; l++) { trace_float(f, l ? ", " : ", \"path\": [", d->path[l]); }
         fprintf(f, "]}");
-        lead = ", ";
     }
     if (r->restarted) { // swift_after_verify
-        fprintf(f, "%s\"restart\": {", lead);
+        fprintf(f, "%s\"restart\": {", n++ ? ", " : "{");
         trace_float(f, "\"ratio\": ", w->ratio);
         write_skip(f, ", \"skip\": ", &r->next, L);
         fputc('}', f);
-        lead = ", ";
     }
-    fputs(*lead == '{' ? "null" : "}", f);
+    fputs(n ? "}" : "null", f);
 }
 
 // A token's text alone, as a JSON string (a byte that completes no character: U+FFFD; a special
@@ -4628,11 +4624,11 @@ static void watch_candidate(void *ctx, const Candidate *c) {
     const char *unit = t->cost_model ? "sublayers/token" : "ms/token";
     int L = t->n_layers, skips = skip_count(&c->best, L);
     if (t->f && c->done != 2) { // the re-check only decides between the winner and plain
-        fprintf(t->f, c->done ? "{\"type\": \"search_done\", \"method\": \"selfsd\", \"scored\": %d"
-                              : "{\"type\": \"search\", \"method\": \"selfsd\", \"i\": %d", c->i);
-        if (c->done) { fprintf(t->f, ", \"interrupted\": %s", search_interrupted ? "true" : "false"); }
         const char *phase = c->i == 0 ? "empty" : c->gp ? "gp" : "random"; // how it was proposed
-        if (!c->done) { fprintf(t->f, ", \"phase\": \"%s\"", phase); }
+        fprintf(t->f, c->done ? "{\"type\": \"search_done\", \"method\": \"selfsd\", "
+                "\"scored\": %d, \"interrupted\": %s" : "{\"type\": \"search\", \"method\": "
+                "\"selfsd\", \"i\": %d, \"phase\": \"%s\"", c->i,
+                c->done ? (search_interrupted ? "true" : "false") : phase);
         write_skip(t->f, ", \"skip\": ", &c->skip, L);
         trace_float(t->f, ", \"objective\": ", c->objective);
         fprintf(t->f, "}\n");
@@ -5511,7 +5507,7 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
     const SpecStats *st = r->st;
     int L = m->config.n_layers;
     char note[1024];
-    RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
+    RunSummary sum = summarize_run(st, r->skip, L);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
     fprintf(f, "%s", lead);
     json_field(f, "\"model\": ", m->dir);
@@ -5583,7 +5579,7 @@ static void print_draft_lines(const DraftStats *d, int rounds, int drafted, int 
 static void print_text_report(const Options *o, const Model *m, const PromptResult *r) {
     const SpecStats *st = r->st;
     int L = m->config.n_layers;
-    RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
+    RunSummary sum = summarize_run(st, r->skip, L);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
     double own_select_ms = st->select_ms - st->search_ms; // selection during decoding
     const char *name = method_name(o->method);
