@@ -5618,10 +5618,9 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                     100 * own_select_ms / st->gen.decode_ms,
                     100 * own_select_ms / (st->draft_ms + st->verify_ms + own_select_ms));
         }
-        if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->sel, note,
-                        sizeof(note))) {
-            fprintf(stderr, "%s: %s\n", name, note);
-        }
+        const char *said = method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->sel,
+                                       note, sizeof(note));
+        if (said) { fprintf(stderr, "%s: %s\n", name, said); }
     }
     if (o->compare) {
         PassCosts pc = pass_costs(st, r->plain_tps);
@@ -5635,14 +5634,10 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                     "takes %.2f and 1; the draft reads %.2f of the weights): these alone predict %.2fx",
                     pc.draft, pc.verify, sum.draft_cost,
                     draft_weight_share(r->ds, st->drafted, r->skip, &m->config), pc.predicted);
-            if (st->selections > 0) {
-                fprintf(stderr, ", %.2fx with the selection time", pc.predicted / sel);
-            }
+            fprintf(stderr, st->selections ? ", %.2fx with the selection time" : "", pc.predicted / sel);
             fprintf(stderr, "\nbreak-even at these costs: M %.2f (%.2f drafts a round x %.2f + %.2f",
                     pc.break_even, n_d, pc.draft, pc.verify);
-            if (st->selections > 0) {
-                fprintf(stderr, "; %.2f with the selection time", pc.break_even * sel);
-            }
+            fprintf(stderr, st->selections ? "; %.2f with the selection time" : "", pc.break_even * sel);
             fprintf(stderr, "), this run's M %.2f; its drafts kept whole would give %.2f\n",
                     sum.mean_accepted, n_d + 1);
         }
@@ -5735,12 +5730,11 @@ static int load_run(CliRun *r, Options *o, char *err) {
     }
     char *path = join_path(o->model_dir, "tokenizer.json");
     r->tok = build_tokenizer(path, err);
-    if (r->tok && tokenizer_vocab_size(r->tok) > c->vocab_size) {
-        fail(err, "%s: %d tokens, but config.json has vocab_size %d", path,
-             tokenizer_vocab_size(r->tok), c->vocab_size);
-    }
+    int bad = r->tok == NULL || (tokenizer_vocab_size(r->tok) > c->vocab_size &&
+                                 fail(err, "%s: %d tokens, but config.json has vocab_size %d",
+                                      path, tokenizer_vocab_size(r->tok), c->vocab_size));
     free(path);
-    if (r->tok == NULL || tokenizer_vocab_size(r->tok) > c->vocab_size) { return -1; }
+    if (bad) { return -1; }
     if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, why)) {
         return fail(err, "--skip %s", why);
     }
