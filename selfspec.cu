@@ -4240,12 +4240,11 @@ static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
     attn[n_layers] = mlp[n_layers] = '\0';
 }
 
-// SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), with alpha the acceptance rate and cost
-// coefficient c = 1 - r, r the fraction of sublayers skipped. It assumes a draft step costs c of
-// a full step and a verify pass costs one full step. Eq. 6 comes from M / (n_d c + 1) with
-// n_d = (M - 1) / alpha drafts per round (Leviathan's gamma); at alpha = 0 that is 0/0, and
-// drafts that are all rejected still cost n_d c each, so there the measured drafts per round
-// stand in for n_d: 1 / (n_d c + 1), below 1.
+// SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), alpha the acceptance rate, the cost
+// coefficient c = 1 - r, r the fraction of sublayers skipped: a draft step costs c of a full step,
+// a verify pass one. It is M / (n_d c + 1) with n_d = (M - 1) / alpha drafts per round
+// (Leviathan's gamma); at alpha = 0 that is 0/0, and drafts all rejected still cost n_d c each,
+// so there the measured drafts per round stand in for n_d: 1 / (n_d c + 1), below 1.
 static double expected_speedup(double mean_accepted, double acceptance, double skip_ratio,
                                double drafts_per_round) {
     double c = 1.0 - skip_ratio;
@@ -4312,9 +4311,8 @@ static void asd_note(const Selector *sel, int L, char *buf, size_t cap) {
     }
 }
 
-// What the method did, in one sentence for the summary and --json's "note" (NULL when there is
-// nothing to say): a search that kept the empty set, ASD's two rules, SWIFT's steps.
-// cost_model: the search's objective; n: the tokens this prompt made; sel: the method's state.
+// What the method did, one sentence for the summary and --json's "note" (NULL: nothing to say):
+// a search that kept the empty set (cost_model: its objective), ASD's rules, SWIFT's steps.
 static const char *method_note(int method, int cost_model, const SkipSet *skip, int L,
                                const SpecStats *st, int n, const Selector *sel, char *buf,
                                size_t cap) {
@@ -4346,9 +4344,8 @@ static const char *method_note(int method, int cost_model, const SkipSet *skip, 
 }
 
 // --compare: what a draft pass (one token) and a verify pass cost in plain decoding steps of this
-// very run, and the speedup those costs predict: tokens per round over the round's cost,
-// (accepted + 1) / (drafted * draft + verify), per round. SWIFT Eq. 6 prices a verify pass as
-// one step, true where verifying k tokens costs what one does (a GPU); on a CPU it costs more.
+// run, and the speedup they predict, (accepted + 1) / (drafted * draft + verify) per round. Eq. 6
+// prices a verify pass as one step, true where k tokens cost what one does (a GPU), not on a CPU.
 // The break-even: the M (tokens a round) at which that prediction is 1, a round's cost.
 typedef struct { double draft, verify, predicted, break_even; } PassCosts;
 static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
@@ -4383,11 +4380,10 @@ static void json_field(FILE *f, const char *lead, const char *s) {
     fputc('"', f);
 }
 
-// --trace FILE: JSON Lines, one object per event, each with a "type" (README: the trace). The
-// CLI writes the header and each prompt's summary; the rest comes through the engine's Observer
-// (trace_prefill, trace_round, watch_candidate), which also counts each prompt's drafts and
-// prints Self-SD's progress. Floats as %.9g (a float32 round-trips), one not finite as null;
-// only the keys ending in _ms or _per_s, or starting with measured_, hold measurements.
+// --trace FILE: JSON Lines, one object per event with a "type" (README: the trace): the CLI's
+// header and summaries, and the engine's Observer (trace_prefill, trace_round, watch_candidate),
+// which also counts the drafts and prints Self-SD's progress. Floats as %.9g (a float32
+// round-trips), null if not finite; only keys ending _ms or _per_s, or starting measured_, time.
 typedef struct {
     int lengths[MAX_DRAFT + 1]; // rounds that drafted i tokens
     int reached[MAX_DRAFT];     // rounds whose draft reached position i + 1
@@ -4444,9 +4440,8 @@ static double jaccard(const SkipSet *a, const SkipSet *b, int L) {
 
 static double log_choose(int n, int k) { return lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0); }
 
-// The mean Jaccard overlap of two sets of m whole layers of L drawn at random: their
-// intersection i is hypergeometric, P(i) = C(m, i) C(L - m, m - i) / C(L, m), the overlap
-// i / (2m - i).
+// The mean Jaccard overlap of two random sets of m whole layers of L: their intersection i is
+// hypergeometric, P(i) = C(m, i) C(L - m, m - i) / C(L, m), the overlap i / (2m - i).
 static double random_overlap(int m, int L) {
     if (m <= 0 || m > L) { return 1.0; }
     double mean = 0;
@@ -4554,10 +4549,9 @@ static void quote_token(FILE *f, const Tokenizer *tok, int id) {
     json_field(f, "", named ? tok->tok[id].text : text);
 }
 
-// --show-rounds: one line per round into f, printed after the text (on_token): the draft's
-// chain with its confidences and why it stopped, how many tokens the full model kept (a kept
-// SWIFT leaf named), and its own token, in place of the first draft token it did not keep, or
-// the bonus after a draft it kept whole (or the EOS the round ended at). README: the first screen.
+// --show-rounds: a line per round after the text (on_token): the draft, its confidences, why it
+// stopped, how many tokens the full model kept (a kept SWIFT leaf named), its own token for the
+// first it did not keep, or the bonus after a whole draft (or EOS). README: the first screen.
 static void view_round(FILE *f, const Round *r, const Selector *sel, const Tokenizer *tok) {
     static const char *ends[] = {"exit", "K", "room", "EOS"}, *phase[] = {"start", "random", "gp"};
     fprintf(f, "round %d at %d: ", r->round, r->pos);
@@ -4655,9 +4649,8 @@ static void watch_candidate(void *ctx, const Candidate *c) {
 // ----------------------------------------------------------------------------
 // threads: how many the CPU build runs on, and the device the reports name
 
-// --threads N, else OMP_NUM_THREADS (libgomp read it before main), else libgomp's default, one
-// per core; the reports name which. On a busy machine give fewer (README, Threads: the threads
-// spin between kernels, and one spinning for a descheduled sibling burns its time slice).
+// --threads N, else OMP_NUM_THREADS (libgomp read it before main), else one per core; the reports
+// name which. Fewer on a busy machine (README, Threads: a thread spins for a descheduled sibling).
 static const char *threads_reason = "one per core";
 static void choose_threads(int threads_flag) {
 #ifdef _OPENMP
@@ -4727,10 +4720,9 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
 
 // ----- output files: --save-skip and --trace (README "Scope and limits", item 4)
 // A regular file is written to a temporary file beside the file its path names (through a
-// symlink, the file the link names), open from before the run and renamed over that file when
-// the run succeeds: the old file or the whole new one. Anything else (/dev/null, a FIFO,
-// /dev/stdout, a link to one) is written in place. A failed run leaves no temporary file:
-// free_outputs removes them, exit does after die(), on_stop after Ctrl-C or SIGTERM.
+// symlink, the file the link names), renamed over it when the run succeeds: the old file or the
+// whole new one. Anything else (/dev/null, a FIFO, /dev/stdout) is written in place. A failed run
+// leaves no temporary file: free_outputs removes them, exit after die(), on_stop after a signal.
 typedef struct {
     const char *flag, *path; // the flag and the path as given
     char *target, *tmp;      // the file replaced and its temporary file; NULL: written in place
@@ -4872,10 +4864,9 @@ typedef enum {
     ARG_METHOD, ARG_OBJECTIVE, ARG_EXIT
 } ArgKind;
 
-// One flag, written once: its name, argument and help (a %g in the help shows its default),
-// where its value goes in Options, its range (lo excluded when lo_open), and the methods that
-// read it (a mask of 1 << METHOD_x; 0: every method), with the reason it is an error otherwise
-// (NULL: "only --method x reads it", x the one method in the mask).
+// One flag, written once: name, argument, help (a %g shows its default), where its value goes in
+// Options, its range (lo excluded when lo_open), the methods that read it (a mask of 1 <<
+// METHOD_x; 0: all) and why it is an error otherwise (NULL: "only --method x reads it").
 typedef struct {
     const char *name, *arg;
     ArgKind kind;
@@ -5049,9 +5040,8 @@ static int flag_fail(char *err, const char *flag, const char *value, const char 
                 value ? value : "", why);
 }
 
-// Parsed and range-checked as the type it becomes, an int, a float or a double (kind), stored at
-// out: 1e-300 is 0 as a float, outside (0, 1]; an int past a long's range (strtol's LONG_MAX) is
-// out of the flag's.
+// Parsed and range-checked as the type it becomes (kind), stored at out: 1e-300 is 0 as a float,
+// outside (0, 1]; an int past a long's range (strtol's LONG_MAX) is out of the flag's.
 static int parse_number(const char *flag, const char *v, ArgKind kind, double lo, double hi,
                         int lo_open, void *out, char *err) {
     char *end;
@@ -5297,10 +5287,9 @@ static void show_round(void *ctx, const Round *r, const Selector *sel) {
     ts->shown = ts->len;
 }
 
-// The non-empty lines of file (flag: -f or --dev-prompts; a file or a pipe, a two-character \n
-// a newline), or text alone when file is NULL (flag then names it), each encoded and checked
-// against the context with the n_extra tokens to come after it (extra names them). Returns 0,
-// or -1 with err set; free_prompts frees p either way.
+// The non-empty lines of file (flag: -f or --dev-prompts; a file or a pipe; \n a newline), or
+// text alone when file is NULL, each encoded and checked against the context with the n_extra
+// tokens to come after it (extra names them). 0, or -1 with err set; free_prompts frees p.
 static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const char *flag,
                         const char *file, const char *text, int n_extra, const char *extra,
                         char *err) {
@@ -5480,9 +5469,9 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
 }
 
 // --json's draft statistics (README "The trace"): draft_lengths[i], the rounds that drafted i
-// tokens (they sum to rounds); accept_by_position[i], the share of the rounds whose draft reached
-// position i + 1 that kept it; draft_ends, the rounds by why drafting stopped; conf_mean, the
-// draft tokens' mean confidence; dp_overlap, CLaSp's mean Jaccard overlap of consecutive DP sets.
+// tokens; accept_by_position[i], the share of the rounds reaching position i + 1 that kept it;
+// draft_ends, the rounds by why drafting stopped; conf_mean; dp_overlap, CLaSp's mean Jaccard
+// overlap of consecutive DP sets.
 static void print_draft_stats(FILE *f, const DraftStats *d, int rounds, int drafted) {
     int n = rounds > 0 ? d->longest + 1 : 0;
     fprintf(f, ", \"draft_lengths\": [");
@@ -5644,9 +5633,8 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
     }
 }
 
-// Decodes prompt pi the chosen way into r->out, streaming its text unless --json, into *text
-// (the caller frees it); the exit threshold and skip set carry over to the next prompt. plain:
-// --compare's plain decoding instead, with the same seed, into r->plain_out (text NULL).
+// Decodes prompt pi into r->out, its text streamed unless --json and into *text (freed by the
+// caller); the exit threshold and skip set carry over. plain: --compare's, into r->plain_out.
 static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st, char **text) {
     const int *prompt = r->prompts.ids[pi];
     int n_prompt = r->prompts.len[pi], n;
