@@ -5240,8 +5240,7 @@ typedef struct {
     DecodeState ds;
     char *text;
     size_t len, cap;
-    int echo;
-    int colour, show_rounds; // on a terminal, kept draft tokens green; --show-rounds (show_round)
+    int echo, colour, show_rounds; // to stdout; on a terminal, kept draft tokens green; --show-rounds
     size_t shown, last;      // colour: the text written so far; where the last token's begins
     FILE *view;              // --show-rounds: the rounds in words until the end, into view_text
     char *view_text;         // (open_memstream: view_len)
@@ -5375,9 +5374,8 @@ typedef struct {
     Selector sel;
     Trace trace;             // watches decoding and the searches; --trace's stream (f NULL: none)
     Observer watch;          // the engine's hooks into trace
-    OutputFile outs[MAX_OUTPUTS]; // the output files given, n_outs of them
+    OutputFile outs[MAX_OUTPUTS]; // the output files given, n_outs of them (--save-skip first)
     int n_outs;
-    FILE *save_skip;         // --save-skip's output (NULL: none)
 } CliRun;
 
 // Self-SD's search, before the first prompt decodes, on r->dev into r->skip, with SIGINT caught:
@@ -5399,6 +5397,10 @@ static double search_skip_set(CliRun *r, const Options *o) {
                 skip_count(&r->skip, n_layers), 2 * n_layers);
     }
     double ms = time_ms() - t0;
+    if (o->save_skip) { // (the set decoding uses: Self-SD's decoding never changes it)
+        write_skip(r->outs[0].f, "", &r->skip, n_layers);
+        fputc('\n', r->outs[0].f);
+    }
     // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
     fprintf(stderr, o->dev_prompts ? "selfsd: searched on %d prompts of --dev-prompts %s\n"
             : "selfsd: searched on the first prompt itself, not on a separate development set as "
@@ -5406,17 +5408,13 @@ static double search_skip_set(CliRun *r, const Options *o) {
     return ms;
 }
 
-// What one prompt's run produced, for the report.
+// What one prompt's run produced, for the report, beside the CliRun's out, skip, sel and trace.ds.
 typedef struct {
     const char *text;     // the continuation's text
-    const int *tokens;    // (n) its token ids
-    int n, n_prompt;
+    int n, n_prompt;      // its tokens, and the prompt's
     const SpecStats *st;
-    const SkipSet *skip;  // the last skip set used
     double plain_tps;     // --compare: plain decoding's tokens/s
     int identical;        // --compare: the same tokens
-    const Selector *sel;  // the method's state: SWIFT's steps, ASD's C_l
-    const DraftStats *ds; // the drafts, round by round (Trace)
 } PromptResult;
 
 // --trace's header: the settings the run decodes with (README: the trace). Each is finite (a
@@ -5491,24 +5489,24 @@ static void print_draft_stats(FILE *f, const DraftStats *d, int rounds, int draf
 
 // --json: one object per prompt, on one line (JSON Lines with -f), after lead ("{", or --trace's
 // summary's first keys). Its keys are documented in README; "gamma_*" is the draft-exit threshold.
-static void print_json_report(FILE *f, const char *lead, const Options *o, const Model *m,
+static void print_json_report(FILE *f, const char *lead, const Options *o, const CliRun *run,
                               const PromptResult *r) {
     const SpecStats *st = r->st;
-    int L = m->config.n_layers;
+    int L = run->m.config.n_layers;
     char note[1024];
-    RunSummary sum = summarize_run(st, r->skip, L);
+    RunSummary sum = summarize_run(st, &run->skip, L);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
     fprintf(f, "%s", lead);
-    json_field(f, "\"model\": ", m->dir);
+    json_field(f, "\"model\": ", run->m.dir);
     json_field(f, ", \"device\": ", device_name());
     json_field(f, ", \"text\": ", r->text ? r->text : "");
     fprintf(f, ", \"tokens\": [");
-    for (int t = 0; t < r->n; t++) { fprintf(f, t ? ", %d" : "%d", r->tokens[t]); }
+    for (int t = 0; t < r->n; t++) { fprintf(f, t ? ", %d" : "%d", run->out[t]); }
     fprintf(f, "], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, "
             "\"prefill_ms\": %.3f, \"decode_ms\": %.3f", r->n_prompt, r->n, tps,
             st->gen.prefill_ms, st->gen.decode_ms);
     fprintf(f, ", \"method\": \"%s\"", method_name(o->method));
-    write_skip(f, ", \"skip\": ", r->skip, L);
+    write_skip(f, ", \"skip\": ", &run->skip, L);
     fprintf(f, ", \"skip_ratio\": %.4f, \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, "
                "\"accept_rate\": %.4f, \"mean_accepted\": %.4f", sum.skip_ratio, st->rounds,
                st->drafted, st->accepted, sum.acceptance, sum.mean_accepted);
@@ -5523,10 +5521,11 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
                ", \"selections\": %d, \"expected_speedup\": %.4f, \"draft_weight_share\": %.4f",
                st->draft_ms, st->verify_ms, st->select_ms, st->search_ms, st->selections,
-               sum.expected_speedup, draft_weight_share(r->ds, st->drafted, r->skip, &m->config));
-    print_draft_stats(f, r->ds, st->rounds, st->drafted);
-    json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
-                                               r->sel, note, sizeof(note)));
+               sum.expected_speedup, draft_weight_share(&run->trace.ds, st->drafted, &run->skip,
+                                                        &run->m.config));
+    print_draft_stats(f, &run->trace.ds, st->rounds, st->drafted);
+    json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, &run->skip, L, st, r->n,
+                                               &run->sel, note, sizeof(note)));
     if (o->compare) {
         PassCosts pc = pass_costs(st, r->plain_tps);
         fprintf(f, ", \"plain_tokens_per_s\": %.3f, \"measured_speedup\": %.4f, \"identical\": %s",
@@ -5565,30 +5564,30 @@ static void print_draft_lines(const DraftStats *d, int rounds, int drafted, int 
 }
 
 // The text report on stderr (stdout holds the generated text).
-static void print_text_report(const Options *o, const Model *m, const PromptResult *r) {
+static void print_text_report(const Options *o, const CliRun *run, const PromptResult *r) {
     const SpecStats *st = r->st;
-    int L = m->config.n_layers;
-    RunSummary sum = summarize_run(st, r->skip, L);
+    int L = run->m.config.n_layers;
+    RunSummary sum = summarize_run(st, &run->skip, L);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
     double own_select_ms = st->select_ms - st->search_ms; // selection during decoding
     const char *name = method_name(o->method);
     char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[1024];
-    layer_map(r->skip, L, attn_map, mlp_map);
+    layer_map(&run->skip, L, attn_map, mlp_map);
     if (o->method != METHOD_NONE && isatty(STDOUT_FILENO)) { // the colours' legend (show_round)
         fprintf(stderr, "\ncolours: \033[32mgreen\033[0m, the draft tokens the full model kept; "
                 "plain, the full model's own tokens");
     }
     fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n",
-            m->dir, device_name(), r->n_prompt, r->n, st->gen.prefill_ms, tps);
+            run->m.dir, device_name(), r->n_prompt, r->n, st->gen.prefill_ms, tps);
     if (o->method != METHOD_NONE) {
         fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%), selection took "
-                "%.1f ms:\n  attn %s\n  mlp  %s\n", name, o->max_draft, skip_count(r->skip, L),
+                "%.1f ms:\n  attn %s\n  mlp  %s\n", name, o->max_draft, skip_count(&run->skip, L),
                 2 * L, 100 * sum.skip_ratio, st->select_ms, attn_map, mlp_map);
         fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted "
                 "length M %.2f\n", st->rounds, st->drafted, st->accepted, sum.acceptance,
                 sum.mean_accepted);
-        print_draft_lines(r->ds, st->rounds, st->drafted, o->exit.mode == EXIT_NONE,
-                          r->sel->clasp_skip, L);
+        print_draft_lines(&run->trace.ds, st->rounds, st->drafted, o->exit.mode == EXIT_NONE,
+                          run->sel.clasp_skip, L);
         fprintf(stderr, o->exit.mode == EXIT_NONE ? "no exit threshold (--exit none) | "
                 : "gamma first %.3f last %.3f mean %.3f | ", st->threshold_first,
                 st->threshold_last, sum.gamma_mean); // (--exit none: always K tokens)
@@ -5607,7 +5606,7 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                     100 * own_select_ms / st->gen.decode_ms,
                     100 * own_select_ms / (st->draft_ms + st->verify_ms + own_select_ms));
         }
-        const char *said = method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->sel,
+        const char *said = method_note(o->method, o->cost_model, &run->skip, L, st, r->n, &run->sel,
                                        note, sizeof(note));
         if (said) { fprintf(stderr, "%s: %s\n", name, said); }
     }
@@ -5621,8 +5620,8 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
             double sel = (passes_ms + own_select_ms) / passes_ms;
             fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f (Eq. 6 "
                     "takes %.2f and 1; the draft reads %.2f of the weights): these alone predict %.2fx",
-                    pc.draft, pc.verify, sum.draft_cost,
-                    draft_weight_share(r->ds, st->drafted, r->skip, &m->config), pc.predicted);
+                    pc.draft, pc.verify, sum.draft_cost, draft_weight_share(&run->trace.ds,
+                    st->drafted, &run->skip, &run->m.config), pc.predicted);
             fprintf(stderr, st->selections ? ", %.2fx with the selection time" : "", pc.predicted / sel);
             fprintf(stderr, "\nbreak-even at these costs: M %.2f (%.2f drafts a round x %.2f + %.2f",
                     pc.break_even, n_d, pc.draft, pc.verify);
@@ -5696,7 +5695,7 @@ static int open_outputs(CliRun *r, const Options *o, char *err) {
         if (open_output(f, r->n_outs++, flags[k], paths[k], inputs, 3, o->model_dir, err)) {
             return -1;
         }
-        if (k == 0) { r->save_skip = f->f; } else { r->trace.f = f->f; }
+        if (k == 1) { r->trace.f = f->f; }
     }
     return 0;
 }
@@ -5771,21 +5770,20 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
     if (!o->json) { printf("\n"); }
     st.select_ms += search_ms;
     st.search_ms = search_ms;
-    PromptResult res = {text, r->out, n, r->prompts.len[pi], &st, &r->skip, 0, 1, &r->sel,
-                        &r->trace.ds};
+    PromptResult res = {text, n, r->prompts.len[pi], &st, 0, 1};
     if (o->compare) {
         int n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);
         res.plain_tps = tokens_per_s(n_plain, plain.gen.decode_ms);
         res.identical = n == n_plain && memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
     if (o->json) {
-        print_json_report(stdout, "{", o, &r->m, &res);
+        print_json_report(stdout, "{", o, r, &res);
     } else {
-        print_text_report(o, &r->m, &res);
+        print_text_report(o, r, &res);
     }
     if (r->trace.f) { // the summary: --json's object
         snprintf(lead, sizeof(lead), "{\"type\": \"summary\", \"prompt\": %d, ", pi);
-        print_json_report(r->trace.f, lead, o, &r->m, &res);
+        print_json_report(r->trace.f, lead, o, r, &res);
     }
     free(text);
     return o->compare && o->temperature == 0.0f && !res.identical;
@@ -5802,10 +5800,6 @@ static int finish_run(CliRun *r, int failed) {
     char err[SS_ERR_LEN];
     if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
         failed = print_error("writing to stdout failed");
-    }
-    if (r->save_skip) { // (Self-SD's set: its decoding never changes it)
-        write_skip(r->save_skip, "", &r->skip, r->m.config.n_layers);
-        fputc('\n', r->save_skip);
     }
     if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }
     return failed;
