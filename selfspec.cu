@@ -5013,9 +5013,8 @@ static void usage(FILE *f) {
         // a help's %g: its default; -K's also show SWIFT's K and the cap (hi), --exit's the
         // methods whose own exit rule is a fixed threshold
         int exit_rule = fl->kind == ARG_EXIT;
-        double v[3] = {exit_rule ? swift.threshold : default_value(&d, fl),
-                       exit_rule ? clasp.threshold : swift_k, fl->hi};
-        snprintf(help, sizeof(help), fl->help, v[0], v[1], v[2]);
+        snprintf(help, sizeof(help), fl->help, exit_rule ? swift.threshold : default_value(&d, fl),
+                 exit_rule ? clasp.threshold : swift_k, fl->hi);
         fprintf(f, "  %-16s ", head);
         for (const char *c = help; *c; c++) { // continuation lines under the first
             if (*c == '\n') { fprintf(f, "\n%19s", ""); }
@@ -5083,8 +5082,7 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
         return parse_number("--exit fixed:", v + 6, ARG_FLOAT, 0, 1, 0, &o->exit.threshold, err);
     case ARG_OBJECTIVE:
         o->cost_model = is(v, "cost");
-        if (is(v, "time") || is(v, "cost")) { return 0; }
-        return flag_fail(err, fl->name, v, "expected time or cost");
+        return is(v, "time") || o->cost_model ? 0 : flag_fail(err, fl->name, v, "expected time or cost");
     case ARG_METHOD:
         for (int k = 0; k <= METHOD_CLASP; k++) { if (is(v, method_name(k))) { o->method = k; } }
         return o->method >= 0 ? 0 : flag_fail(err, fl->name, v, "unknown method (none, static, "
@@ -5297,7 +5295,7 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
     p->buf = file ? read_input(file, 1, &len, why) : strcpy((char *)malloc_check(len + 1), text);
     if (p->buf == NULL) { return fail(err, "%s %s", flag, why); }
     p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
-    p->line = (int *)malloc_check((len / 2 + 2) * sizeof(int));
+    p->line = (int *)calloc_check(len / 2 + 2, sizeof(int));
     if (file == NULL) { p->text[p->n++] = p->buf; }
     // a UTF-8 byte order mark (Notepad writes one) is not part of the first prompt
     size_t bom = file && len >= 3 && memcmp(p->buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
@@ -5326,21 +5324,20 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
     p->ids = (int **)calloc_check((size_t)p->n, sizeof(int *));
     p->len = (int *)calloc_check((size_t)p->n, sizeof(int));
     for (int k = 0; k < p->n; k++) {
-        if (file) { snprintf(where, sizeof(where), "%s %s line %d", flag, file, p->line[k]); }
-        const char *at = file ? where : flag; // "-p", "-f FILE line 3"
+        snprintf(where, sizeof(where), file ? "%s %s line %d" : "%s", flag, file, p->line[k]);
         int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
         int n = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
         if (n < 0 || n >= c->seq_len) {
             return fail(err, "%s: the prompt does not fit the context of %d tokens "
-                        "(max_position_embeddings or -c)", at, c->seq_len);
+                        "(max_position_embeddings or -c)", where, c->seq_len);
         }
         if (n == 0) {
             return fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
-                        "BOS)", at);
+                        "BOS)", where);
         }
         if ((long)n + n_extra - 1 > c->seq_len) {
             return fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
-                        "max_position_embeddings)", at, n, extra, c->seq_len);
+                        "max_position_embeddings)", where, n, extra, c->seq_len);
         }
         p->len[k] = n; // and ids to that length: a long -f file of short prompts
         p->ids[k] = (int *)realloc_check(ids, (size_t)n * sizeof(int));
