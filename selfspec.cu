@@ -5063,11 +5063,9 @@ static int parse_number(const char *flag, const char *v, ArgKind kind, double lo
 static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
     char *p = (char *)o + fl->offset;
     switch (fl->kind) {
-    case ARG_PATH:
-        if (*v == '\0') { return flag_fail(err, fl->name, NULL, "the path is empty"); }
+    case ARG_PATH: case ARG_TEXT:
         *(const char **)p = v;
-        return 0;
-    case ARG_TEXT: *(const char **)p = v; return 0;
+        return fl->kind == ARG_TEXT || *v ? 0 : flag_fail(err, fl->name, NULL, "the path is empty");
     case ARG_INT: case ARG_FLOAT: case ARG_DOUBLE:
         return parse_number(fl->name, v, fl->kind, fl->lo, fl->hi, fl->lo_open, p, err);
     case ARG_ONOFF:
@@ -5791,17 +5789,6 @@ static int print_error(const char *err) {
     return 1;
 }
 
-// After the last prompt: stdout checked, then the outputs renamed over their files only when
-// every step before succeeded (a failed run leaves the old files as they were). 1 on failure.
-static int finish_run(CliRun *r, int failed) {
-    char err[SS_ERR_LEN];
-    if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
-        failed = print_error("writing to stdout failed");
-    }
-    if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }
-    return failed;
-}
-
 static void free_run(CliRun *r) {
     free_outputs(r->outs, r->n_outs);
     free_prompts(&r->prompts);
@@ -5834,7 +5821,12 @@ int main(int argc, char **argv) {
                                      "plain decoding");
             }
         }
-        failed = finish_run(&r, failed);
+        // then stdout checked, and the outputs renamed over their files only when every step
+        // before succeeded (a failed run leaves the old files as they were)
+        if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
+            failed = print_error("writing to stdout failed");
+        }
+        if (!failed && commit_outputs(r.outs, r.n_outs, err)) { failed = print_error(err); }
     }
     free_run(&r);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
