@@ -4865,8 +4865,8 @@ typedef enum {
 } ArgKind;
 
 // One flag, written once: name, argument, help (a %g shows its default), where its value goes in
-// Options, its range (lo excluded when lo_open), the methods that read it (a mask of 1 <<
-// METHOD_x; 0: all) and why it is an error otherwise (NULL: "only --method x reads it").
+// Options, its range (lo excluded when lo_open), and the methods that read it (a mask of 1 <<
+// METHOD_x; 0: all), which name the error when another method is given (check_flags).
 typedef struct {
     const char *name, *arg;
     ArgKind kind;
@@ -4874,88 +4874,83 @@ typedef struct {
     double lo, hi;
     int lo_open;
     unsigned methods;
-    const char *only, *help;
+    const char *help;
 } Flag;
 
 enum { DRAFTING = (1 << (METHOD_CLASP + 1)) - 2 }; // the methods that draft: all but none
 
 // --help lists them in this order.
 static const Flag FLAGS[] = {
-    {"-m", "DIR", ARG_PATH, offsetof(Options, model_dir), 0, 0, 0, 0, NULL,
+    {"-m", "DIR", ARG_PATH, offsetof(Options, model_dir), 0, 0, 0, 0,
      "Hugging Face LLaMA folder (config.json, model.safetensors,\n"
      "tokenizer.json); default: tiny_models/kjv-12l, the trained KJV model"},
-    {"-p", "TEXT", ARG_TEXT, offsetof(Options, prompt), 0, 0, 0, 0, NULL,
+    {"-p", "TEXT", ARG_TEXT, offsetof(Options, prompt), 0, 0, 0, 0,
      "prompt (default \"In the beginning God created\")"},
-    {"-f", "FILE", ARG_PATH, offsetof(Options, prompt_file), 0, 0, 0, 0, NULL,
+    {"-f", "FILE", ARG_PATH, offsetof(Options, prompt_file), 0, 0, 0, 0,
      "prompts, one per line, \\n for a newline (SWIFT's state carries\nacross them); a pipe too: -f /dev/stdin, -f <(cmd)"},
-    {"-n", "N", ARG_INT, offsetof(Options, n_new), 1, 1 << 20, 0, 0, NULL,
+    {"-n", "N", ARG_INT, offsetof(Options, n_new), 1, 1 << 20, 0, 0,
      "tokens to generate per prompt (default %g)"},
-    {"-t", "TEMP", ARG_FLOAT, offsetof(Options, temperature), 0, 100, 0, 0, NULL,
+    {"-t", "TEMP", ARG_FLOAT, offsetof(Options, temperature), 0, 100, 0, 0,
      "temperature, 0 = greedy (default %g)"},
-    {"--top-p", "P", ARG_FLOAT, offsetof(Options, top_p), 0, 1, 1, 0, NULL,
+    {"--top-p", "P", ARG_FLOAT, offsetof(Options, top_p), 0, 1, 1, 0,
      "nucleus sampling mass in (0, 1] (default %g = off)"},
-    {"-s", "SEED", ARG_INT, offsetof(Options, seed), 0, INT_MAX, 0, 0, NULL,
+    {"-s", "SEED", ARG_INT, offsetof(Options, seed), 0, INT_MAX, 0, 0,
      "RNG seed for sampling and searches (default %g)"},
-    {"-c", "CTX", ARG_INT, offsetof(Options, ctx), 2, 1 << 24, 0, 0, NULL,
+    {"-c", "CTX", ARG_INT, offsetof(Options, ctx), 2, 1 << 24, 0, 0,
      "context length to allocate, at most max_position_embeddings\n(default: that, at most 4096)"},
-    {"--method", "M", ARG_METHOD, offsetof(Options, method), 0, 0, 0, 0, NULL,
+    {"--method", "M", ARG_METHOD, offsetof(Options, method), 0, 0, 0, 0,
      "none (plain decoding), static (--skip), selfsd, swift, asd, clasp;\n"
      "default: static when --skip/--skip-file is given, else none"},
     {"--skip", "SPEC", ARG_TEXT, offsetof(Options, skip_spec), 0, 0, 0, 1 << METHOD_STATIC,
-     "only --method static drafts with a given skip set",
      "draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\"\n(0-based)"},
     {"--skip-file", "F", ARG_PATH, offsetof(Options, skip_file), 0, 0, 0, 1 << METHOD_STATIC,
-     "only --method static drafts with a given skip set",
      "draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}"},
     {"-K", "N", ARG_INT, offsetof(Options, max_draft), 1, MAX_DRAFT, 0, DRAFTING,
-     "--method none drafts nothing",
      "max draft tokens per round (default %g; swift %g; at most %g)"},
     {"--exit", "E", ARG_EXIT, offsetof(Options, exit), 0, 0, 0, DRAFTING,
-     "--method none drafts nothing",
      "draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:%g,\nclasp: fixed:%g)"},
-    {"--alpha", "A", ARG_FLOAT, offsetof(Options, exit.target), 0, 1, 1, 0, NULL,
+    {"--alpha", "A", ARG_FLOAT, offsetof(Options, exit.target), 0, 1, 1, 0,
      "target acceptance rate of the adaptive exit (default %g)"},
     {"--iters", "N", ARG_INT, offsetof(Options, params.selfsd.iters), 1, 100000, 0,
-     1 << METHOD_SELFSD, "only --method selfsd iterates",
-     "selfsd: Bayesian-optimization iterations (default %g)"},
+     1 << METHOD_SELFSD, "selfsd: Bayesian-optimization iterations (default %g)"},
     {"--dev-prompts", "F", ARG_PATH, offsetof(Options, dev_prompts), 0, 0, 0, 1 << METHOD_SELFSD,
-     NULL, "selfsd: search on these prompts instead of the prompt itself"},
+     "selfsd: search on these prompts instead of the prompt itself"},
     {"--objective", "O", ARG_OBJECTIVE, offsetof(Options, cost_model), 0, 0, 0, 1 << METHOD_SELFSD,
-     NULL, "selfsd: time (wall clock, default) or cost (sublayers run per\n"
+     "selfsd: time (wall clock, default) or cost (sublayers run per\n"
      "token, deterministic)"},
     {"--save-skip", "F", ARG_PATH, offsetof(Options, save_skip), 0, 0, 0, 1 << METHOD_SELFSD,
-     NULL, "selfsd: write the chosen skip set as JSON for --skip-file"},
+     "selfsd: write the chosen skip set as JSON for --skip-file"},
     {"--loi", "N", ARG_INT, offsetof(Options, params.clasp.interval), 1, 1 << 20, 0,
-     1 << METHOD_CLASP, NULL, "clasp: run the DP every N verifications (default %g)"},
+     1 << METHOD_CLASP, "clasp: run the DP every N verifications (default %g)"},
     {"--skip-ratio", "R", ARG_FLOAT, offsetof(Options, params.swift.skip_ratio), 0, 1, 1,
-     1 << METHOD_SWIFT, NULL,
-     "swift: fraction of sublayers skipped, lowered while acceptance < 0.7\n(default %g)"},
+     1 << METHOD_SWIFT, "swift: fraction of sublayers skipped, lowered while acceptance < 0.7\n"
+     "(default %g)"},
     {"--swift-budget", "B", ARG_FLOAT, offsetof(Options, params.swift.budget), 0, 1, 1,
-     1 << METHOD_SWIFT, NULL, "swift: optimize only while its steps take at most this share of\n"
+     1 << METHOD_SWIFT, "swift: optimize only while its steps take at most this share of\n"
      "the time (default %g; 1 = a step before every decoding step, as in\nthe paper)"},
     {"--swift-tree", "X", ARG_ONOFF, offsetof(Options, params.swift.tree_on), 0, 0, 0,
-     1 << METHOD_SWIFT, NULL, "swift: on (default) verifies a tree of the draft's top alternatives\n"
+     1 << METHOD_SWIFT, "swift: on (default) verifies a tree of the draft's top alternatives\n"
      "(greedy only), off the draft chain alone"},
     {"--asd-alpha", "A", ARG_DOUBLE, offsetof(Options, params.asd.cos_threshold), -1, 1, 0,
-     1 << METHOD_ASD, NULL, "asd: skip attention l when its prompt cosine C_l >= A (default %g)"},
+     1 << METHOD_ASD, "asd: skip attention l when its prompt cosine C_l >= A (default %g)"},
     {"--asd-m", "N", ARG_INT, offsetof(Options, params.asd.every_m), 1, SS_MAX_LAYERS, 0,
-     1 << METHOD_ASD, NULL, "asd: also skip attention and MLP of every N-th layer (default %g)"},
+     1 << METHOD_ASD, "asd: also skip attention and MLP of every N-th layer (default %g)"},
     {"--asd-n", "N", ARG_INT, offsetof(Options, params.asd.keep_last_n), 0, SS_MAX_LAYERS, 0,
-     1 << METHOD_ASD, NULL, "asd: never skip in the last N layers (default %g)"},
+     1 << METHOD_ASD, "asd: never skip in the last N layers (default %g)"},
     {"--clasp-ratio", "R", ARG_FLOAT, offsetof(Options, params.clasp.skip_ratio), 0, 1, 1,
-     1 << METHOD_CLASP, NULL, "clasp: each DP skips M = round(R L) of the L layers (default %g)"},
-    {"--threads", "N", ARG_INT, offsetof(Options, threads), 1, 1024, 0, 0, NULL,
+     1 << METHOD_CLASP, "clasp: each DP skips M = round(R L) of the L layers (default %g)"},
+    {"--threads", "N", ARG_INT, offsetof(Options, threads), 1, 1024, 0, 0,
      "CPU threads (default: OMP_NUM_THREADS, else one per core); on a busy\n"
      "machine give fewer (README, Threads)"},
-    {"--compare", NULL, ARG_SWITCH, offsetof(Options, compare), 0, 0, 0, 0, NULL,
+    {"--compare", NULL, ARG_SWITCH, offsetof(Options, compare), 0, 0, 0, 0,
      "also run plain decoding in this process: speeds, ratio, identity\n"
      "(needs a method other than none)"},
     {"--show-rounds", NULL, ARG_SWITCH, offsetof(Options, show_rounds), 0, 0, 0, DRAFTING,
-     "--method none drafts nothing", "after each prompt's text, one line per round on stderr: the\n"
+     "after each prompt's text, one line per round on stderr: the\n"
      "draft's tokens, what the full model kept, and its own token"},
-    {"--trace", "FILE", ARG_PATH, offsetof(Options, trace), 0, 0, 0, 0, NULL,
+    {"--trace", "FILE", ARG_PATH, offsetof(Options, trace), 0, 0, 0, 0,
      "write each round and each decision as JSON Lines (README: the trace)"},
-    {"--json", NULL, ARG_SWITCH, offsetof(Options, json), 0, 0, 0, 0, NULL,
+    {"--json", NULL, ARG_SWITCH, offsetof(Options, json), 0, 0, 0, 0,
      "print one JSON object per prompt instead of text, one per line\n"
      "(JSON Lines with -f); its \"text\" is the continuation alone,\nwithout the prompt"},
 };
@@ -5156,8 +5151,8 @@ static int check_flags(const Options *o, char *err) {
         if (o->given >> k & 1 && fl->methods && !(fl->methods & 1u << method)) {
             int reader = 0;
             while (fl->methods >> reader > 1) { reader++; }
-            return flag_fail(err, fl->name, NULL, fl->only ? "%s" : "only --method %s reads it",
-                             fl->only ? fl->only : method_name(reader));
+            return flag_fail(err, fl->name, NULL, fl->methods == DRAFTING ? "--method none drafts "
+                             "nothing" : "only --method %s reads it", method_name(reader));
         }
     }
     if (given(o, "--alpha") && (!drafts || o->exit.mode != EXIT_ADAPTIVE)) {
