@@ -4566,9 +4566,7 @@ static void view_round(FILE *f, const Round *r, const Selector *sel, const Token
         quote_token(f, tok, r->leaf && j == r->accepted - 1 ? r->rejected : r->ids[j]);
         fprintf(f, " %.2f%s", r->conf[j], j + 1 < r->drafted ? ", " : "");
     }
-    fprintf(f, " (%s", ends[r->end]);
-    if (r->end == END_EXIT) { fprintf(f, ", gamma %.3f", r->gamma_before); } // (never --exit none)
-    fputc(')', f);
+    fprintf(f, r->end == END_EXIT ? " (%s, gamma %.3f)" : " (%s)", ends[r->end], r->gamma_before);
     if (r->drafted) { fprintf(f, " | kept %d of %d", r->accepted, r->drafted); }
     if (r->leaf) { // SWIFT's tree kept one of the draft's next-best tokens, last
         fputs(", the last a next-best leaf ", f);
@@ -5360,7 +5358,7 @@ typedef struct {
     Tokenizer *tok;
     SkipSet skip;            // the set decoding uses (Self-SD's search: the one it chose)
     Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd)
-    int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
+    int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones after them
     Selector sel;
     Trace trace;             // watches decoding and the searches; --trace's stream (f NULL: none)
     Observer watch;          // the engine's hooks into trace
@@ -5736,8 +5734,8 @@ static int load_run(CliRun *r, Options *o, char *err) {
         }
     }
     selector_init(&r->sel, o->method, &o->params, c->n_layers, (uint64_t)o->seed);
-    r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
-    r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
+    r->out = (int *)malloc_check(2 * (size_t)o->n_new * sizeof(int));
+    r->plain_out = r->out + o->n_new;
     r->trace.n_layers = c->n_layers;
     r->trace.exit_none = o->exit.mode == EXIT_NONE;
     r->trace.verbose = !o->json;
@@ -5766,11 +5764,8 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
         res.plain_tps = tokens_per_s(n_plain, plain.gen.decode_ms);
         res.identical = n == n_plain && memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
-    if (o->json) {
-        print_json_report(stdout, "{", o, r, &res);
-    } else {
-        print_text_report(o, r, &res);
-    }
+    if (o->json) { print_json_report(stdout, "{", o, r, &res); }
+    else { print_text_report(o, r, &res); }
     if (r->trace.f) { // the summary: --json's object
         snprintf(lead, sizeof(lead), "{\"type\": \"summary\", \"prompt\": %d, ", pi);
         print_json_report(r->trace.f, lead, o, r, &res);
@@ -5789,8 +5784,7 @@ static void free_run(CliRun *r) {
     free_prompts(&r->prompts);
     free_prompts(&r->dev);
     selector_free(&r->sel);
-    free(r->out);
-    free(r->plain_out);
+    free(r->out); // (and plain_out)
     free_tokenizer(r->tok);
     free_model(&r->m);
 }
