@@ -5250,7 +5250,7 @@ static void on_token(void *ctx, int token, const float *logits) {
     }
     size_t n = token == -1 ? decode_end(t, &ts->ds, ts->text + ts->len, ts->cap - ts->len)
                            : decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
-    // in colour, the rounds write the text (show_round_text), but the prefill's token and the end
+    // in colour, the rounds write the text (show_round), but the prefill's token and the end
     int now = ts->echo && (!ts->colour || token == -1 || ts->out->n == 1);
     if (now) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
     ts->last = ts->len;
@@ -5418,10 +5418,8 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
             method == METHOD_NONE ? "plain" : method_name(method), L, o->max_draft, o->n_new,
             r->m.config.seq_len, r->prompts.n, modes[e->mode]);
     if (e->mode != EXIT_NONE) { fprintf(f, ", \"gamma\": %.9g", e->threshold); }
-    if (e->mode == EXIT_ADAPTIVE) {
-        fprintf(f, ", \"alpha\": %.9g, \"step\": %.9g, \"beta1\": %.9g, \"beta2\": %.9g",
-                e->target, e->step, e->beta1, e->beta2);
-    }
+    fprintf(f, e->mode == EXIT_ADAPTIVE ? ", \"alpha\": %.9g, \"step\": %.9g, \"beta1\": %.9g, "
+            "\"beta2\": %.9g" : "", e->target, e->step, e->beta1, e->beta2);
     fprintf(f, "}, \"sampler\": {\"temperature\": %.9g, \"top_p\": %.9g, \"seed\": %d}",
             o->temperature, o->top_p, o->seed);
     // the set the first round drafts with, unless the method chooses one before it
@@ -5503,9 +5501,8 @@ static void print_json_report(FILE *f, const char *lead, const Options *o, const
             ? ", \"gamma_first\": null, \"gamma_last\": null, \"gamma_mean\": null"
             : ", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
             st->threshold_first, st->threshold_last, sum.gamma_mean);
-    if (o->method == METHOD_SELFSD) {
-        fprintf(f, ", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
-    }
+    fprintf(f, o->method == METHOD_SELFSD ? ", \"search_on\": \"%s\"" : "",
+            o->dev_prompts ? "dev-prompts" : "prompt");
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
                ", \"selections\": %d, \"expected_speedup\": %.4f, \"draft_weight_share\": %.4f",
                st->draft_ms, st->verify_ms, st->select_ms, st->search_ms, st->selections,
@@ -5539,11 +5536,11 @@ static void print_draft_lines(const DraftStats *d, int rounds, int drafted, int 
     }
     fprintf(stderr, "\ndrafts ended by the exit rule %d, K %d, room %d, EOS %d", d->ends[END_EXIT],
             d->ends[END_K], d->ends[END_ROOM], d->ends[END_EOS]);
-    if (drafted > 0) { fprintf(stderr, " (mean confidence %.2f", d->conf_sum / drafted); }
-    if (drafted > 0 && !exit_none) {
-        fprintf(stderr, ", %.0f%% of draft tokens at or above gamma", 100.0 * d->confident / drafted);
+    if (drafted > 0) { // (--exit none has no gamma)
+        fprintf(stderr, exit_none ? " (mean confidence %.2f)" : " (mean confidence %.2f, %.0f%% of "
+                "draft tokens at or above gamma)", d->conf_sum / drafted, 100.0 * d->confident / drafted);
     }
-    fprintf(stderr, drafted > 0 ? ")\n" : "\n");
+    fputc('\n', stderr);
     if (d->dps > 1) {
         fprintf(stderr, "consecutive DP sets overlap %.2f (mean Jaccard of %d pairs; two random sets "
                 "of %d layers: %.2f)\n", d->overlap_sum / (d->dps - 1), d->dps - 1, M,
