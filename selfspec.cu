@@ -5473,16 +5473,16 @@ static void print_draft_stats(FILE *f, const DraftStats *d, int rounds, int draf
             d->dps > 1 ? d->overlap_sum / (d->dps - 1) : 0);
 }
 
-// --json: one object per prompt, on one line (JSON Lines with -f), after lead ("{", or --trace's
-// summary's first keys). Its keys are documented in README; "gamma_*" is the draft-exit threshold.
-static void print_json_report(FILE *f, const char *lead, const Options *o, const CliRun *run,
+// --json: one object per prompt, on one line (JSON Lines with -f), or --trace's summary of prompt
+// (>= 0). Its keys are documented in README; "gamma_*" is the draft-exit threshold.
+static void print_json_report(FILE *f, int prompt, const Options *o, const CliRun *run,
                               const PromptResult *r) {
     const SpecStats *st = r->st;
     int L = run->m.config.n_layers;
     char note[1024];
     RunSummary sum = summarize_run(st, &run->skip, L);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
-    fprintf(f, "%s", lead);
+    fprintf(f, prompt < 0 ? "{" : "{\"type\": \"summary\", \"prompt\": %d, ", prompt);
     json_field(f, "\"model\": ", run->m.dir);
     json_field(f, ", \"device\": ", device_name());
     json_field(f, ", \"text\": ", r->text ? r->text : "");
@@ -5748,7 +5748,7 @@ static int load_run(CliRun *r, Options *o, char *err) {
 static int run_prompt(CliRun *r, Options *o, int pi) {
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
     SpecStats st, plain;
-    char *text = NULL, lead[64];
+    char *text = NULL;
     r->trace.prompt = pi;
     if (!o->json) { printf("%s", r->prompts.text[pi]); fflush(stdout); }
     int n = decode_prompt(r, o, pi, 0, &st, &text);
@@ -5761,12 +5761,9 @@ static int run_prompt(CliRun *r, Options *o, int pi) {
         res.plain_tps = tokens_per_s(n_plain, plain.gen.decode_ms);
         res.identical = n == n_plain && memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
-    if (o->json) { print_json_report(stdout, "{", o, r, &res); }
+    if (o->json) { print_json_report(stdout, -1, o, r, &res); }
     else { print_text_report(o, r, &res); }
-    if (r->trace.f) { // the summary: --json's object
-        snprintf(lead, sizeof(lead), "{\"type\": \"summary\", \"prompt\": %d, ", pi);
-        print_json_report(r->trace.f, lead, o, r, &res);
-    }
+    if (r->trace.f) { print_json_report(r->trace.f, pi, o, r, &res); } // --json's, as a summary
     free(text);
     return o->compare && o->temperature == 0.0f && !res.identical;
 }
