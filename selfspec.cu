@@ -4362,11 +4362,8 @@ static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
 // lead (such as `, "note": `), then s as a JSON string literal, or null when s is NULL.
 // JSON text is UTF-8; a byte that is not (a folder name is bytes) is written as U+FFFD.
 static void json_field(FILE *f, const char *lead, const char *s) {
-    if (s == NULL) {
-        fprintf(f, "%snull", lead);
-        return;
-    }
-    fprintf(f, "%s\"", lead);
+    fprintf(f, s ? "%s\"" : "%snull", lead);
+    if (s == NULL) { return; }
     size_t len = strlen(s), n;
     for (size_t i = 0; i < len; i += n) {
         int cp;
@@ -4649,25 +4646,25 @@ static void watch_candidate(void *ctx, const Candidate *c) {
 
 // --threads N, else OMP_NUM_THREADS (libgomp read it before main), else one per core; the reports
 // name which. Fewer on a busy machine (README, Threads: a thread spins for a descheduled sibling).
-static const char *threads_reason = "one per core";
 static void choose_threads(int threads_flag) {
 #ifdef _OPENMP
     if (threads_flag > 0) { omp_set_num_threads(threads_flag); }
 #endif
-    threads_reason = threads_flag > 0 ? "--threads" : getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS"
-                                                                               : "one per core";
+    (void)threads_flag; // (one thread without OpenMP)
 }
 
-static const char *device_name(void) {
+// threads_flag: --threads (0: not given), which the CPU build names as the reason for its count.
+static const char *device_name(int threads_flag) {
     static char name[300];
+    (void)threads_flag; // (the GPU build names no threads)
 #if defined(__CUDACC__)
     cudaDeviceProp prop;
     cuda_check(cudaGetDeviceProperties(&prop, 0));
     snprintf(name, sizeof(name), "GPU: %s", prop.name);
 #elif defined(_OPENMP)
     int n = omp_get_max_threads();
-    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s",
-             threads_reason);
+    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s", threads_flag
+             ? "--threads" : getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS" : "one per core");
 #else
     snprintf(name, sizeof(name), "CPU: 1 thread");
 #endif
@@ -4983,14 +4980,6 @@ static Options options_default(void) {
     return o;
 }
 
-// A flag's value in the default Options, as --help shows it.
-static double default_value(const Options *d, const Flag *fl) {
-    const char *p = (const char *)d + fl->offset;
-    if (fl->kind == ARG_FLOAT) { return *(const float *)p; }
-    if (fl->kind == ARG_DOUBLE) { return *(const double *)p; }
-    return fl->kind == ARG_INT ? *(const int *)p : 0;
-}
-
 static void usage(FILE *f) {
     Options d = options_default();
     int swift_k, clasp_k;
@@ -5003,10 +4992,13 @@ static void usage(FILE *f) {
         char head[32], help[512]; // head: the widest, "--swift-budget B", fits 16 columns
         snprintf(head, sizeof(head), "%s%s%s", fl->name, fl->arg ? " " : "",
                  fl->arg ? fl->arg : "");
-        // a help's %g: its default; -K's also show SWIFT's K and the cap (hi), --exit's the
-        // methods whose own exit rule is a fixed threshold
+        // a help's %g: its default, read from the default Options as its type; -K's also show
+        // SWIFT's K and the cap (hi), --exit's the methods whose own exit rule is a fixed threshold
+        const char *p = (const char *)&d + fl->offset;
+        double v = fl->kind == ARG_FLOAT ? *(const float *)p : fl->kind == ARG_DOUBLE
+                   ? *(const double *)p : fl->kind == ARG_INT ? *(const int *)p : 0;
         int exit_rule = fl->kind == ARG_EXIT;
-        snprintf(help, sizeof(help), fl->help, exit_rule ? swift.threshold : default_value(&d, fl),
+        snprintf(help, sizeof(help), fl->help, exit_rule ? swift.threshold : v,
                  exit_rule ? clasp.threshold : swift_k, fl->hi);
         fprintf(f, "  %-16s ", head);
         for (const char *c = help; *c; c++) { // continuation lines under the first
@@ -5016,8 +5008,7 @@ static void usage(FILE *f) {
         fputc('\n', f);
     }
     fprintf(f, "  %-16s this help, on stdout\n", "-h, --help");
-    fprintf(f, "Ctrl-C during a selfsd search stops it and goes on with the best set "
-               "so far.\n");
+    fprintf(f, "Ctrl-C during a selfsd search stops it and goes on with the best set so far.\n");
 }
 
 // One error line naming the flag (and its value) and the reason (fmt) into err; returns -1.
@@ -5484,7 +5475,7 @@ static void print_json_report(FILE *f, int prompt, const Options *o, const CliRu
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
     fprintf(f, prompt < 0 ? "{" : "{\"type\": \"summary\", \"prompt\": %d, ", prompt);
     json_field(f, "\"model\": ", run->m.dir);
-    json_field(f, ", \"device\": ", device_name());
+    json_field(f, ", \"device\": ", device_name(o->threads));
     json_field(f, ", \"text\": ", r->text ? r->text : "");
     fprintf(f, ", \"tokens\": [");
     for (int t = 0; t < r->n; t++) { fprintf(f, t ? ", %d" : "%d", run->out[t]); }
@@ -5563,7 +5554,7 @@ static void print_text_report(const Options *o, const CliRun *run, const PromptR
                 "plain, the full model's own tokens");
     }
     fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n",
-            run->m.dir, device_name(), r->n_prompt, r->n, st->gen.prefill_ms, tps);
+            run->m.dir, device_name(o->threads), r->n_prompt, r->n, st->gen.prefill_ms, tps);
     if (o->method != METHOD_NONE) {
         fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%), selection took "
                 "%.1f ms:\n  attn %s\n  mlp  %s\n", name, o->max_draft, skip_count(&run->skip, L),

@@ -65,7 +65,7 @@ int main(int argc, char **argv) {
     SkipSet half = alternate_layers(m.config.n_layers);
     median_pass_ms(&m, tokens + 64, 1, NULL, 3); // warm up
     double t1 = median_pass_ms(&m, tokens + 64, 1, NULL, repeats);
-    printf("%s | %s | %d layers, dim %d, vocab %d, %.0f MB fp32 weights\n", argv[1], device_name(),
+    printf("%s | %s | %d layers, dim %d, vocab %d, %.0f MB fp32 weights\n", argv[1], device_name(0),
            m.config.n_layers, m.config.dim, m.config.vocab_size, m.n_floats * 4.0 / 1e6);
     printf("%6s %12s %10s\n", "k", "ms/pass", "vs k=1");
     int ks[5] = {1, 2, 4, 8, 16};
