@@ -4173,26 +4173,6 @@ static int class_at(const char *s, size_t len, size_t i, size_t *n) {
 // ----------------------------------------------------------------------------
 // statistics and reporting
 
-// The device a run used, as the reports name it.
-#ifndef __CUDACC__
-static const char *threads_reason = "one per core"; // set by the CLI (choose_threads)
-#endif
-static const char *device_name(void) {
-    static char name[300];
-#if defined(__CUDACC__)
-    cudaDeviceProp prop;
-    cuda_check(cudaGetDeviceProperties(&prop, 0));
-    snprintf(name, sizeof(name), "GPU: %s", prop.name);
-#elif defined(_OPENMP)
-    int n = omp_get_max_threads();
-    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s",
-             threads_reason);
-#else
-    snprintf(name, sizeof(name), "CPU: 1 thread");
-#endif
-    return name;
-}
-
 // The skip set as the papers draw it: one row per sublayer kind, X = skipped.
 static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
     for (int l = 0; l < n_layers; l++) {
@@ -4202,12 +4182,11 @@ static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
     attn[n_layers] = mlp[n_layers] = '\0';
 }
 
-// SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), with alpha the acceptance rate and cost
-// coefficient c = 1 - r, r the fraction of sublayers skipped. It assumes a draft step costs c of
-// a full step and a verify pass costs one full step. Eq. 6 comes from M / (n_d c + 1) with
-// n_d = (M - 1) / alpha drafts per round (Leviathan's gamma); at alpha = 0 that is 0/0, and
-// drafts that are all rejected still cost n_d c each, so there the measured drafts per round
-// stand in for n_d: 1 / (n_d c + 1), below 1.
+// SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), alpha the acceptance rate, the cost
+// coefficient c = 1 - r, r the fraction of sublayers skipped: a draft step costs c of a full step,
+// a verify pass one. It is M / (n_d c + 1) with n_d = (M - 1) / alpha drafts per round
+// (Leviathan's gamma); at alpha = 0 that is 0/0, and drafts all rejected still cost n_d c each,
+// so there the measured drafts per round stand in for n_d: 1 / (n_d c + 1), below 1.
 static double expected_speedup(double mean_accepted, double acceptance, double skip_ratio,
                                double drafts_per_round) {
     double c = 1.0 - skip_ratio;
@@ -4223,24 +4202,24 @@ typedef struct {
     double draft_cost;       // Eq. 6's c = 1 - r, r the mean over the draft tokens' sets
     double acceptance;       // alpha: accepted / drafted
     double mean_accepted;    // M: tokens emitted per verification (accepted + 1)
-    double expected_speedup; // SWIFT Eq. 6 (1 for plain decoding)
+    double expected_speedup; // SWIFT Eq. 6 (plain decoding drafts nothing: 1)
+    double gamma_mean;       // the exit threshold after each round, averaged (none: the first)
 } RunSummary;
 
-static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_layers,
-                                int speculative) {
+static RunSummary summarize_run(const SpecStats *st, const SkipSet *skip, int n_layers) {
     RunSummary r;
     r.skip_ratio = (double)skip_count(skip, n_layers) / (2.0 * n_layers);
     r.acceptance = st->drafted > 0 ? (double)st->accepted / st->drafted : 0;
     r.mean_accepted = st->rounds > 0 ? (double)(st->accepted + st->rounds) / st->rounds : 1;
-    double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;
     // Eq. 6's r is the one the drafts were drafted with (SWIFT and CLaSp change sets): a mean over
     // the draft tokens, as the drafting cost sums them; the last set's when nothing was drafted
     double drafted_r = st->drafted > 0 ? (double)st->skipped / st->drafted / (2.0 * n_layers)
                                        : r.skip_ratio;
     r.draft_cost = 1.0 - drafted_r;
-    r.expected_speedup = speculative ? expected_speedup(r.mean_accepted, r.acceptance, drafted_r,
-                                                        drafts_per_round)
-                                     : 1.0;
+    r.gamma_mean = st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
+    double drafts_per_round = st->rounds > 0 ? (double)st->drafted / st->rounds : 0;
+    r.expected_speedup = expected_speedup(r.mean_accepted, r.acceptance, drafted_r,
+                                          drafts_per_round);
     return r;
 }
 
@@ -4274,9 +4253,8 @@ static void asd_note(const Selector *sel, int L, char *buf, size_t cap) {
     }
 }
 
-// What the method did, in one sentence for the summary and --json's "note" (NULL when there is
-// nothing to say): a search that kept the empty set, ASD's two rules, SWIFT's steps.
-// cost_model: the search's objective; n: the tokens this prompt made; sel: the method's state.
+// What the method did, one sentence for the summary and --json's "note" (NULL: nothing to say):
+// a search that kept the empty set (cost_model: its objective), ASD's rules, SWIFT's steps.
 static const char *method_note(int method, int cost_model, const SkipSet *skip, int L,
                                const SpecStats *st, int n, const Selector *sel, char *buf,
                                size_t cap) {
@@ -4308,9 +4286,8 @@ static const char *method_note(int method, int cost_model, const SkipSet *skip, 
 }
 
 // --compare: what a draft pass (one token) and a verify pass cost in plain decoding steps of this
-// very run, and the speedup those costs predict: tokens per round over the round's cost,
-// (accepted + 1) / (drafted * draft + verify), per round. SWIFT Eq. 6 prices a verify pass as
-// one step, true where verifying k tokens costs what one does (a GPU); on a CPU it costs more.
+// run, and the speedup they predict, (accepted + 1) / (drafted * draft + verify) per round. Eq. 6
+// prices a verify pass as one step, true where k tokens cost what one does (a GPU), not on a CPU.
 // The break-even: the M (tokens a round) at which that prediction is 1, a round's cost.
 typedef struct { double draft, verify, predicted, break_even; } PassCosts;
 static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
@@ -4327,11 +4304,8 @@ static PassCosts pass_costs(const SpecStats *st, double plain_tps) {
 // lead (such as `, "note": `), then s as a JSON string literal, or null when s is NULL.
 // JSON text is UTF-8; a byte that is not (a folder name is bytes) is written as U+FFFD.
 static void json_field(FILE *f, const char *lead, const char *s) {
-    if (s == NULL) {
-        fprintf(f, "%snull", lead);
-        return;
-    }
-    fprintf(f, "%s\"", lead);
+    fprintf(f, s ? "%s\"" : "%snull", lead);
+    if (s == NULL) { return; }
     size_t len = strlen(s), n;
     for (size_t i = 0; i < len; i += n) {
         int cp;
@@ -4345,12 +4319,10 @@ static void json_field(FILE *f, const char *lead, const char *s) {
     fputc('"', f);
 }
 
-// --trace FILE: JSON Lines, one object per event, each with a "type" (README: the trace). The
-// CLI writes the header and each prompt's summary; the rest comes through the engine's Observer
-// (trace_prefill, trace_round, watch_candidate), which also keeps each prompt's draft statistics
-// and prints the searches' progress. Floats as %.9g (a float32 round-trips), a value that is not
-// finite as null; only the keys ending in _ms or _per_s, or starting with measured_, hold
-// measurements.
+// --trace FILE: JSON Lines, one object per event with a "type" (README: the trace): the CLI's
+// header and summaries, and the engine's Observer (trace_prefill, trace_round, watch_candidate),
+// which also counts the drafts and prints Self-SD's progress. Floats as %.9g (a float32
+// round-trips), null if not finite; only keys ending _ms or _per_s, or starting measured_, time.
 typedef struct {
     int lengths[MAX_DRAFT + 1]; // rounds that drafted i tokens
     int reached[MAX_DRAFT];     // rounds whose draft reached position i + 1
@@ -4370,7 +4342,7 @@ typedef struct {
     int prompt;              // the prompt being decoded (0-based)
     int n_layers, exit_none; // the model's layers; --exit none (no threshold: gamma null)
     int verbose, cost_model; // Self-SD's progress lines; the search's objective (its unit)
-    double t0, shown;        // the search's first set, and its last progress line
+    double t0;               // when the search scored its first set
     DraftStats ds;           // this prompt's drafts (reset by each prefill)
     void (*show)(void *ctx, const Round *r, const Selector *sel); // the CLI's view of each round,
     void *show_ctx;                                                // in words and colours, or NULL
@@ -4407,9 +4379,8 @@ static double jaccard(const SkipSet *a, const SkipSet *b, int L) {
 
 static double log_choose(int n, int k) { return lgamma(n + 1.0) - lgamma(k + 1.0) - lgamma(n - k + 1.0); }
 
-// The mean Jaccard overlap of two sets of m whole layers of L drawn at random: their
-// intersection i is hypergeometric, P(i) = C(m, i) C(L - m, m - i) / C(L, m), the overlap
-// i / (2m - i).
+// The mean Jaccard overlap of two random sets of m whole layers of L: their intersection i is
+// hypergeometric, P(i) = C(m, i) C(L - m, m - i) / C(L, m), the overlap i / (2m - i).
 static double random_overlap(int m, int L) {
     if (m <= 0 || m > L) { return 1.0; }
     double mean = 0;
@@ -4474,40 +4445,34 @@ static double draft_weight_share(const DraftStats *d, int drafted, const SkipSet
 // A round's event: SWIFT's step before it; CLaSp's DP, or SWIFT's App. C.2 restart, after it.
 static void trace_event(FILE *f, const Round *r, const Selector *sel, int L) {
     const Swift *w = &sel->swift;
-    const char *lead = "{";
+    int n = r->stepped; // the events written so far, SWIFT's step first
     if (r->stepped) { // swift_step
         static const char *phase[] = {"start", "random", "gp"};
-        fprintf(f, "{\"swift\": {\"phase\": \"%s\"", phase[w->phase]); // lead is "{"
+        fprintf(f, "{\"swift\": {\"phase\": \"%s\"", phase[w->phase]);
         write_skip(f, ", \"candidate\": ", &w->cand, L);
         trace_float(f, ", \"matchness\": ", w->cand_score);
         trace_float(f, ", \"kept_matchness\": ", w->kept_score >= 0 ? w->kept_score : NAN);
         trace_float(f, ", \"ratio\": ", w->cand_ratio);
         fprintf(f, ", \"replaced\": %s}", w->kept_score >= 0 && w->cand_score > w->kept_score
                                               ? "true" : "false");
-        lead = ", ";
     }
     if (r->dp) { // select_clasp
         const ClaspDp *d = &sel->clasp_dp;
-        fprintf(f, "%s\"clasp\": {\"ran\": true", lead);
+        fprintf(f, "%s\"clasp\": {\"ran\": true", n++ ? ", " : "{");
         write_skip(f, ", \"skip\": ", &r->next, L);
         trace_float(f, ", \"margin\": ", d->margin);
-        if (d->layer < 0) {
-            fprintf(f, ", \"closest\": null");
-        } else {
-            fprintf(f, ", \"closest\": {\"layer\": %d, \"skips\": %d}", d->layer, d->skips);
-        }
+        fprintf(f, d->layer < 0 ? ", \"closest\": null" : ", \"closest\": {\"layer\": %d, "
+                "\"skips\": %d}", d->layer, d->skips);
         for (int l = 0; l < L; l++) { trace_float(f, l ? ", " : ", \"path\": [", d->path[l]); }
         fprintf(f, "]}");
-        lead = ", ";
     }
     if (r->restarted) { // swift_after_verify
-        fprintf(f, "%s\"restart\": {", lead);
+        fprintf(f, "%s\"restart\": {", n++ ? ", " : "{");
         trace_float(f, "\"ratio\": ", w->ratio);
         write_skip(f, ", \"skip\": ", &r->next, L);
         fputc('}', f);
-        lead = ", ";
     }
-    fputs(*lead == '{' ? "null" : "}", f);
+    fputs(n ? "}" : "null", f);
 }
 
 // A token's text alone, as a JSON string (a byte that completes no character: U+FFFD; a special
@@ -4523,10 +4488,9 @@ static void quote_token(FILE *f, const Tokenizer *tok, int id) {
     json_field(f, "", named ? tok->tok[id].text : text);
 }
 
-// --show-rounds: one line per round into f, printed after the text (on_token): the draft's
-// chain with its confidences and why it stopped, how many tokens the full model kept (a kept
-// SWIFT leaf named), and its own token, in place of the first draft token it did not keep, or
-// the bonus after a draft it kept whole (or the EOS the round ended at). README: the first screen.
+// --show-rounds: a line per round after the text (on_token): the draft, its confidences, why it
+// stopped, how many tokens the full model kept (a kept SWIFT leaf named), its own token for the
+// first it did not keep, or the bonus after a whole draft (or EOS). README: the first screen.
 static void view_round(FILE *f, const Round *r, const Selector *sel, const Tokenizer *tok) {
     static const char *ends[] = {"exit", "K", "room", "EOS"}, *phase[] = {"start", "random", "gp"};
     fprintf(f, "round %d at %d: ", r->round, r->pos);
@@ -4541,9 +4505,7 @@ static void view_round(FILE *f, const Round *r, const Selector *sel, const Token
         quote_token(f, tok, r->leaf && j == r->accepted - 1 ? r->rejected : r->ids[j]);
         fprintf(f, " %.2f%s", r->conf[j], j + 1 < r->drafted ? ", " : "");
     }
-    fprintf(f, " (%s", ends[r->end]);
-    if (r->end == END_EXIT) { fprintf(f, ", gamma %.3f", r->gamma_before); } // (never --exit none)
-    fputc(')', f);
+    fprintf(f, r->end == END_EXIT ? " (%s, gamma %.3f)" : " (%s)", ends[r->end], r->gamma_before);
     if (r->drafted) { fprintf(f, " | kept %d of %d", r->accepted, r->drafted); }
     if (r->leaf) { // SWIFT's tree kept one of the draft's next-best tokens, last
         fputs(", the last a next-best leaf ", f);
@@ -4586,68 +4548,70 @@ static void trace_round(void *ctx, const Round *r, const Selector *sel) {
     fprintf(f, "}\n");
 }
 
-// The search's progress on stderr: Self-SD's iterations (unless --json).
-static void search_progress(Trace *t, const Candidate *c) {
-    const char *unit = t->cost_model ? "sublayers/token" : "ms/token";
-    int L = t->n_layers, skips = skip_count(&c->best, L);
-    double now = time_ms();
-    if (c->i == 0 && !c->done) { t->t0 = t->shown = now; }
-    if (c->method == METHOD_SELFSD && t->verbose) {
-        if (c->done == 2) {
-            fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n",
-                    c->objective, c->best_objective, unit,
-                    c->objective < c->best_objective ? "" : ": keeping the empty set");
-        } else if (c->done && search_interrupted) {
-            fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d "
-                    "of %d, cost %.4f %s\n", c->i - 1, c->of, skips, 2 * L, c->objective, unit);
-        } else if (!c->done && c->i == 0) {
-            fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n",
-                    c->objective, unit);
-        } else if (!c->done) {
-            fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, "
-                    "~%.0f s left\n", c->i, c->of, c->objective, unit, c->best_objective, skips,
-                    2 * L, (now - t->t0) / c->i * (c->of - c->i) / 1e3);
-        }
-    }
-}
-
-// A search's set: a "search" record (done: "search_done", the set chosen), and its progress.
+// A search's set: a "search" record (done: "search_done", the set chosen), and the progress
+// line on stderr (unless --json) of Self-SD, the only search the CLI runs.
 static void watch_candidate(void *ctx, const Candidate *c) {
     Trace *t = (Trace *)ctx;
+    const char *unit = t->cost_model ? "sublayers/token" : "ms/token";
+    int L = t->n_layers, skips = skip_count(&c->best, L);
     if (t->f && c->done != 2) { // the re-check only decides between the winner and plain
-        fprintf(t->f, c->done ? "{\"type\": \"search_done\", \"method\": \"%s\", \"scored\": %d"
-                              : "{\"type\": \"search\", \"method\": \"%s\", \"i\": %d",
-                method_name(c->method), c->i);
-        if (c->done) { fprintf(t->f, ", \"interrupted\": %s", search_interrupted ? "true" : "false"); }
         const char *phase = c->i == 0 ? "empty" : c->gp ? "gp" : "random"; // how it was proposed
-        if (!c->done) { fprintf(t->f, ", \"phase\": \"%s\"", phase); }
-        write_skip(t->f, ", \"skip\": ", &c->skip, t->n_layers);
+        fprintf(t->f, c->done ? "{\"type\": \"search_done\", \"method\": \"selfsd\", "
+                "\"scored\": %d, \"interrupted\": %s" : "{\"type\": \"search\", \"method\": "
+                "\"selfsd\", \"i\": %d, \"phase\": \"%s\"", c->i,
+                c->done ? (search_interrupted ? "true" : "false") : phase);
+        write_skip(t->f, ", \"skip\": ", &c->skip, L);
         trace_float(t->f, ", \"objective\": ", c->objective);
         fprintf(t->f, "}\n");
     }
-    search_progress(t, c);
+    if (c->i == 0 && !c->done) { t->t0 = time_ms(); }
+    if (!t->verbose) { return; }
+    if (c->done == 2) {
+        fprintf(stderr, "selfsd re-check, median of 5: best %.4f, empty set %.4f %s%s\n",
+                c->objective, c->best_objective, unit,
+                c->objective < c->best_objective ? "" : ": keeping the empty set");
+    } else if (c->done && search_interrupted) {
+        fprintf(stderr, "selfsd: interrupted after %d of %d iterations: best so far skips %d of "
+                "%d, cost %.4f %s\n", c->i - 1, c->of, skips, 2 * L, c->objective, unit);
+    } else if (!c->done && c->i == 0) {
+        fprintf(stderr, "selfsd iter   0: cost %.4f %s (the empty set: plain decoding)\n",
+                c->objective, unit);
+    } else if (!c->done) {
+        fprintf(stderr, "selfsd iter %3d of %d: cost %.4f %s, best %.4f skipping %d of %d, ~%.0f s "
+                "left\n", c->i, c->of, c->objective, unit, c->best_objective, skips, 2 * L,
+                (time_ms() - t->t0) / c->i * (c->of - c->i) / 1e3);
+    }
 }
 
 // ----------------------------------------------------------------------------
-// threads: how many the CPU build runs on
+// threads: how many the CPU build runs on, and the device the reports name
 
-#ifndef __CUDACC__
-// --threads N, else OMP_NUM_THREADS (libgomp read it before main), else libgomp's default, one
-// per core. Between kernels the threads wait for each other by spinning, the fastest wait on an
-// idle machine; on a busy one a thread spinning for a sibling the OS has descheduled burns its
-// time slice, and decoding slows down several times: there, give fewer threads than the cores, or
-// 1 (README, Threads). Returns the reason, which the reports name beside the count.
-static const char *choose_threads(int threads_flag) {
+// --threads N, else OMP_NUM_THREADS (libgomp read it before main), else one per core; the reports
+// name which. Fewer on a busy machine (README, Threads: a thread spins for a descheduled sibling).
+static void choose_threads(int threads_flag) {
 #ifdef _OPENMP
     if (threads_flag > 0) { omp_set_num_threads(threads_flag); }
-    return threads_flag > 0 ? "--threads" : getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS"
-                                                                       : "one per core";
-#else
-    (void)threads_flag;
-    return "no OpenMP";
 #endif
+    (void)threads_flag; // (one thread without OpenMP)
 }
+
+// threads_flag: --threads (0: not given), which the CPU build names as the reason for its count.
+static const char *device_name(int threads_flag) {
+    static char name[300];
+    (void)threads_flag; // (the GPU build names no threads)
+#if defined(__CUDACC__)
+    cudaDeviceProp prop;
+    cuda_check(cudaGetDeviceProperties(&prop, 0));
+    snprintf(name, sizeof(name), "GPU: %s", prop.name);
+#elif defined(_OPENMP)
+    int n = omp_get_max_threads();
+    snprintf(name, sizeof(name), "CPU: %d OpenMP thread%s (%s)", n, n == 1 ? "" : "s", threads_flag
+             ? "--threads" : getenv("OMP_NUM_THREADS") ? "OMP_NUM_THREADS" : "one per core");
+#else
+    snprintf(name, sizeof(name), "CPU: 1 thread");
 #endif
+    return name;
+}
 
 // ----------------------------------------------------------------------------
 // CLI
@@ -4693,11 +4657,9 @@ static int parse_skip_spec(const char *spec, int n_layers, SkipSet *s, char *err
 
 // ----- output files: --save-skip and --trace (README "Scope and limits", item 4)
 // A regular file is written to a temporary file beside the file its path names (through a
-// symlink: beside the file the link names), open from before the run, and renamed over that
-// file when the run succeeds: it is either the old file or the whole new one. Anything else
-// (/dev/null, a FIFO, /dev/stdout, a link to one) is written in place. After a failed run no
-// temporary file is left: free_outputs removes them, exit does after die(), and on_stop after
-// Ctrl-C or SIGTERM.
+// symlink, the file the link names), renamed over it when the run succeeds: the old file or the
+// whole new one. Anything else (/dev/null, a FIFO, /dev/stdout) is written in place. A failed run
+// leaves no temporary file: free_outputs removes them, exit after die(), on_stop after a signal.
 typedef struct {
     const char *flag, *path; // the flag and the path as given
     char *target, *tmp;      // the file replaced and its temporary file; NULL: written in place
@@ -4839,10 +4801,9 @@ typedef enum {
     ARG_METHOD, ARG_OBJECTIVE, ARG_EXIT
 } ArgKind;
 
-// One flag, written once: its name, argument and help (a %g in the help shows its default),
-// where its value goes in Options, its range (lo excluded when lo_open), and the methods that
-// read it (a mask of 1 << METHOD_x; 0: every method), with the reason it is an error otherwise
-// (NULL: "only --method x reads it", x the one method in the mask).
+// One flag, written once: name, argument, help (a %g shows its default), where its value goes in
+// Options, its range (lo excluded when lo_open), and the methods that read it (a mask of 1 <<
+// METHOD_x; 0: all), which name the error when another method is given (check_flags).
 typedef struct {
     const char *name, *arg;
     ArgKind kind;
@@ -4850,89 +4811,83 @@ typedef struct {
     double lo, hi;
     int lo_open;
     unsigned methods;
-    const char *only, *help;
+    const char *help;
 } Flag;
 
 enum { DRAFTING = (1 << (METHOD_CLASP + 1)) - 2 }; // the methods that draft: all but none
 
 // --help lists them in this order.
 static const Flag FLAGS[] = {
-    {"-m", "DIR", ARG_PATH, offsetof(Options, model_dir), 0, 0, 0, 0, NULL,
+    {"-m", "DIR", ARG_PATH, offsetof(Options, model_dir), 0, 0, 0, 0,
      "Hugging Face LLaMA folder (config.json, model.safetensors,\n"
      "tokenizer.json); default: tiny_models/kjv-12l, the trained KJV model"},
-    {"-p", "TEXT", ARG_TEXT, offsetof(Options, prompt), 0, 0, 0, 0, NULL,
+    {"-p", "TEXT", ARG_TEXT, offsetof(Options, prompt), 0, 0, 0, 0,
      "prompt (default \"In the beginning God created\")"},
-    {"-f", "FILE", ARG_PATH, offsetof(Options, prompt_file), 0, 0, 0, 0, NULL,
+    {"-f", "FILE", ARG_PATH, offsetof(Options, prompt_file), 0, 0, 0, 0,
      "prompts, one per line, \\n for a newline (SWIFT's state carries\nacross them); a pipe too: -f /dev/stdin, -f <(cmd)"},
-    {"-n", "N", ARG_INT, offsetof(Options, n_new), 1, 1 << 20, 0, 0, NULL,
+    {"-n", "N", ARG_INT, offsetof(Options, n_new), 1, 1 << 20, 0, 0,
      "tokens to generate per prompt (default %g)"},
-    {"-t", "TEMP", ARG_FLOAT, offsetof(Options, temperature), 0, 100, 0, 0, NULL,
+    {"-t", "TEMP", ARG_FLOAT, offsetof(Options, temperature), 0, 100, 0, 0,
      "temperature, 0 = greedy (default %g)"},
-    {"--top-p", "P", ARG_FLOAT, offsetof(Options, top_p), 0, 1, 1, 0, NULL,
+    {"--top-p", "P", ARG_FLOAT, offsetof(Options, top_p), 0, 1, 1, 0,
      "nucleus sampling mass in (0, 1] (default %g = off)"},
-    {"-s", "SEED", ARG_INT, offsetof(Options, seed), 0, INT_MAX, 0, 0, NULL,
+    {"-s", "SEED", ARG_INT, offsetof(Options, seed), 0, INT_MAX, 0, 0,
      "RNG seed for sampling and searches (default %g)"},
-    {"-c", "CTX", ARG_INT, offsetof(Options, ctx), 2, 1 << 24, 0, 0, NULL,
+    {"-c", "CTX", ARG_INT, offsetof(Options, ctx), 2, 1 << 24, 0, 0,
      "context length to allocate, at most max_position_embeddings\n(default: that, at most 4096)"},
-    {"--method", "M", ARG_METHOD, offsetof(Options, method), 0, 0, 0, 0, NULL,
+    {"--method", "M", ARG_METHOD, offsetof(Options, method), 0, 0, 0, 0,
      "none (plain decoding), static (--skip), selfsd, swift, asd, clasp;\n"
      "default: static when --skip/--skip-file is given, else none"},
     {"--skip", "SPEC", ARG_TEXT, offsetof(Options, skip_spec), 0, 0, 0, 1 << METHOD_STATIC,
-     "only --method static drafts with a given skip set",
      "draft skip set, e.g. \"attn:3,5,7 mlp:6\" or \"attn:1-4;mlp:0,2\"\n(0-based)"},
     {"--skip-file", "F", ARG_PATH, offsetof(Options, skip_file), 0, 0, 0, 1 << METHOD_STATIC,
-     "only --method static drafts with a given skip set",
      "draft skip set as JSON: {\"attn\": [3, 5], \"mlp\": [6]}"},
     {"-K", "N", ARG_INT, offsetof(Options, max_draft), 1, MAX_DRAFT, 0, DRAFTING,
-     "--method none drafts nothing",
      "max draft tokens per round (default %g; swift %g; at most %g)"},
     {"--exit", "E", ARG_EXIT, offsetof(Options, exit), 0, 0, 0, DRAFTING,
-     "--method none drafts nothing",
      "draft exit: adaptive (default), fixed:GAMMA, or none (swift: fixed:%g,\nclasp: fixed:%g)"},
-    {"--alpha", "A", ARG_FLOAT, offsetof(Options, exit.target), 0, 1, 1, 0, NULL,
+    {"--alpha", "A", ARG_FLOAT, offsetof(Options, exit.target), 0, 1, 1, 0,
      "target acceptance rate of the adaptive exit (default %g)"},
     {"--iters", "N", ARG_INT, offsetof(Options, params.selfsd.iters), 1, 100000, 0,
-     1 << METHOD_SELFSD, "only --method selfsd iterates",
-     "selfsd: Bayesian-optimization iterations (default %g)"},
+     1 << METHOD_SELFSD, "selfsd: Bayesian-optimization iterations (default %g)"},
     {"--dev-prompts", "F", ARG_PATH, offsetof(Options, dev_prompts), 0, 0, 0, 1 << METHOD_SELFSD,
-     NULL, "selfsd: search on these prompts instead of the prompt itself"},
+     "selfsd: search on these prompts instead of the prompt itself"},
     {"--objective", "O", ARG_OBJECTIVE, offsetof(Options, cost_model), 0, 0, 0, 1 << METHOD_SELFSD,
-     NULL, "selfsd: time (wall clock, default) or cost (sublayers run per\n"
+     "selfsd: time (wall clock, default) or cost (sublayers run per\n"
      "token, deterministic)"},
     {"--save-skip", "F", ARG_PATH, offsetof(Options, save_skip), 0, 0, 0, 1 << METHOD_SELFSD,
-     NULL, "selfsd: write the chosen skip set as JSON for --skip-file"},
+     "selfsd: write the chosen skip set as JSON for --skip-file"},
     {"--loi", "N", ARG_INT, offsetof(Options, params.clasp.interval), 1, 1 << 20, 0,
-     1 << METHOD_CLASP, NULL, "clasp: run the DP every N verifications (default %g)"},
+     1 << METHOD_CLASP, "clasp: run the DP every N verifications (default %g)"},
     {"--skip-ratio", "R", ARG_FLOAT, offsetof(Options, params.swift.skip_ratio), 0, 1, 1,
-     1 << METHOD_SWIFT, NULL,
-     "swift: fraction of sublayers skipped, lowered while acceptance < 0.7\n(default %g)"},
+     1 << METHOD_SWIFT, "swift: fraction of sublayers skipped, lowered while acceptance < 0.7\n"
+     "(default %g)"},
     {"--swift-budget", "B", ARG_FLOAT, offsetof(Options, params.swift.budget), 0, 1, 1,
-     1 << METHOD_SWIFT, NULL, "swift: optimize only while its steps take at most this share of\n"
+     1 << METHOD_SWIFT, "swift: optimize only while its steps take at most this share of\n"
      "the time (default %g; 1 = a step before every decoding step, as in\nthe paper)"},
     {"--swift-tree", "X", ARG_ONOFF, offsetof(Options, params.swift.tree_on), 0, 0, 0,
-     1 << METHOD_SWIFT, NULL,
-     "swift: on (default) verifies a tree of the draft's top alternatives\n"
+     1 << METHOD_SWIFT, "swift: on (default) verifies a tree of the draft's top alternatives\n"
      "(greedy only), off the draft chain alone"},
     {"--asd-alpha", "A", ARG_DOUBLE, offsetof(Options, params.asd.cos_threshold), -1, 1, 0,
-     1 << METHOD_ASD, NULL, "asd: skip attention l when its prompt cosine C_l >= A (default %g)"},
+     1 << METHOD_ASD, "asd: skip attention l when its prompt cosine C_l >= A (default %g)"},
     {"--asd-m", "N", ARG_INT, offsetof(Options, params.asd.every_m), 1, SS_MAX_LAYERS, 0,
-     1 << METHOD_ASD, NULL, "asd: also skip attention and MLP of every N-th layer (default %g)"},
+     1 << METHOD_ASD, "asd: also skip attention and MLP of every N-th layer (default %g)"},
     {"--asd-n", "N", ARG_INT, offsetof(Options, params.asd.keep_last_n), 0, SS_MAX_LAYERS, 0,
-     1 << METHOD_ASD, NULL, "asd: never skip in the last N layers (default %g)"},
+     1 << METHOD_ASD, "asd: never skip in the last N layers (default %g)"},
     {"--clasp-ratio", "R", ARG_FLOAT, offsetof(Options, params.clasp.skip_ratio), 0, 1, 1,
-     1 << METHOD_CLASP, NULL, "clasp: each DP skips M = round(R L) of the L layers (default %g)"},
-    {"--threads", "N", ARG_INT, offsetof(Options, threads), 1, 1024, 0, 0, NULL,
+     1 << METHOD_CLASP, "clasp: each DP skips M = round(R L) of the L layers (default %g)"},
+    {"--threads", "N", ARG_INT, offsetof(Options, threads), 1, 1024, 0, 0,
      "CPU threads (default: OMP_NUM_THREADS, else one per core); on a busy\n"
      "machine give fewer (README, Threads)"},
-    {"--compare", NULL, ARG_SWITCH, offsetof(Options, compare), 0, 0, 0, 0, NULL,
+    {"--compare", NULL, ARG_SWITCH, offsetof(Options, compare), 0, 0, 0, 0,
      "also run plain decoding in this process: speeds, ratio, identity\n"
      "(needs a method other than none)"},
     {"--show-rounds", NULL, ARG_SWITCH, offsetof(Options, show_rounds), 0, 0, 0, DRAFTING,
-     "--method none drafts nothing", "after each prompt's text, one line per round on stderr: the\n"
+     "after each prompt's text, one line per round on stderr: the\n"
      "draft's tokens, what the full model kept, and its own token"},
-    {"--trace", "FILE", ARG_PATH, offsetof(Options, trace), 0, 0, 0, 0, NULL,
+    {"--trace", "FILE", ARG_PATH, offsetof(Options, trace), 0, 0, 0, 0,
      "write each round and each decision as JSON Lines (README: the trace)"},
-    {"--json", NULL, ARG_SWITCH, offsetof(Options, json), 0, 0, 0, 0, NULL,
+    {"--json", NULL, ARG_SWITCH, offsetof(Options, json), 0, 0, 0, 0,
      "print one JSON object per prompt instead of text, one per line\n"
      "(JSON Lines with -f); its \"text\" is the continuation alone,\nwithout the prompt"},
 };
@@ -4947,23 +4902,9 @@ static const Flag *find_flag(const char *name) {
     return NULL;
 }
 
-// The flag whose value is stored at field of o.
-static int flag_index(const Options *o, const void *field) {
-    for (int k = 0; k < N_FLAGS; k++) {
-        if ((const char *)o + FLAGS[k].offset == (const char *)field) { return k; }
-    }
-    die(__FILE__, __LINE__, "no flag stores its value at offset %td of Options",
-        (const char *)field - (const char *)o);
-    return -1;
-}
-
-static const char *flag_name(const Options *o, const void *field) {
-    return FLAGS[flag_index(o, field)].name;
-}
-
-// Whether the flag whose value is stored at field was on the command line.
-static int given(const Options *o, const void *field) {
-    return o->given >> flag_index(o, field) & 1;
+// Whether the flag called name was on the command line.
+static int given(const Options *o, const char *name) {
+    return o->given >> (find_flag(name) - FLAGS) & 1;
 }
 
 // The defaults before any flag: the papers' settings (MethodParams) and the exit rule's.
@@ -4981,14 +4922,6 @@ static Options options_default(void) {
     return o;
 }
 
-// A flag's value in the default Options, as --help shows it.
-static double default_value(const Options *d, const Flag *fl) {
-    const char *p = (const char *)d + fl->offset;
-    if (fl->kind == ARG_FLOAT) { return *(const float *)p; }
-    if (fl->kind == ARG_DOUBLE) { return *(const double *)p; }
-    return fl->kind == ARG_INT ? *(const int *)p : 0;
-}
-
 static void usage(FILE *f) {
     Options d = options_default();
     int swift_k, clasp_k;
@@ -5001,14 +4934,14 @@ static void usage(FILE *f) {
         char head[32], help[512]; // head: the widest, "--swift-budget B", fits 16 columns
         snprintf(head, sizeof(head), "%s%s%s", fl->name, fl->arg ? " " : "",
                  fl->arg ? fl->arg : "");
-        // a help's %g: its default; -K's also show SWIFT's K and the cap (hi), --exit's the
-        // methods whose own exit rule is a fixed threshold
-        double v[3] = {default_value(&d, fl), (double)swift_k, fl->hi};
-        if (fl->kind == ARG_EXIT) {
-            v[0] = swift.threshold;
-            v[1] = clasp.threshold;
-        }
-        snprintf(help, sizeof(help), fl->help, v[0], v[1], v[2]);
+        // a help's %g: its default, read from the default Options as its type; -K's also show
+        // SWIFT's K and the cap (hi), --exit's the methods whose own exit rule is a fixed threshold
+        const char *p = (const char *)&d + fl->offset;
+        double v = fl->kind == ARG_FLOAT ? *(const float *)p : fl->kind == ARG_DOUBLE
+                   ? *(const double *)p : fl->kind == ARG_INT ? *(const int *)p : 0;
+        int exit_rule = fl->kind == ARG_EXIT;
+        snprintf(help, sizeof(help), fl->help, exit_rule ? swift.threshold : v,
+                 exit_rule ? clasp.threshold : swift_k, fl->hi);
         fprintf(f, "  %-16s ", head);
         for (const char *c = help; *c; c++) { // continuation lines under the first
             if (*c == '\n') { fprintf(f, "\n%19s", ""); }
@@ -5017,8 +4950,7 @@ static void usage(FILE *f) {
         fputc('\n', f);
     }
     fprintf(f, "  %-16s this help, on stdout\n", "-h, --help");
-    fprintf(f, "Ctrl-C during a selfsd search stops it and goes on with the best set "
-               "so far.\n");
+    fprintf(f, "Ctrl-C during a selfsd search stops it and goes on with the best set so far.\n");
 }
 
 // One error line naming the flag (and its value) and the reason (fmt) into err; returns -1.
@@ -5033,44 +4965,35 @@ static int flag_fail(char *err, const char *flag, const char *value, const char 
                 value ? value : "", why);
 }
 
-static int parse_long(const char *flag, const char *v, double lo, double hi, long *x, char *err) {
+// Parsed and range-checked as the type it becomes (kind), stored at out: 1e-300 is 0 as a float,
+// outside (0, 1]; an int past a long's range (strtol's LONG_MAX) is out of the flag's.
+static int parse_number(const char *flag, const char *v, ArgKind kind, double lo, double hi,
+                        int lo_open, void *out, char *err) {
     char *end;
-    errno = 0;
-    *x = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || (errno != 0 && errno != ERANGE)) {
-        return flag_fail(err, flag, v, "not an integer");
+    double x = kind == ARG_INT ? (double)strtol(v, &end, 10)
+               : kind == ARG_FLOAT ? strtof(v, &end) : strtod(v, &end);
+    if (end == v || *end != '\0' || isnan(x)) {
+        return flag_fail(err, flag, v, kind == ARG_INT ? "not an integer" : "not a number");
     }
-    if (errno == ERANGE || *x < lo || *x > hi) {
-        return flag_fail(err, flag, v, "must be in [%ld, %ld]", (long)lo, (long)hi);
+    if (x < lo || x > hi || (lo_open && x == lo)) {
+        return flag_fail(err, flag, v, kind == ARG_INT ? "must be in %c%.0f, %.0f]"
+                         : "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
     }
+    if (kind == ARG_INT) { *(int *)out = (int)x; }
+    if (kind == ARG_FLOAT) { *(float *)out = (float)x; }
+    if (kind == ARG_DOUBLE) { *(double *)out = x; }
     return 0;
-}
-
-// Parsed and range-checked as the type it becomes, a float (xf) or a double (xd): 1e-300 is 0
-// as a float, outside (0, 1].
-static int parse_number(const char *flag, const char *v, double lo, double hi, int lo_open,
-                        float *xf, double *xd, char *err) {
-    char *end;
-    double x = xf ? strtof(v, &end) : strtod(v, &end);
-    if (xf) { *xf = (float)x; } else { *xd = x; }
-    if (end == v || *end != '\0' || isnan(x)) { return flag_fail(err, flag, v, "not a number"); }
-    if (x >= lo && x <= hi && !(lo_open && x == lo)) { return 0; }
-    return flag_fail(err, flag, v, "must be in %c%g, %g]", lo_open ? '(' : '[', lo, hi);
 }
 
 // Stores one flag's value v where the table says, as the kind it is.
 static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
-    char *p = (char *)o + fl->offset, fixed[32];
-    long x;
+    char *p = (char *)o + fl->offset;
     switch (fl->kind) {
-    case ARG_PATH:
-        if (*v == '\0') { return flag_fail(err, fl->name, NULL, "the path is empty"); }
+    case ARG_PATH: case ARG_TEXT:
         *(const char **)p = v;
-        return 0;
-    case ARG_TEXT: *(const char **)p = v; return 0;
-    case ARG_FLOAT: case ARG_DOUBLE:
-        return parse_number(fl->name, v, fl->lo, fl->hi, fl->lo_open,
-                            fl->kind == ARG_FLOAT ? (float *)p : NULL, (double *)p, err);
+        return fl->kind == ARG_TEXT || *v ? 0 : flag_fail(err, fl->name, NULL, "the path is empty");
+    case ARG_INT: case ARG_FLOAT: case ARG_DOUBLE:
+        return parse_number(fl->name, v, fl->kind, fl->lo, fl->hi, fl->lo_open, p, err);
     case ARG_ONOFF:
         *(int *)p = is(v, "on");
         return is(v, "on") || is(v, "off") ? 0 : flag_fail(err, fl->name, v, "expected on or off");
@@ -5080,20 +5003,12 @@ static int parse_value(const Flag *fl, const char *v, Options *o, char *err) {
         if (strncmp(v, "fixed:", 6) != 0) {
             return flag_fail(err, fl->name, v, "expected adaptive, fixed:GAMMA or none");
         }
-        snprintf(fixed, sizeof(fixed), "%s fixed:", fl->name);
-        return parse_number(fixed, v + 6, 0, 1, 0, &o->exit.threshold, NULL, err);
-    case ARG_INT:
-        if (parse_long(fl->name, v, fl->lo, fl->hi, &x, err)) { return -1; }
-        *(int *)p = (int)x;
-        return 0;
+        return parse_number("--exit fixed:", v + 6, ARG_FLOAT, 0, 1, 0, &o->exit.threshold, err);
     case ARG_OBJECTIVE:
         o->cost_model = is(v, "cost");
-        if (is(v, "time") || is(v, "cost")) { return 0; }
-        return flag_fail(err, fl->name, v, "expected time or cost");
+        return is(v, "time") || o->cost_model ? 0 : flag_fail(err, fl->name, v, "expected time or cost");
     case ARG_METHOD:
-        for (int k = 0; k <= METHOD_CLASP; k++) {
-            if (is(v, method_name(k))) { o->method = k; }
-        }
+        for (int k = 0; k <= METHOD_CLASP; k++) { if (is(v, method_name(k))) { o->method = k; } }
         return o->method >= 0 ? 0 : flag_fail(err, fl->name, v, "unknown method (none, static, "
                                               "selfsd, swift, asd, clasp)");
     default:
@@ -5134,52 +5049,49 @@ static int parse_args(int argc, char **argv, Options *o, char *err) {
 // Flags that contradict each other, or that the chosen method never reads, are errors.
 static int check_flags(const Options *o, char *err) {
     int method = o->method, drafts = method != METHOD_NONE;
-    if (given(o, &o->prompt) && o->prompt_file) {
-        return flag_fail(err, flag_name(o, &o->prompt), NULL, "give -p or -f, not both");
+    if (given(o, "-p") && o->prompt_file) {
+        return flag_fail(err, "-p", NULL, "give -p or -f, not both");
     }
     struct stat st;
     if (stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        return flag_fail(err, flag_name(o, &o->model_dir), o->model_dir,
-                         "a file, not a folder: give the folder that holds "
-                         "config.json, model.safetensors and tokenizer.json");
+        return flag_fail(err, "-m", o->model_dir, "a file, not a folder: give the folder that "
+                         "holds config.json, model.safetensors and tokenizer.json");
     }
     // llama2.c's -p is top-p; here it is the prompt. Decision: a warning (a number is a prompt)
     char *end = NULL;
-    if (given(o, &o->prompt)) { strtod(o->prompt, &end); }
+    if (given(o, "-p")) { strtod(o->prompt, &end); }
     if (end != NULL && end != o->prompt && *end == '\0') {
         fprintf(stderr, "selfspec: warning: -p %s: the prompt is a number; -p is the prompt here "
                         "(llama2.c's top-p is --top-p)\n", o->prompt);
     }
     if (method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
-        return flag_fail(err, flag_name(o, &o->method), "static", "needs --skip or --skip-file");
+        return flag_fail(err, "--method", "static", "needs --skip or --skip-file");
     }
     if (o->compare && !drafts) {
-        return flag_fail(err, flag_name(o, &o->compare), NULL, given(o, &o->method)
+        return flag_fail(err, "--compare", NULL, given(o, "--method")
                          ? "--method none is plain decoding itself; --compare compares a "
                            "speculative method with it"
                          : "compares a speculative method with plain decoding: give --method "
                            "or --skip");
     }
     if (o->skip_spec && o->skip_file) {
-        return flag_fail(err, flag_name(o, &o->skip_file), NULL,
-                         "give --skip or --skip-file, not both");
+        return flag_fail(err, "--skip-file", NULL, "give --skip or --skip-file, not both");
     }
     for (int k = 0; k < N_FLAGS; k++) { // a flag the chosen method never reads
         const Flag *fl = &FLAGS[k];
         if (o->given >> k & 1 && fl->methods && !(fl->methods & 1u << method)) {
             int reader = 0;
             while (fl->methods >> reader > 1) { reader++; }
-            return flag_fail(err, fl->name, NULL, fl->only ? "%s" : "only --method %s reads it",
-                             fl->only ? fl->only : method_name(reader));
+            return flag_fail(err, fl->name, NULL, fl->methods == DRAFTING ? "--method none drafts "
+                             "nothing" : "only --method %s reads it", method_name(reader));
         }
     }
-    if (given(o, &o->exit.target) && (!drafts || o->exit.mode != EXIT_ADAPTIVE)) {
-        return flag_fail(err, flag_name(o, &o->exit.target), NULL,
-                         "only the adaptive draft exit has a target");
+    if (given(o, "--alpha") && (!drafts || o->exit.mode != EXIT_ADAPTIVE)) {
+        return flag_fail(err, "--alpha", NULL, "only the adaptive draft exit has a target");
     }
-    if (given(o, &o->top_p) && o->temperature == 0) {
-        return flag_fail(err, flag_name(o, &o->top_p), NULL,
-                         "greedy decoding (-t 0) does not sample; give -t too");
+    if (given(o, "--top-p") && o->temperature == 0) {
+        return flag_fail(err, "--top-p", NULL, "greedy decoding (-t 0) does not sample; give -t "
+                         "too");
     }
     return 0;
 }
@@ -5193,13 +5105,12 @@ static int parse_options(int argc, char **argv, Options *o, char *err) {
     int max_draft;
     DraftExit rule;
     method_drafting(o->method, &max_draft, &rule);
-    if (!given(o, &o->max_draft)) { o->max_draft = max_draft; }
-    if (!given(o, &o->exit)) {
+    if (!given(o, "-K")) { o->max_draft = max_draft; }
+    if (!given(o, "--exit")) {
         o->exit.mode = rule.mode;
         o->exit.threshold = rule.threshold;
     }
-    if (check_flags(o, err)) { return -1; }
-    return 0;
+    return check_flags(o, err);
 }
 
 // Reads {"attn": [..], "mlp": [..]} into s. Returns 0, or -1 with err set.
@@ -5227,9 +5138,7 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
             if (json_int(&j, e, 0, n_layers - 1, &l)) {
                 json_fail(&j, "\"%s\" holds something that is not a layer in [0, %d]", key,
                           n_layers - 1);
-            } else {
-                (k ? s->mlp : s->attn)[l] = 1;
-            }
+            } else { (k ? s->mlp : s->attn)[l] = 1; }
         }
     }
     json_free(&j);
@@ -5239,48 +5148,13 @@ static int read_skip_file(const char *path, int n_layers, SkipSet *s, char *err)
 
 // Prompts and their token ids: -p's text or -f's lines, or the search's (--dev-prompts).
 typedef struct {
-    char **text; // (n) each prompt's text
-    int *line;   // (n) the line of the prompts file it is on (1-based); NULL for -p's text
+    char *buf;   // the text they are read from (a copy of -p's), each prompt ended in place
+    char **text; // (n) each prompt's text, in buf
+    int *line;   // (n) the line of the prompts file it is on (1-based)
     int **ids;   // (n) its token ids, len[k] of them
     int *len;    // (n)
     int n;
 } Prompts;
-
-// Reads the non-empty lines of a prompts file or pipe into p's text and line (a two-character \\n
-// is a newline). Returns 0, or -1 with err set; free_prompts frees p either way.
-static int read_prompts(const char *path, Prompts *p, char *err) {
-    size_t len;
-    char *text = read_input(path, 1, &len, err);
-    if (text == NULL) { return -1; }
-    int line = 1;
-    p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
-    p->line = (int *)malloc_check((len / 2 + 2) * sizeof(int));
-    // a UTF-8 byte order mark (Notepad writes one) is not part of the first prompt
-    size_t bom = len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
-    for (char *q = text + bom, *end; q < text + len; q = end + 1, line++) {
-        end = (char *)memchr(q, '\n', (size_t)(text + len - q));
-        if (end == NULL) { end = text + len; }
-        size_t k = (size_t)(end - q);
-        if (k > 0 && q[k - 1] == '\r') { k--; }
-        if (memchr(q, '\0', k) != NULL) { // strtok-style splitting would drop the rest
-            free(text);
-            return fail(err, "%s line %d: a NUL byte (a prompts file is text, one prompt per line)",
-                        path, line);
-        }
-        if (k == 0) { continue; }
-        char *prompt = (char *)malloc_check(k + 1), *o = prompt;
-        for (size_t i = 0; i < k; i++) {
-            int newline = q[i] == '\\' && i + 1 < k && q[i + 1] == 'n';
-            *o++ = newline ? '\n' : q[i];
-            i += newline;
-        }
-        *o = '\0';
-        p->line[p->n] = line;
-        p->text[p->n++] = prompt;
-    }
-    free(text);
-    return p->n > 0 ? 0 : fail(err, "%s: no prompts (one per line)", path);
-}
 
 // Streams generated text to stdout (text mode) and keeps it for the JSON output.
 typedef struct {
@@ -5288,8 +5162,7 @@ typedef struct {
     DecodeState ds;
     char *text;
     size_t len, cap;
-    int echo;
-    int colour, show_rounds; // on a terminal, kept draft tokens green; --show-rounds (show_round)
+    int echo, colour, show_rounds; // to stdout; on a terminal, kept draft tokens green; --show-rounds
     size_t shown, last;      // colour: the text written so far; where the last token's begins
     FILE *view;              // --show-rounds: the rounds in words until the end, into view_text
     char *view_text;         // (open_memstream: view_len)
@@ -5310,7 +5183,7 @@ static void on_token(void *ctx, int token, const float *logits) {
     }
     size_t n = token == -1 ? decode_end(t, &ts->ds, ts->text + ts->len, ts->cap - ts->len)
                            : decode_token(t, &ts->ds, token, ts->text + ts->len, ts->cap - ts->len);
-    // in colour, the rounds write the text (show_round_text), but the prefill's token and the end
+    // in colour, the rounds write the text (show_round), but the prefill's token and the end
     int now = ts->echo && (!ts->colour || token == -1 || ts->out->n == 1);
     if (now) { fwrite(ts->text + ts->len, 1, n, stdout); fflush(stdout); }
     ts->last = ts->len;
@@ -5335,49 +5208,70 @@ static void show_round(void *ctx, const Round *r, const Selector *sel) {
     ts->shown = ts->len;
 }
 
-
-// The lines of file (flag: -f or --dev-prompts), or text alone when file is NULL (flag then
-// names it), each encoded and checked against the context with the n_extra tokens to come after
-// it (extra names them). Returns 0, or -1 with err set; free_prompts frees p either way.
+// The non-empty lines of file (flag: -f or --dev-prompts; a file or a pipe; \n a newline), or
+// text alone when file is NULL, each encoded and checked against the context with the n_extra
+// tokens to come after it (extra names them). 0, or -1 with err set; free_prompts frees p.
 static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const char *flag,
                         const char *file, const char *text, int n_extra, const char *extra,
                         char *err) {
     char why[SS_ERR_LEN], where[SS_ERR_LEN];
-    int rc = 0;
-    if (file && read_prompts(file, p, why)) { return fail(err, "%s %s", flag, why); }
-    if (file == NULL) {
-        p->text = (char **)malloc_check(sizeof(char *));
-        p->text[p->n++] = (char *)memcpy(malloc_check(strlen(text) + 1), text, strlen(text) + 1);
+    size_t len = file ? 0 : strlen(text);
+    p->buf = file ? read_input(file, 1, &len, why) : strcpy((char *)malloc_check(len + 1), text);
+    if (p->buf == NULL) { return fail(err, "%s %s", flag, why); }
+    p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
+    p->line = (int *)calloc_check(len / 2 + 2, sizeof(int));
+    if (file == NULL) { p->text[p->n++] = p->buf; }
+    // a UTF-8 byte order mark (Notepad writes one) is not part of the first prompt
+    size_t bom = file && len >= 3 && memcmp(p->buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    int line = 1;
+    for (char *q = p->buf + bom, *end; file && q < p->buf + len; q = end + 1, line++) {
+        end = (char *)memchr(q, '\n', (size_t)(p->buf + len - q));
+        if (end == NULL) { end = p->buf + len; }
+        size_t k = (size_t)(end - q);
+        if (k > 0 && q[k - 1] == '\r') { k--; }
+        if (memchr(q, '\0', k) != NULL) { // strtok-style splitting would drop the rest
+            return fail(err, "%s %s line %d: a NUL byte (a prompts file is text, one prompt per "
+                        "line)", flag, file, line);
+        }
+        if (k == 0) { continue; }
+        char *o = q; // (unescaped in place: the text only shrinks)
+        for (size_t i = 0; i < k; i++) {
+            int newline = q[i] == '\\' && i + 1 < k && q[i + 1] == 'n';
+            *o++ = newline ? '\n' : q[i];
+            i += newline;
+        }
+        *o = '\0';
+        p->line[p->n] = line;
+        p->text[p->n++] = q;
     }
+    if (p->n == 0) { return fail(err, "%s %s: no prompts (one per line)", flag, file); }
     p->ids = (int **)calloc_check((size_t)p->n, sizeof(int *));
     p->len = (int *)calloc_check((size_t)p->n, sizeof(int));
-    for (int k = 0; k < p->n && rc == 0; k++) {
-        if (file) { snprintf(where, sizeof(where), "%s %s line %d", flag, file, p->line[k]); }
-        const char *at = file ? where : flag; // "-p", "-f FILE line 3"
+    for (int k = 0; k < p->n; k++) {
+        snprintf(where, sizeof(where), file ? "%s %s line %d" : "%s", flag, file, p->line[k]);
         int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
-        int len = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
-        if (len < 0 || len >= c->seq_len) {
-            rc = fail(err, "%s: the prompt does not fit the context of %d tokens "
-                      "(max_position_embeddings or -c)", at, c->seq_len);
-        } else if (len == 0) {
-            rc = fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
-                      "BOS)", at);
-        } else if ((long)len + n_extra - 1 > c->seq_len) {
-            rc = fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
-                      "max_position_embeddings)", at, len, extra, c->seq_len);
-        } else { // to its length: a long -f file of short prompts
-            p->len[k] = len;
-            p->ids[k] = (int *)realloc_check(ids, (size_t)len * sizeof(int));
+        int n = encode(tok, p->text[k], strlen(p->text[k]), 1, ids, c->seq_len, err);
+        if (n < 0 || n >= c->seq_len) {
+            return fail(err, "%s: the prompt does not fit the context of %d tokens "
+                        "(max_position_embeddings or -c)", where, c->seq_len);
         }
+        if (n == 0) {
+            return fail(err, "%s: the prompt encodes to no tokens (and the tokenizer adds no "
+                        "BOS)", where);
+        }
+        if ((long)n + n_extra - 1 > c->seq_len) {
+            return fail(err, "%s: %d prompt tokens + %s exceed the context of %d (-c or "
+                        "max_position_embeddings)", where, n, extra, c->seq_len);
+        }
+        p->len[k] = n; // and ids to that length: a long -f file of short prompts
+        p->ids[k] = (int *)realloc_check(ids, (size_t)n * sizeof(int));
     }
-    return rc;
+    return 0;
 }
 
 static void free_prompts(Prompts *p) {
-    for (int k = 0; k < p->n; k++) {
-        free(p->text[k]);
-        free(p->ids ? p->ids[k] : NULL); // (NULL: read_prompts failed on a later line)
-    }
+    for (int k = 0; p->ids && k < p->n; k++) { free(p->ids[k]); }
+    free(p->buf);
     free(p->text);
     free(p->line);
     free(p->ids);
@@ -5395,15 +5289,14 @@ static void on_interrupt(int sig) {
 typedef struct {
     Model m;
     Tokenizer *tok;
-    SkipSet skip, searched;  // the set decoding uses; the one the search chose (--save-skip)
+    SkipSet skip;            // the set decoding uses (Self-SD's search: the one it chose)
     Prompts prompts, dev;    // -p's text or -f's lines; the search's (selfsd)
-    int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones
+    int *out, *plain_out;    // (n_new) the tokens generated, and --compare's plain ones after them
     Selector sel;
     Trace trace;             // watches decoding and the searches; --trace's stream (f NULL: none)
     Observer watch;          // the engine's hooks into trace
-    OutputFile outs[MAX_OUTPUTS]; // the output files given, n_outs of them
+    OutputFile outs[MAX_OUTPUTS]; // the output files given, n_outs of them (--save-skip first)
     int n_outs;
-    FILE *save_skip;         // --save-skip's output (NULL: none)
 } CliRun;
 
 // Self-SD's search, before the first prompt decodes, on r->dev into r->skip, with SIGINT caught:
@@ -5425,37 +5318,28 @@ static double search_skip_set(CliRun *r, const Options *o) {
                 skip_count(&r->skip, n_layers), 2 * n_layers);
     }
     double ms = time_ms() - t0;
-    // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
-    if (o->dev_prompts) {
-        fprintf(stderr, "%s: searched on %d prompts of %s %s\n", method_name(o->method), r->dev.n,
-                flag_name(o, &o->dev_prompts), o->dev_prompts);
-    } else {
-        fprintf(stderr, "%s: searched on the first prompt itself, not on a separate development "
-                "set as Self-SD does (give one with --dev-prompts F)\n", method_name(o->method));
+    if (o->save_skip) { // (the set decoding uses: Self-SD's decoding never changes it)
+        write_skip(r->outs[0].f, "", &r->skip, n_layers);
+        fputc('\n', r->outs[0].f);
     }
-    r->searched = r->skip; // saved at the end (--save-skip)
+    // Self-SD Sec. 3.3 searches on a separate development set; say which this search used
+    fprintf(stderr, o->dev_prompts ? "selfsd: searched on %d prompts of --dev-prompts %s\n"
+            : "selfsd: searched on the first prompt itself, not on a separate development set as "
+              "Self-SD does (give one with --dev-prompts F)\n", r->dev.n, o->dev_prompts);
     return ms;
 }
 
-// What one prompt's run produced, for the report.
+// What one prompt's run produced, for the report, beside the CliRun's out, skip, sel and trace.ds.
 typedef struct {
     const char *text;     // the continuation's text
-    const int *tokens;    // (n) its token ids
-    int n, n_prompt;
+    int n, n_prompt;      // its tokens, and the prompt's
     const SpecStats *st;
-    const SkipSet *skip;  // the last skip set used
-    int n_plain;          // --compare: plain decoding's token count; -1: not run
     double plain_tps;     // --compare: plain decoding's tokens/s
     int identical;        // --compare: the same tokens
-    const Selector *sel;  // the method's state: SWIFT's steps, ASD's C_l
-    const DraftStats *ds; // the drafts, round by round (Trace)
 } PromptResult;
 
-static double threshold_mean(const SpecStats *st) {
-    return st->rounds ? st->threshold_sum / st->rounds : st->threshold_first;
-}
-
-// --trace's header: the settings the run decodes with (README: the trace).
+// --trace's header: the settings the run decodes with (README: the trace). Each is finite (a
+// flag's range, or a paper's default), so %.9g needs no trace_float.
 static void trace_header(FILE *f, const Options *o, const CliRun *r) {
     int L = r->m.config.n_layers, method = o->method;
     const DraftExit *e = &o->exit;
@@ -5466,119 +5350,101 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
             "\"seq_len\": %d, \"prompts\": %d, \"exit\": {\"mode\": \"%s\"",
             method == METHOD_NONE ? "plain" : method_name(method), L, o->max_draft, o->n_new,
             r->m.config.seq_len, r->prompts.n, modes[e->mode]);
-    if (e->mode != EXIT_NONE) { trace_float(f, ", \"gamma\": ", e->threshold); }
-    if (e->mode == EXIT_ADAPTIVE) {
-        trace_float(f, ", \"alpha\": ", e->target);
-        trace_float(f, ", \"step\": ", e->step);
-        trace_float(f, ", \"beta1\": ", e->beta1);
-        trace_float(f, ", \"beta2\": ", e->beta2);
-    }
-    trace_float(f, "}, \"sampler\": {\"temperature\": ", o->temperature);
-    trace_float(f, ", \"top_p\": ", o->top_p);
-    fprintf(f, ", \"seed\": %d}", o->seed);
+    if (e->mode != EXIT_NONE) { fprintf(f, ", \"gamma\": %.9g", e->threshold); }
+    fprintf(f, e->mode == EXIT_ADAPTIVE ? ", \"alpha\": %.9g, \"step\": %.9g, \"beta1\": %.9g, "
+            "\"beta2\": %.9g" : "", e->target, e->step, e->beta1, e->beta2);
+    fprintf(f, "}, \"sampler\": {\"temperature\": %.9g, \"top_p\": %.9g, \"seed\": %d}",
+            o->temperature, o->top_p, o->seed);
     // the set the first round drafts with, unless the method chooses one before it
     SkipSet start = method == METHOD_SWIFT ? r->sel.swift.best
                     : method == METHOD_CLASP ? alternate_layers(L) : r->skip;
     write_skip(f, ", \"skip\": ", &start, L);
     fprintf(f, ", \"params\": {");
     if (method == METHOD_SELFSD) {
-        fprintf(f, "\"objective\": \"%s\", \"search_on\": \"%s\", \"dev_tokens\": %d, ",
+        fprintf(f, "\"objective\": \"%s\", \"search_on\": \"%s\", \"dev_tokens\": %d, "
+                "\"iters\": %d, \"n_candidates\": %d, \"kappa\": %.9g",
                 o->cost_model ? "cost" : "time", o->dev_prompts ? "dev-prompts" : "prompt",
-                p->selfsd.dev_tokens);
-    }
-    if (method == METHOD_SELFSD) {
-        fprintf(f, "\"iters\": %d, \"n_candidates\": %d", p->selfsd.iters, p->selfsd.n_candidates);
-        trace_float(f, ", \"kappa\": ", p->selfsd.kappa);
+                p->selfsd.dev_tokens, p->selfsd.iters, p->selfsd.n_candidates, p->selfsd.kappa);
     } else if (method == METHOD_SWIFT) {
         const SwiftParams *w = &p->swift;
+        const TreeShape *t = &w->tree;
         fprintf(f, "\"window\": %d, \"max_steps\": %d, \"patience\": %d, \"bo_every\": %d, "
-                "\"n_candidates\": %d", w->window, w->max_steps, w->patience, w->bo_every,
-                w->n_candidates);
-        trace_float(f, ", \"kappa\": ", w->kappa);
-        trace_float(f, ", \"target\": ", w->target);
-        trace_float(f, ", \"skip_ratio\": ", w->skip_ratio);
-        trace_float(f, ", \"budget\": ", w->budget);
-        for (int k = 0; k < 3; k++) {
-            trace_float(f, k ? ", " : ", \"tree_confidence\": [", w->tree.confidence[k]);
-        }
-        fprintf(f, "], \"tree_width\": [%d, %d, %d, %d], \"tree\": %s", w->tree.width[0],
-                w->tree.width[1], w->tree.width[2], w->tree.width[3], w->tree_on ? "true" : "false");
+                "\"n_candidates\": %d, \"kappa\": %.9g, \"target\": %.9g, \"skip_ratio\": %.9g, "
+                "\"budget\": %.9g, \"tree_confidence\": [%.9g, %.9g, %.9g], \"tree_width\": [%d, "
+                "%d, %d, %d], \"tree\": %s", w->window, w->max_steps, w->patience, w->bo_every,
+                w->n_candidates, w->kappa, w->target, w->skip_ratio, w->budget, t->confidence[0],
+                t->confidence[1], t->confidence[2], t->width[0], t->width[1], t->width[2],
+                t->width[3], w->tree_on ? "true" : "false");
     } else if (method == METHOD_ASD) {
-        trace_float(f, "\"cos_threshold\": ", p->asd.cos_threshold);
-        fprintf(f, ", \"every_m\": %d, \"keep_last_n\": %d", p->asd.every_m, p->asd.keep_last_n);
+        fprintf(f, "\"cos_threshold\": %.9g, \"every_m\": %d, \"keep_last_n\": %d",
+                p->asd.cos_threshold, p->asd.every_m, p->asd.keep_last_n);
     } else if (method == METHOD_CLASP) {
-        fprintf(f, "\"interval\": %d, \"M\": %d", p->clasp.interval, r->sel.clasp_skip);
-        trace_float(f, ", \"skip_ratio\": ", p->clasp.skip_ratio);
+        fprintf(f, "\"interval\": %d, \"M\": %d, \"skip_ratio\": %.9g", p->clasp.interval,
+                r->sel.clasp_skip, p->clasp.skip_ratio);
     }
     fprintf(f, "}}\n");
 }
 
-// --json's draft statistics (README "The trace"): draft_lengths[i], the rounds
-// that drafted i tokens (they sum to rounds); accept_by_position[i], the share of the rounds whose
-// draft reached position i + 1 that kept it; draft_ends, the rounds by why drafting stopped;
-// conf_mean, the draft tokens' mean confidence; dp_overlap, CLaSp's mean Jaccard overlap of
-// consecutive DP sets (null: fewer than two DPs).
+// --json's draft statistics (README "The trace"): draft_lengths[i], the rounds that drafted i
+// tokens; accept_by_position[i], the share of the rounds reaching position i + 1 that kept it;
+// draft_ends, the rounds by why drafting stopped; conf_mean; dp_overlap, CLaSp's mean Jaccard
+// overlap of consecutive DP sets.
 static void print_draft_stats(FILE *f, const DraftStats *d, int rounds, int drafted) {
     int n = rounds > 0 ? d->longest + 1 : 0;
-    for (int i = 0; i < n; i++) { fprintf(f, i ? ", %d" : ", \"draft_lengths\": [%d", d->lengths[i]); }
-    fprintf(f, n ? "]" : ", \"draft_lengths\": []");
+    fprintf(f, ", \"draft_lengths\": [");
+    for (int i = 0; i < n; i++) { fprintf(f, i ? ", %d" : "%d", d->lengths[i]); }
+    fprintf(f, "], \"accept_by_position\": [");
     for (int i = 0; i < n - 1; i++) {
-        fprintf(f, i ? ", %.4f" : ", \"accept_by_position\": [%.4f", (double)d->kept[i] / d->reached[i]);
+        fprintf(f, i ? ", %.4f" : "%.4f", (double)d->kept[i] / d->reached[i]);
     }
-    fprintf(f, n > 1 ? "]" : ", \"accept_by_position\": []");
-    fprintf(f, ", \"draft_ends\": {\"exit\": %d, \"K\": %d, \"room\": %d, \"eos\": %d}",
+    fprintf(f, "], \"draft_ends\": {\"exit\": %d, \"K\": %d, \"room\": %d, \"eos\": %d}",
             d->ends[END_EXIT], d->ends[END_K], d->ends[END_ROOM], d->ends[END_EOS]);
-    if (drafted > 0) { fprintf(f, ", \"conf_mean\": %.4f", d->conf_sum / drafted); }
-    else { fprintf(f, ", \"conf_mean\": null"); } // no draft token: no mean, as dp_overlap
-    if (d->dps > 1) {
-        fprintf(f, ", \"dp_overlap\": %.4f", d->overlap_sum / (d->dps - 1));
-    } else {
-        fprintf(f, ", \"dp_overlap\": null");
-    }
+    // a mean over no draft token, or over fewer than two DPs, is null, not 0
+    fprintf(f, drafted > 0 ? ", \"conf_mean\": %.4f" : ", \"conf_mean\": null",
+            drafted > 0 ? d->conf_sum / drafted : 0);
+    fprintf(f, d->dps > 1 ? ", \"dp_overlap\": %.4f" : ", \"dp_overlap\": null",
+            d->dps > 1 ? d->overlap_sum / (d->dps - 1) : 0);
 }
 
-// --json: one object per prompt, on one line (JSON Lines with -f), after lead ("{", or --trace's
-// summary's first keys). Its keys are documented in README; "gamma_*" is the draft-exit threshold.
-static void print_json_report(FILE *f, const char *lead, const Options *o, const Model *m,
+// --json: one object per prompt, on one line (JSON Lines with -f), or --trace's summary of prompt
+// (>= 0). Its keys are documented in README; "gamma_*" is the draft-exit threshold.
+static void print_json_report(FILE *f, int prompt, const Options *o, const CliRun *run,
                               const PromptResult *r) {
     const SpecStats *st = r->st;
-    int L = m->config.n_layers;
+    int L = run->m.config.n_layers;
     char note[1024];
-    RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
+    RunSummary sum = summarize_run(st, &run->skip, L);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
-    fprintf(f, "%s", lead);
-    json_field(f, "\"model\": ", m->dir);
-    json_field(f, ", \"device\": ", device_name());
+    fprintf(f, prompt < 0 ? "{" : "{\"type\": \"summary\", \"prompt\": %d, ", prompt);
+    json_field(f, "\"model\": ", run->m.dir);
+    json_field(f, ", \"device\": ", device_name(o->threads));
     json_field(f, ", \"text\": ", r->text ? r->text : "");
     fprintf(f, ", \"tokens\": [");
-    for (int t = 0; t < r->n; t++) { fprintf(f, t ? ", %d" : "%d", r->tokens[t]); }
+    for (int t = 0; t < r->n; t++) { fprintf(f, t ? ", %d" : "%d", run->out[t]); }
     fprintf(f, "], \"n_prompt\": %d, \"n_tokens\": %d, \"tokens_per_s\": %.3f, "
             "\"prefill_ms\": %.3f, \"decode_ms\": %.3f", r->n_prompt, r->n, tps,
             st->gen.prefill_ms, st->gen.decode_ms);
     fprintf(f, ", \"method\": \"%s\"", method_name(o->method));
-    write_skip(f, ", \"skip\": ", r->skip, L);
+    write_skip(f, ", \"skip\": ", &run->skip, L);
     fprintf(f, ", \"skip_ratio\": %.4f, \"rounds\": %d, \"drafted\": %d, \"accepted\": %d, "
                "\"accept_rate\": %.4f, \"mean_accepted\": %.4f", sum.skip_ratio, st->rounds,
                st->drafted, st->accepted, sum.acceptance, sum.mean_accepted);
     // no threshold: plain decoding, or --exit none (always K tokens)
-    if (o->exit.mode == EXIT_NONE || o->method == METHOD_NONE) {
-        fprintf(f, ", \"gamma_first\": null, \"gamma_last\": null, \"gamma_mean\": null");
-    } else {
-        fprintf(f, ", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
-                st->threshold_first, st->threshold_last, threshold_mean(st));
-    }
-    if (o->method == METHOD_SELFSD) {
-        fprintf(f, ", \"search_on\": \"%s\"", o->dev_prompts ? "dev-prompts" : "prompt");
-    }
+    fprintf(f, o->exit.mode == EXIT_NONE || o->method == METHOD_NONE
+            ? ", \"gamma_first\": null, \"gamma_last\": null, \"gamma_mean\": null"
+            : ", \"gamma_first\": %.4f, \"gamma_last\": %.4f, \"gamma_mean\": %.4f",
+            st->threshold_first, st->threshold_last, sum.gamma_mean);
+    fprintf(f, o->method == METHOD_SELFSD ? ", \"search_on\": \"%s\"" : "",
+            o->dev_prompts ? "dev-prompts" : "prompt");
     fprintf(f, ", \"draft_ms\": %.3f, \"verify_ms\": %.3f, \"select_ms\": %.3f, \"search_ms\": %.3f"
-               ", \"selections\": %d, \"expected_speedup\": %.4f", st->draft_ms, st->verify_ms,
-               st->select_ms, st->search_ms, st->selections, sum.expected_speedup);
-    fprintf(f, ", \"draft_weight_share\": %.4f",
-            draft_weight_share(r->ds, st->drafted, r->skip, &m->config));
-    print_draft_stats(f, r->ds, st->rounds, st->drafted);
-    json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, r->skip, L, st, r->n,
-                                               r->sel, note, sizeof(note)));
-    if (r->n_plain >= 0) {
+               ", \"selections\": %d, \"expected_speedup\": %.4f, \"draft_weight_share\": %.4f",
+               st->draft_ms, st->verify_ms, st->select_ms, st->search_ms, st->selections,
+               sum.expected_speedup, draft_weight_share(&run->trace.ds, st->drafted, &run->skip,
+                                                        &run->m.config));
+    print_draft_stats(f, &run->trace.ds, st->rounds, st->drafted);
+    json_field(f, ", \"note\": ", method_note(o->method, o->cost_model, &run->skip, L, st, r->n,
+                                               &run->sel, note, sizeof(note)));
+    if (o->compare) {
         PassCosts pc = pass_costs(st, r->plain_tps);
         fprintf(f, ", \"plain_tokens_per_s\": %.3f, \"measured_speedup\": %.4f, \"identical\": %s",
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0,
@@ -5603,11 +5469,11 @@ static void print_draft_lines(const DraftStats *d, int rounds, int drafted, int 
     }
     fprintf(stderr, "\ndrafts ended by the exit rule %d, K %d, room %d, EOS %d", d->ends[END_EXIT],
             d->ends[END_K], d->ends[END_ROOM], d->ends[END_EOS]);
-    if (drafted > 0) { fprintf(stderr, " (mean confidence %.2f", d->conf_sum / drafted); }
-    if (drafted > 0 && !exit_none) {
-        fprintf(stderr, ", %.0f%% of draft tokens at or above gamma", 100.0 * d->confident / drafted);
+    if (drafted > 0) { // (--exit none has no gamma)
+        fprintf(stderr, exit_none ? " (mean confidence %.2f)" : " (mean confidence %.2f, %.0f%% of "
+                "draft tokens at or above gamma)", d->conf_sum / drafted, 100.0 * d->confident / drafted);
     }
-    fprintf(stderr, drafted > 0 ? ")\n" : "\n");
+    fputc('\n', stderr);
     if (d->dps > 1) {
         fprintf(stderr, "consecutive DP sets overlap %.2f (mean Jaccard of %d pairs; two random sets "
                 "of %d layers: %.2f)\n", d->overlap_sum / (d->dps - 1), d->dps - 1, M,
@@ -5616,36 +5482,33 @@ static void print_draft_lines(const DraftStats *d, int rounds, int drafted, int 
 }
 
 // The text report on stderr (stdout holds the generated text).
-static void print_text_report(const Options *o, const Model *m, const PromptResult *r) {
+static void print_text_report(const Options *o, const CliRun *run, const PromptResult *r) {
     const SpecStats *st = r->st;
-    int L = m->config.n_layers;
-    RunSummary sum = summarize_run(st, r->skip, L, o->method != METHOD_NONE);
+    int L = run->m.config.n_layers;
+    RunSummary sum = summarize_run(st, &run->skip, L);
     double tps = tokens_per_s(r->n, st->gen.decode_ms);
     double own_select_ms = st->select_ms - st->search_ms; // selection during decoding
     const char *name = method_name(o->method);
     char attn_map[SS_MAX_LAYERS + 1], mlp_map[SS_MAX_LAYERS + 1], note[1024];
-    layer_map(r->skip, L, attn_map, mlp_map);
+    layer_map(&run->skip, L, attn_map, mlp_map);
     if (o->method != METHOD_NONE && isatty(STDOUT_FILENO)) { // the colours' legend (show_round)
         fprintf(stderr, "\ncolours: \033[32mgreen\033[0m, the draft tokens the full model kept; "
                 "plain, the full model's own tokens");
     }
     fprintf(stderr, "\n%s | %s | %d prompt + %d new tokens | prefill %.1f ms | %.2f tokens/s\n",
-            m->dir, device_name(), r->n_prompt, r->n, st->gen.prefill_ms, tps);
+            run->m.dir, device_name(o->threads), r->n_prompt, r->n, st->gen.prefill_ms, tps);
     if (o->method != METHOD_NONE) {
         fprintf(stderr, "method %s, K %d, skipping %d of %d sublayers (%.0f%%), selection took "
-                "%.1f ms:\n  attn %s\n  mlp  %s\n", name, o->max_draft, skip_count(r->skip, L),
+                "%.1f ms:\n  attn %s\n  mlp  %s\n", name, o->max_draft, skip_count(&run->skip, L),
                 2 * L, 100 * sum.skip_ratio, st->select_ms, attn_map, mlp_map);
         fprintf(stderr, "rounds %d, drafted %d, accepted %d, acceptance %.3f, mean accepted "
                 "length M %.2f\n", st->rounds, st->drafted, st->accepted, sum.acceptance,
                 sum.mean_accepted);
-        print_draft_lines(r->ds, st->rounds, st->drafted, o->exit.mode == EXIT_NONE,
-                          r->sel->clasp_skip, L);
-        if (o->exit.mode == EXIT_NONE) { // always K tokens: no threshold to print
-            fprintf(stderr, "no exit threshold (--exit none) | ");
-        } else {
-            fprintf(stderr, "gamma first %.3f last %.3f mean %.3f | ", st->threshold_first,
-                    st->threshold_last, threshold_mean(st));
-        }
+        print_draft_lines(&run->trace.ds, st->rounds, st->drafted, o->exit.mode == EXIT_NONE,
+                          run->sel.clasp_skip, L);
+        fprintf(stderr, o->exit.mode == EXIT_NONE ? "no exit threshold (--exit none) | "
+                : "gamma first %.3f last %.3f mean %.3f | ", st->threshold_first,
+                st->threshold_last, sum.gamma_mean); // (--exit none: always K tokens)
         fprintf(stderr, "draft %.1f ms, verify %.1f ms, select %.1f ms, other %.1f ms\n",
                 st->draft_ms, st->verify_ms, st->select_ms,
                 st->gen.decode_ms - st->draft_ms - st->verify_ms - own_select_ms);
@@ -5661,12 +5524,11 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
                     100 * own_select_ms / st->gen.decode_ms,
                     100 * own_select_ms / (st->draft_ms + st->verify_ms + own_select_ms));
         }
-        if (method_note(o->method, o->cost_model, r->skip, L, st, r->n, r->sel, note,
-                        sizeof(note))) {
-            fprintf(stderr, "%s: %s\n", name, note);
-        }
+        const char *said = method_note(o->method, o->cost_model, &run->skip, L, st, r->n, &run->sel,
+                                       note, sizeof(note));
+        if (said) { fprintf(stderr, "%s: %s\n", name, said); }
     }
-    if (r->n_plain >= 0) {
+    if (o->compare) {
         PassCosts pc = pass_costs(st, r->plain_tps);
         fprintf(stderr, "plain decoding %.2f tokens/s: speedup %.2fx (expected %.2fx)%s\n",
                 r->plain_tps, r->plain_tps > 0 ? tps / r->plain_tps : 0, sum.expected_speedup,
@@ -5676,25 +5538,20 @@ static void print_text_report(const Options *o, const Model *m, const PromptResu
             double sel = (passes_ms + own_select_ms) / passes_ms;
             fprintf(stderr, "in plain decoding steps: a draft pass %.2f, a verify pass %.2f (Eq. 6 "
                     "takes %.2f and 1; the draft reads %.2f of the weights): these alone predict %.2fx",
-                    pc.draft, pc.verify, sum.draft_cost,
-                    draft_weight_share(r->ds, st->drafted, r->skip, &m->config), pc.predicted);
-            if (st->selections > 0) {
-                fprintf(stderr, ", %.2fx with the selection time", pc.predicted / sel);
-            }
+                    pc.draft, pc.verify, sum.draft_cost, draft_weight_share(&run->trace.ds,
+                    st->drafted, &run->skip, &run->m.config), pc.predicted);
+            fprintf(stderr, st->selections ? ", %.2fx with the selection time" : "", pc.predicted / sel);
             fprintf(stderr, "\nbreak-even at these costs: M %.2f (%.2f drafts a round x %.2f + %.2f",
                     pc.break_even, n_d, pc.draft, pc.verify);
-            if (st->selections > 0) {
-                fprintf(stderr, "; %.2f with the selection time", pc.break_even * sel);
-            }
+            fprintf(stderr, st->selections ? "; %.2f with the selection time" : "", pc.break_even * sel);
             fprintf(stderr, "), this run's M %.2f; its drafts kept whole would give %.2f\n",
                     sum.mean_accepted, n_d + 1);
         }
     }
 }
 
-// Decodes prompt pi the chosen way into r->out, streaming its text unless --json, into *text
-// (the caller frees it); the exit threshold and skip set carry over to the next prompt. plain:
-// --compare's plain decoding instead, with the same seed, into r->plain_out (text NULL).
+// Decodes prompt pi into r->out, its text streamed unless --json and into *text (freed by the
+// caller); the exit threshold and skip set carry over. plain: --compare's, into r->plain_out.
 static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st, char **text) {
     const int *prompt = r->prompts.ids[pi];
     int n_prompt = r->prompts.len[pi], n;
@@ -5749,15 +5606,14 @@ static void getter_hint(const char *dir, char *err) {
 // refusing one of the run's inputs (README "Scope and limits", item 4). 0, or -1 with err set.
 static int open_outputs(CliRun *r, const Options *o, char *err) {
     const char *const inputs[] = {o->prompt_file, o->skip_file, o->dev_prompts};
-    const char *const *paths[] = {&o->save_skip, &o->trace};
+    const char *paths[] = {o->save_skip, o->trace}, *flags[] = {"--save-skip", "--trace"};
     for (int k = 0; k < 2; k++) {
-        if (*paths[k] == NULL) { continue; }
+        if (paths[k] == NULL) { continue; }
         OutputFile *f = &r->outs[r->n_outs]; // (free_outputs frees what a failed open made)
-        if (open_output(f, r->n_outs++, flag_name(o, paths[k]), *paths[k], inputs, 3,
-                        o->model_dir, err)) {
+        if (open_output(f, r->n_outs++, flags[k], paths[k], inputs, 3, o->model_dir, err)) {
             return -1;
         }
-        if (k == 0) { r->save_skip = f->f; } else { r->trace.f = f->f; }
+        if (k == 1) { r->trace.f = f->f; }
     }
     return 0;
 }
@@ -5771,33 +5627,29 @@ static int load_run(CliRun *r, Options *o, char *err) {
         return -1;
     }
     const Config *c = &r->m.config;
-#ifndef __CUDACC__
-    threads_reason = choose_threads(o->threads);
-#endif
+    choose_threads(o->threads);
     // positions past it were never trained (and RoPE scaling assumes them)
     if (o->ctx > c->max_pos) {
-        return fail(err, "%s %d: above max_position_embeddings %d of %s/config.json",
-                    flag_name(o, &o->ctx), o->ctx, c->max_pos, o->model_dir);
+        return fail(err, "-c %d: above max_position_embeddings %d of %s/config.json", o->ctx,
+                    c->max_pos, o->model_dir);
     }
     char *path = join_path(o->model_dir, "tokenizer.json");
     r->tok = build_tokenizer(path, err);
-    if (r->tok && tokenizer_vocab_size(r->tok) > c->vocab_size) {
-        fail(err, "%s: %d tokens, but config.json has vocab_size %d", path,
-             tokenizer_vocab_size(r->tok), c->vocab_size);
-    }
+    int bad = r->tok == NULL || (tokenizer_vocab_size(r->tok) > c->vocab_size &&
+                                 fail(err, "%s: %d tokens, but config.json has vocab_size %d",
+                                      path, tokenizer_vocab_size(r->tok), c->vocab_size));
     free(path);
-    if (r->tok == NULL || tokenizer_vocab_size(r->tok) > c->vocab_size) { return -1; }
+    if (bad) { return -1; }
     if (o->skip_spec && parse_skip_spec(o->skip_spec, c->n_layers, &r->skip, why)) {
-        return fail(err, "%s %s", flag_name(o, &o->skip_spec), why);
+        return fail(err, "--skip %s", why);
     }
     if (o->skip_file && read_skip_file(o->skip_file, c->n_layers, &r->skip, why)) {
-        return fail(err, "%s %s", flag_name(o, &o->skip_file), why);
+        return fail(err, "--skip-file %s", why);
     }
-    // Every prompt is encoded and checked before the first one generates: a bad line 7 fails
-    // now, not after six prompts' output. So are the search's: --dev-prompts', else the first
-    // prompt itself.
-    snprintf(extra, sizeof(extra), "%s %d new tokens", flag_name(o, &o->n_new), o->n_new);
-    const char *flag = flag_name(o, o->prompt_file ? &o->prompt_file : &o->prompt);
+    // Every prompt is encoded and checked before the first one generates (a bad line 7 fails now,
+    // not after six prompts' output), and so are the search's: --dev-prompts', else the first.
+    snprintf(extra, sizeof(extra), "-n %d new tokens", o->n_new);
+    const char *flag = o->prompt_file ? "-f" : "-p";
     if (load_prompts(&r->prompts, r->tok, c, flag, o->prompt_file, o->prompt, o->n_new, extra,
                      err)) {
         return -1;
@@ -5805,15 +5657,15 @@ static int load_run(CliRun *r, Options *o, char *err) {
     if (o->method == METHOD_SELFSD) {
         int n_dev = o->params.selfsd.dev_tokens;
         snprintf(extra, sizeof(extra), "the %d tokens the search scores", n_dev);
-        flag = o->dev_prompts ? flag_name(o, &o->dev_prompts) : "the prompt the search runs on";
+        flag = o->dev_prompts ? "--dev-prompts" : "the prompt the search runs on";
         if (load_prompts(&r->dev, r->tok, c, flag, o->dev_prompts, r->prompts.text[0], n_dev,
                          extra, err)) {
             return -1;
         }
     }
     selector_init(&r->sel, o->method, &o->params, c->n_layers, (uint64_t)o->seed);
-    r->out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
-    r->plain_out = (int *)malloc_check((size_t)o->n_new * sizeof(int));
+    r->out = (int *)malloc_check(2 * (size_t)o->n_new * sizeof(int));
+    r->plain_out = r->out + o->n_new;
     r->trace.n_layers = c->n_layers;
     r->trace.exit_none = o->exit.mode == EXIT_NONE;
     r->trace.verbose = !o->json;
@@ -5824,36 +5676,27 @@ static int load_run(CliRun *r, Options *o, char *err) {
     return 0;
 }
 
-// One prompt: the search before decoding (the first prompt, selfsd: r->dev is empty for the
-// others), decoding, the report, and --compare's plain run. Returns 1 when greedy output differs
-// from plain decoding, else 0.
+// One prompt: Self-SD's search before the first (r->dev is empty otherwise), decoding, the
+// report, and --compare's plain run. Returns 1 when greedy output differs from plain decoding.
 static int run_prompt(CliRun *r, Options *o, int pi) {
     double search_ms = pi == 0 && r->dev.n > 0 ? search_skip_set(r, o) : 0;
     SpecStats st, plain;
-    char *text = NULL, lead[64];
+    char *text = NULL;
     r->trace.prompt = pi;
     if (!o->json) { printf("%s", r->prompts.text[pi]); fflush(stdout); }
     int n = decode_prompt(r, o, pi, 0, &st, &text);
     if (!o->json) { printf("\n"); }
     st.select_ms += search_ms;
     st.search_ms = search_ms;
-    PromptResult res = {text, r->out, n, r->prompts.len[pi], &st, &r->skip, -1, 0, 1,
-                        &r->sel, &r->trace.ds};
+    PromptResult res = {text, n, r->prompts.len[pi], &st, 0, 1};
     if (o->compare) {
-        res.n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);
-        res.plain_tps = tokens_per_s(res.n_plain, plain.gen.decode_ms);
-        res.identical = n == res.n_plain &&
-                        memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
+        int n_plain = decode_prompt(r, o, pi, 1, &plain, NULL);
+        res.plain_tps = tokens_per_s(n_plain, plain.gen.decode_ms);
+        res.identical = n == n_plain && memcmp(r->out, r->plain_out, (size_t)n * sizeof(int)) == 0;
     }
-    if (o->json) {
-        print_json_report(stdout, "{", o, &r->m, &res);
-    } else {
-        print_text_report(o, &r->m, &res);
-    }
-    if (r->trace.f) { // the summary: --json's object
-        snprintf(lead, sizeof(lead), "{\"type\": \"summary\", \"prompt\": %d, ", pi);
-        print_json_report(r->trace.f, lead, o, &r->m, &res);
-    }
+    if (o->json) { print_json_report(stdout, -1, o, r, &res); }
+    else { print_text_report(o, r, &res); }
+    if (r->trace.f) { print_json_report(r->trace.f, pi, o, r, &res); } // --json's, as a summary
     free(text);
     return o->compare && o->temperature == 0.0f && !res.identical;
 }
@@ -5863,29 +5706,12 @@ static int print_error(const char *err) {
     return 1;
 }
 
-// After the last prompt: stdout checked, then the outputs renamed over their files, only when
-// every step before succeeded (a failed run leaves the old files as they were). Returns 1 on
-// failure.
-static int finish_run(CliRun *r, int failed) {
-    char err[SS_ERR_LEN];
-    if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
-        failed = print_error("writing to stdout failed");
-    }
-    if (r->save_skip) {
-        write_skip(r->save_skip, "", &r->searched, r->m.config.n_layers);
-        fputc('\n', r->save_skip);
-    }
-    if (!failed && commit_outputs(r->outs, r->n_outs, err)) { failed = print_error(err); }
-    return failed;
-}
-
 static void free_run(CliRun *r) {
     free_outputs(r->outs, r->n_outs);
     free_prompts(&r->prompts);
     free_prompts(&r->dev);
     selector_free(&r->sel);
-    free(r->out);
-    free(r->plain_out);
+    free(r->out); // (and plain_out)
     free_tokenizer(r->tok);
     free_model(&r->m);
 }
@@ -5907,12 +5733,16 @@ int main(int argc, char **argv) {
     } else {
         for (int pi = 0; pi < r.prompts.n; pi++) {
             if (run_prompt(&r, &o, pi)) { // the other prompts still run
-                fail(err, "%s: greedy self-speculative output differs from plain decoding",
-                     flag_name(&o, &o.compare));
-                failed = print_error(err);
+                failed = print_error("--compare: greedy self-speculative output differs from "
+                                     "plain decoding");
             }
         }
-        failed = finish_run(&r, failed);
+        // then stdout checked, and the outputs renamed over their files only when every step
+        // before succeeded (a failed run leaves the old files as they were)
+        if (fflush(stdout) != 0 || ferror(stdout)) { // a full disk, /dev/full: the output is lost
+            failed = print_error("writing to stdout failed");
+        }
+        if (!failed && commit_outputs(r.outs, r.n_outs, err)) { failed = print_error(err); }
     }
     free_run(&r);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;

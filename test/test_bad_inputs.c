@@ -875,7 +875,7 @@ static void rounds_one_to_three(void) {
             {"--skip attn:1 --save-skip F.json", "--save-skip", "only --method selfsd reads it"},
             {"--method swift --dev-prompts F.txt", "--dev-prompts", "only --method selfsd reads it"},
             {"--method asd --objective cost", "--objective", "only --method selfsd reads it"},
-            {"--method clasp --iters 3", "--iters", "only --method selfsd iterates"},
+            {"--method clasp --iters 3", "--iters", "only --method selfsd reads it"},
             {"--method swift --loi 2", "--loi", "only --method clasp"},
             {"--method clasp --skip-ratio 0.3", "--skip-ratio", "only --method swift"},
             {"--method asd --swift-budget 0.5", "--swift-budget", "only --method swift"},

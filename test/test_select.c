@@ -752,7 +752,7 @@ static void test_eq6_skip_ratio(const char *dir) {
         if (g->drafted[r] > 0) { last = count; }
         skipped += g->drafted[r] * count;
     }
-    RunSummary sum = summarize_run(st, &sp.skip, L, 1);
+    RunSummary sum = summarize_run(st, &sp.skip, L);
     double r = skipped / st->drafted / (2.0 * L);
     double want = expected_speedup(sum.mean_accepted, sum.acceptance, r, (double)st->drafted / st->rounds);
     check(counts >= 2 && st->rounds == g->rounds && g->rounds < LOG_MAX, "Eq. 6: the drafts used %d skip counts in "

@@ -217,7 +217,7 @@ int main(int argc, char **argv) {
     SkipSet half = alternate_layers(m.config.n_layers);
     for (int w = 0; w < 3; w++) { pass_ms(&m, tokens + 64, 1, NULL); } // warm up
     printf("%s | %s | %d layers, dim %d, vocab %d, %.0f MB fp32 weights%s\n", argv[1],
-           device_name(), m.config.n_layers, m.config.dim, m.config.vocab_size,
+           device_name(0), m.config.n_layers, m.config.dim, m.config.vocab_size,
            m.n_floats * 4.0 / 1e6, m.state.use_graphs ? " | CUDA graphs" : "");
     printf("%6s %12s %10s %14s   (median of %d interleaved rounds)\n", "k", "ms/pass", "vs k=1",
            "p25-p75", rounds);
