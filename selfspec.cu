@@ -5052,27 +5052,12 @@ static int check_flags(const Options *o, char *err) {
     if (given(o, "-p") && o->prompt_file) {
         return flag_fail(err, "-p", NULL, "give -p or -f, not both");
     }
-    struct stat st;
-    if (stat(o->model_dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        return flag_fail(err, "-m", o->model_dir, "a file, not a folder: give the folder that "
-                         "holds config.json, model.safetensors and tokenizer.json");
-    }
-    // llama2.c's -p is top-p; here it is the prompt. Decision: a warning (a number is a prompt)
-    char *end = NULL;
-    if (given(o, "-p")) { strtod(o->prompt, &end); }
-    if (end != NULL && end != o->prompt && *end == '\0') {
-        fprintf(stderr, "selfspec: warning: -p %s: the prompt is a number; -p is the prompt here "
-                        "(llama2.c's top-p is --top-p)\n", o->prompt);
-    }
     if (method == METHOD_STATIC && !o->skip_spec && !o->skip_file) {
         return flag_fail(err, "--method", "static", "needs --skip or --skip-file");
     }
     if (o->compare && !drafts) {
-        return flag_fail(err, "--compare", NULL, given(o, "--method")
-                         ? "--method none is plain decoding itself; --compare compares a "
-                           "speculative method with it"
-                         : "compares a speculative method with plain decoding: give --method "
-                           "or --skip");
+        return flag_fail(err, "--compare", NULL, "compares a speculative method with plain "
+                         "decoding: give --method M (not none) or --skip");
     }
     if (o->skip_spec && o->skip_file) {
         return flag_fail(err, "--skip-file", NULL, "give --skip or --skip-file, not both");

@@ -978,7 +978,7 @@ static void rounds_one_to_three(void) {
     mkfifo(buf, 0600);
     run_model_case("model.safetensors.index.json is a FIFO", d, "", "model.safetensors.index.json", NULL);
     snprintf(buf, sizeof(buf), "-m tiny_models/llama2-tiny-random/config.json");
-    run_case("-m names a file", buf, "-m tiny_models/llama2-tiny-random/config.json", "a file, not a folder");
+    run_case("-m names a file", buf, "tiny_models/llama2-tiny-random/config.json/config.json", "cannot open: Not a directory");
     written_case("config.json empty", "config.json", "", "config.json", "not valid JSON");
     written_case("config.json only whitespace", "config.json", " \n\t\n", "config.json", "not valid JSON");
     written_case("config.json null", "config.json", "null", "config.json", "not valid JSON");
