@@ -2227,6 +2227,18 @@ static int generate_spec(Model *m, const int *prompt, int n_prompt, SpecParams *
     return out->n;
 }
 
+// SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), alpha the acceptance rate, the cost
+// coefficient c = 1 - r, r the fraction of sublayers skipped: a draft step costs c of a full step,
+// a verify pass one. It is M / (n_d c + 1) with n_d = (M - 1) / alpha drafts per round
+// (Leviathan's gamma); at alpha = 0 that is 0/0, and drafts all rejected still cost n_d c each,
+// so there the measured drafts per round stand in for n_d: 1 / (n_d c + 1), below 1.
+static double expected_speedup(double mean_accepted, double acceptance, double skip_ratio,
+                               double drafts_per_round) {
+    double c = 1.0 - skip_ratio;
+    if (acceptance <= 0.0) { return 1.0 / (drafts_per_round * c + 1.0); }
+    return mean_accepted * acceptance / ((mean_accepted - 1.0) * c + acceptance);
+}
+
 // ----------------------------------------------------------------------------
 // layer selection before decoding: Self-SD's Bayesian optimization
 //
@@ -4182,18 +4194,6 @@ static void layer_map(const SkipSet *s, int n_layers, char *attn, char *mlp) {
     attn[n_layers] = mlp[n_layers] = '\0';
 }
 
-// SWIFT Eq. 6: E(Spd.) = M alpha / ((M - 1) c + alpha), alpha the acceptance rate, the cost
-// coefficient c = 1 - r, r the fraction of sublayers skipped: a draft step costs c of a full step,
-// a verify pass one. It is M / (n_d c + 1) with n_d = (M - 1) / alpha drafts per round
-// (Leviathan's gamma); at alpha = 0 that is 0/0, and drafts all rejected still cost n_d c each,
-// so there the measured drafts per round stand in for n_d: 1 / (n_d c + 1), below 1.
-static double expected_speedup(double mean_accepted, double acceptance, double skip_ratio,
-                               double drafts_per_round) {
-    double c = 1.0 - skip_ratio;
-    if (acceptance <= 0.0) { return 1.0 / (drafts_per_round * c + 1.0); }
-    return mean_accepted * acceptance / ((mean_accepted - 1.0) * c + acceptance);
-}
-
 static double tokens_per_s(int n, double ms) { return ms > 0 ? n / (ms / 1e3) : 0; }
 
 // The numbers a report prints for one prompt's run, derived from its statistics once.
@@ -4586,16 +4586,9 @@ static void watch_candidate(void *ctx, const Candidate *c) {
 // ----------------------------------------------------------------------------
 // threads: how many the CPU build runs on, and the device the reports name
 
-// --threads N, else OMP_NUM_THREADS (libgomp read it before main), else one per core; the reports
-// name which. Fewer on a busy machine (README, Threads: a thread spins for a descheduled sibling).
-static void choose_threads(int threads_flag) {
-#ifdef _OPENMP
-    if (threads_flag > 0) { omp_set_num_threads(threads_flag); }
-#endif
-    (void)threads_flag; // (one thread without OpenMP)
-}
-
-// threads_flag: --threads (0: not given), which the CPU build names as the reason for its count.
+// The device the reports name; in the CPU build its threads and why that many (load_run):
+// threads_flag, --threads (0: not given), else OMP_NUM_THREADS (libgomp read it before main), else
+// one per core. Fewer on a busy machine (README, Threads: a thread spins for a descheduled sibling).
 static const char *device_name(int threads_flag) {
     static char name[300];
     (void)threads_flag; // (the GPU build names no threads)
@@ -5612,7 +5605,9 @@ static int load_run(CliRun *r, Options *o, char *err) {
         return -1;
     }
     const Config *c = &r->m.config;
-    choose_threads(o->threads);
+#ifdef _OPENMP
+    if (o->threads > 0) { omp_set_num_threads(o->threads); } // (device_name says why so many)
+#endif
     // positions past it were never trained (and RoPE scaling assumes them)
     if (o->ctx > c->max_pos) {
         return fail(err, "-c %d: above max_position_embeddings %d of %s/config.json", o->ctx,
