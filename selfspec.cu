@@ -3388,10 +3388,10 @@ struct Tokenizer {
     int n_added;
     int unk_id, fuse_unk, byte_fallback, ignore_merges; // BPE model options; unk_id -1 if none
     int byte_ids[256];       // ids of <0x00>..<0xFF> for byte fallback, -1 where missing
-    int byte_level;          // recipe 2; else recipe 1 (SentencePiece-style), spelled with
-    int normalizer;          // the normalizer, else with Metaspace, whose prepend_scheme is
-    int prepend_first;       // "first" (else "always")
-    int pattern, digits;     // recipe 2's split: PATTERN_*, after Digits (1 individual, 2 runs)
+    int byte_level;          // recipe 2, its split's PATTERN_*; 0: recipe 1 (SentencePiece-style),
+    int normalizer;          // spelled with the normalizer, else with Metaspace, whose
+    int prepend_first;       // prepend_scheme is "first" (else "always")
+    int digits;              // recipe 2's Digits before the split: 1 individual, 2 runs, 0 none
     unsigned byte_char[256]; // GPT-2's bytes_to_unicode: byte -> code point
     short char_byte[324];    // its inverse, -1 for code points that stand for no byte
     int prefix[MAX_TEMPLATE], n_prefix, suffix[MAX_TEMPLATE], n_suffix; // the template around $A
@@ -3558,7 +3558,7 @@ static void encode_piece(Encoder *e, const char *s, size_t len, int at_start) {
     for (size_t i = 0, end; i < len && !e->failed; i = end) { // Digits' pieces, or the whole
         end = t->digits ? piece_digits(s, len, i, t->digits == 1) : len;
         for (size_t k = i, word; k < end && !e->failed; k = word, n = 0) {
-            word = t->pattern == PATTERN_LLAMA3 ? piece_llama3(s, end, k) : piece_gpt2(s, end, k);
+            word = t->byte_level == PATTERN_LLAMA3 ? piece_llama3(s, end, k) : piece_gpt2(s, end, k);
             for (size_t b = k; b < word; b++) { put_utf8(t->byte_char[s[b] & 0xFF], w, &n); }
             bpe_word(e, w, n);
         }
@@ -3793,22 +3793,21 @@ static int load_byte_level(Tokenizer *t, Json *j, int norm, int pre) {
     if (n - k == 2 && type_is(j, s[k], "Split") && json_key_is(j, s[k], "behavior", "Isolated") &&
         !json_key_bool(j, s[k], "invert", 0)) {
         int p = json_get(j, s[k++], "pattern");
-        t->pattern = json_key_is(j, p, "Regex", LLAMA3_PATTERN) ? PATTERN_LLAMA3
-                     : json_key_is(j, p, "Regex", GPT2_PATTERN) ? PATTERN_GPT2 : 0;
+        t->byte_level = json_key_is(j, p, "Regex", LLAMA3_PATTERN) ? PATTERN_LLAMA3
+                        : json_key_is(j, p, "Regex", GPT2_PATTERN) ? PATTERN_GPT2 : 0;
     }
     if (n - k == 1 && type_is(j, s[k], "ByteLevel") &&
         !json_key_bool(j, s[k], "add_prefix_space", 1)) {
         regex = json_key_bool(j, s[k], "use_regex", 1);
     }
-    if (regex < 0 || regex == (t->pattern != 0)) {
+    if (regex < 0 || regex == (t->byte_level != 0)) {
         return unsupported(j, "pre_tokenizer", "pretokenizers", pre, "[Digits,] Split(the Llama 3 "
                            "or GPT-2 regex) and ByteLevel, or [Digits,] ByteLevel with its regex");
     }
     if (!json_is_null(j, norm)) {
         return unsupported(j, "normalizer", "normalizers", norm, "none");
     }
-    t->pattern = regex ? PATTERN_GPT2 : t->pattern;
-    t->byte_level = 1;
+    t->byte_level = regex ? PATTERN_GPT2 : t->byte_level;
     memset(t->char_byte, 0xFF, sizeof(t->char_byte)); // -1: stands for no byte
     for (int b = 0, next = 256; b < 256; b++) {
         int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
