@@ -3712,9 +3712,7 @@ size_t decode_end(const Tokenizer *t, DecodeState *st, char *out, size_t cap) {
 
 // ----- loading tokenizer.json
 
-static int type_is(Json *j, int obj, const char *type) {
-    return json_key_is(j, obj, "type", type);
-}
+static int type_is(Json *j, int obj, const char *type) { return json_key_is(j, obj, "type", type); }
 
 // The steps of a component: the ones a Sequence lists under key, else the component itself (none
 // when it is null). The first max go into step[]; returns how many there are.
