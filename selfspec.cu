@@ -3089,60 +3089,51 @@ static void rope_frequencies(const Config *c, float *inv_freq) {
     }
 }
 
-// Carves the Weights pointers out of one buffer; returns the number of floats used. With
-// base == NULL it only counts (size_t arithmetic throughout, overflow-checked by the caller).
-static size_t layout_weights(Weights *w, float *base, const Config *c) {
-    size_t n_layers = (size_t)c->n_layers, dim = (size_t)c->dim, hid = (size_t)c->hidden_dim;
+// The weights in one buffer, in Weights' order: each slot carved out of base (NULL: counted
+// only) and, with tf, each tensor found by its HF name, its shape checked and (with base)
+// converted into its slot. *n: the floats used, SIZE_MAX if the config's sizes overflow
+// (build_model refuses it).
+static int layout_weights(Weights *w, float *base, const Config *c, TensorFiles *tf, size_t *n,
+                          char *err) {
+    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, vocab = (size_t)c->vocab_size;
     size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
     float **slots[] = {&w->token_embedding, &w->rms_att, &w->wq, &w->wk, &w->wv, &w->wo,
                        &w->rms_ffn, &w->w_gate, &w->w_up, &w->w_down, &w->rms_final,
                        &w->lm_head, &w->rope_inv_freq};
-    size_t vocab = (size_t)c->vocab_size, attn = mul_size(n_layers, mul_size(q_dim, dim));
-    size_t kv = mul_size(n_layers, mul_size(kv_dim, dim)),
-           mlp = mul_size(n_layers, mul_size(hid, dim));
-    size_t norms = n_layers * dim, lm_head = c->tied ? 0 : mul_size(vocab, dim), off = 0;
-    size_t sizes[] = {mul_size(vocab, dim), norms, attn, kv,  kv,      attn, norms, mlp,
-                      mlp,                  mlp,   dim,  lm_head, (size_t)c->head_dim / 2};
-    // SIZE_MAX if the config's sizes overflow: build_model refuses it
+    // each slot's tensor (NULL: none in the file; a layer's is model.layers.L.NAME.weight), its
+    // rows and columns (0: a vector)
+    const char *names[] = {"model.embed_tokens.weight", "input_layernorm", "self_attn.q_proj",
+                           "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                           "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj",
+                           "mlp.down_proj", "model.norm.weight",
+                           c->tied ? NULL : "lm_head.weight", NULL};
+    size_t rows[] = {vocab, dim, q_dim, kv_dim, kv_dim, dim, dim, hid, hid, dim, dim,
+                     c->tied ? 0 : vocab, (size_t)c->head_dim / 2};
+    size_t cols[] = {dim, 0, dim, dim, dim, q_dim, 0, dim, dim, hid, 0, dim, 0};
+    *n = 0;
     for (int k = 0; k < 13; k++) {
-        *slots[k] = base ? base + off : NULL;
-        off = add_size(off, sizes[k]);
-    }
-    if (c->tied) { w->lm_head = w->token_embedding; }
-    return off;
-}
-
-// Loads every weight into w; with w's pointers NULL (layout_weights without memory), only checks
-// that every tensor is there with its shape.
-static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err) {
-    size_t dim = (size_t)c->dim, hid = (size_t)c->hidden_dim, vocab = (size_t)c->vocab_size;
-    size_t q_dim = (size_t)c->n_heads * c->head_dim, kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    if (load_tensor(tf, "model.embed_tokens.weight", vocab, dim, w->token_embedding, err) ||
-        load_tensor(tf, "model.norm.weight", dim, 0, w->rms_final, err) ||
-        (!c->tied && load_tensor(tf, "lm_head.weight", vocab, dim, w->lm_head, err))) {
-        return -1;
-    }
-    // per layer: (name, rows, cols, layer 0's destination) in the order of the HF module tree
-    const char *names[] = {"input_layernorm", "self_attn.q_proj", "self_attn.k_proj",
-                           "self_attn.v_proj", "self_attn.o_proj", "post_attention_layernorm",
-                           "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"};
-    size_t rows[] = {dim, q_dim, kv_dim, kv_dim, dim, dim, hid, hid, dim};
-    size_t cols[] = {0, dim, dim, dim, q_dim, 0, dim, dim, hid};
-    float *first[] = {w->rms_att, w->wq,     w->wk,   w->wv,    w->wo,
-                      w->rms_ffn, w->w_gate, w->w_up, w->w_down};
-    for (int l = 0; l < c->n_layers; l++) {
-        for (int k = 0; k < 9; k++) {
+        int in_layers = k >= 1 && k <= 9; // rms_att to w_down: one tensor per layer
+        size_t floats = mul_size(rows[k], cols[k] == 0 ? 1 : cols[k]);
+        *slots[k] = base ? base + *n : NULL;
+        for (int l = 0; tf != NULL && names[k] != NULL && l < (in_layers ? c->n_layers : 1); l++) {
             char name[128];
             snprintf(name, sizeof(name), "model.layers.%d.%s.weight", l, names[k]);
-            size_t floats = rows[k] * (cols[k] == 0 ? 1 : cols[k]);
-            float *dst = first[k] ? first[k] + l * floats : NULL; // NULL: only check shapes
-            if (load_tensor(tf, name, rows[k], cols[k], dst, err)) { return -1; }
+            float *dst = base ? *slots[k] + l * floats : NULL; // NULL: only check the shape
+            if (load_tensor(tf, in_layers ? name : names[k], rows[k], cols[k], dst, err)) {
+                return -1;
+            }
         }
+        *n = add_size(*n, mul_size(in_layers ? (size_t)c->n_layers : 1, floats));
     }
-    // A tensor left over means config.json describes another model (num_hidden_layers 3 on a
-    // 6-layer checkpoint ran and printed garbage). Transformers ignores the rotary_emb.inv_freq
-    // buffers old checkpoints saved, as here, and lm_head.weight when tied (read_weights looked
-    // it up, so it counts as used).
+    if (c->tied) { w->lm_head = w->token_embedding; }
+    return 0;
+}
+
+// A tensor left over means config.json describes another model (num_hidden_layers 3 on a 6-layer
+// checkpoint ran and printed garbage). Transformers ignores the rotary_emb.inv_freq buffers old
+// checkpoints saved, as here, and lm_head.weight when tied (read_weights looked it up, so it
+// counts as used).
+static int check_all_used(const TensorFiles *tf, const Config *c, char *err) {
     for (int k = 0; k < tf->n_tensors; k++) {
         const TensorInfo *t = &tf->tensors[k];
         const char *inv = strstr(t->name, "rotary_emb.inv_freq");
@@ -3152,7 +3143,6 @@ static int load_weights(Weights *w, const Config *c, TensorFiles *tf, char *err)
                         t->path, t->name, c->n_layers);
         }
     }
-    if (w->rope_inv_freq) { rope_frequencies(c, w->rope_inv_freq); }
     return 0;
 }
 
@@ -3179,14 +3169,13 @@ static float *read_weights(Config *c, const char *dir, size_t *n, char *err) {
     }
     // each tensor checked (name, shape, bytes in its file) before the config's sizes are allocated
     Weights host;
-    *n = layout_weights(&host, NULL, c);
-    if (rc == 0) { rc = load_weights(&host, c, &tf, err); }
+    rc = rc || layout_weights(&host, NULL, c, &tf, n, err) || check_all_used(&tf, c, err);
     float *memory = NULL;
     if (rc == 0) {
         memory = (float *)malloc_check(mul_size(*n, sizeof(float)));
-        layout_weights(&host, memory, c);
-        rc = load_weights(&host, c, &tf, err);
+        rc = layout_weights(&host, memory, c, &tf, n, err);
     }
+    if (rc == 0) { rope_frequencies(c, host.rope_inv_freq); }
     free_tensor_files(&tf);
     if (rc != 0) { free(memory); }
     return rc == 0 ? memory : NULL;
@@ -3217,7 +3206,7 @@ int build_model(Model *m, const char *dir, int seq_len_cap, char *err) {
     m->memory = host_memory;
 #endif
     m->n_floats = n;
-    layout_weights(&m->weights, m->memory, c);
+    layout_weights(&m->weights, m->memory, c, NULL, &n, err);
     build_run_state(&m->state, c, c->seq_len < MAX_PASS_TOKENS ? c->seq_len : MAX_PASS_TOKENS);
     m->dir = strcpy((char *)malloc_check(strlen(dir) + 1), dir); // last: a failure leaks nothing
     return 0;
@@ -3411,10 +3400,10 @@ struct Tokenizer {
     int n_added;
     int unk_id, fuse_unk, byte_fallback, ignore_merges; // BPE model options; unk_id -1 if none
     int byte_ids[256];       // ids of <0x00>..<0xFF> for byte fallback, -1 where missing
-    int byte_level;          // recipe 2; else recipe 1 (SentencePiece-style), spelled with
-    int normalizer;          // the normalizer, else with Metaspace, whose prepend_scheme is
-    int prepend_first;       // "first" (else "always")
-    int pattern, digits;     // recipe 2's split: PATTERN_*, after Digits (1 individual, 2 runs)
+    int byte_level;          // recipe 2, its split's PATTERN_*; 0: recipe 1 (SentencePiece-style),
+    int normalizer;          // spelled with the normalizer, else with Metaspace, whose
+    int prepend_first;       // prepend_scheme is "first" (else "always")
+    int digits;              // recipe 2's Digits before the split: 1 individual, 2 runs, 0 none
     unsigned byte_char[256]; // GPT-2's bytes_to_unicode: byte -> code point
     short char_byte[324];    // its inverse, -1 for code points that stand for no byte
     int prefix[MAX_TEMPLATE], n_prefix, suffix[MAX_TEMPLATE], n_suffix; // the template around $A
@@ -3581,7 +3570,7 @@ static void encode_piece(Encoder *e, const char *s, size_t len, int at_start) {
     for (size_t i = 0, end; i < len && !e->failed; i = end) { // Digits' pieces, or the whole
         end = t->digits ? piece_digits(s, len, i, t->digits == 1) : len;
         for (size_t k = i, word; k < end && !e->failed; k = word, n = 0) {
-            word = t->pattern == PATTERN_LLAMA3 ? piece_llama3(s, end, k) : piece_gpt2(s, end, k);
+            word = t->byte_level == PATTERN_LLAMA3 ? piece_llama3(s, end, k) : piece_gpt2(s, end, k);
             for (size_t b = k; b < word; b++) { put_utf8(t->byte_char[s[b] & 0xFF], w, &n); }
             bpe_word(e, w, n);
         }
@@ -3735,9 +3724,7 @@ size_t decode_end(const Tokenizer *t, DecodeState *st, char *out, size_t cap) {
 
 // ----- loading tokenizer.json
 
-static int type_is(Json *j, int obj, const char *type) {
-    return json_key_is(j, obj, "type", type);
-}
+static int type_is(Json *j, int obj, const char *type) { return json_key_is(j, obj, "type", type); }
 
 // The steps of a component: the ones a Sequence lists under key, else the component itself (none
 // when it is null). The first max go into step[]; returns how many there are.
@@ -3816,22 +3803,21 @@ static int load_byte_level(Tokenizer *t, Json *j, int norm, int pre) {
     if (n - k == 2 && type_is(j, s[k], "Split") && json_key_is(j, s[k], "behavior", "Isolated") &&
         !json_key_bool(j, s[k], "invert", 0)) {
         int p = json_get(j, s[k++], "pattern");
-        t->pattern = json_key_is(j, p, "Regex", LLAMA3_PATTERN) ? PATTERN_LLAMA3
-                     : json_key_is(j, p, "Regex", GPT2_PATTERN) ? PATTERN_GPT2 : 0;
+        t->byte_level = json_key_is(j, p, "Regex", LLAMA3_PATTERN) ? PATTERN_LLAMA3
+                        : json_key_is(j, p, "Regex", GPT2_PATTERN) ? PATTERN_GPT2 : 0;
     }
     if (n - k == 1 && type_is(j, s[k], "ByteLevel") &&
         !json_key_bool(j, s[k], "add_prefix_space", 1)) {
         regex = json_key_bool(j, s[k], "use_regex", 1);
     }
-    if (regex < 0 || regex == (t->pattern != 0)) {
+    if (regex < 0 || regex == (t->byte_level != 0)) {
         return unsupported(j, "pre_tokenizer", "pretokenizers", pre, "[Digits,] Split(the Llama 3 "
                            "or GPT-2 regex) and ByteLevel, or [Digits,] ByteLevel with its regex");
     }
     if (!json_is_null(j, norm)) {
         return unsupported(j, "normalizer", "normalizers", norm, "none");
     }
-    t->pattern = regex ? PATTERN_GPT2 : t->pattern;
-    t->byte_level = 1;
+    t->byte_level = regex ? PATTERN_GPT2 : t->byte_level;
     memset(t->char_byte, 0xFF, sizeof(t->char_byte)); // -1: stands for no byte
     for (int b = 0, next = 256; b < 256; b++) {
         int printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
