@@ -5182,8 +5182,8 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
     size_t len = file ? 0 : strlen(text);
     p->buf = file ? read_input(file, 1, &len, why) : strcpy((char *)malloc_check(len + 1), text);
     if (p->buf == NULL) { return fail(err, "%s %s", flag, why); }
-    p->text = (char **)malloc_check((len / 2 + 2) * sizeof(char *));
-    p->line = (int *)calloc_check(len / 2 + 2, sizeof(int));
+    p->text = (char **)calloc_check(len / 2 + 2, sizeof(char *) + sizeof(int)); // (line after)
+    p->line = (int *)(p->text + len / 2 + 2);
     if (file == NULL) { p->text[p->n++] = p->buf; }
     // a UTF-8 byte order mark (Notepad writes one) is not part of the first prompt
     size_t bom = file && len >= 3 && memcmp(p->buf, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
@@ -5209,8 +5209,8 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
         p->text[p->n++] = q;
     }
     if (p->n == 0) { return fail(err, "%s %s: no prompts (one per line)", flag, file); }
-    p->ids = (int **)calloc_check((size_t)p->n, sizeof(int *));
-    p->len = (int *)calloc_check((size_t)p->n, sizeof(int));
+    p->ids = (int **)calloc_check((size_t)p->n, sizeof(int *) + sizeof(int)); // (len after)
+    p->len = (int *)(p->ids + p->n);
     for (int k = 0; k < p->n; k++) {
         snprintf(where, sizeof(where), file ? "%s %s line %d" : "%s", flag, file, p->line[k]);
         int *ids = p->ids[k] = (int *)malloc_check((size_t)c->seq_len * sizeof(int));
@@ -5236,10 +5236,8 @@ static int load_prompts(Prompts *p, const Tokenizer *tok, const Config *c, const
 static void free_prompts(Prompts *p) {
     for (int k = 0; p->ids && k < p->n; k++) { free(p->ids[k]); }
     free(p->buf);
-    free(p->text);
-    free(p->line);
-    free(p->ids);
-    free(p->len);
+    free(p->text); // (and line)
+    free(p->ids);  // (and len)
 }
 
 // The first Ctrl-C during a search stops it (the search returns its best set so far, which is
@@ -5349,10 +5347,8 @@ static void trace_header(FILE *f, const Options *o, const CliRun *r) {
     fprintf(f, "}}\n");
 }
 
-// --json's draft statistics (README "The trace"): draft_lengths[i], the rounds that drafted i
-// tokens; accept_by_position[i], the share of the rounds reaching position i + 1 that kept it;
-// draft_ends, the rounds by why drafting stopped; conf_mean; dp_overlap, CLaSp's mean Jaccard
-// overlap of consecutive DP sets.
+// --json's draft statistics, each key in README "The trace": rounds by draft length, acceptance
+// by draft position, why drafts ended, the mean confidence, CLaSp's overlap of consecutive DPs.
 static void print_draft_stats(FILE *f, const DraftStats *d, int rounds, int drafted) {
     int n = rounds > 0 ? d->longest + 1 : 0;
     fprintf(f, ", \"draft_lengths\": [");
@@ -5552,20 +5548,6 @@ static int decode_prompt(CliRun *r, Options *o, int pi, int plain, SpecStats *st
     return n;
 }
 
-// A missing model folder with a script beside it that makes it (tiny_models/smollm2-135m:
-// tiny_models/get_smollm2.sh, get_ and the name up to its first '-') gets the script named in err.
-static void getter_hint(const char *dir, char *err) {
-    const char *base = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
-    char script[SS_ERR_LEN];
-    size_t n = strlen(err);
-    snprintf(script, sizeof(script), "%.*sget_%.*s.sh", (int)(base - dir), dir,
-             (int)strcspn(base, "-"), base);
-    if (access(dir, F_OK) != 0 && access(script, F_OK) == 0) {
-        snprintf(err + n, SS_ERR_LEN - n, " (the folder is made by %.*s: run it first)",
-                 SS_ERR_LEN / 2, script);
-    }
-}
-
 // --save-skip's and --trace's files, opened before the model loads (and the run's minutes),
 // refusing one of the run's inputs (README "Scope and limits", item 4). 0, or -1 with err set.
 static int open_outputs(CliRun *r, const Options *o, char *err) {
@@ -5586,10 +5568,7 @@ static int open_outputs(CliRun *r, const Options *o, char *err) {
 static int load_run(CliRun *r, Options *o, char *err) {
     char why[SS_ERR_LEN], extra[64];
     if (open_outputs(r, o, err)) { return -1; }
-    if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) {
-        getter_hint(o->model_dir, err);
-        return -1;
-    }
+    if (build_model(&r->m, o->model_dir, o->ctx > 0 ? o->ctx : 4096, err)) { return -1; }
     const Config *c = &r->m.config;
 #ifdef _OPENMP
     if (o->threads > 0) { omp_set_num_threads(o->threads); } // (device_name says why so many)

@@ -579,27 +579,6 @@ static void test_swift_tree(void) {
     bad_flag("--method asd --clasp-ratio 0.3", "--clasp-ratio: only --method clasp reads it");
 }
 
-// A missing model folder with a script beside it that makes it (tiny_models/get_smollm2.sh for
-// tiny_models/smollm2-135m) names the script; one without such a script does not.
-static void test_getter_hint(void) {
-    char *out, *err, path[256], args[512];
-    snprintf(path, sizeof(path), "%s/get_smollx.sh", tmp);
-    FILE *f = fopen(path, "w");
-    if (f) { fputs("#!/bin/sh\n", f); fclose(f); }
-    snprintf(args, sizeof(args), "-m %s/smollx-135m -n 2", tmp);
-    int rc = run("", args, &out, &err);
-    check(rc == 1 && strstr(err, "smollx-135m/config.json: cannot open") != NULL &&
-          strstr(err, "get_smollx.sh: run it first") != NULL, "-m a missing folder beside its get_ script: "
-          "exit %d, want the script named:\n%s", rc, err);
-    free(out); free(err);
-    snprintf(args, sizeof(args), "-m %s/other-1 -n 2", tmp);
-    rc = run("", args, &out, &err);
-    check(rc == 1 && strstr(err, "other-1/config.json: cannot open") != NULL && strstr(err, "get_") == NULL,
-          "-m a missing folder without a script: exit %d, want no hint:\n%s", rc, err);
-    free(out); free(err);
-    remove(path);
-}
-
 int main(void) {
     snprintf(tmp, sizeof(tmp), "/tmp/selfspec-cli-XXXXXX");
     if (mkdtemp(tmp) == NULL) { fprintf(stderr, "test_cli: mkdtemp failed\n"); return 2; }
@@ -617,7 +596,6 @@ int main(void) {
     test_help_layout();
     test_exit_none();
     test_selection_share();
-    test_getter_hint();
     test_getter_posix_sh();
     test_knobs();
     test_swift_tree();
