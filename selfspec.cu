@@ -130,7 +130,7 @@ static double lap_ms(double *t) {
 // loop, OpenMP over blocks. That is exact because no kernel uses shared memory, __syncthreads,
 // warp functions or atomics, and no thread reads what another thread of the same launch writes.
 // The block size never changes a result (kernels only use the flat index), so each build picks
-// its own. A launch is parallel only with 64 blocks, 65,536 units of work (LAUNCH_WORK: multiply-
+// its own. A launch is parallel only with 16 blocks, 16,384 units of work (LAUNCH_WORK: multiply-
 // adds) and 2 threads or more (test/bench/README.md).
 static uint64_t launch_count; // kernels launched, in both builds (verify_cost and tests read it)
 
@@ -170,7 +170,7 @@ static void copy_to_host(void *dst, const void *src, size_t bytes) {
     cuda_check(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
 }
 #else
-enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 64, MIN_PARALLEL_WORK = 1 << 16, GRAPHS = 0 };
+enum { BLOCK_SIZE = 4, MIN_PARALLEL_BLOCKS = 16, MIN_PARALLEL_WORK = 1 << 14, GRAPHS = 0 };
 // Kernels are inlined into the loop that runs their grid, device functions into their callers
 // (as nvcc does: with gcc's mere hint, dot_row_tokens may stay a call and the matmul's sums leave
 // the registers, test/bench/README.md, "Speed that does not depend on the rest of the file").

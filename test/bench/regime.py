@@ -43,8 +43,9 @@ MODELS = ["tiny_models/kjv-12l", "tiny_models/kjv-12l-skip", "tiny_models/smollm
 
 # The papers' own figures, each with where it is printed
 PAPERS = {
-    "conf": "not tabulated; SWIFT's rounds emit M = 5.01 tokens, drafts stopping below 0.8 "
-            "(Table 2), so most draft tokens are above 0.8",
+    "conf": "not tabulated; SWIFT's rounds emit M = 5.01 tokens (Table 2) with drafts that stop "
+            "below a threshold the paper does not give (its code's `stop_threshold` is 0.8), so "
+            "most draft tokens are above it",
     "share": "(as above)",
     "acceptance": "Self-SD 0.919, about half of LLaMA-2-13B skipped (Table 3, Fig. 4); SWIFT "
                   "0.90-1.00 at r = 0.45-0.5, with its tree (Table 2)",

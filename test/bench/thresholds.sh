@@ -38,7 +38,11 @@ echo "launch thresholds, $threads threads, $rounds rounds, 128 tokens; blocks:wo
 printf '| model | run | blocks:work | tokens/s median | min-max | vs %s |\n|---|---|---|---|---|---|\n' \
     "${variants%% *}"
 for m in $models; do
-    for run in "--method none" "--skip attn:2,4,6,8,10;mlp:3,5,7,9"; do
+    # the draft: kjv-12l's demo set on any depth, attention of every other layer from 2 to L - 2,
+    # MLP from 3 to L - 3 (a model of 5 layers: attn:2 alone)
+    L=$(sed -n 's/.*"num_hidden_layers": *\([0-9]*\).*/\1/p' "$m/config.json")
+    mlp=$(seq 3 2 $((L - 3)) | paste -sd, -)
+    for run in "--method none" "--skip attn:$(seq 2 2 $((L - 2)) | paste -sd, -)${mlp:+;mlp:$mlp}"; do
         ref=${variants%% *}
         # shellcheck disable=SC2086 # $run is a word list
         "$tmp/$ref/selfspec" -m "$m" -n 128 $run --json | grep -o '"tokens": \[[^]]*\]' >"$tmp/want"
