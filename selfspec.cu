@@ -304,13 +304,13 @@ __device__ void dot_rows(float *out, const float *wr, const float *x, int n, int
 enum { SEGMENT = 512 };
 __host__ __device__ int row_lanes(int in_dim) { return LANES * ((in_dim + SEGMENT - 1) / SEGMENT); }
 
-// A row's dot products: one segment (add: added to out), or segments added in order in out
+// A row's dot products: its segments added in order in out (add: the first added to it too).
+// One call of dot_rows, so the kernels that inline it hold one copy of its sweeps.
 __device__ void dot_segments(float *out, const float *wr, const float *x, int n, int in_dim,
                              int out_dim, int add) {
-    if (in_dim <= SEGMENT) { dot_rows(out, wr, x, n, in_dim, in_dim, out_dim, add); return; }
     for (int c0 = 0; c0 < in_dim; c0 += SEGMENT) {
         int len = in_dim - c0 < SEGMENT ? in_dim - c0 : SEGMENT;
-        dot_rows(out, wr + c0, x + c0, n, len, in_dim, out_dim, c0 > 0);
+        dot_rows(out, wr + c0, x + c0, n, len, in_dim, out_dim, add || c0 > 0);
     }
 }
 
@@ -392,9 +392,8 @@ __global__ void matmul_kernel(MatmulOp op, int kind) {
     int u = blockIdx.x * blockDim.x + threadIdx.x, in = op.in_dim, rows = op_rows(&op), c1;
     if (u >= op_units(&op)) { return; }
     int c0 = unit_cols(&op, u, &c1), add = kind == MM_ADD && in <= SEGMENT; // (else through raw)
-    dot_segments((add ? op.out[0] : op.raw) + c0, op_row(&op, c0).w, op.x, op.n, in, rows, add);
-    if (kind == MM_SWIGLU || kind == MM_QKV) {
-        dot_segments(op.raw + c1, op_row(&op, c1).w, op.x, op.n, in, rows, 0);
+    for (int j = 0, c = c0; j < (kind == MM_SWIGLU || kind == MM_QKV ? 2 : 1); j++, c = c1) {
+        dot_segments((add ? op.out[0] : op.raw) + c, op_row(&op, c).w, op.x, op.n, in, rows, add);
     }
     for (int t = 0; t < op.n && kind != MM_STORE && !add; t++) { finish_unit(&op, t, u, c0, c1); }
 }
