@@ -469,10 +469,11 @@ __device__ size_t kv_offset(int row, const Config *c) { // row = t * n_heads + h
     return (size_t)(row % c->n_heads / (c->n_heads / c->n_kv_heads)) * c->head_dim;
 }
 
-// query row q's score for slot s of k (its kv head's column of the cache): q . k_s / sqrt(head_dim)
-__device__ float attention_score(const float *q, const float *k, int s, const Config *c) {
-    size_t kv_dim = (size_t)c->n_kv_heads * c->head_dim;
-    return dot(q, k + s * kv_dim, c->head_dim) * (1.0f / sqrtf((float)c->head_dim));
+// query row q's score for slot s of k (its kv head's column of the cache): q . k_s scale, scale =
+// 1 / sqrt(head_dim) computed once by the caller (sqrtf may set errno: no compiler hoists it)
+__device__ float attention_score(const float *q, const float *k, int s, const Config *c,
+                                 float scale) {
+    return dot(q, k + s * (size_t)c->n_kv_heads * c->head_dim, c->head_dim) * scale;
 }
 
 // The GPU's attention, stage 1: one thread per (token, head, slot s < seq_len, the grid spanning
@@ -483,8 +484,8 @@ __global__ void attention_scores_kernel(float *att, const float *q, const float 
     int i = blockIdx.x * blockDim.x + threadIdx.x, row = i / c.seq_len, s = i % c.seq_len;
     if (i >= n * c.n_heads * c.seq_len || s >= *pos + n) { return; }
     if (!visible(mask, row / c.n_heads, n, *pos, s)) { return; }
-    const float *k = key_cache + kv_offset(row, &c);
-    att[(size_t)row * c.seq_len + s] = attention_score(q + (size_t)row * c.head_dim, k, s, &c);
+    const float *k = key_cache + kv_offset(row, &c), *qr = q + (size_t)row * c.head_dim;
+    att[(size_t)row * c.seq_len + s] = attention_score(qr, k, s, &c, 1.0f / sqrtf((float)c.head_dim));
 }
 
 // o[d] for d < count = the sum over the slots s token t sees, in order, of exp(a[s] - max) v[s][d]
@@ -529,8 +530,9 @@ __global__ void attention_kernel(float *out, float *att, const float *q, const f
     if (i >= n * c.n_heads) { return; }
     float *a = att + (size_t)i * c.seq_len;
     const float *qi = q + (size_t)i * hd, *k = key_cache + kv_offset(i, &c);
+    float scale = 1.0f / sqrtf((float)hd);
     for (int s = 0, p = *pos, t = i / c.n_heads; s < p + n; s++) {
-        if (visible(mask, t, n, p, s)) { a[s] = attention_score(qi, k, s, &c); }
+        if (visible(mask, t, n, p, s)) { a[s] = attention_score(qi, k, s, &c, scale); }
     }
     softmax_values(out + (size_t)i * hd, a, value_cache + kv_offset(i, &c), mask, i / c.n_heads, n,
                    *pos, c.n_kv_heads * hd, hd);
