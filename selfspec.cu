@@ -269,11 +269,9 @@ __device__ void dot_row_tokens(float *out, const float *wr, const float *x, int 
             for (int u = 0; u < 16; u++) { s[t][u] += wr[c + u] * xt[c + u]; }
         }
     }
-    for (int t = 0; t < n_tok; t++) { // the last, partial chunk with constant indices (an index
-        const float *xt = x + (size_t)t * stride; // computed at run time puts s in GPU memory)
-        for (int u = 0; c < len && u < 16; u++) {
-            if (c + u < len) { s[t][u] += wr[c + u] * xt[c + u]; }
-        }
+    for (int t = 0; t < n_tok; t++) { // the last, partial chunk, lane by lane up to 16 (a bound
+        const float *xt = x + (size_t)t * stride; // the GPU unrolls: s stays in its registers)
+        for (int u = 0; u < 16 && c + u < len; u++) { s[t][u] += wr[c + u] * xt[c + u]; }
         float y = tree_sum16(s[t]);
         out[(size_t)t * out_dim] = add ? out[(size_t)t * out_dim] + y : y;
     }
